@@ -1,0 +1,36 @@
+"""loopact: a runtime for multimodal autonomous agents that act in the physical world.
+
+An LLM thinks, plans and calls tools in a bounded, preemptible loop; the tools move a robot,
+read its camera and sensors, and talk to people. Nothing happens at import time.
+"""
+
+from loopact.errors import (
+    ConfigError,
+    LoopactError,
+    ModelError,
+    RobotError,
+    SafetyError,
+    ToolError,
+)
+from loopact.llm.messages import Image, Message, ToolCall
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "Image",
+    "LoopactError",
+    "Message",
+    "ModelError",
+    "RobotError",
+    "SafetyClass",
+    "SafetyError",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "__version__",
+    "tool",
+]

@@ -1,0 +1,172 @@
+"""The model interface: one streaming request that yields typed events.
+
+A provider (``openai_chat``, ``anthropic``, ``dify``) implements :class:`Model`. It turns a
+:class:`ModelRequest` in canonical messages (SPEC B4) into its wire protocol and yields
+:data:`ModelEvent` values as the response streams. A non-streaming endpoint is the same path,
+fed all at once. Providers never retry and never time out by themselves: the agent loop owns
+retries (SPEC B6) and timeouts (SPEC A2), because only the loop knows whether a tool call was
+already dispatched from a partial stream (SPEC X1: no action ever runs twice).
+
+Event order within one response: any number of ``ReasoningDelta`` / ``TextDelta`` /
+``ToolCallReady`` (a call is ready as soon as its arguments are complete in the stream), then
+exactly one ``ResponseDone`` last. A provider raises :class:`~loopact.errors.ModelError`
+(retryable or not) instead of yielding ``ResponseDone`` when the response fails or is cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from loopact.llm.messages import Message, ToolCall, Usage
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model endpoint can do; the loop adapts to it (SPEC B4).
+
+    Attributes:
+        vision: Accepts images; when False the loop sends a text note instead (SPEC G2).
+        native_tool_calls: Has a ``tools`` parameter; when False, calls are read from text.
+        parallel_tool_calls: May return several calls in one response.
+        constrained_decoding: Supports grammar / JSON-schema constrained output.
+        context_tokens: Context window size in tokens.
+        stream_usage: Accepts ``stream_options: {include_usage: true}`` (OpenAI protocol).
+    """
+
+    vision: bool = True
+    native_tool_calls: bool = True
+    parallel_tool_calls: bool = True
+    constrained_decoding: bool = False
+    context_tokens: int = 128_000
+    stream_usage: bool = True
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it: the OpenAI function object's three fields.
+
+    Attributes:
+        name: Tool name (``^[a-zA-Z0-9_-]{1,64}$``).
+        description: One or two sentences for the model.
+        parameters: JSON Schema (``type: object``) of the arguments.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def openai(self) -> dict[str, Any]:
+        """The OpenAI ``tools[]`` entry: ``{"type": "function", "function": {...}}``."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters or {"type": "object", "properties": {}},
+            },
+        }
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One request to a model.
+
+    Attributes:
+        messages: The canonical history, system message first.
+        tools: The tools offered; empty means a request without tools (final answer).
+        max_output_tokens: Cap on the response length, None for the endpoint default.
+        temperature: Sampling temperature, None for the endpoint default.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of reasoning text (``reasoning_content``, ``reasoning``, ``<think>``)."""
+
+    text: str
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of answer text, reasoning and tool-call markup already removed."""
+
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True)
+class ToolCallReady:
+    """A tool call whose arguments are complete in the stream (SPEC X1).
+
+    Attributes:
+        index: The call's position in the response (0-based, call order).
+        call: The call; ``call.error`` is set when its arguments could not be parsed.
+    """
+
+    index: int
+    call: ToolCall
+    kind: Literal["tool_call_ready"] = "tool_call_ready"
+
+
+@dataclass(frozen=True)
+class ResponseDone:
+    """The response ended normally.
+
+    Attributes:
+        message: The complete assistant message; ``tool_calls`` holds every usable call in
+            order (each was also yielded as ``ToolCallReady``).
+        finish_reason: ``stop``, ``tool_calls``, ``length``, ``content_filter`` or ``""``
+            when the endpoint sent none.
+        usage: Token usage (zeros when the endpoint reported none).
+        truncated_calls: Calls cut off by ``finish_reason: length``; never executed, the
+            model is told its call was truncated.
+    """
+
+    message: Message
+    finish_reason: str
+    usage: Usage
+    truncated_calls: tuple[ToolCall, ...] = ()
+    kind: Literal["response_done"] = "response_done"
+
+
+ModelEvent = ReasoningDelta | TextDelta | ToolCallReady | ResponseDone
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model endpoint speaking one wire protocol.
+
+    Attributes:
+        provider: Provider name (``openai``, ``anthropic``, ``dify``).
+        model: The model name sent to the endpoint.
+        capabilities: What the endpoint can do.
+    """
+
+    provider: str
+    model: str
+    capabilities: Capabilities
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Send ``request`` and yield events as the response streams.
+
+        Raises:
+            ModelRetryableError: connection error, 408/409/429/5xx, stream cut mid-way.
+            ModelFatalError: any other failure.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+    def reset(self) -> None:
+        """Forget server-side conversation state (Dify ``conversation_id``); may do nothing."""
+        ...

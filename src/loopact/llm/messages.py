@@ -1,0 +1,237 @@
+"""The canonical message model (SPEC B4).
+
+OpenAI-like in shape, typed, and able to hold whatever any provider needs back: reasoning
+text, thinking blocks with their signatures (Anthropic), images in user messages and in tool
+results, provider file ids (Dify uploads). Providers convert to and from it losslessly; the loop
+and the tools never see provider differences.
+
+All types are frozen dataclasses: history is a list of immutable messages, so a provider can
+never corrupt the loop's state by editing a message in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image that has passed the image gate (SPEC G1).
+
+    Attributes:
+        data: The encoded bytes (JPEG after the gate; PNG allowed for lossless sources).
+        media_type: MIME type of ``data``, e.g. ``"image/jpeg"``.
+        width_px: Width in pixels, 0 when unknown.
+        height_px: Height in pixels, 0 when unknown.
+        file_id: A provider-side id once uploaded (Dify ``upload_file_id``), else None.
+    """
+
+    data: bytes
+    media_type: str = "image/jpeg"
+    width_px: int = 0
+    height_px: int = 0
+    file_id: str | None = None
+
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of ``data``: how traces and memory snapshots refer to an image."""
+        return hashlib.sha256(self.data).hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-able stand-in for logs and traces: ``{sha256, bytes, media_type, w, h}``."""
+        return {
+            "sha256": self.sha256,
+            "bytes": len(self.data),
+            "media_type": self.media_type,
+            "width_px": self.width_px,
+            "height_px": self.height_px,
+        }
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A piece of text content."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image content part (SPEC B8)."""
+
+    image: Image
+    type: Literal["image"] = "image"
+
+
+ContentPart = TextPart | ImagePart
+
+
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """A provider's thinking block, passed back unchanged in the next request (SPEC B2).
+
+    Attributes:
+        text: The thinking text (empty for a redacted block).
+        signature: The provider's signature over the block; must be returned unchanged.
+        redacted_data: Opaque data of a redacted thinking block, else None.
+    """
+
+    text: str
+    signature: str = ""
+    redacted_data: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for.
+
+    Attributes:
+        id: The provider's ``tool_call_id`` (generated when the provider sent none).
+        name: The tool name.
+        arguments: The parsed (and repaired, SPEC B7) arguments; ``{}`` when unparseable.
+        raw_arguments: The argument text exactly as the model streamed it.
+        error: Why the arguments could not be used (not JSON, truncated), else None.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str = ""
+    error: str | None = None
+
+    def arguments_json(self) -> str:
+        """The arguments as canonical JSON text (sorted keys): used for de-duplication (A3)."""
+        return json.dumps(self.arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage as the provider reported it.
+
+    Attributes:
+        input_tokens: Prompt tokens.
+        output_tokens: Completion tokens (reasoning included).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens``."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the canonical history.
+
+    Attributes:
+        role: ``system``, ``user``, ``assistant`` or ``tool``.
+        content: Text and image parts, in order.
+        tool_calls: For ``assistant``: the calls it made, in call order.
+        tool_call_id: For ``tool``: the call this message answers.
+        name: For ``tool``: the tool's name.
+        reasoning: For ``assistant``: reasoning text kept apart from the answer (SPEC B5).
+        thinking: For ``assistant``: thinking blocks with signatures (SPEC B2).
+        provider_data: Provider-specific values that must survive a round trip, keyed by
+            provider name (e.g. ``{"dify": {"conversation_id": ...}}``).
+    """
+
+    role: Role
+    content: tuple[ContentPart, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    thinking: tuple[ThinkingBlock, ...] = ()
+    provider_data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def text(self) -> str:
+        """All text parts joined (images left out)."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> list[Image]:
+        """The images among the content parts, in order."""
+        return [p.image for p in self.content if isinstance(p, ImagePart)]
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message."""
+        return cls(role="system", content=(TextPart(text),))
+
+    @classmethod
+    def user(cls, text: str, images: list[Image] | tuple[Image, ...] = ()) -> Message:
+        """A user message: text first, then images as content parts (SPEC B8)."""
+        parts: list[ContentPart] = [TextPart(text)] if text else []
+        parts.extend(ImagePart(i) for i in images)
+        return cls(role="user", content=tuple(parts))
+
+    @classmethod
+    def assistant(
+        cls,
+        text: str = "",
+        tool_calls: list[ToolCall] | tuple[ToolCall, ...] = (),
+        reasoning: str | None = None,
+        thinking: list[ThinkingBlock] | tuple[ThinkingBlock, ...] = (),
+    ) -> Message:
+        """An assistant message."""
+        return cls(
+            role="assistant",
+            content=(TextPart(text),) if text else (),
+            tool_calls=tuple(tool_calls),
+            reasoning=reasoning or None,
+            thinking=tuple(thinking),
+        )
+
+    @classmethod
+    def tool(
+        cls, tool_call_id: str, name: str, text: str, images: tuple[Image, ...] = ()
+    ) -> Message:
+        """A tool result message answering ``tool_call_id``; may carry images (SPEC B8)."""
+        parts: list[ContentPart] = [TextPart(text)]
+        parts.extend(ImagePart(i) for i in images)
+        return cls(role="tool", content=tuple(parts), tool_call_id=tool_call_id, name=name)
+
+
+def history_summary(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
+    """A JSON-able copy of ``messages`` with images replaced by their hash and size.
+
+    Used by full traces (H3) and memory snapshots (E2). Returns one dict per message.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        d: dict[str, Any] = {"role": m.role}
+        parts: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            else:
+                parts.append({"type": "image", **p.image.summary()})
+        d["content"] = parts
+        if m.tool_calls:
+            d["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+            ]
+        if m.tool_call_id:
+            d["tool_call_id"] = m.tool_call_id
+            d["name"] = m.name
+        if m.reasoning:
+            d["reasoning"] = m.reasoning
+        if m.thinking:
+            d["thinking"] = [{"text": t.text, "signature": t.signature} for t in m.thinking]
+        out.append(d)
+    return out

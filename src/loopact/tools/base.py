@@ -1,0 +1,334 @@
+"""Tool definition (SPEC C1): name, description and JSON Schema from a typed Python callable.
+
+A tool is built from a function with type hints and a Google-style docstring::
+
+    @tool(safety="motion", timeout_s=60)
+    async def move_forward(distance_m: float, speed_mps: float = 0.2) -> ToolResult:
+        '''Drive straight ahead.
+
+        Args:
+            distance_m: How far to drive, in metres (> 0).
+            speed_mps: Speed in metres per second.
+        '''
+
+The first line and body of the docstring become the description; each ``Args:`` entry becomes
+the description of its parameter in the schema. A parameter annotated :class:`ToolContext` is
+not part of the schema: the loop passes the per-call context there.
+
+A tool returns a :class:`ToolResult` or any JSON-able value (wrapped as ``ok=True, data=value``).
+Raising :class:`~loopact.errors.ToolError` (or any exception) produces a failed result that goes
+back to the model as an observation (SPEC A1); the loop never crashes because a tool did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints, overload
+
+import docstring_parser
+import pydantic
+
+from loopact.errors import ToolArgumentError, ToolError
+from loopact.llm.base import ToolSpec
+from loopact.llm.messages import Image
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class SafetyClass(str, enum.Enum):
+    """How a tool may affect the world (SPEC C5).
+
+    ``read_only`` tools only observe; ``idempotent`` ones change state but repeating them is
+    harmless; ``write`` tools need the user's confirmation; ``motion`` tools move the robot
+    and go through the safety governor (X3).
+    """
+
+    READ_ONLY = "read_only"
+    IDEMPOTENT = "idempotent"
+    WRITE = "write"
+    MOTION = "motion"
+
+    @property
+    def changes_state(self) -> bool:
+        """True for ``write`` and ``motion``: these break the repeat guard's chain (SPEC A3)."""
+        return self in (SafetyClass.WRITE, SafetyClass.MOTION)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The result of one tool call (the seeds' ToolOutput, SPEC C1).
+
+    Attributes:
+        ok: True when the tool did what was asked.
+        data: The main output (JSON-able), passed to later plan steps as ``outputs.data``.
+        metadata: Extra JSON-able facts (``achieved``, ``clamped``, file paths, ...).
+        error: What went wrong, for the model, when ``ok`` is False.
+        images: Images for the model (already through the image gate, SPEC G1).
+    """
+
+    ok: bool = True
+    data: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    images: tuple[Image, ...] = ()
+
+    @classmethod
+    def success(
+        cls, data: Any = None, images: tuple[Image, ...] | list[Image] = (), **metadata: Any
+    ) -> ToolResult:
+        """A successful result with ``data`` and ``metadata`` keywords."""
+        return cls(ok=True, data=data, metadata=metadata, images=tuple(images))
+
+    @classmethod
+    def failure(cls, error: str, data: Any = None, **metadata: Any) -> ToolResult:
+        """A failed result that tells the model ``error``."""
+        return cls(ok=False, data=data, metadata=metadata, error=error)
+
+    def to_dict(self, with_images: bool = False) -> dict[str, Any]:
+        """JSON-able form ``{ok, data, metadata, error}`` (+ ``n_images`` or image summaries)."""
+        d: dict[str, Any] = {
+            "ok": self.ok,
+            "data": self.data,
+            "metadata": self.metadata,
+            "error": self.error,
+        }
+        if with_images:
+            d["images"] = [i.summary() for i in self.images]
+        else:
+            d["n_images"] = len(self.images)
+        return d
+
+
+@dataclass
+class ToolContext:
+    """Per-call context handed to a tool that declares a ``ToolContext`` parameter.
+
+    Attributes:
+        task_id: The command id of the task making the call (= the trace's ``task_id``).
+        call_id: The ``tool_call_id``.
+        workspace: The folder file tools are confined to.
+        progress: Report progress (``tool_progress`` event); cheap, call freely.
+    """
+
+    task_id: str
+    call_id: str
+    workspace: Path
+    progress: Callable[[str], None] = lambda _text: None
+
+
+class Tool:
+    """A tool the model can call.
+
+    Subclasses implement :meth:`invoke`. Most tools are built with :func:`tool` instead.
+
+    Attributes:
+        name: Unique name the model calls.
+        description: What it does, for the model.
+        parameters: JSON Schema of the arguments (``type: object``).
+        safety: Safety class (SPEC C5).
+        reentrant: True if calls may overlap; otherwise a tool's calls queue (SPEC C2, X1).
+        timeout_s: Per-call timeout in seconds, None for the loop's default (SPEC A2).
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    safety: SafetyClass = SafetyClass.READ_ONLY
+    reentrant: bool = False
+    timeout_s: float | None = None
+
+    def spec(self) -> ToolSpec:
+        """The :class:`ToolSpec` offered to the model."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Run the tool with schema-valid ``arguments``.
+
+        Raises:
+            ToolError: The tool failed (the caller turns it into a failed result).
+        """
+        raise NotImplementedError
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Remove pydantic's ``title`` keys: they cost tokens and tell the model nothing."""
+    if isinstance(schema, dict):
+        return {
+            k: _strip_titles(v)
+            for k, v in schema.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+class FunctionTool(Tool):
+    """A tool built from a typed function (sync or async) by :func:`tool`.
+
+    Args:
+        fn: The function. Sync functions run in a worker thread (they cannot be interrupted
+            there; prefer ``async def`` for anything that must stop on cancel).
+        name: Tool name, default ``fn.__name__``.
+        description: Default: the docstring's description.
+        safety: Safety class, a :class:`SafetyClass` or its value.
+        reentrant: Whether calls may overlap.
+        timeout_s: Per-call timeout in seconds.
+
+    Raises:
+        ValueError: Bad name, missing type hint, or a parameter type pydantic cannot describe.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        safety: SafetyClass | str = SafetyClass.READ_ONLY,
+        reentrant: bool = False,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_NAME_RE.pattern}")
+        self.safety = SafetyClass(safety)
+        self.reentrant = reentrant
+        self.timeout_s = timeout_s
+        doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+        arg_docs = {p.arg_name: (p.description or "") for p in doc.params}
+        desc_parts = [doc.short_description or "", doc.long_description or ""]
+        self.description = description or "\n\n".join(p for p in desc_parts if p).strip()
+        if not self.description:
+            self.description = self.name.replace("_", " ")
+
+        hints = get_type_hints(fn)
+        fields: dict[str, Any] = {}
+        self._ctx_param: str | None = None
+        for pname, param in inspect.signature(fn).parameters.items():
+            if pname in ("self", "cls"):
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ValueError(f"tool {self.name}: *args/**kwargs are not supported")
+            hint = hints.get(pname)
+            if hint is ToolContext:
+                self._ctx_param = pname
+                continue
+            if hint is None:
+                raise ValueError(f"tool {self.name}: parameter {pname!r} needs a type hint")
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (
+                hint,
+                pydantic.Field(default=default, description=arg_docs.get(pname) or None),
+            )
+        self._model: type[pydantic.BaseModel] = pydantic.create_model(
+            f"{self.name}_args",
+            __config__=pydantic.ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = _strip_titles(self._model.model_json_schema())
+        schema.setdefault("properties", {})
+        self.parameters = schema
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+    def parse_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Convert schema-valid JSON arguments to the function's Python types.
+
+        Raises:
+            ToolArgumentError: The arguments do not fit the function's types.
+        """
+        try:
+            model = self._model.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            raise ToolArgumentError(_format_validation_error(exc)) from None
+        return {k: getattr(model, k) for k in type(model).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Run the function; see :meth:`Tool.invoke`."""
+        kwargs = self.parse_arguments(arguments)
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        if self._is_async:
+            value = await self.fn(**kwargs)
+        else:
+            value = await asyncio.to_thread(self.fn, **kwargs)
+        return as_result(value)
+
+    async def __call__(self, **kwargs: Any) -> ToolResult:
+        """Call the tool directly (tests, scripts) with a throw-away context."""
+        ctx = ToolContext(task_id="direct", call_id="direct", workspace=Path.cwd())
+        return await self.invoke(kwargs, ctx)
+
+
+def _format_validation_error(exc: pydantic.ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+def as_result(value: Any) -> ToolResult:
+    """Wrap a tool's return value: a :class:`ToolResult` stays, anything else is ``data``."""
+    if isinstance(value, ToolResult):
+        return value
+    return ToolResult(ok=True, data=value)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(fn: F, /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safety: SafetyClass | str = SafetyClass.READ_ONLY,
+    reentrant: bool = False,
+    timeout_s: float | None = None,
+) -> Callable[[F], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safety: SafetyClass | str = SafetyClass.READ_ONLY,
+    reentrant: bool = False,
+    timeout_s: float | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a :class:`FunctionTool` from a typed function (SPEC C1); exported as ``loopact.tool``.
+
+    Use bare (``@tool``) or with options (``@tool(safety="write")``). See :class:`FunctionTool`
+    for the arguments.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            safety=safety,
+            reentrant=reentrant,
+            timeout_s=timeout_s,
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+
+ToolFunction = Callable[..., Awaitable[ToolResult]]
