@@ -1,0 +1,241 @@
+"""OpenAI ``POST /v1/chat/completions`` for the scripted model server (SPEC X2, B1).
+
+Renders a :class:`~loopact.testing.script.Turn` as the real wire format: a
+``chat.completion`` JSON object, or, when the request has ``stream: true``, server-sent events
+of ``chat.completion.chunk`` objects ending in ``data: [DONE]``.
+
+Stream order: a role chunk; reasoning deltas (``reasoning_content`` or ``reasoning``); content
+deltas; for each tool call, a first chunk with ``index``, ``id``, ``type``, ``function.name``
+and empty ``function.arguments``, then chunks with only ``index`` and argument pieces; a chunk
+with an empty delta and the finish reason; a usage chunk with ``choices: []`` when asked for;
+then ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from loopact.testing.script import ScriptUsage, Turn
+from loopact.testing.server import Protocol, RecordedRequest, RequestSummary, ResponsePlan
+
+__all__ = ["OpenAIChatProtocol"]
+
+_DONE = b"data: [DONE]\n\n"
+
+
+def _sse(payload: str) -> bytes:
+    return f"data: {payload}\n\n".encode()
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _content_text(content: Any) -> str:
+    """Text of an OpenAI message ``content``: a string or a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+class OpenAIChatProtocol(Protocol):
+    """The OpenAI chat completions protocol (streaming and non-streaming)."""
+
+    name = "openai"
+    paths = ("/v1/chat/completions",)
+
+    def summarize(self, request: RecordedRequest) -> RequestSummary:
+        """Tool names, last user text, all text and ``stream`` of a chat completions request."""
+        body = request.body if isinstance(request.body, dict) else {}
+        tools = body.get("tools") or []
+        names = tuple(
+            str(tool.get("function", {}).get("name", ""))
+            for tool in tools
+            if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+        )
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        texts = [_content_text(m.get("content")) for m in messages]
+        last_user = ""
+        for message, text in zip(messages, texts, strict=True):
+            if message.get("role") == "user":
+                last_user = text
+        return RequestSummary(
+            tool_names=names,
+            last_user_text=last_user,
+            all_text="\n".join(texts),
+            stream=bool(body.get("stream")),
+        )
+
+    def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
+        """Render ``turn`` as a completion (JSON) or a chunk stream (SSE), as the request asks."""
+        body = request.json()
+        model = str(body.get("model") or "scripted")
+        ident = f"chatcmpl-scripted-{request.index + 1}"
+        created = int(time.time())
+        if body.get("stream"):
+            chunks = self._stream(turn, request, body, ident, created, model)
+            return ResponsePlan(
+                content_type="text/event-stream",
+                chunks=chunks,
+                delay_s=turn.delay_s,
+                chunk_delay_s=turn.chunk_delay_s,
+                cut_after_chunks=turn.cut_after_chunks,
+            )
+        if turn.raw_chunks is not None:
+            payload = "".join(turn.raw_chunks).encode()
+        else:
+            payload = json.dumps(self._completion(turn, request, ident, created, model)).encode()
+        return ResponsePlan(
+            body=payload, delay_s=turn.delay_s, cut_after_chunks=turn.cut_after_chunks
+        )
+
+    def render_error(
+        self, status: int, message: str, request: RecordedRequest, turn: Turn | None = None
+    ) -> ResponsePlan:
+        """An OpenAI error body ``{"error": {"message", "type", "param", "code"}}``."""
+        spec = turn.error if turn is not None else None
+        default_type = "server_error" if status >= 500 else "invalid_request_error"
+        if status == 429:
+            default_type = "rate_limit_exceeded"
+        error = {
+            "message": message,
+            "type": spec.type if spec is not None and spec.type else default_type,
+            "param": None,
+            "code": spec.code if spec is not None else None,
+        }
+        headers = {}
+        if spec is not None and spec.retry_after is not None:
+            headers["Retry-After"] = spec.retry_after
+        return ResponsePlan(
+            status=status,
+            body=json.dumps({"error": error}).encode(),
+            headers=headers,
+            delay_s=turn.delay_s if turn is not None else 0.0,
+        )
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _usage(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
+        usage = turn.usage
+        if usage is None:
+            out_chars = len(turn.text) + len(turn.reasoning)
+            out_chars += sum(len(c.name) + len(c.arguments_text()) for c in turn.tool_calls)
+            usage = ScriptUsage(
+                prompt_tokens=max(1, len(request.raw_body) // 4),
+                completion_tokens=max(1, out_chars // 4),
+            )
+        result: dict[str, Any] = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+        if usage.cached_tokens is not None:
+            result["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+        if usage.reasoning_tokens is not None:
+            result["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+        return result
+
+    def _call_id(self, turn: Turn, request: RecordedRequest, index: int) -> str:
+        call = turn.tool_calls[index]
+        if call.id is not None:
+            return call.id
+        return f"call_{(request.turn_index or 0) + 1}_{index}"
+
+    def _completion(
+        self, turn: Turn, request: RecordedRequest, ident: str, created: int, model: str
+    ) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": turn.text if turn.text or not turn.tool_calls else None,
+        }
+        if turn.reasoning:
+            message[turn.reasoning_field] = turn.reasoning
+        if turn.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": self._call_id(turn, request, i),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text()},
+                }
+                for i, call in enumerate(turn.tool_calls)
+            ]
+        return {
+            "id": ident,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": turn.resolved_finish_reason(),
+                    "logprobs": None,
+                }
+            ],
+            "usage": self._usage(turn, request),
+        }
+
+    def _stream(
+        self,
+        turn: Turn,
+        request: RecordedRequest,
+        body: dict[str, Any],
+        ident: str,
+        created: int,
+        model: str,
+    ) -> list[bytes]:
+        if turn.raw_chunks is not None:
+            return [_sse(raw) for raw in turn.raw_chunks] + [_DONE]
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            payload = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+                ],
+            }
+            return _sse(json.dumps(payload, ensure_ascii=False))
+
+        size = turn.chunk_size
+        out = [chunk({"role": "assistant", "content": ""})]
+        out += [chunk({turn.reasoning_field: p}) for p in _pieces(turn.reasoning, size)]
+        out += [chunk({"content": p}) for p in _pieces(turn.text, size)]
+        for i, call in enumerate(turn.tool_calls):
+            head = {
+                "index": i,
+                "id": self._call_id(turn, request, i),
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            out.append(chunk({"tool_calls": [head]}))
+            out += [
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+                for p in _pieces(call.arguments_text(), size)
+            ]
+        finish = turn.resolved_finish_reason()
+        if finish is not None:
+            out.append(chunk({}, finish))
+        wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        if turn.usage_chunk if turn.usage_chunk is not None else wants_usage:
+            usage_payload = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": self._usage(turn, request),
+            }
+            out.append(_sse(json.dumps(usage_payload)))
+        out.append(_DONE)
+        return out

@@ -1,0 +1,237 @@
+"""The script a :class:`~loopact.testing.ScriptedModelServer` replays (SPEC X2).
+
+A script is a list of turns; the server answers one request with one turn, in order. A turn is
+protocol-neutral (text, reasoning, tool calls, usage, failure modes); each wire protocol renders
+it in its own shape. Protocol-specific knobs go in :attr:`Turn.extras`, keyed by protocol name.
+
+The JSON format is documented with examples in ``docs/scripted-server.md``. Every model here
+forbids unknown keys, so a typo in a script is an error naming the turn and the key, not a
+silently ignored field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from loopact.errors import ScriptError
+
+__all__ = [
+    "Expect",
+    "Script",
+    "ScriptToolCall",
+    "ScriptUsage",
+    "Turn",
+    "TurnError",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScriptToolCall(_Strict):
+    """One tool call the scripted model makes.
+
+    Attributes:
+        id: The call id; None lets the server make one (``call_<turn>_<index>``).
+        name: The tool name.
+        arguments: A JSON object (serialised, then streamed in ``chunk_size`` pieces) or a
+            string sent verbatim, so a test can send broken JSON such as ``{"a": 1,}``.
+    """
+
+    id: str | None = None
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+    def arguments_text(self) -> str:
+        """The arguments exactly as they go on the wire (a JSON text or the verbatim string)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+class ScriptUsage(_Strict):
+    """Token counts the scripted model reports.
+
+    Attributes:
+        prompt_tokens: Input tokens.
+        completion_tokens: Output tokens (reasoning included, as OpenAI counts them).
+        reasoning_tokens: Of the completion tokens, how many were reasoning; None omits it.
+        cached_tokens: Of the prompt tokens, how many were cache hits; None omits it.
+    """
+
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    cached_tokens: int | None = Field(default=None, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        """``prompt_tokens + completion_tokens``."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+class TurnError(_Strict):
+    """Answer the request with an HTTP error instead of a completion.
+
+    Attributes:
+        status: HTTP status code (400-599).
+        message: The error message in the protocol's error body.
+        retry_after: Value of the ``Retry-After`` header (seconds or an HTTP date); None omits it.
+        type: The error ``type`` field; None lets the protocol pick one from the status.
+        code: The error ``code`` field; None omits it.
+    """
+
+    status: int = Field(ge=400, le=599)
+    message: str = "scripted error"
+    retry_after: str | None = None
+    type: str | None = None
+    code: str | None = None
+
+    @field_validator("retry_after", mode="before")
+    @classmethod
+    def _number_to_text(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+
+class Expect(_Strict):
+    """Checks on the incoming request. A mismatch is recorded, the response is still served,
+    and :meth:`ScriptedModelServer.assert_consumed` reports it.
+
+    Attributes:
+        tools: Tool names that must all be offered by the request.
+        no_tools: When True, the request must offer no tools at all.
+        last_user_contains: Text that must appear in the last user message.
+        contains: Text that must appear somewhere in the request's messages (system included).
+        stream: When set, whether the request must (True) or must not (False) ask to stream.
+    """
+
+    tools: list[str] | None = None
+    no_tools: bool = False
+    last_user_contains: str | None = None
+    contains: str | None = None
+    stream: bool | None = None
+
+
+class Turn(_Strict):
+    """One scripted response. Every field is optional; an empty turn answers with empty text.
+
+    Attributes:
+        text: The answer text, streamed as content deltas. May hold ``<think>..</think>`` or
+            ``<tool_call>..</tool_call>`` markup; the server does not interpret it.
+        reasoning: Reasoning text, streamed before the answer in the protocol's reasoning field.
+        reasoning_field: OpenAI protocol: ``reasoning_content`` (DeepSeek, vLLM, llama.cpp) or
+            ``reasoning`` (OpenRouter, Ollama).
+        tool_calls: Tool calls, streamed after the text.
+        finish_reason: The finish reason; left out it is ``tool_calls`` when there are tool calls,
+            else ``stop``; an explicit ``null`` sends no finish reason at all.
+        usage: Token counts; None sends a rough estimate (characters / 4).
+        chunk_size: Characters per streamed delta (text, reasoning and argument pieces).
+        chunk_delay_s: Seconds to wait between streamed chunks.
+        delay_s: Seconds to wait before the response starts (headers included).
+        error: Answer with this HTTP error instead; the turn is consumed.
+        cut_after_chunks: Send this many stream chunks, then close the connection without
+            ending the body (the client sees a transport error). Non-streaming: headers only.
+        raw_chunks: Send exactly these strings as the stream's data payloads (then the end
+            marker); non-streaming, their concatenation is the body.
+        usage_chunk: Send a final usage-only chunk; None means "when the request asks for it"
+            (``stream_options.include_usage``).
+        expect: Checks on the incoming request.
+        extras: Protocol-specific fields, keyed by protocol name (``{"dify": {...}}``).
+    """
+
+    text: str = ""
+    reasoning: str = ""
+    reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: ScriptUsage | None = None
+    chunk_size: int = Field(default=16, ge=1)
+    chunk_delay_s: float = Field(default=0.0, ge=0.0, le=60.0)
+    delay_s: float = Field(default=0.0, ge=0.0, le=600.0)
+    error: TurnError | None = None
+    cut_after_chunks: int | None = Field(default=None, ge=0)
+    raw_chunks: list[str] | None = None
+    usage_chunk: bool | None = None
+    expect: Expect | None = None
+    extras: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def resolved_finish_reason(self) -> str | None:
+        """The finish reason to send: the scripted one, or the default; None means send none."""
+        if "finish_reason" in self.model_fields_set:
+            return self.finish_reason
+        return "tool_calls" if self.tool_calls else "stop"
+
+    def extra(self, protocol: str) -> dict[str, Any]:
+        """The protocol-specific fields for ``protocol`` (an empty dict when there are none)."""
+        return self.extras.get(protocol, {})
+
+
+class Script(_Strict):
+    """An ordered list of turns, one per request.
+
+    Attributes:
+        turns: The turns, consumed in order.
+    """
+
+    turns: list[Turn] = Field(default_factory=list)
+
+    @classmethod
+    def load(cls, source: Script | dict[str, Any] | list[Any] | str | Path) -> Script:
+        """Build a script from any of its accepted forms.
+
+        Args:
+            source: A :class:`Script`; a dict ``{"turns": [...]}``; a list of turns (dicts or
+                :class:`Turn`); or the path of a JSON file holding either of the two.
+
+        Returns:
+            The validated script.
+
+        Raises:
+            ScriptError: The file is missing or not JSON, or the script is malformed; the
+                message names the turn (1-based) and the field.
+        """
+        if isinstance(source, Script):
+            return source
+        origin = "script"
+        if isinstance(source, (str, Path)):
+            origin = str(source)
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ScriptError(f"cannot read script file {origin}: {exc}") from exc
+            try:
+                source = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ScriptError(f"script file {origin} is not valid JSON: {exc}") from exc
+        if isinstance(source, list):
+            source = {"turns": source}
+        if not isinstance(source, dict):
+            raise ScriptError(
+                f"{origin}: expected an object {{'turns': [...]}} or a list of turns, "
+                f"got {type(source).__name__}"
+            )
+        try:
+            return cls.model_validate(source)
+        except ValidationError as exc:
+            raise ScriptError(_describe(origin, exc)) from exc
+
+
+def _describe(origin: str, exc: ValidationError) -> str:
+    """Turn a pydantic error into lines like ``turn 2: tool_calls.0.name: Field required``."""
+    lines = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        where = "script"
+        if len(loc) >= 2 and loc[0] == "turns" and isinstance(loc[1], int):
+            where = f"turn {loc[1] + 1}"
+            loc = loc[2:]
+        field = ".".join(str(part) for part in loc) or "(turn)"
+        lines.append(f"{where}: {field}: {err['msg']}")
+    return f"{origin} is malformed:\n  " + "\n  ".join(lines)

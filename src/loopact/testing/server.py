@@ -1,0 +1,675 @@
+"""An HTTP model server that replays a script over real wire protocols (SPEC X2).
+
+The server answers one request with one :class:`~loopact.testing.script.Turn`, in order, and
+records every request. It runs ``http.server.ThreadingHTTPServer`` in a daemon thread, so it
+is independent of any asyncio loop: sync tests, async tests and the CLI use it the same way.
+
+Wire protocols are small plug-ins: a :class:`Protocol` names the paths it serves, says what a
+request offers (:meth:`Protocol.summarize`, used by ``expect`` checks) and renders a turn into
+a :class:`ResponsePlan` (status, headers, and either a body or a list of stream chunks). The
+server writes a streamed plan with ``Transfer-Encoding: chunked``, one HTTP chunk per stream
+event, so that a deliberate cut (closing without the terminating zero-length chunk) reaches
+the client as an incomplete body, a transport error, never as a normal end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from loopact.errors import ScriptError
+from loopact.testing.script import Expect, Script, Turn
+
+__all__ = [
+    "Protocol",
+    "RecordedRequest",
+    "RequestSummary",
+    "ResponsePlan",
+    "ScriptedModelServer",
+    "default_protocols",
+    "serve_forever",
+]
+
+logger = logging.getLogger(__name__)
+
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _mask(name: str, value: str) -> str:
+    if name.lower() not in _SECRET_HEADERS:
+        return value
+    scheme, _, secret = value.partition(" ")
+    if secret:
+        return f"{scheme} ***"
+    return "***"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received.
+
+    Attributes:
+        index: 0-based position among all requests this server received.
+        method: HTTP method (``POST``).
+        path: The request path without the query string (``/v1/chat/completions``).
+        headers: Request headers, names lower-cased. Holds the real ``authorization`` value
+            (tests may check it) but ``repr`` masks it.
+        body: The body parsed as JSON, or the raw bytes when it is not JSON.
+        raw_body: The body exactly as received.
+        ts: Arrival time, ``time.time()`` seconds.
+        query: The query string (without ``?``), empty when none.
+        turn_index: 0-based index of the turn that answered it; None when no turn did
+            (script exhausted, unknown path, or a path that consumes no turn).
+    """
+
+    index: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw_body: bytes
+    ts: float
+    query: str = ""
+    turn_index: int | None = None
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object.
+
+        Raises:
+            ScriptError: The body is not a JSON object.
+        """
+        if not isinstance(self.body, dict):
+            raise ScriptError(f"request {self.index + 1} to {self.path} has no JSON object body")
+        return self.body
+
+    def masked_headers(self) -> dict[str, str]:
+        """The headers with credentials replaced by ``***``."""
+        return {name: _mask(name, value) for name, value in self.headers.items()}
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordedRequest(index={self.index}, method={self.method!r}, path={self.path!r}, "
+            f"turn_index={self.turn_index}, headers={self.masked_headers()!r}, "
+            f"body={self.body!r})"
+        )
+
+
+@dataclass(frozen=True)
+class RequestSummary:
+    """What a request offers and says, in protocol-neutral terms (for ``expect`` checks).
+
+    Attributes:
+        tool_names: Names of the tools the request offers.
+        last_user_text: Text of the last user message ("" when none).
+        all_text: All message text (system included), joined with newlines.
+        stream: Whether the request asks for a streamed response.
+    """
+
+    tool_names: tuple[str, ...] = ()
+    last_user_text: str = ""
+    all_text: str = ""
+    stream: bool = False
+
+
+@dataclass(frozen=True)
+class ResponsePlan:
+    """How to answer one request.
+
+    Exactly one of ``body`` (a whole response, sent with ``Content-Length``) and ``chunks``
+    (stream events, each sent as one HTTP chunk) is used; ``chunks`` wins when not None.
+
+    Attributes:
+        status: HTTP status code.
+        content_type: The ``Content-Type`` header.
+        body: The whole body.
+        chunks: Stream events, already encoded (``b"data: {...}\\n\\n"``).
+        headers: Extra response headers.
+        delay_s: Seconds to wait before sending anything.
+        chunk_delay_s: Seconds to wait between chunks.
+        cut_after_chunks: Close the connection abruptly after this many chunks (streamed) or
+            right after the headers (whole body); None ends the response normally.
+    """
+
+    status: int = 200
+    content_type: str = "application/json"
+    body: bytes = b""
+    chunks: Sequence[bytes] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    chunk_delay_s: float = 0.0
+    cut_after_chunks: int | None = None
+
+
+class Protocol:
+    """A wire protocol the server speaks. Subclass it and register an instance.
+
+    Attributes:
+        name: Short name (``openai``); the key of the turn's protocol-specific ``extras``.
+        paths: Exact request paths served (``/v1/chat/completions``).
+    """
+
+    name: str = "protocol"
+    paths: tuple[str, ...] = ()
+
+    def consumes_turn(self, request: RecordedRequest) -> bool:
+        """Whether this request is answered by the next turn (False: :meth:`render_static`)."""
+        return True
+
+    def summarize(self, request: RecordedRequest) -> RequestSummary:
+        """What the request offers and says, for ``expect`` checks."""
+        return RequestSummary()
+
+    def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
+        """Render a successful turn (no ``error``) as a response to ``request``."""
+        raise NotImplementedError
+
+    def render_error(
+        self, status: int, message: str, request: RecordedRequest, turn: Turn | None = None
+    ) -> ResponsePlan:
+        """Render an HTTP error in the protocol's error shape.
+
+        Args:
+            status: HTTP status code.
+            message: The error message.
+            request: The request being answered.
+            turn: The scripted turn when the error is scripted (its ``error`` has the details);
+                None for the server's own errors (script exhausted, bad request).
+        """
+        body = {"error": {"message": message, "code": status}}
+        return ResponsePlan(status=status, body=json.dumps(body).encode())
+
+    def render_static(self, request: RecordedRequest) -> ResponsePlan:
+        """Answer a request that consumes no turn (for example a file upload)."""
+        return self.render_error(404, "not served", request)
+
+
+def default_protocols() -> list[Protocol]:
+    """The protocols a server speaks when none are given: OpenAI chat completions."""
+    from loopact.testing.openai_protocol import OpenAIChatProtocol
+
+    return [OpenAIChatProtocol()]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def do_POST(self) -> None:
+        self.server.owner._handle(self)
+
+    do_GET = do_POST
+    do_PUT = do_POST
+    do_DELETE = do_POST
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+        self.server.owner._track(self.connection, add=False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("scripted server: " + format, *args)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: ScriptedModelServer
+
+
+class ScriptedModelServer:
+    """Replays a script of turns over real model wire protocols (SPEC X2).
+
+    One turn answers one request, in order; every request is recorded. Thread-safe.
+
+    Example::
+
+        with ScriptedModelServer({"turns": [{"text": "hello"}]}) as server:
+            client = openai.OpenAI(base_url=server.base_url, api_key="k")
+            ...
+            server.assert_consumed()
+
+    Args:
+        script: A :class:`Script`, a dict ``{"turns": [...]}``, a list of turns, or the path of
+            a JSON script file.
+        host: Interface to listen on.
+        port: TCP port; 0 picks a free one.
+        protocols: The protocols to speak; None for :func:`default_protocols`.
+
+    Raises:
+        ScriptError: The script is malformed (the message names the turn and field).
+    """
+
+    def __init__(
+        self,
+        script: Script | dict[str, Any] | list[Any] | str | Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        protocols: Sequence[Protocol] | None = None,
+    ) -> None:
+        self.script = Script.load(script)
+        self._host = host
+        self._port = port
+        self._routes: dict[str, Protocol] = {}
+        for proto in default_protocols() if protocols is None else protocols:
+            for path in proto.paths:
+                if path in self._routes:
+                    raise ScriptError(
+                        f"protocols {self._routes[path].name!r} and {proto.name!r} "
+                        f"both claim path {path}"
+                    )
+                self._routes[path] = proto
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._failures: list[str] = []
+        self._next_turn = 0
+        self._turn_requests = 0
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        """Bind the port and serve in a daemon thread. Returns ``self``.
+
+        Raises:
+            ScriptError: Already started.
+            OSError: The port cannot be bound.
+        """
+        if self._httpd is not None:
+            raise ScriptError("scripted model server already started")
+        self._stopping.clear()
+        httpd = _HTTPServer((self._host, self._port), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-model-server:{httpd.server_address[1]}",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.debug("scripted model server listening on %s", self.base_url)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop open connections. Safe to call twice."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        with self._lock:
+            conns = list(self._connections)
+            self._connections.clear()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        import asyncio
+
+        await asyncio.to_thread(self.stop)
+
+    # ---- observation -----------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port.
+
+        Raises:
+            ScriptError: The server is not started.
+        """
+        if self._httpd is None:
+            raise ScriptError("scripted model server is not started: call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT/v1``, the base URL to give an SDK client."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the requests received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def remaining(self) -> int:
+        """How many turns have not been consumed yet."""
+        with self._lock:
+            return len(self.script.turns) - self._next_turn
+
+    @property
+    def failures(self) -> list[str]:
+        """Failures recorded so far (exhausted script, ``expect`` mismatches, unknown paths)."""
+        with self._lock:
+            return list(self._failures)
+
+    def assert_consumed(self) -> None:
+        """Check that the script was used exactly as written.
+
+        Raises:
+            ScriptError: Turns remain unconsumed, a request came after the last turn, a request
+                went to a path no protocol serves, or an ``expect`` check failed. The message
+                lists every problem, naming the turn (1-based).
+        """
+        with self._lock:
+            problems = list(self._failures)
+            left = len(self.script.turns) - self._next_turn
+            if left:
+                problems.append(
+                    f"{left} of {len(self.script.turns)} turns not consumed "
+                    f"(next unconsumed: turn {self._next_turn + 1})"
+                )
+        if problems:
+            raise ScriptError("scripted model server: " + "; ".join(problems))
+
+    # ---- request handling (server threads) -------------------------------------------------
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def _handle(self, handler: _Handler) -> None:
+        try:
+            raw = _read_body(handler)
+        except ValueError as exc:
+            handler.close_connection = True
+            _write_plan(handler, _plain_error(400, str(exc)), self._stopping)
+            return
+        path, _, query = handler.path.partition("?")
+        headers = {name.lower(): value for name, value in handler.headers.items()}
+        proto = self._routes.get(path)
+        with self._lock:
+            request = RecordedRequest(
+                index=len(self._requests),
+                method=handler.command,
+                path=path,
+                headers=headers,
+                body=_parse_body(raw),
+                raw_body=raw,
+                ts=time.time(),
+                query=query,
+            )
+            turn: Turn | None = None
+            plan: ResponsePlan | None = None
+            if proto is None:
+                self._failures.append(
+                    f"request {request.index + 1}: no protocol serves {handler.command} {path}"
+                )
+                plan = _plain_error(404, f"scripted model server: no protocol serves {path}")
+            elif proto.consumes_turn(request):
+                self._turn_requests += 1
+                if self._next_turn >= len(self.script.turns):
+                    msg = (
+                        f"scripted model server: script exhausted after "
+                        f"{len(self.script.turns)} turns (request {self._turn_requests})"
+                    )
+                    self._failures.append(msg)
+                    plan = proto.render_error(500, msg, request)
+                else:
+                    request = _with_turn(request, self._next_turn)
+                    turn = self.script.turns[self._next_turn]
+                    self._next_turn += 1
+            self._requests.append(request)
+        if plan is None and proto is not None:
+            plan = self._render(proto, turn, request)
+        assert plan is not None
+        _write_plan(handler, plan, self._stopping)
+
+    def _render(self, proto: Protocol, turn: Turn | None, request: RecordedRequest) -> ResponsePlan:
+        try:
+            if turn is None:
+                return proto.render_static(request)
+            if turn.expect is not None:
+                self._check_expect(proto, turn.expect, request)
+            if turn.error is not None:
+                plan = proto.render_error(turn.error.status, turn.error.message, request, turn)
+            else:
+                plan = proto.render(turn, request)
+        except Exception as exc:  # a bug in a protocol or a malformed request body
+            logger.debug("scripted server: cannot render request %d", request.index, exc_info=True)
+            with self._lock:
+                self._failures.append(
+                    f"request {request.index + 1} to {request.path}: cannot answer: {exc}"
+                )
+            return proto.render_error(400, f"scripted model server: {exc}", request)
+        return plan
+
+    def _check_expect(self, proto: Protocol, expect: Expect, request: RecordedRequest) -> None:
+        summary = proto.summarize(request)
+        turn_no = (request.turn_index or 0) + 1
+        diffs: list[str] = []
+        offered = set(summary.tool_names)
+        if expect.tools is not None:
+            missing = [name for name in expect.tools if name not in offered]
+            if missing:
+                diffs.append(f"tools {missing} not offered (offered: {sorted(offered) or 'none'})")
+        if expect.no_tools and offered:
+            diffs.append(f"expected no tools, got {sorted(offered)}")
+        if (
+            expect.last_user_contains is not None
+            and expect.last_user_contains not in summary.last_user_text
+        ):
+            diffs.append(
+                f"last user message does not contain {expect.last_user_contains!r} "
+                f"(it is {_clip(summary.last_user_text)!r})"
+            )
+        if expect.contains is not None and expect.contains not in summary.all_text:
+            diffs.append(f"no message contains {expect.contains!r}")
+        if expect.stream is not None and expect.stream != summary.stream:
+            diffs.append(f"expected stream={expect.stream}, got stream={summary.stream}")
+        if diffs:
+            with self._lock:
+                self._failures.append(
+                    f"turn {turn_no} (request {request.index + 1}) expect failed: "
+                    + ", ".join(diffs)
+                )
+
+
+def _with_turn(request: RecordedRequest, turn_index: int) -> RecordedRequest:
+    return RecordedRequest(
+        index=request.index,
+        method=request.method,
+        path=request.path,
+        headers=request.headers,
+        body=request.body,
+        raw_body=request.raw_body,
+        ts=request.ts,
+        query=request.query,
+        turn_index=turn_index,
+    )
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _plain_error(status: int, message: str) -> ResponsePlan:
+    body = {"error": {"message": message, "type": "scripted_server_error", "code": status}}
+    return ResponsePlan(status=status, body=json.dumps(body).encode())
+
+
+def _parse_body(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return raw
+
+
+def _read_body(handler: _Handler) -> bytes:
+    """Read a request body sent with Content-Length or chunked encoding.
+
+    Raises:
+        ValueError: The framing is malformed or the body is too large.
+    """
+    if "chunked" in handler.headers.get("Transfer-Encoding", "").lower():
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = handler.rfile.readline(1024)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError as exc:
+                raise ValueError(f"bad chunk size line {line[:40]!r}") from exc
+            if size == 0:
+                while handler.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(parts)
+            total += size
+            if total > _MAX_BODY_BYTES:
+                raise ValueError("request body too large")
+            parts.append(handler.rfile.read(size))
+            handler.rfile.readline(1024)
+    length_text = handler.headers.get("Content-Length", "0") or "0"
+    try:
+        length = int(length_text)
+    except ValueError as exc:
+        raise ValueError(f"bad Content-Length {length_text!r}") from exc
+    if length < 0 or length > _MAX_BODY_BYTES:
+        raise ValueError(f"bad Content-Length {length}")
+    return handler.rfile.read(length) if length else b""
+
+
+def _write_plan(handler: _Handler, plan: ResponsePlan, stopping: threading.Event) -> None:
+    """Send ``plan``; a client that went away is not an error of the server."""
+    try:
+        if plan.delay_s and stopping.wait(plan.delay_s):
+            handler.close_connection = True
+            return
+        handler.send_response(plan.status)
+        handler.send_header("Content-Type", plan.content_type)
+        for name, value in plan.headers.items():
+            handler.send_header(name, value)
+        if plan.chunks is None:
+            _write_body(handler, plan)
+        else:
+            _write_chunks(handler, plan, stopping)
+    except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
+        logger.debug("scripted server: client went away: %s", exc)
+        handler.close_connection = True
+
+
+def _write_body(handler: _Handler, plan: ResponsePlan) -> None:
+    handler.send_header("Content-Length", str(len(plan.body)))
+    if plan.cut_after_chunks is not None:
+        handler.send_header("Connection", "close")
+    handler.end_headers()
+    if plan.cut_after_chunks is not None:
+        handler.wfile.flush()
+        _cut(handler)
+        return
+    handler.wfile.write(plan.body)
+    handler.wfile.flush()
+
+
+def _write_chunks(handler: _Handler, plan: ResponsePlan, stopping: threading.Event) -> None:
+    assert plan.chunks is not None
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.send_header("Cache-Control", "no-cache")
+    if plan.cut_after_chunks is not None:
+        handler.send_header("Connection", "close")
+    handler.end_headers()
+    handler.wfile.flush()
+    for sent, chunk in enumerate(plan.chunks):
+        if plan.cut_after_chunks is not None and sent >= plan.cut_after_chunks:
+            break
+        if sent and plan.chunk_delay_s and stopping.wait(plan.chunk_delay_s):
+            _cut(handler)
+            return
+        if chunk:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            handler.wfile.flush()
+    if plan.cut_after_chunks is not None:
+        _cut(handler)
+        return
+    handler.wfile.write(b"0\r\n\r\n")
+    handler.wfile.flush()
+
+
+def _cut(handler: _Handler) -> None:
+    """Close the connection abruptly: no terminating chunk, no complete body."""
+    handler.close_connection = True
+    with contextlib.suppress(OSError):
+        handler.wfile.flush()
+    with contextlib.suppress(OSError):
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def serve_forever(script_path: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve a script file until Ctrl-C (the ``loopact scripted-server`` command, SPEC X2).
+
+    Args:
+        script_path: Path of a JSON script file.
+        host: Interface to listen on.
+        port: TCP port (0 picks a free one).
+
+    Raises:
+        ScriptError: The script file is missing or malformed.
+        OSError: The port cannot be bound.
+    """
+    server = ScriptedModelServer(script_path, host=host, port=port)
+    server.start()
+    print(
+        f"scripted model server: {len(server.script.turns)} turns from {script_path} "
+        f"at {server.base_url} (Ctrl-C stops)",
+        flush=True,
+    )
+    stop = threading.Event()
+    try:
+        while not stop.wait(3600.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    try:
+        server.assert_consumed()
+    except ScriptError as exc:
+        print(str(exc), flush=True)
