@@ -1,0 +1,421 @@
+"""Pure accumulation of an OpenAI chat-completions stream (SPEC B5, B7, X1).
+
+The provider feeds each decoded SSE chunk (a dict) to :func:`accumulate_chunk` and calls
+:func:`finish_stream` once the stream ended; both return the model events that the chunk made
+certain. No I/O happens here, so tests drive it chunk by chunk.
+
+What it handles:
+
+* reasoning from ``delta.reasoning_content`` / ``delta.reasoning`` and inline ``<think>``
+  blocks (tags split across chunks), kept apart from the answer text;
+* tool-call deltas merged by ``index``; a new non-empty ``id`` on an index that already has a
+  different id starts a new call; empty ``id`` / ``name`` count as absent; missing ids are
+  generated; ``arguments`` may arrive as an object;
+* ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
+* stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
+  arguments are a complete JSON object, a later call starts, or the stream ends; each call
+  exactly once, in call order;
+* a usage-only final chunk (``choices: []``); calls honoured whatever the finish reason;
+  calls cut off by ``finish_reason: length`` returned as ``truncated_calls``, never as usable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopact.errors import ModelRetryableError
+from loopact.llm.base import ModelEvent, ReasoningDelta, ResponseDone, TextDelta, ToolCallReady
+from loopact.llm.messages import Message, ToolCall, Usage
+from loopact.llm.repair import parse_tool_arguments
+from loopact.llm.textcalls import ToolCallTagParser, find_bare_json_calls, new_call_id
+from loopact.llm.think import ThinkSplitter
+
+logger = logging.getLogger(__name__)
+
+_NAME_RE = re.compile(r'"name"\s*:\s*"([^"]+)"')
+
+TRUNCATED_ERROR = (
+    "the tool call was cut off by the output token limit (finish_reason 'length'); "
+    "its arguments are incomplete and it was not executed"
+)
+
+
+@dataclass
+class _Slot:
+    """One tool call being assembled."""
+
+    wire_index: int | None
+    id: str = ""
+    name: str = ""
+    args_text: str = ""
+    args_obj: dict[str, Any] | None = None
+    parsed: dict[str, Any] | None = None
+    complete: bool = False
+    emitted: bool = False
+    call: ToolCall | None = None
+
+
+@dataclass
+class StreamState:
+    """The snapshot of one response being streamed. Create it with :func:`new_state`.
+
+    Attributes:
+        tool_names: Names of the tools offered in the request.
+        native_tool_calls: The endpoint has native tool calls (bare JSON calls ignored).
+        finish_reason: The last finish reason seen (``""`` while none).
+        usage: The last usage seen.
+        chunks: How many chunks were fed.
+    """
+
+    tool_names: tuple[str, ...] = ()
+    native_tool_calls: bool = True
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    chunks: int = 0
+    done: bool = False
+    text_parts: list[str] = field(default_factory=list)
+    reasoning_parts: list[str] = field(default_factory=list)
+    slots: list[_Slot] = field(default_factory=list)
+    wire_to_slot: dict[int, int] = field(default_factory=dict)
+    last_wire_index: int | None = None
+    next_ready: int = 0
+    held_text: str = ""
+    think: ThinkSplitter = field(default_factory=ThinkSplitter)
+    tags: ToolCallTagParser = field(default_factory=ToolCallTagParser)
+
+    @property
+    def text(self) -> str:
+        """The answer text released so far."""
+        return "".join(self.text_parts)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning text released so far."""
+        return "".join(self.reasoning_parts)
+
+
+def new_state(tool_names: Sequence[str] = (), native_tool_calls: bool = True) -> StreamState:
+    """A fresh snapshot for one response.
+
+    Args:
+        tool_names: Names of the tools offered in the request (for bare JSON calls).
+        native_tool_calls: False when the endpoint has no native tool calls; only then are
+            bare JSON objects naming a known tool read as calls.
+    """
+    return StreamState(tool_names=tuple(tool_names), native_tool_calls=native_tool_calls)
+
+
+def accumulate_chunk(chunk: Mapping[str, Any], state: StreamState) -> list[ModelEvent]:
+    """Fold one decoded stream chunk into ``state``; return the events it made certain.
+
+    Args:
+        chunk: One ``chat.completion.chunk`` as a dict (the SSE ``data`` payload).
+        state: The snapshot from :func:`new_state`, updated in place.
+
+    Returns:
+        ``ReasoningDelta`` / ``TextDelta`` / ``ToolCallReady`` events in stream order.
+
+    Raises:
+        ModelRetryableError: ``chunk`` is malformed ("model stream was cut: ...").
+    """
+    if state.done:
+        raise RuntimeError("accumulate_chunk called after finish_stream")
+    if not isinstance(chunk, Mapping):
+        raise _malformed("a chunk is not a JSON object")
+    state.chunks += 1
+    events: list[ModelEvent] = []
+    usage = chunk.get("usage")
+    if isinstance(usage, Mapping):
+        state.usage = Usage(
+            input_tokens=_int(usage.get("prompt_tokens")),
+            output_tokens=_int(usage.get("completion_tokens")),
+        )
+    choices = chunk.get("choices")
+    if choices is None:
+        return events
+    if not isinstance(choices, list):
+        raise _malformed("'choices' is not a list")
+    for choice in choices:
+        if not isinstance(choice, Mapping):
+            raise _malformed("a choice is not an object")
+        if _int(choice.get("index")) != 0:
+            continue  # n > 1 is never requested; ignore extra choices
+        delta = choice.get("delta") or choice.get("message") or {}
+        if not isinstance(delta, Mapping):
+            raise _malformed("'delta' is not an object")
+        _reasoning_field(delta, events, state)
+        content = delta.get("content")
+        if content:
+            _content(_content_text(content), events, state)
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            if not isinstance(tool_calls, list):
+                raise _malformed("'tool_calls' is not a list")
+            for tc in tool_calls:
+                _tool_call_delta(tc, state)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            state.finish_reason = reason
+    _drain(events, state)
+    return events
+
+
+def finish_stream(state: StreamState) -> list[ModelEvent]:
+    """End of stream: release held text, complete every call, and end with ResponseDone.
+
+    Args:
+        state: The snapshot that every chunk was fed to.
+
+    Returns:
+        The remaining events; the last one is always :class:`ResponseDone`.
+    """
+    if state.done:
+        raise RuntimeError("finish_stream called twice")
+    events: list[ModelEvent] = []
+    truncated_by_length = state.finish_reason == "length"
+    for kind, text in state.think.flush():
+        _segment(kind, text, events, state)
+    truncated: list[ToolCall] = []
+    if truncated_by_length and state.tags.in_block:
+        body = state.tags.pending
+        state.tags = ToolCallTagParser()  # drop the cut-off block
+        name = _NAME_RE.search(body)
+        truncated.append(
+            ToolCall(
+                id=new_call_id(),
+                name=name.group(1) if name else "",
+                raw_arguments=body,
+                error=TRUNCATED_ERROR,
+            )
+        )
+    for item in state.tags.flush():
+        _tag_item(item, events, state)
+    if state.held_text:
+        held, state.held_text = state.held_text, ""
+        rest, calls = find_bare_json_calls(held, state.tool_names)
+        _emit_text(rest, events, state)
+        for call in calls:
+            _add_text_call(call, state)
+    for slot in state.slots:
+        if slot.complete:
+            continue
+        if truncated_by_length:
+            slot.call = ToolCall(
+                id=slot.id or new_call_id(),
+                name=slot.name,
+                raw_arguments=slot.args_text,
+                error=TRUNCATED_ERROR,
+            )
+            truncated.append(slot.call)
+        else:
+            _complete(slot)
+    _drain(events, state)
+    usable = tuple(s.call for s in state.slots if s.emitted and s.call is not None)
+    message = Message.assistant(
+        text=state.text, tool_calls=usable, reasoning=state.reasoning or None
+    )
+    state.done = True
+    events.append(
+        ResponseDone(
+            message=message,
+            finish_reason=state.finish_reason,
+            usage=state.usage,
+            truncated_calls=tuple(truncated),
+        )
+    )
+    return events
+
+
+# --- text ------------------------------------------------------------------------------
+
+
+def _reasoning_field(delta: Mapping[str, Any], events: list[ModelEvent], st: StreamState) -> None:
+    for key in ("reasoning_content", "reasoning"):
+        value = delta.get(key)
+        if isinstance(value, str) and value:
+            _emit_reasoning(value, events, st)
+            return
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers stream content parts
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p
+        )
+    raise _malformed("'content' is neither text nor a list of parts")
+
+
+def _content(text: str, events: list[ModelEvent], st: StreamState) -> None:
+    for kind, piece in st.think.feed(text):
+        _segment(kind, piece, events, st)
+
+
+def _segment(kind: str, text: str, events: list[ModelEvent], st: StreamState) -> None:
+    if kind == "reasoning":
+        _emit_reasoning(text, events, st)
+        return
+    for item in st.tags.feed(text):
+        _tag_item(item, events, st)
+
+
+def _tag_item(item: str | ToolCall, events: list[ModelEvent], st: StreamState) -> None:
+    if isinstance(item, ToolCall):
+        _add_text_call(item, st)
+        _drain(events, st)
+        return
+    if st.native_tool_calls or not st.tool_names:
+        _emit_text(item, events, st)
+        return
+    # Without native calls the answer may be a bare JSON call: hold back from the first
+    # character that could start one until the end of the response decides.
+    if not st.held_text:
+        starts = [i for i in (item.find("{"), item.find("`")) if i >= 0]
+        if not starts:
+            _emit_text(item, events, st)
+            return
+        _emit_text(item[: min(starts)], events, st)
+        item = item[min(starts) :]
+    st.held_text += item
+
+
+def _emit_text(text: str, events: list[ModelEvent], st: StreamState) -> None:
+    if not st.text_parts:
+        text = text.lstrip()  # whitespace left between </think> and the answer
+    if not text:
+        return
+    st.text_parts.append(text)
+    events.append(TextDelta(text))
+
+
+def _emit_reasoning(text: str, events: list[ModelEvent], st: StreamState) -> None:
+    st.reasoning_parts.append(text)
+    events.append(ReasoningDelta(text))
+
+
+# --- tool calls --------------------------------------------------------------------------
+
+
+def _tool_call_delta(tc: object, st: StreamState) -> None:
+    if not isinstance(tc, Mapping):
+        raise _malformed("a tool call delta is not an object")
+    fn = tc.get("function") or {}
+    if not isinstance(fn, Mapping):
+        raise _malformed("'function' in a tool call delta is not an object")
+    raw_id, raw_name = tc.get("id"), fn.get("name")
+    call_id: str = raw_id if isinstance(raw_id, str) else ""
+    name: str = raw_name if isinstance(raw_name, str) else ""
+    index = tc.get("index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        if index is not None:
+            raise _malformed("a tool call 'index' is not an integer")
+        index = _guess_wire_index(call_id, st)
+    slot = _slot_for(index, call_id, st)
+    if slot.emitted:
+        if fn.get("arguments") or name:
+            logger.debug("ignoring a delta for tool call %d after it was dispatched", index)
+        return
+    if call_id and not slot.id:
+        slot.id = call_id
+    if name and not slot.name:
+        slot.name = name
+    args = fn.get("arguments")
+    if isinstance(args, Mapping):
+        slot.args_obj = dict(args)
+        slot.args_text = json.dumps(slot.args_obj, ensure_ascii=False)
+        slot.complete = bool(slot.name)
+    elif isinstance(args, str) and args:
+        slot.args_text += args
+        if slot.name and slot.args_text.rstrip().endswith("}"):
+            try:
+                value = json.loads(slot.args_text)
+            except ValueError:
+                return
+            if isinstance(value, dict):
+                slot.parsed = value
+                slot.complete = True
+    elif args not in (None, ""):
+        raise _malformed("tool call 'arguments' is neither text nor an object")
+
+
+def _guess_wire_index(call_id: str, st: StreamState) -> int:
+    if call_id and not any(s.id == call_id for s in st.slots):
+        used = [s.wire_index for s in st.slots if s.wire_index is not None]
+        return max(used) + 1 if used else 0
+    return st.last_wire_index if st.last_wire_index is not None else 0
+
+
+def _slot_for(index: int, call_id: str, st: StreamState) -> _Slot:
+    st.last_wire_index = index
+    pos = st.wire_to_slot.get(index)
+    if pos is not None:
+        slot = st.slots[pos]
+        if not call_id or not slot.id or slot.id == call_id:
+            return slot
+    # A new call: every earlier call is complete now (X1).
+    for earlier in st.slots:
+        if not earlier.complete:
+            _complete(earlier)
+    slot = _Slot(wire_index=index)
+    st.slots.append(slot)
+    st.wire_to_slot[index] = len(st.slots) - 1
+    return slot
+
+
+def _add_text_call(call: ToolCall, st: StreamState) -> None:
+    for earlier in st.slots:
+        if not earlier.complete:
+            _complete(earlier)
+    st.slots.append(_Slot(wire_index=None, complete=True, call=call))
+
+
+def _complete(slot: _Slot) -> None:
+    """Mark ``slot`` complete and build its final call (repairing arguments, SPEC B7)."""
+    slot.complete = True
+    if slot.call is not None:
+        return
+    error: str | None = None
+    if slot.args_obj is not None:
+        args = slot.args_obj
+    elif slot.parsed is not None:
+        args = slot.parsed
+    else:
+        args, error = parse_tool_arguments(slot.args_text)
+        if error is not None:
+            error = f"could not parse the arguments as JSON: {error}"
+    if not slot.name:
+        error = "the tool call names no tool"
+    slot.call = ToolCall(
+        id=slot.id or new_call_id(),
+        name=slot.name,
+        arguments=args,
+        raw_arguments=slot.args_text,
+        error=error,
+    )
+
+
+def _drain(events: list[ModelEvent], st: StreamState) -> None:
+    """Yield complete calls in order, stopping at the first incomplete one."""
+    while st.next_ready < len(st.slots):
+        slot = st.slots[st.next_ready]
+        if not slot.complete:
+            return
+        _complete(slot)
+        assert slot.call is not None
+        slot.emitted = True
+        events.append(ToolCallReady(index=st.next_ready, call=slot.call))
+        st.next_ready += 1
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _malformed(what: str) -> ModelRetryableError:
+    return ModelRetryableError(f"model stream was cut: malformed chunk: {what}")
