@@ -1,0 +1,203 @@
+"""Action-text parsing and catalogue rendering (SPEC A5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopact.agent.actiontext import parse_actions, render_catalogue
+from loopact.llm.base import ToolSpec
+
+MOVE = ToolSpec(
+    "move_forward",
+    "Drive straight ahead.\nLonger text that is not shown.",
+    {
+        "type": "object",
+        "properties": {
+            "distance_m": {"type": "number", "description": "How far to drive, in metres."},
+            "speed_mps": {"type": "number", "default": 0.2, "description": "Speed in m/s."},
+        },
+        "required": ["distance_m"],
+    },
+)
+SAY = ToolSpec(
+    "say",
+    "Speak to the person.",
+    {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "loud": {"type": "boolean"}},
+        "required": ["text"],
+    },
+)
+SEE = ToolSpec("seewhat", "Look through the camera.", {"type": "object", "properties": {}})
+FOLLOW = ToolSpec(
+    "follow_line",
+    "Follow a coloured line.",
+    {
+        "type": "object",
+        "properties": {"colour": {"type": "string", "enum": ["red", "black"]}},
+        "required": ["colour"],
+    },
+)
+SPECS = [MOVE, SAY, SEE, FOLLOW]
+
+
+def test_positional_arguments_follow_schema_order() -> None:
+    p = parse_actions("move_forward(1.0, 0.3)", SPECS)
+    assert p.call is not None
+    assert p.call.name == "move_forward"
+    assert p.call.arguments == {"distance_m": 1.0, "speed_mps": 0.3}
+    assert p.call.error is None
+    assert not p.finished
+
+
+def test_keyword_and_mixed_arguments() -> None:
+    p = parse_actions("move_forward(2, speed_mps=0.5)", SPECS)
+    assert p.call is not None
+    assert p.call.arguments == {"distance_m": 2, "speed_mps": 0.5}
+    p = parse_actions("move_forward(speed_mps=-0.1, distance_m=+1.5)", SPECS)
+    assert p.call is not None
+    assert p.call.arguments == {"distance_m": 1.5, "speed_mps": -0.1}
+
+
+def test_quoted_strings_with_escapes_and_booleans_and_null() -> None:
+    p = parse_actions('say("he said \\"hi\\"\\nbye", true)', SPECS)
+    assert p.call is not None
+    assert p.call.arguments == {"text": 'he said "hi"\nbye', "loud": True}
+    for word, value in [("True", True), ("false", False), ("False", False)]:
+        q = parse_actions(f"say('x', loud={word})", SPECS)
+        assert q.call is not None and q.call.arguments["loud"] is value
+    for word in ("null", "None"):
+        q = parse_actions(f"say('x', {word})", SPECS)
+        assert q.call is not None and q.call.arguments == {"text": "x", "loud": None}
+
+
+def test_curly_quotes_are_accepted() -> None:
+    p = parse_actions("say(\u201cni hao\u201d)", SPECS)
+    assert p.call is not None
+    assert p.call.arguments == {"text": "ni hao"}
+
+
+@pytest.mark.parametrize("value", ["1e999", "-1e999", "inf", "nan", "float('inf')"])
+def test_non_finite_numbers_are_refused(value: str) -> None:
+    p = parse_actions(f"move_forward({value})", SPECS)
+    assert p.call is not None
+    assert p.call.arguments == {}
+    assert p.call.error is not None and "move_forward" in p.call.error
+
+
+def test_expressions_are_never_evaluated() -> None:
+    p = parse_actions("move_forward(__import__('os').system('true'))", SPECS)
+    assert p.call is not None
+    assert p.call.error is not None
+    assert "not a literal" in p.call.error
+    p = parse_actions("move_forward(1 + 1)", SPECS)
+    assert p.call is not None and p.call.error is not None
+
+
+def test_bad_arguments_name_what_is_valid() -> None:
+    p = parse_actions("move_forward(1, 2, 3)", SPECS)
+    assert p.call is not None and p.call.error is not None
+    assert "distance_m, speed_mps" in p.call.error
+    p = parse_actions("move_forward(distance=1)", SPECS)
+    assert p.call is not None and p.call.error is not None
+    assert "no parameter 'distance'" in p.call.error and "distance_m" in p.call.error
+    p = parse_actions("move_forward(1, distance_m=2)", SPECS)
+    assert p.call is not None and p.call.error is not None
+    assert "given twice" in p.call.error
+
+
+def test_no_argument_action() -> None:
+    p = parse_actions("seewhat()", SPECS)
+    assert p.call is not None
+    assert p.call.name == "seewhat" and p.call.arguments == {} and p.call.error is None
+
+
+def test_first_action_runs_later_ones_ignored_and_progress_kept() -> None:
+    text = (
+        "I see a red box ahead.\n"
+        "Action: move_forward(1.0)\n"
+        "- seewhat()\n"
+        "Then I will look again.\n"
+        "finishtask()"
+    )
+    p = parse_actions(text, SPECS)
+    assert p.call is not None and p.call.name == "move_forward"
+    assert p.call.arguments == {"distance_m": 1.0}
+    assert p.ignored == ("seewhat()", "finishtask()")
+    assert not p.finished
+    assert p.progress == "I see a red box ahead.\nThen I will look again."
+    assert "ignored: seewhat(), finishtask()" in p.feedback()
+
+
+def test_finishtask_ends_the_task() -> None:
+    p = parse_actions("All done, the box is reached.\nfinishtask()", SPECS)
+    assert p.finished
+    assert p.call is None
+    assert p.progress == "All done, the box is reached."
+    assert p.has_action
+
+
+def test_unknown_action_is_an_error_never_a_call() -> None:
+    p = parse_actions("fly_away(10)\nmove_forward(1.0)", SPECS)
+    assert p.call is None
+    assert len(p.errors) == 1
+    assert "fly_away" in p.errors[0]
+    for name in ("move_forward", "say", "seewhat", "follow_line", "finishtask()"):
+        assert name in p.errors[0]
+    assert p.ignored == ("move_forward(1.0)",)
+    assert "fly_away" in p.feedback()
+
+
+def test_prose_without_actions() -> None:
+    text = "I think (maybe) the box is red. Call seewhat() later, when ready."
+    p = parse_actions(text, SPECS)
+    assert p.call is None and not p.finished and not p.has_action
+    assert p.progress == text
+    assert p.feedback() == ""
+
+
+def test_fenced_and_backticked_actions() -> None:
+    p = parse_actions("```\nmove_forward(0.5)\n```", SPECS)
+    assert p.call is not None and p.call.arguments == {"distance_m": 0.5}
+    assert p.progress == ""
+    p = parse_actions("1. `follow_line('red')`", SPECS)
+    assert p.call is not None and p.call.arguments == {"colour": "red"}
+
+
+def test_lists_and_objects_are_literals() -> None:
+    spec = ToolSpec(
+        "track",
+        "Track a box.",
+        {"type": "object", "properties": {"bbox": {"type": "array"}, "opts": {"type": "object"}}},
+    )
+    p = parse_actions('track([1, 2, 3, 4], {"fast": true})', [spec])
+    assert p.call is not None
+    assert p.call.arguments == {"bbox": [1, 2, 3, 4], "opts": {"fast": True}}
+
+
+def test_call_ids_differ_per_action() -> None:
+    a = parse_actions("move_forward(1.0)", SPECS).call
+    b = parse_actions("move_forward(2.0)", SPECS).call
+    assert a is not None and b is not None and a.id != b.id
+
+
+def test_render_catalogue() -> None:
+    text = render_catalogue(SPECS)
+    assert (
+        "- move_forward(distance_m: number, speed_mps: number = 0.2) - Drive straight ahead."
+        in text
+    )
+    assert "distance_m: How far to drive, in metres." in text
+    assert "Longer text" not in text
+    assert "- seewhat() - Look through the camera." in text
+    assert "- say(text: string, loud: boolean = None) - Speak to the person." in text
+    assert 'follow_line(colour: "red" | "black")' in text
+    assert "finishtask()" in text
+    assert "exactly one action per reply as name(args)" in text
+    assert "write finishtask() when done" in text
+
+
+def test_rendered_signature_parses_back() -> None:
+    """A call written the way the catalogue shows it is understood."""
+    p = parse_actions("move_forward(distance_m=1.2, speed_mps=0.2)", SPECS)
+    assert p.call is not None and p.call.arguments == {"distance_m": 1.2, "speed_mps": 0.2}
