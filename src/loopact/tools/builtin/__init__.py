@@ -1,1 +1,41 @@
-"""loopact.tools.builtin."""
+"""Built-in general tools (SPEC C6): ``system_status``, ``file_read``, ``file_write``,
+``file_list`` and ``wait``.
+
+Use :func:`make_builtin_tools` to get them all, bound to one workspace folder::
+
+    registry = ToolRegistry(make_builtin_tools(Path("~/loopact-workspace").expanduser()))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopact.tools.base import Tool
+from loopact.tools.builtin.files import Workspace, make_file_tools
+from loopact.tools.builtin.system import make_system_tools
+from loopact.tools.builtin.wait import make_wait_tool
+
+__all__ = [
+    "Workspace",
+    "make_builtin_tools",
+    "make_file_tools",
+    "make_system_tools",
+    "make_wait_tool",
+]
+
+
+def make_builtin_tools(workspace: Path) -> list[Tool]:
+    """All built-in tools, file tools confined to ``workspace`` (SPEC C6).
+
+    Args:
+        workspace: The workspace folder; created (with parents) if missing.
+
+    Returns:
+        ``system_status``, ``file_read``, ``file_write``, ``file_list``, ``wait``, in that
+        order.
+
+    Raises:
+        OSError: The workspace folder cannot be created.
+    """
+    ws = Workspace(workspace)
+    return [*make_system_tools(ws.root), *make_file_tools(ws), make_wait_tool()]

@@ -1,0 +1,400 @@
+"""The tool registry: lookup, argument validation and guarded execution (SPEC A1, B7, C1, C2).
+
+The registry holds the tools offered to the model, keyed by name. For each call it
+
+1. finds the tool (an unknown name becomes an error that lists the available tools),
+2. rejects arguments the stream parser could not repair (``ToolCall.error``, SPEC B7),
+3. applies a small schema-driven normalisation (numeric strings for number fields, ``2.0`` for
+   integer fields) and validates against the tool's JSON Schema with a Draft 2020-12 validator
+   compiled once per tool,
+4. runs the tool under a timeout that cancels it, one call at a time unless the tool is
+   re-entrant (SPEC C2),
+
+and always answers with a :class:`ToolResult`: every ``tool_call_id`` gets exactly one result,
+errors included (SPEC A1). Only :class:`asyncio.CancelledError` escapes :meth:`execute`, so that
+cancelling the caller cancels the tool.
+
+Failed results carry ``metadata["error_kind"]``, one of ``unknown_tool``, ``arguments``,
+``tool_error``, ``timeout``, ``robot``, ``safety`` or ``exception``, so the loop can count
+invalid rounds (SPEC A3) or react to a safety stop without parsing text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+
+from loopact.errors import RobotError, SafetyError, ToolArgumentError, ToolError
+from loopact.llm.base import ToolSpec
+from loopact.llm.messages import ToolCall
+from loopact.tools.base import Tool, ToolContext, ToolResult, as_result
+
+log = logging.getLogger(__name__)
+
+_NUMERIC_RE = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+_INT_RE = re.compile(r"^\s*[-+]?\d+\s*$")
+_MAX_REPORTED_ERRORS = 8
+_MAX_NORMALISE_DEPTH = 8
+# wait_for's timer may fire a hair before our own deadline; an exception this close to it is
+# the timeout, anything earlier is a TimeoutError the tool raised itself.
+_DEADLINE_SLACK_S = 0.005
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class ToolRegistry:
+    """The tools offered to the model, by unique name (SPEC A1, C1).
+
+    Args:
+        tools: Tools to add, in the order the model should see them.
+
+    Raises:
+        ValueError: Two tools share a name, or a tool's parameter schema is not valid JSON
+            Schema.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        for t in tools:
+            self.add(t)
+
+    # ------------------------------------------------------------------ collection
+    def add(self, tool: Tool) -> None:
+        """Add ``tool`` and compile its argument validator.
+
+        Raises:
+            ValueError: A tool with the same name is already registered (the message names
+                both), or the tool's ``parameters`` is not a valid JSON Schema.
+        """
+        existing = self._tools.get(tool.name)
+        if existing is not None:
+            raise ValueError(
+                f"duplicate tool name {tool.name!r}: {_describe(tool)} clashes with the "
+                f"registered {_describe(existing)}"
+            )
+        schema = tool.parameters or _EMPTY_SCHEMA
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ValueError(
+                f"tool {tool.name!r} has an invalid parameter schema: {exc.message}"
+            ) from None
+        self._validators[tool.name] = jsonschema.Draft202012Validator(schema)
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        """Remove the tool called ``name`` (SPEC C2: a node whose heartbeat stopped).
+
+        Raises:
+            KeyError: No tool has that name.
+        """
+        if name not in self._tools:
+            raise KeyError(f"no tool named {name!r}")
+        del self._tools[name]
+        del self._validators[name]
+        self._locks.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    @property
+    def names(self) -> list[str]:
+        """The registered tool names, sorted."""
+        return sorted(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The :class:`ToolSpec` of every tool, in insertion order (stable for prompt caching)."""
+        return tuple(t.spec() for t in self._tools.values())
+
+    # ------------------------------------------------------------------ validation
+    def validate(self, call: ToolCall) -> dict[str, Any]:
+        """Check a call and return its normalised, schema-valid arguments (SPEC A1, B7).
+
+        Numeric strings (``"1.5"``) given for ``number``/``integer`` fields become numbers, and
+        integer-valued floats (``2.0``) given for ``integer`` fields become ints; nothing else
+        is changed. ``call.arguments`` itself is never modified.
+
+        Args:
+            call: The model's tool call.
+
+        Returns:
+            The arguments to pass to :meth:`Tool.invoke`.
+
+        Raises:
+            ToolError: The tool is unknown (the message lists the available tools).
+            ToolArgumentError: The arguments could not be parsed (``call.error``) or fail the
+                tool's schema (the message names every failing path).
+        """
+        tool = self._tools.get(call.name)
+        if tool is None:
+            available = ", ".join(self.names) or "(none)"
+            raise ToolError(f"unknown tool {call.name!r}; available tools: {available}")
+        if call.error:
+            raise ToolArgumentError(
+                f"{call.error.rstrip('. ')}. Call {call.name} again with its arguments as one "
+                f"JSON object{_param_hint(tool)}"
+            )
+        arguments: Any = call.arguments
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentError(
+                f"invalid arguments for {call.name}: expected a JSON object, got "
+                f"{type(arguments).__name__}{_param_hint(tool)}"
+            )
+        schema = tool.parameters or _EMPTY_SCHEMA
+        args = _normalise(dict(arguments), schema, schema, 0)
+        validator = self._validators[call.name]
+        errors = list(validator.iter_errors(args))
+        if errors:
+            raise ToolArgumentError(_format_errors(tool, errors))
+        return args  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ execution
+    async def execute(self, call: ToolCall, ctx: ToolContext, timeout_s: float) -> ToolResult:
+        """Validate and run one call; every failure becomes a failed result (SPEC A1, A2, C2).
+
+        Calls to a non-reentrant tool run one at a time, in arrival order; time spent waiting
+        for the previous call counts toward the timeout.
+
+        Args:
+            call: The model's tool call.
+            ctx: The per-call context passed to the tool.
+            timeout_s: Default timeout in seconds, used when the tool sets no ``timeout_s``.
+
+        Returns:
+            The tool's result, or a failed result whose ``error`` tells the model what went
+            wrong (unknown tool, bad arguments, tool error, timeout, exception) and whose
+            ``metadata["error_kind"]`` names the kind.
+
+        Raises:
+            asyncio.CancelledError: The caller was cancelled; the tool was cancelled too.
+        """
+        try:
+            args = self.validate(call)
+        except ToolArgumentError as exc:
+            return ToolResult.failure(str(exc), error_kind="arguments")
+        except ToolError as exc:
+            return ToolResult.failure(str(exc), error_kind="unknown_tool")
+        tool = self._tools[call.name]
+        timeout = tool.timeout_s if tool.timeout_s is not None else timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            value = await asyncio.wait_for(self._run(tool, args, ctx), timeout)
+        except asyncio.CancelledError:
+            raise
+        except ToolError as exc:
+            return ToolResult.failure(str(exc) or type(exc).__name__, error_kind="tool_error")
+        except asyncio.TimeoutError as exc:
+            if loop.time() >= deadline - _DEADLINE_SLACK_S:
+                return ToolResult.failure(
+                    f"tool {tool.name} timed out after {_fmt_s(timeout)} s and was cancelled",
+                    error_kind="timeout",
+                )
+            return self._exception_result(tool, exc)
+        except Exception as exc:
+            return self._exception_result(tool, exc)
+        return value
+
+    async def _run(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if tool.reentrant:
+            return as_result(await tool.invoke(args, ctx))
+        lock = self._locks.get(tool.name)
+        if lock is None:
+            lock = self._locks[tool.name] = asyncio.Lock()
+        async with lock:
+            return as_result(await tool.invoke(args, ctx))
+
+    def _exception_result(self, tool: Tool, exc: Exception) -> ToolResult:
+        log.warning(
+            "tool %s raised %s: %s",
+            tool.name,
+            type(exc).__name__,
+            exc,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
+        kind = "safety" if isinstance(exc, SafetyError) else "exception"
+        if kind == "exception" and isinstance(exc, RobotError):
+            kind = "robot"
+        return ToolResult.failure(
+            f"tool {tool.name} raised {type(exc).__name__}: {exc}", error_kind=kind
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+def _describe(tool: Tool) -> str:
+    return f"{type(tool).__module__}.{type(tool).__qualname__}(name={tool.name!r})"
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:g}"
+
+
+def _param_hint(tool: Tool) -> str:
+    props = (tool.parameters or {}).get("properties") or {}
+    if not isinstance(props, Mapping) or not props:
+        return " (this tool takes no arguments: send {})"
+    return " with keys: " + ", ".join(str(k) for k in props)
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    """Follow a local ``$ref`` (``#/$defs/X``) once; anything else is returned unchanged."""
+    if isinstance(schema, Mapping):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                if not isinstance(target, Mapping) or part not in target:
+                    return schema
+                target = target[part]
+            return target
+    return schema
+
+
+def _branches(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The schema itself plus its ``anyOf``/``oneOf`` alternatives, ``$ref``s followed."""
+    out = [schema]
+    for key in ("anyOf", "oneOf"):
+        alts = schema.get(key)
+        if isinstance(alts, list):
+            for alt in alts:
+                resolved = _resolve(alt, root)
+                if isinstance(resolved, Mapping):
+                    out.append(resolved)
+    return out
+
+
+def _types(branches: list[Mapping[str, Any]]) -> set[str]:
+    types: set[str] = set()
+    for b in branches:
+        t = b.get("type")
+        if isinstance(t, str):
+            types.add(t)
+        elif isinstance(t, list):
+            types.update(x for x in t if isinstance(x, str))
+    return types
+
+
+def _normalise(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
+    """Schema-driven, conservative coercion for small models (see :meth:`ToolRegistry.validate`).
+
+    Returns ``value`` itself when nothing changes; containers are copied only when a member
+    changes.
+    """
+    schema = _resolve(schema, root)
+    if not isinstance(schema, Mapping) or depth > _MAX_NORMALISE_DEPTH:
+        return value
+    branches = _branches(schema, root)
+    types = _types(branches)
+    if isinstance(value, str):
+        if "string" in types or not types & {"number", "integer"}:
+            return value
+        if not _NUMERIC_RE.match(value):
+            return value
+        if _INT_RE.match(value):
+            return int(value)
+        number = float(value)
+        if not math.isfinite(number):
+            return value
+        if "integer" in types and "number" not in types and number.is_integer():
+            return int(number)
+        return number
+    if isinstance(value, float):
+        if "integer" in types and "number" not in types and value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        changed = False
+        out = dict(value)
+        for b in branches:
+            props = b.get("properties")
+            if not isinstance(props, Mapping):
+                continue
+            for key, sub in props.items():
+                if key in out:
+                    new = _normalise(out[key], sub, root, depth + 1)
+                    if new is not out[key]:
+                        out[key] = new
+                        changed = True
+        return out if changed else value
+    if isinstance(value, list):
+        item_schemas = [b.get("items") for b in branches if isinstance(b.get("items"), Mapping)]
+        if not item_schemas:
+            return value
+        new_items = [_normalise(v, item_schemas[0], root, depth + 1) for v in value]
+        if any(n is not o for n, o in zip(new_items, value, strict=True)):
+            return new_items
+        return value
+    return value
+
+
+def _leaves(
+    err: jsonschema.exceptions.ValidationError,
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    """Look inside ``anyOf``/``oneOf`` when only one non-null alternative failed.
+
+    pydantic writes ``Optional[X]`` as ``anyOf: [X, {type: null}]``; for a non-null value the
+    useful errors are X's, at their own paths (``waypoints.1: 'y_m' is a required property``),
+    not "is not valid under any of the given schemas".
+    """
+    if err.validator in ("anyOf", "oneOf") and err.context and not _only_type_errors(err):
+        non_null = [
+            c
+            for c in err.context
+            if not (c.validator == "type" and c.validator_value == "null" and not c.relative_path)
+        ]
+        branches = {c.relative_schema_path[0] for c in non_null if c.relative_schema_path}
+        if non_null and len(branches) == 1:
+            for c in non_null:
+                yield from _leaves(c)
+            return
+    yield err
+
+
+def _only_type_errors(err: jsonschema.exceptions.ValidationError) -> bool:
+    return all(c.validator == "type" and not c.relative_path for c in err.context)
+
+
+def _format_errors(tool: Tool, raw: list[jsonschema.exceptions.ValidationError]) -> str:
+    errors = [leaf for err in raw for leaf in _leaves(err)]
+    errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    parts: list[str] = []
+    for err in errors[:_MAX_REPORTED_ERRORS]:
+        path = ".".join(str(p) for p in err.absolute_path)
+        message = _error_message(err)
+        if err.validator == "additionalProperties":
+            message += _param_hint(tool).replace(" with keys:", "; allowed keys:")
+        parts.append(f"{path}: {message}" if path else message)
+    if len(errors) > _MAX_REPORTED_ERRORS:
+        parts.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more")
+    return f"invalid arguments for {tool.name}: " + "; ".join(parts)
+
+
+def _error_message(err: jsonschema.exceptions.ValidationError) -> str:
+    """jsonschema's message, made concrete for ``anyOf`` made only of type alternatives."""
+    if err.validator in ("anyOf", "oneOf") and err.context and _only_type_errors(err):
+        wanted: list[str] = []
+        for c in err.context:
+            v = c.validator_value
+            for t in v if isinstance(v, list) else [v]:
+                if str(t) not in wanted:
+                    wanted.append(str(t))
+        return f"{err.instance!r} is not of type " + " or ".join(repr(t) for t in wanted)
+    return err.message
