@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -444,3 +449,53 @@ def test_fixture_fails_a_test_that_leaves_turns(pytester: pytest.Pytester) -> No
     )
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*ScriptError*2 of 2 turns not consumed*"])
+
+
+def test_serve_forever_until_ctrl_c(tmp_path: Path) -> None:
+    path = tmp_path / "demo.json"
+    path.write_text(json.dumps({"turns": [{"text": "from the cli"}, {"text": "unused"}]}))
+    code = (
+        "import sys; from loopact.testing.server import serve_forever; "
+        "serve_forever(sys.argv[1], port=0)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        match = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", banner)
+        assert match, f"no URL in {banner!r} (stderr: {proc.stderr.read() if proc.stderr else ''})"
+        with httpx2.Client(timeout=10) as http:
+            reply = http.post(match.group(1) + "/chat/completions", json={"messages": USER})
+        assert reply.json()["choices"][0]["message"]["content"] == "from the cli"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    assert "1 of 2 turns not consumed" in out
+
+
+async def test_stop_wakes_a_delayed_response() -> None:
+    server = ScriptedModelServer([{"text": "late", "delay_s": 300}]).start()
+    try:
+        async with client(server) as c:
+            pending = asyncio.ensure_future(
+                c.chat.completions.create(model="m", messages=USER, timeout=30)
+            )
+            for _ in range(500):  # wait (bounded) until the request has arrived
+                if server.requests:
+                    break
+                await asyncio.sleep(0.01)
+            assert server.requests, "request never reached the server"
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(openai.APIConnectionError):
+                await asyncio.wait_for(pending, timeout=10)
+    finally:
+        server.stop()

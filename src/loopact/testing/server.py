@@ -15,6 +15,7 @@ the client as an incomplete body, a transport error, never as a normal end.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import socket
@@ -214,6 +215,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Without this, Nagle + delayed ACK add ~40 ms to every response (headers and body
+        # are separate writes).
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.owner._track(self.connection, add=True)
 
     def finish(self) -> None:
@@ -452,7 +457,7 @@ class ScriptedModelServer:
                     self._failures.append(msg)
                     plan = proto.render_error(500, msg, request)
                 else:
-                    request = _with_turn(request, self._next_turn)
+                    request = dataclasses.replace(request, turn_index=self._next_turn)
                     turn = self.script.turns[self._next_turn]
                     self._next_turn += 1
             self._requests.append(request)
@@ -509,20 +514,6 @@ class ScriptedModelServer:
                     f"turn {turn_no} (request {request.index + 1}) expect failed: "
                     + ", ".join(diffs)
                 )
-
-
-def _with_turn(request: RecordedRequest, turn_index: int) -> RecordedRequest:
-    return RecordedRequest(
-        index=request.index,
-        method=request.method,
-        path=request.path,
-        headers=request.headers,
-        body=request.body,
-        raw_body=request.raw_body,
-        ts=request.ts,
-        query=request.query,
-        turn_index=turn_index,
-    )
 
 
 def _clip(text: str, limit: int = 80) -> str:
