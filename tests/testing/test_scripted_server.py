@@ -416,6 +416,7 @@ def test_script_loading_and_validation(tmp_path: Path) -> None:
 def test_sync_sdk_client_and_base_url(scripted_server: Factory) -> None:
     server = scripted_server({"turns": [{"text": "sync ok"}]})
     assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+    assert server.root_url == f"http://127.0.0.1:{server.port}"
     with openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as c:
         reply = c.chat.completions.create(model="m", messages=USER, timeout=10)
     assert reply.choices[0].message.content == "sync ok"
@@ -499,3 +500,18 @@ async def test_stop_wakes_a_delayed_response() -> None:
                 await asyncio.wait_for(pending, timeout=10)
     finally:
         server.stop()
+
+
+async def test_concurrent_requests_each_get_one_turn(scripted_server: Factory) -> None:
+    server = scripted_server([{"text": f"t{i}", "chunk_size": 1} for i in range(12)])
+
+    async def one(c: openai.AsyncOpenAI) -> str:
+        stream = await c.chat.completions.create(model="m", messages=USER, stream=True, timeout=10)
+        return "".join([ch.choices[0].delta.content or "" async for ch in stream if ch.choices])
+
+    async with client(server) as c:
+        answers = await asyncio.gather(*(one(c) for _ in range(12)))
+    assert sorted(answers) == sorted(f"t{i}" for i in range(12))
+    assert sorted(r.turn_index for r in server.requests if r.turn_index is not None) == list(
+        range(12)
+    )

@@ -369,9 +369,14 @@ class ScriptedModelServer:
         return int(self._httpd.server_address[1])
 
     @property
+    def root_url(self) -> str:
+        """``http://HOST:PORT``, for SDKs that add ``/v1`` themselves (Anthropic)."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
     def base_url(self) -> str:
-        """``http://HOST:PORT/v1``, the base URL to give an SDK client."""
-        return f"http://{self._host}:{self.port}/v1"
+        """``http://HOST:PORT/v1``, the base URL to give an OpenAI-compatible SDK client."""
+        return self.root_url + "/v1"
 
     @property
     def requests(self) -> list[RecordedRequest]:
