@@ -1,0 +1,412 @@
+"""The OpenAI-compatible chat-completions provider (SPEC B1, B4, B5, B6, B7, B8, X1).
+
+One module per wire protocol: this one speaks ``POST /chat/completions`` with SSE streaming
+through the official ``openai`` SDK, which covers OpenAI, Qwen/DashScope, DeepSeek, OpenRouter,
+vLLM, Ollama, llama.cpp server and LM Studio. The SDK never retries (``max_retries=0``): the
+agent loop owns retries because only it knows whether a call was already dispatched (X1).
+
+Stream parsing lives in :mod:`loopact.llm.accumulate` (pure, chunk by chunk); this module only
+converts requests, drives the SDK stream and maps errors onto the loopact exception tree.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import openai
+
+from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.llm.accumulate import accumulate_chunk, finish_stream, new_state
+from loopact.llm.base import Capabilities, ModelEvent, ModelRequest, ToolSpec
+from loopact.llm.messages import Image, ImagePart, Message, TextPart
+
+logger = logging.getLogger(__name__)
+
+NO_VISION_NOTE = "[image omitted: this model has no vision]"
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_PLACEHOLDER_KEY = "none"
+_MIN_SCRUB_LEN = 6
+
+
+class OpenAIChatModel:
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint (SPEC B1).
+
+    Args:
+        model: Model name sent to the endpoint (``"gpt-4o-mini"``, ``"qwen3:8b"``).
+        base_url: Endpoint base URL including ``/v1``; None for api.openai.com.
+        api_key: API key; None for local servers (a placeholder is sent). Never logged.
+        capabilities: What the endpoint can do (vision, native tool calls, stream usage).
+        extra_body: Extra JSON fields merged into every request body (e.g.
+            ``{"enable_thinking": False}`` for Qwen on DashScope).
+        request_timeout_s: Timeout in seconds for connecting and for each read of the stream.
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        capabilities: Capabilities = Capabilities(),
+        extra_body: dict[str, Any] | None = None,
+        request_timeout_s: float = 60.0,
+    ) -> None:
+        if not model:
+            raise ValueError("OpenAIChatModel needs a model name")
+        if request_timeout_s <= 0:
+            raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+        self.model = model
+        self.base_url = base_url
+        self.capabilities = capabilities
+        self.extra_body = dict(extra_body or {})
+        self.request_timeout_s = request_timeout_s
+        self._api_key = api_key or _PLACEHOLDER_KEY
+        self._client = openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=request_timeout_s,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body (minus ``stream``) this model would send for ``request``.
+
+        Args:
+            request: Canonical messages and tools.
+
+        Returns:
+            A JSON-able dict: ``model``, ``messages``, and ``tools``, ``stream_options``,
+            ``max_tokens``, ``temperature`` when they apply.
+        """
+        caps = self.capabilities
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(
+                request.messages,
+                vision=caps.vision,
+                native_tool_calls=caps.native_tool_calls,
+                tools=request.tools,
+            ),
+        }
+        if request.tools and caps.native_tool_calls:
+            body["tools"] = [t.openai() for t in request.tools]
+        if caps.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        if request.max_output_tokens is not None:
+            body["max_tokens"] = request.max_output_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        return body
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Send ``request`` and yield events as the response streams (SPEC B5, X1).
+
+        Yields:
+            ``ReasoningDelta``, ``TextDelta`` and ``ToolCallReady`` events, then one
+            ``ResponseDone``.
+
+        Raises:
+            ModelRetryableError: connection error or timeout, HTTP 408/409/429/5xx (with
+                ``retry_after_s`` from ``Retry-After``), a stream cut mid-way or a malformed
+                chunk ("model stream was cut: ...").
+            ModelFatalError: any other HTTP error (400, 401, 403, 404, 422, ...).
+        """
+        body = self.build_body(request)
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        extra.update(self.extra_body)
+        state = new_state(
+            tool_names=[t.name for t in request.tools],
+            native_tool_calls=self.capabilities.native_tool_calls,
+        )
+        logger.debug(
+            "chat completion request: model=%s messages=%d tools=%d",
+            self.model,
+            len(body["messages"]),
+            len(request.tools),
+        )
+        try:
+            sdk_stream = await self._client.chat.completions.create(
+                model=self.model,
+                messages=body["messages"],
+                stream=True,
+                extra_body=extra,
+            )
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except openai.APIConnectionError as exc:
+            raise ModelRetryableError(
+                self._scrub(f"model connection error: {_describe(exc)}")
+            ) from None
+        except openai.OpenAIError as exc:
+            raise ModelFatalError(self._scrub(f"model request failed: {exc}")) from None
+        try:
+            iterator = sdk_stream.__aiter__()
+            while True:
+                try:
+                    chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except ModelError:
+                    raise
+                except openai.APIStatusError as exc:
+                    raise self._status_error(exc) from None
+                except openai.APIConnectionError as exc:
+                    raise ModelRetryableError(
+                        self._scrub(f"model stream was cut: {_describe(exc)}")
+                    ) from None
+                except openai.APIError as exc:  # an error object sent inside the stream
+                    raise ModelRetryableError(
+                        self._scrub(f"model stream reported an error: {exc.message}")
+                    ) from None
+                except Exception as exc:  # malformed SSE data, bad chunk shape
+                    raise ModelRetryableError(
+                        self._scrub(f"model stream was cut: malformed chunk: {exc}")
+                    ) from None
+                for event in accumulate_chunk(_chunk_dict(chunk), state):
+                    yield event
+            for event in finish_stream(state):
+                yield event
+        finally:
+            await sdk_stream.close()
+
+    async def aclose(self) -> None:
+        """Release the HTTP connections."""
+        await self._client.close()
+
+    def reset(self) -> None:
+        """Nothing to forget: chat completions keep no server-side conversation."""
+
+    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+        status = exc.status_code
+        message = self._scrub(_server_message(exc))
+        if status in _RETRYABLE_STATUS or status >= 500:
+            return ModelRetryableError(
+                f"model endpoint returned HTTP {status}: {message}",
+                status=status,
+                retry_after_s=parse_retry_after(exc.response.headers),
+            )
+        return ModelFatalError(f"model endpoint returned HTTP {status}: {message}", status=status)
+
+    def _scrub(self, text: str) -> str:
+        # Keys shorter than a few characters are placeholders; scrubbing them would mangle
+        # ordinary words in the message.
+        if len(self._api_key) >= _MIN_SCRUB_LEN:
+            text = text.replace(self._api_key, "***")
+        return text
+
+
+# --- request conversion -----------------------------------------------------------------
+
+
+def to_openai_messages(
+    messages: tuple[Message, ...] | list[Message],
+    vision: bool = True,
+    native_tool_calls: bool = True,
+    tools: tuple[ToolSpec, ...] = (),
+) -> list[dict[str, Any]]:
+    """Convert canonical messages to OpenAI chat messages (SPEC B4, B8).
+
+    Images become ``image_url`` content parts with a ``data:`` URL. Tool messages cannot hold
+    images, so the images of a run of tool messages go in one user message right after the
+    run. With ``vision=False`` every image becomes the text note :data:`NO_VISION_NOTE`.
+    With ``native_tool_calls=False`` assistant calls are written as ``<tool_call>`` blocks,
+    tool results become user messages, and the offered tools are described in the system
+    message.
+
+    Args:
+        messages: The canonical history.
+        vision: The model accepts images.
+        native_tool_calls: The endpoint has a ``tools`` parameter.
+        tools: The tools offered (only used when ``native_tool_calls`` is False).
+
+    Returns:
+        The ``messages`` list of the request body.
+    """
+    out: list[dict[str, Any]] = []
+    pending_images: list[dict[str, Any]] = []
+
+    def flush_images() -> None:
+        if pending_images:
+            out.append({"role": "user", "content": list(pending_images)})
+            pending_images.clear()
+
+    system_done = False
+    for msg in messages:
+        if msg.role != "tool":
+            flush_images()
+        if msg.role == "system":
+            text = msg.text
+            if not native_tool_calls and tools and not system_done:
+                text = text + "\n\n" + describe_tools_as_text(tools)
+            system_done = True
+            out.append({"role": "system", "content": text})
+        elif msg.role == "user":
+            out.append({"role": "user", "content": _user_content(msg, vision)})
+        elif msg.role == "assistant":
+            out.append(_assistant(msg, native_tool_calls))
+        else:
+            out.append(_tool_message(msg, vision, native_tool_calls, pending_images))
+    flush_images()
+    if not native_tool_calls and tools and not system_done:
+        out.insert(0, {"role": "system", "content": describe_tools_as_text(tools)})
+    return out
+
+
+def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
+    """A system-prompt section offering ``tools`` to a model without native tool calls."""
+    lines = [
+        "You can call these tools. To call one, write exactly one block per call:",
+        '<tool_call>{"name": "<tool name>", "arguments": {<arguments as JSON>}}</tool_call>',
+        "Tools:",
+    ]
+    for t in tools:
+        schema = t.parameters or {"type": "object", "properties": {}}
+        lines.append(f"- {t.name}: {t.description} Parameters: {json.dumps(schema)}")
+    return "\n".join(lines)
+
+
+def image_url_part(image: Image) -> dict[str, Any]:
+    """An OpenAI ``image_url`` content part holding ``image`` as a base64 ``data:`` URL."""
+    data = base64.b64encode(image.data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{data}"}}
+
+
+def _user_content(msg: Message, vision: bool) -> str | list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for p in msg.content:
+        if isinstance(p, TextPart):
+            parts.append({"type": "text", "text": p.text})
+        elif isinstance(p, ImagePart):
+            parts.append(image_url_part(p.image) if vision else _text(NO_VISION_NOTE))
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _assistant(msg: Message, native_tool_calls: bool) -> dict[str, Any]:
+    text = msg.text
+    if not native_tool_calls:
+        blocks = [
+            "<tool_call>"
+            + json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
+            + "</tool_call>"
+            for c in msg.tool_calls
+        ]
+        return {"role": "assistant", "content": "\n".join([text, *blocks]).strip()}
+    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if msg.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                },
+            }
+            for c in msg.tool_calls
+        ]
+    elif not text:
+        out["content"] = ""
+    return out
+
+
+def _tool_message(
+    msg: Message, vision: bool, native_tool_calls: bool, pending_images: list[dict[str, Any]]
+) -> dict[str, Any]:
+    text = msg.text
+    images = msg.images
+    if images and not vision:
+        text = "\n".join([text, *([NO_VISION_NOTE] * len(images))]).strip()
+    elif images:
+        pending_images.append(
+            _text(f"Images from tool {msg.name or 'unknown'} (call {msg.tool_call_id}):")
+        )
+        pending_images.extend(image_url_part(i) for i in images)
+    if native_tool_calls:
+        return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text}
+    return {
+        "role": "user",
+        "content": f"Result of tool {msg.name or 'unknown'} (call {msg.tool_call_id}):\n{text}",
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+# --- responses and errors ---------------------------------------------------------------
+
+
+def _chunk_dict(chunk: object) -> Mapping[str, Any]:
+    """The chunk as the server sent it (the SDK keeps unknown fields like ``reasoning``)."""
+    to_dict = getattr(chunk, "to_dict", None)
+    if callable(to_dict):
+        result = to_dict(warnings=False)
+        if isinstance(result, Mapping):
+            return result
+    if isinstance(chunk, Mapping):
+        return chunk
+    raise ModelRetryableError("model stream was cut: malformed chunk: not a JSON object")
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date).
+
+    Args:
+        headers: Response headers (case-insensitive mapping or lower-case keys).
+
+    Returns:
+        Seconds (>= 0), or None when the server sent no usable value.
+    """
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after") or headers.get("Retry-After")
+    if not raw:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    if isinstance(body, str) and body:
+        return body[:500]
+    return exc.message
+
+
+def _describe(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause):
+        return f"{type(cause).__name__}: {cause}"
+    return f"{type(exc).__name__}: {exc}"
