@@ -1,6 +1,242 @@
-"""Command-line interface (placeholder until the CLI lands)."""
+"""The ``loopact`` command (typer).
+
+``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
+``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
+``loopact scripted-server`` replays a script over the OpenAI protocol; ``loopact sim`` works with
+the simulator. Exit codes of ``run --once``: 0 the task ended with a reply, 3 it ended on a
+bound (the fallback text is printed), 1 an error (message on stderr), 2 a usage or
+configuration error, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from loopact import __version__
+from loopact.errors import ConfigError, LoopactError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BOUNDED = 3
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="loopact",
+    help="A runtime for multimodal autonomous agents that act in the physical world.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+sim_app = typer.Typer(help="The built-in MuJoCo simulated robot.", no_args_is_help=True)
+
+err = Console(stderr=True, highlight=False)
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(name)s: %(message)s",
+        handlers=[RichHandler(console=err, show_time=False, show_path=False)],
+    )
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        typer.echo(f"loopact {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+def run(
+    config: Path | None = typer.Option(None, "--config", help="Config file (YAML)."),
+    provider: str | None = typer.Option(None, "--provider", help="Model protocol: openai."),
+    base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
+    model: str | None = typer.Option(None, "--model", help="Model name."),
+    api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
+    robot: str | None = typer.Option(None, "--robot", help="Robot: sim (default) or none."),
+    profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
+    site: str | None = typer.Option(None, "--site", help="Site map name or path."),
+    sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
+    workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
+    once: str | None = typer.Option(None, "--once", help="Run one instruction and exit."),
+    trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
+    trace_full: bool = typer.Option(False, "--trace-full", help="Also trace request messages."),
+    lang: str | None = typer.Option(None, "--lang", help="Language for people: en or zh."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+) -> None:
+    """Start the agent: an interactive terminal chat, or one task with --once."""
+    _setup_logging(verbose)
+    overrides: dict[str, Any] = {
+        "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
+        "robot": {"kind": robot, "profile": profile, "site": site, "sim_speed": sim_speed},
+        "agent": {"workspace": workspace, "lang": lang},
+        "confirm": {"yes": True if yes else None},
+        "trace": {"path": trace, "full": True if trace_full else None},
+    }
+    from loopact.app import build_and_run
+    from loopact.config import load_config
+    from loopact.i18n import t
+
+    try:
+        cfg, source = load_config(config, overrides=overrides)
+    except ConfigError as exc:
+        err.print(f"[red]loopact: {exc}[/]", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if not cfg.endpoint_configured:
+        err.print(t("cli.no_endpoint", cfg.agent.lang), highlight=False, markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        code = _run_async(build_and_run(cfg, once=once, config_source=source))
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        code = EXIT_USAGE
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        code = EXIT_ERROR
+    raise typer.Exit(code)
+
+
+def _run_async(coro: Any) -> int:
+    """Run the main coroutine; Ctrl-C outside the terminal chat exits 130."""
+    loop = asyncio.new_event_loop()
+    main = loop.create_task(coro)
+    interrupted = False
+
+    def on_sigint() -> None:
+        nonlocal interrupted
+        interrupted = True
+        main.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):
+        pass
+    try:
+        code = int(loop.run_until_complete(main))
+    except asyncio.CancelledError:
+        code = EXIT_INTERRUPTED if interrupted else EXIT_ERROR
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+    if interrupted:
+        err.print("interrupted")
+        return EXIT_INTERRUPTED
+    return code
+
+
+@app.command()
+def init(
+    path: Path = typer.Option(Path("loopact.yaml"), "--path", help="Where to write the config."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a commented starter config (./loopact.yaml)."""
+    from loopact.config import STARTER_CONFIG
+
+    if path.exists() and not force:
+        err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    path.write_text(STARTER_CONFIG, encoding="utf-8")
+    typer.echo(f"wrote {path}; edit model.base_url / model.model, then: loopact run")
+
+
+@app.command("trace")
+def trace_cmd(
+    path: Path = typer.Argument(..., help="A trace written by --trace."),
+    to_script: Path | None = typer.Option(
+        None, "--to-script", help="Write a scripted-server script that replays the run."
+    ),
+) -> None:
+    """Print a trace as a timeline, or turn it into a replay script."""
+    from loopact.trace import read_trace, timeline
+    from loopact.trace import to_script as make_script
+
+    try:
+        events = list(read_trace(path))
+    except (OSError, ValueError) as exc:
+        err.print(f"loopact: cannot read trace: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if to_script is not None:
+        try:
+            script = make_script(events)
+        except ValueError as exc:
+            err.print(f"loopact: {exc}", markup=False)
+            raise typer.Exit(EXIT_ERROR) from None
+        to_script.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n")
+        typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
+        return
+    for line in timeline(events):
+        typer.echo(line)
+
+
+@app.command("scripted-server")
+def scripted_server(
+    script: Path = typer.Argument(..., help="Script JSON (docs/scripted-server.md)."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+) -> None:
+    """Serve a script over the OpenAI protocol (demos and replays)."""
+    from loopact.testing.server import serve_forever
+
+    if not script.is_file():
+        err.print(f"loopact: script {script} does not exist", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        serve_forever(str(script), host=host, port=port)
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK) from None
+
+
+@sim_app.callback(invoke_without_command=True)
+def sim(
+    snapshot: Path | None = typer.Option(
+        None, "--snapshot", help="Write camera.png and topdown.png of the world into DIR."
+    ),
+) -> None:
+    """Work with the simulated robot (``--snapshot DIR`` writes two PNGs)."""
+    if snapshot is None:
+        err.print("loopact sim: give --snapshot DIR", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    from loopact.sim import write_snapshot
+
+    try:
+        paths = write_snapshot(snapshot)
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_ERROR) from None
+    for p in paths:
+        typer.echo(str(p))
+
+
+app.add_typer(sim_app, name="sim")
 
 
 def main() -> None:
     """Entry point of the ``loopact`` command."""
-    raise SystemExit("loopact: CLI not built yet")
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

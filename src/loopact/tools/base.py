@@ -209,7 +209,7 @@ class FunctionTool(Tool):
         if not self.description:
             self.description = self.name.replace("_", " ")
 
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
         self._ctx_param: str | None = None
         for pname, param in inspect.signature(fn).parameters.items():

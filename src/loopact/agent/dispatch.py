@@ -1,0 +1,266 @@
+"""Running one round's tool calls: stream-early dispatch (X1) and loop guards (A3).
+
+Calls are added in call order as the stream makes them ready (``ToolCallReady``) and start at
+once, before the response has finished streaming. Ordering rules:
+
+- a read-only call runs concurrently with earlier read-only calls of *other* tools; it waits
+  for every earlier state-changing call (idempotent, write, motion) and for earlier calls of
+  the same tool unless that tool is re-entrant;
+- any other call waits for every earlier call of the round (motion and writes run in order);
+- a write call additionally waits for the user's confirmation (C5).
+
+Results go back in call order regardless of finishing order. Guards (SPEC A3): a read-only call
+identical to an earlier one in the task with no state-changing call in between is answered
+from the earlier result with "result unchanged, answer now"; a tool called more than its
+class's limit is refused and makes the round invalid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopact.agent.confirm import ConfirmationBroker
+from loopact.agent.options import Bounds
+from loopact.errors import ToolError
+from loopact.events import EventBus
+from loopact.i18n import t
+from loopact.llm.messages import ToolCall
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskState:
+    """What the guards remember across the rounds of one task (reset per task, SPEC A3).
+
+    Attributes:
+        task_id: The task's command id.
+        call_counts: Calls per tool name so far.
+        state_version: Bumped by every dispatched state-changing call (motion, write).
+        readonly_results: ``(name, arguments_json)`` -> (state_version, call id, result future).
+        tokens: Tokens used by the task's model requests so far.
+        invalid_streak: Invalid rounds in a row.
+    """
+
+    task_id: str
+    call_counts: Counter[str] = field(default_factory=Counter)
+    state_version: int = 0
+    readonly_results: dict[tuple[str, str], tuple[int, str, asyncio.Future[ToolResult]]] = field(
+        default_factory=dict
+    )
+    tokens: int = 0
+    invalid_streak: int = 0
+
+
+@dataclass
+class _Entry:
+    call: ToolCall
+    tool: Tool | None
+    task: asyncio.Future[ToolResult]
+    executes: bool  # True when the tool itself runs (not refused, not answered from cache)
+
+
+class RoundDispatcher:
+    """Starts a round's tool calls as they become ready and collects results in call order.
+
+    Args:
+        registry: Where tools are looked up and executed.
+        state: The task's guard state.
+        bounds: Limits (per-tool timeout, per-class call counts).
+        broker: Confirmation of write tools.
+        bus: Event bus for ``tool_call`` / ``tool_result`` / ``tool_progress``.
+        workspace: Passed to tools in their context.
+        lang: Language of guard texts.
+    """
+
+    def __init__(
+        self,
+        *,
+        registry: ToolRegistry,
+        state: TaskState,
+        bounds: Bounds,
+        broker: ConfirmationBroker,
+        bus: EventBus,
+        workspace: Any,
+        lang: str = "en",
+    ) -> None:
+        self.registry = registry
+        self.state = state
+        self.bounds = bounds
+        self.broker = broker
+        self.bus = bus
+        self.workspace = workspace
+        self.lang = lang
+        self.entries: list[_Entry] = []
+        self.invalid = False
+        self._ids: set[str] = set()
+
+    @property
+    def started_any(self) -> bool:
+        """True once any call has actually been handed to its tool (no replay after this)."""
+        return any(e.executes for e in self.entries)
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls added so far, in call order."""
+        return [e.call for e in self.entries]
+
+    def has(self, call_id: str) -> bool:
+        """Whether a call with this id was already added."""
+        return call_id in self._ids
+
+    def add(self, call: ToolCall) -> None:
+        """Accept a ready call: check it, apply the guards, start it (subject to ordering)."""
+        self._ids.add(call.id)
+        task_id = self.state.task_id
+        tool = self.registry.get(call.name)
+        self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
+        try:
+            arguments = self.registry.validate(call)
+        except ToolError as exc:
+            self._add_done(call, tool, ToolResult.failure(str(exc)))
+            return
+        assert tool is not None  # validate() raised for unknown tools
+        if arguments != call.arguments:
+            call = ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
+
+        self.state.call_counts[call.name] += 1
+        count = self.state.call_counts[call.name]
+        limit = self.bounds.call_limit(tool.safety)
+        if count > limit:
+            self.invalid = True
+            msg = t("guard.too_many", self.lang, name=call.name, count=count - 1, limit=limit)
+            self._add_done(call, tool, ToolResult.failure(msg))
+            return
+
+        if tool.safety is SafetyClass.READ_ONLY:
+            key = (call.name, call.arguments_json())
+            earlier = self.state.readonly_results.get(key)
+            if earlier is not None and earlier[0] == self.state.state_version:
+                self._add_task(call, tool, self._repeat(call, earlier[1], earlier[2]), False)
+                return
+        deps = self._dependencies(tool)
+        task = self._add_task(call, tool, self._run(call, tool, deps), True)
+        if tool.safety is SafetyClass.READ_ONLY:
+            key = (call.name, call.arguments_json())
+            self.state.readonly_results[key] = (self.state.state_version, call.id, task)
+        elif tool.safety.changes_state:
+            self.state.state_version += 1
+
+    def add_refused(self, call: ToolCall, error: str) -> None:
+        """Add a call that must not run (e.g. truncated by the length limit) with its error."""
+        self._ids.add(call.id)
+        self.bus.emit(
+            "tool_call", self.state.task_id, id=call.id, name=call.name, arguments=call.arguments
+        )
+        self._add_done(call, self.registry.get(call.name), ToolResult.failure(error))
+
+    def _dependencies(self, tool: Tool) -> list[asyncio.Future[ToolResult]]:
+        deps = []
+        for e in self.entries:
+            if (
+                tool.safety is not SafetyClass.READ_ONLY
+                or e.tool is not None
+                and (
+                    e.tool.safety is not SafetyClass.READ_ONLY
+                    or (e.tool.name == tool.name and not tool.reentrant)
+                )
+            ):
+                deps.append(e.task)
+        return deps
+
+    def _add_task(
+        self, call: ToolCall, tool: Tool | None, coro: Any, executes: bool
+    ) -> asyncio.Task[ToolResult]:
+        task: asyncio.Task[ToolResult] = asyncio.ensure_future(coro)
+        self.entries.append(_Entry(call, tool, task, executes))
+        return task
+
+    def _add_done(self, call: ToolCall, tool: Tool | None, result: ToolResult) -> None:
+        self._emit_result(call, result)
+        fut: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        fut.set_result(result)
+        self.entries.append(_Entry(call, tool, fut, False))
+
+    async def _repeat(
+        self, call: ToolCall, earlier_id: str, earlier: asyncio.Future[ToolResult]
+    ) -> ToolResult:
+        await asyncio.wait({earlier})
+        prev = earlier.result() if not earlier.cancelled() else ToolResult.failure("cancelled")
+        note = t("guard.repeat", self.lang)
+        result = ToolResult(
+            ok=prev.ok,
+            data=prev.data,
+            metadata={**prev.metadata, "repeat_of": earlier_id, "note": note},
+            error=prev.error,
+        )
+        self._emit_result(call, result)
+        return result
+
+    async def _run(
+        self, call: ToolCall, tool: Tool, deps: list[asyncio.Future[ToolResult]]
+    ) -> ToolResult:
+        if deps:
+            await asyncio.wait(deps)
+        if tool.safety is SafetyClass.WRITE:
+            decision = await self.broker.request(self.state.task_id, call)
+            if not decision.allowed:
+                result = ToolResult.failure(decision.reason)
+                self._emit_result(call, result)
+                return result
+        def progress(text: str) -> None:
+            self.bus.emit(
+                "tool_progress", self.state.task_id, id=call.id, name=call.name, text=text
+            )
+
+        ctx = ToolContext(
+            task_id=self.state.task_id, call_id=call.id, workspace=self.workspace, progress=progress
+        )
+        result = await self.registry.execute(call, ctx, self.bounds.tool_timeout_s)
+        self._emit_result(call, result)
+        return result
+
+    def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
+        self.bus.emit(
+            "tool_result",
+            self.state.task_id,
+            id=call.id,
+            name=call.name,
+            ok=result.ok,
+            data=result.data,
+            metadata=result.metadata,
+            error=result.error,
+            n_images=len(result.images),
+            images=[i.summary() for i in result.images],
+        )
+
+    async def gather(self) -> list[tuple[ToolCall, ToolResult]]:
+        """Wait for every call; results in call order."""
+        out = []
+        for e in self.entries:
+            out.append((e.call, await e.task))
+        return out
+
+    async def cancel(self) -> list[tuple[ToolCall, ToolResult]]:
+        """Cancel unfinished calls, wait until their tools have stopped, return all results.
+
+        Unfinished calls get a "cancelled" result so the history keeps one result per call.
+        """
+        for e in self.entries:
+            if not e.task.done():
+                e.task.cancel()
+        if self.entries:
+            await asyncio.wait([e.task for e in self.entries])
+        out = []
+        for e in self.entries:
+            if e.task.cancelled() or e.task.exception() is not None:
+                out.append((e.call, ToolResult.failure(t("tool.cancelled", self.lang))))
+            else:
+                out.append((e.call, e.task.result()))
+        return out

@@ -1,0 +1,87 @@
+"""The agent's bounds and options (SPEC A2, A3, C5)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from loopact.tools.base import SafetyClass
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Limits that keep every task finite (SPEC A2, A3). Defaults are the issue's.
+
+    Attributes:
+        max_rounds: Tool rounds per task; then one last request without tools.
+        max_tries: Tries per model request (first try included) on retryable errors (B6).
+        request_timeout_s: Seconds until the first streamed event of a model response.
+        stream_idle_timeout_s: Longest silence in seconds between two streamed events.
+        tool_timeout_s: Default per-call timeout in seconds (a tool may set its own).
+        task_timeout_s: Wall-clock budget of a task in seconds.
+        token_budget: Tokens (prompt + completion, summed over requests) per task.
+        max_calls_read_only: Calls of one read-only tool per task before a round is invalid.
+        max_calls_state: Calls of one idempotent/write/motion tool per task before a round
+            is invalid.
+        max_invalid_rounds: Invalid rounds in a row that force a text answer.
+        backoff_base_s: First retry delay in seconds; doubles per try (B6).
+        backoff_max_s: Longest retry delay in seconds (also caps ``Retry-After``).
+    """
+
+    max_rounds: int = 6
+    max_tries: int = 3
+    request_timeout_s: float = 60.0
+    stream_idle_timeout_s: float = 30.0
+    tool_timeout_s: float = 30.0
+    task_timeout_s: float = 300.0
+    token_budget: int = 200_000
+    max_calls_read_only: int = 3
+    max_calls_state: int = 10
+    max_invalid_rounds: int = 2
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 20.0
+
+    def call_limit(self, safety: SafetyClass) -> int:
+        """How often one tool of class ``safety`` may run in one task (SPEC A3)."""
+        return self.max_calls_read_only if safety is SafetyClass.READ_ONLY else self.max_calls_state
+
+
+StopHook = Callable[[str], Awaitable[None]]
+StateProvider = Callable[[], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class AgentOptions:
+    """How an :class:`~loopact.agent.runtime.Agent` behaves.
+
+    Attributes:
+        bounds: The task bounds.
+        system_prompt: The system message text.
+        workspace: Folder the file tools are confined to.
+        lang: Language of user-facing texts, ``en`` or ``zh`` (F5).
+        mode: ``task`` (a new command preempts) — other modes come with later issues.
+        auto_approve: Pre-approve every write tool (``--yes``).
+        allow: Write tools pre-approved by name (config ``confirm.allow``).
+        interactive: Whether a channel can answer confirmations; when False (``--once``) a
+            write tool that is not pre-approved is refused with a result saying how to allow it.
+        confirm_timeout_s: Seconds to wait for a confirmation; no answer means denied.
+        stop_hooks: Called with a reason on every stop and preemption (e.g. the safety
+            governor's ``stop_all``), before the model is involved (A6).
+        state_provider: Returns the robot state for the ``robot_state`` event, or None.
+        trace_full: Put each request's messages into ``model_request`` events (H3).
+    """
+
+    bounds: Bounds = field(default_factory=Bounds)
+    system_prompt: str = ""
+    workspace: Path = field(default_factory=lambda: Path("workspace"))
+    lang: str = "en"
+    mode: Literal["task"] = "task"
+    auto_approve: bool = False
+    allow: frozenset[str] = frozenset()
+    interactive: bool = True
+    confirm_timeout_s: float = 60.0
+    stop_hooks: tuple[StopHook, ...] = ()
+    state_provider: StateProvider | None = None
+    trace_full: bool = False

@@ -1,0 +1,50 @@
+"""The system prompt: short, concrete, and the same for every model (small ones included)."""
+
+from __future__ import annotations
+
+BASE_PROMPT = """\
+You are loopact, the mind of {body}. You act through tools and talk to people in short, plain \
+sentences, in the language the user writes in.
+Rules:
+- To do something, call a tool; do not just describe it. Use the units in the tool's \
+argument names (metres, degrees, seconds).
+- One step at a time: read each tool result before deciding the next call.
+- If a tool fails, say what went wrong and try another way or ask the user.
+- When the task is done, answer in one or two sentences saying what you did and what you saw.
+"""
+
+ROBOT_NOTES = """\
+Robot: {profile}. Positive angles turn left (counter-clockwise). Distances are in metres. \
+Known places: {waypoints}. Motion is limited to {max_linear} m/s and {max_angular} deg/s and \
+stops by itself near obstacles.
+"""
+
+
+def build_system_prompt(
+    robot: dict[str, object] | None = None, extra: str | None = None, rules: str | None = None
+) -> str:
+    """Compose the system prompt.
+
+    Args:
+        robot: ``{profile, waypoints: [names], max_linear_mps, max_angular_dps}`` when a robot
+            is attached, else None.
+        extra: The user's own instructions (config ``agent.system_prompt``).
+        rules: Text from memory rule files (SPEC E2), when memory is enabled.
+    """
+    body = "a mobile robot" if robot else "a helpful assistant on this computer"
+    parts = [BASE_PROMPT.format(body=body)]
+    if robot:
+        waypoints = robot.get("waypoints") or []
+        parts.append(
+            ROBOT_NOTES.format(
+                profile=robot.get("profile", "robot"),
+                waypoints=", ".join(str(w) for w in waypoints) if waypoints else "none",  # type: ignore[attr-defined]
+                max_linear=robot.get("max_linear_mps", "?"),
+                max_angular=robot.get("max_angular_dps", "?"),
+            )
+        )
+    if rules:
+        parts.append(rules.strip() + "\n")
+    if extra:
+        parts.append(extra.strip() + "\n")
+    return "\n".join(parts)

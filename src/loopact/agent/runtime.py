@@ -1,0 +1,290 @@
+"""The agent: one inbox, one loop (SPEC A1-A3, A6, A8).
+
+Every channel (terminal, web, ROS 2, voice) calls :meth:`Agent.submit`; each command gets a new
+command id, which is the ``task_id`` of every event the task emits. In task mode a new command
+preempts the running task: the task is cancelled (its in-flight model request and tools are
+cancelled, and cancellation reaches each tool so it can stop hardware), the stop hooks halt the
+robot at once, and the new task starts only after the old one has ended ``preempted``. A stop
+("/stop", or a message that is only "stop" / "停" / "停止") does the same without starting a
+model request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from loopact.agent.confirm import ConfirmationBroker
+from loopact.agent.dispatch import RoundDispatcher, TaskState
+from loopact.agent.options import AgentOptions
+from loopact.agent.task import BoundReached, TaskOutcome, TaskRun
+from loopact.errors import ModelError
+from loopact.events import EventBus
+from loopact.i18n import t
+from loopact.llm.base import Model, ToolSpec
+from loopact.llm.messages import Image, Message
+from loopact.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+#: Messages that are a stop request on any channel (SPEC A6).
+STOP_WORDS = frozenset({"/stop", "stop", "停", "停止"})
+_KEEP_IMAGES = 20
+
+
+def is_stop(text: str) -> bool:
+    """True when ``text`` is only a stop word (case, spaces and final punctuation ignored)."""
+    return text.strip().strip(".!。！").strip().lower() in STOP_WORDS
+
+
+@dataclass
+class _Command:
+    id: str
+    text: str
+    images: tuple[Image, ...]
+    source: str
+    superseded: bool = False
+
+
+class Agent:
+    """The agent runtime.
+
+    Args:
+        model: The model endpoint (any :class:`~loopact.llm.base.Model`).
+        registry: The tools offered to the model.
+        options: Bounds, prompt, confirmation policy, hooks.
+        bus: The event bus channels and the trace subscribe to (a new one if None).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        registry: ToolRegistry,
+        options: AgentOptions | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.options = options or AgentOptions()
+        self.bus = bus or EventBus()
+        self.history: list[Message] = []
+        self.broker = ConfirmationBroker(
+            self.bus,
+            auto_approve=self.options.auto_approve,
+            allow=self.options.allow,
+            interactive=self.options.interactive,
+            timeout_s=self.options.confirm_timeout_s,
+            lang=self.options.lang,
+        )
+        self._inbox: asyncio.Queue[_Command] = asyncio.Queue()
+        self._queued: list[_Command] = []
+        self._current: asyncio.Task[TaskOutcome] | None = None
+        self._current_id: str | None = None
+        self._background: set[asyncio.Future[Any]] = set()
+        self._images: OrderedDict[str, list[Image]] = OrderedDict()
+        self._closed = False
+        self.reset_history()
+
+    # ---------------------------------------------------------------- history
+    def reset_history(self) -> None:
+        """Start a new conversation: only the system message stays."""
+        self.history = (
+            [Message.system(self.options.system_prompt)] if (self.options.system_prompt) else []
+        )
+
+    def append(self, message: Message) -> None:
+        """Append a message to the conversation."""
+        self.history.append(message)
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The tools offered in the next request (the live catalogue)."""
+        return self.registry.specs()
+
+    def new_dispatcher(self, state: TaskState) -> RoundDispatcher:
+        """A dispatcher for one round of ``state``'s task."""
+        return RoundDispatcher(
+            registry=self.registry,
+            state=state,
+            bounds=self.options.bounds,
+            broker=self.broker,
+            bus=self.bus,
+            workspace=self.options.workspace,
+            lang=self.options.lang,
+        )
+
+    def remember_images(self, call_id: str, images: list[Image]) -> None:
+        """Keep a tool call's images for live channels (the last 20 calls)."""
+        self._images[call_id] = images
+        while len(self._images) > _KEEP_IMAGES:
+            self._images.popitem(last=False)
+
+    def last_images(self, call_id: str) -> list[Image]:
+        """Images a recent tool call returned (empty when unknown or expired)."""
+        return self._images.get(call_id, [])
+
+    # ---------------------------------------------------------------- commands
+    def submit(
+        self, text: str, images: Iterable[Image] = (), source: str = "terminal"
+    ) -> str | None:
+        """Put a user command into the inbox; returns its command id (None for a stop).
+
+        In task mode the running task is preempted (SPEC A6). Call on the event loop thread.
+        """
+        if is_stop(text) and not images:
+            self.stop(source)
+            return None
+        cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source)
+        self._preempt(f"new command from {source}")
+        self._queued.append(cmd)
+        self._inbox.put_nowait(cmd)
+        return cmd.id
+
+    def stop(self, source: str = "terminal") -> None:
+        """Stop the current task and the robot now, without asking the model (SPEC A6)."""
+        self.bus.emit("stop", self._current_id, source=source)
+        self._preempt(f"stop from {source}")
+
+    def _preempt(self, reason: str) -> None:
+        for queued in self._queued:
+            queued.superseded = True
+        running = self._current is not None and not self._current.done()
+        if running and self._current is not None:
+            self._current.cancel()
+        for hook in self.options.stop_hooks:
+            fut = asyncio.ensure_future(hook(reason))
+            self._background.add(fut)
+            fut.add_done_callback(self._hook_done)
+
+    def _hook_done(self, fut: asyncio.Future[Any]) -> None:
+        self._background.discard(fut)
+        if not fut.cancelled() and fut.exception() is not None:
+            log.error("stop hook failed: %r", fut.exception())
+
+    def answer_confirmation(self, request_id: str, allow: bool, source: str = "terminal") -> bool:
+        """Answer a ``confirm_request``; False when it is unknown or already answered (C5)."""
+        return self.broker.answer(request_id, allow, source)
+
+    def reset(self) -> None:
+        """New conversation: stop what runs, clear the history, reset provider state."""
+        self._preempt("reset")
+        self.reset_history()
+        self.model.reset()
+
+    def set_model(self, model: Model) -> None:
+        """Use another model from the next request on."""
+        self.model = model
+
+    def status(self) -> dict[str, Any]:
+        """What the agent is doing: ``{busy, task_id, provider, model, n_messages, tools}``."""
+        busy = self._current is not None and not self._current.done()
+        return {
+            "busy": busy,
+            "task_id": self._current_id if busy else None,
+            "provider": self.model.provider,
+            "model": self.model.model,
+            "n_messages": len(self.history),
+            "tools": self.registry.names,
+            "pending_confirmations": self.broker.pending,
+        }
+
+    @property
+    def busy(self) -> bool:
+        """True while a task runs."""
+        return self._current is not None and not self._current.done()
+
+    # ---------------------------------------------------------------- running
+    async def run(self) -> None:
+        """Serve the inbox until :meth:`close`: one task at a time, newest command wins."""
+        while not self._closed:
+            cmd = await self._inbox.get()
+            if cmd in self._queued:
+                self._queued.remove(cmd)
+            if self._current is not None and not self._current.done():
+                await asyncio.wait({self._current})
+            if cmd.superseded:
+                self.bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
+                self.bus.emit("task_end", cmd.id, status="preempted", rounds=0)
+                continue
+            self._current_id = cmd.id
+            self._current = asyncio.ensure_future(self._execute(cmd))
+
+    async def run_task(
+        self, text: str, images: Iterable[Image] = (), source: str = "cli"
+    ) -> TaskOutcome:
+        """Run one instruction as one task and return how it ended (``--once``)."""
+        cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source)
+        if self._current is not None and not self._current.done():
+            self._preempt(f"new command from {source}")
+            await asyncio.wait({self._current})
+        self._current_id = cmd.id
+        self._current = asyncio.ensure_future(self._execute(cmd))
+        return await self._current
+
+    async def wait_idle(self) -> None:
+        """Wait until no task runs and the inbox is empty."""
+        while self._queued or self.busy:
+            if self._current is not None and not self._current.done():
+                await asyncio.wait({self._current})
+            else:
+                await asyncio.sleep(0.01)
+
+    async def _execute(self, cmd: _Command) -> TaskOutcome:
+        bus = self.bus
+        bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
+        run = TaskRun(self, cmd.id, cmd.text, cmd.images)
+        outcome = TaskOutcome(cmd.id, "failed")
+        lang = self.options.lang
+        try:
+            reply = await asyncio.wait_for(run.body(), self.options.bounds.task_timeout_s)
+            outcome = TaskOutcome(cmd.id, "completed", reply=reply or t("bound.no_answer", lang))
+        except BoundReached as exc:
+            outcome = TaskOutcome(cmd.id, "bounded", reply=exc.text)
+        except asyncio.TimeoutError:
+            limit = self.options.bounds.task_timeout_s
+            bus.emit("bound", cmd.id, name="wall_clock", limit=limit)
+            outcome = TaskOutcome(
+                cmd.id, "bounded", reply=t("bound.wall_clock", lang, limit=f"{limit:g}")
+            )
+        except asyncio.CancelledError:
+            outcome = TaskOutcome(cmd.id, "preempted")
+        except ModelError as exc:
+            message = t("model.failed", lang, error=str(exc))
+            bus.emit("error", cmd.id, message=message)
+            outcome = TaskOutcome(cmd.id, "failed", error=message)
+        except Exception as exc:  # a bug must not kill the long-running agent
+            log.exception("task %s failed", cmd.id)
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            bus.emit("error", cmd.id, message=message)
+            outcome = TaskOutcome(cmd.id, "failed", error=message)
+        outcome.rounds = run.rounds
+        if outcome.reply and outcome.status in ("completed", "bounded"):
+            bus.emit("reply", cmd.id, text=outcome.reply)
+        await self._emit_robot_state(cmd.id)
+        bus.emit("task_end", cmd.id, status=outcome.status, rounds=outcome.rounds)
+        return outcome
+
+    async def _emit_robot_state(self, task_id: str) -> None:
+        provider = self.options.state_provider
+        if provider is None:
+            return
+        try:
+            state = await asyncio.wait_for(provider(), 2.0)
+        except Exception as exc:
+            log.warning("could not read the robot state: %r", exc)
+            return
+        self.bus.emit("robot_state", task_id, **state)
+
+    async def close(self) -> None:
+        """Stop the running task, wait for it and for the stop hooks, close the model."""
+        self._closed = True
+        self._preempt("shutdown")
+        if self._current is not None and not self._current.done():
+            await asyncio.wait({self._current}, timeout=10)
+        if self._background:
+            await asyncio.wait(self._background, timeout=5)
+        await self.model.aclose()

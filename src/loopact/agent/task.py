@@ -1,0 +1,331 @@
+"""One task: the ReAct loop with its bounds (SPEC A1, A2, A3, B6, X1).
+
+Read top to bottom: the user message goes into the history; each round sends the history
+to the model, starts tool calls as soon as the stream makes them ready, waits for their
+results (in call order) and appends them; the task ends when the model answers in text, or a
+bound trips and one last request without tools asks for a final answer. Retries (B6) happen
+here rather than in providers, because only the loop knows whether a call was already
+dispatched from a stream that was then cut: such a stream is never replayed (X1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from loopact._compat import timeout_after
+from loopact.agent.dispatch import RoundDispatcher, TaskState
+from loopact.errors import ModelError, ModelRetryableError
+from loopact.i18n import t
+from loopact.llm.base import (
+    ModelRequest,
+    ReasoningDelta,
+    ResponseDone,
+    TextDelta,
+    ToolCallReady,
+    ToolSpec,
+)
+from loopact.llm.messages import Image, Message, ToolCall, Usage, history_summary
+from loopact.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from loopact.agent.runtime import Agent
+
+log = logging.getLogger(__name__)
+
+#: Longest tool-result text sent to the model, in characters.
+MAX_RESULT_CHARS = 16_000
+
+
+class BoundReached(Exception):
+    """A bound tripped; carries the fallback text for the user (SPEC A2)."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(text)
+        self.name = name
+        self.text = text
+
+
+@dataclass
+class TaskOutcome:
+    """How a task ended.
+
+    Attributes:
+        task_id: The command id.
+        status: ``completed``, ``bounded``, ``preempted`` or ``failed``.
+        reply: The text for the user (the answer, or the fallback text of a bound).
+        error: The error message when ``failed``.
+        rounds: Model rounds used.
+    """
+
+    task_id: str
+    status: str
+    reply: str = ""
+    error: str | None = None
+    rounds: int = 0
+
+
+@dataclass
+class _Partial:
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+
+
+def result_text(result: ToolResult, limit: int = MAX_RESULT_CHARS) -> str:
+    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``."""
+    body: dict[str, Any] = {"ok": result.ok}
+    if result.data is not None:
+        body["data"] = result.data
+    if result.error:
+        body["error"] = result.error
+    if result.metadata:
+        body["metadata"] = result.metadata
+    if result.images:
+        body["images"] = len(result.images)
+    text = json.dumps(body, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f'... [truncated: {len(text)} characters in all]"'
+    return text
+
+
+def estimate_tokens(messages: tuple[Message, ...] | list[Message]) -> int:
+    """Rough token count (characters / 4, 800 per image) for endpoints that report no usage."""
+    chars = 0
+    images = 0
+    for m in messages:
+        chars += len(m.text) + sum(len(c.raw_arguments or c.arguments_json()) for c in m.tool_calls)
+        images += len(m.images)
+    return chars // 4 + 800 * images
+
+
+class TaskRun:
+    """The rounds of one task. Created and driven by :class:`~loopact.agent.runtime.Agent`.
+
+    Args:
+        agent: The agent (model, registry, history, options, bus).
+        task_id: The command id.
+        text: The user's instruction.
+        images: Images sent with it (already through the image gate).
+    """
+
+    def __init__(self, agent: Agent, task_id: str, text: str, images: tuple[Image, ...]) -> None:
+        self.agent = agent
+        self.task_id = task_id
+        self.text = text
+        self.images = images
+        self.state = TaskState(task_id)
+        self.rounds = 0
+        self._bounds = agent.options.bounds
+        self._lang = agent.options.lang
+        self._dispatcher: RoundDispatcher | None = None
+        self._partial = _Partial()
+
+    # ----------------------------------------------------------------- the loop
+    async def body(self) -> str:
+        """Run the task; returns the reply text.
+
+        Raises:
+            BoundReached: A bound tripped (the fallback text is in the exception).
+            ModelError: The model failed after its retries.
+            asyncio.CancelledError: The task was preempted (history is left consistent).
+        """
+        self.agent.append(Message.user(self.text, self.images))
+        b = self._bounds
+        while True:
+            if self.state.invalid_streak >= b.max_invalid_rounds:
+                return await self._final_answer("invalid_rounds", b.max_invalid_rounds)
+            if self.rounds >= b.max_rounds:
+                return await self._final_answer("max_rounds", b.max_rounds)
+            self.rounds += 1
+            done, outcomes, invalid = await self._round(self.rounds, self.agent.tool_specs())
+            if not outcomes:
+                return done.message.text
+            self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
+            if self.state.tokens > b.token_budget:
+                self._bound_event("tokens", b.token_budget)
+                raise BoundReached(
+                    "tokens",
+                    t("bound.tokens", self._lang, used=self.state.tokens, limit=b.token_budget),
+                )
+
+    async def _final_answer(self, name: str, limit: int) -> str:
+        """One last request without tools asking for a final answer (SPEC A2)."""
+        self._bound_event(name, limit)
+        notice = t(f"bound.{name}", self._lang, limit=limit)
+        ask = Message.user(t("final.ask", self._lang))
+        self.rounds += 1
+        try:
+            done, _, _ = await self._round(self.rounds, (), extra=(ask,))
+            answer = done.message.text.strip()
+        except ModelError as exc:
+            log.info("final answer request failed: %s", exc)
+            answer = ""
+        raise BoundReached(name, f"{notice}\n\n{answer}" if answer else notice)
+
+    def _bound_event(self, name: str, limit: int) -> None:
+        self.agent.bus.emit("bound", self.task_id, name=name, limit=limit)
+
+    # ----------------------------------------------------------------- one round
+    async def _round(
+        self, round_no: int, specs: tuple[ToolSpec, ...], extra: tuple[Message, ...] = ()
+    ) -> tuple[ResponseDone, list[tuple[ToolCall, ToolResult]], bool]:
+        agent = self.agent
+        request = ModelRequest(messages=tuple(agent.history) + extra, tools=specs)
+        fields: dict[str, Any] = {
+            "round": round_no,
+            "n_messages": len(request.messages),
+            "tools": [s.name for s in specs],
+        }
+        if agent.options.trace_full:
+            fields["messages"] = history_summary(request.messages)
+        agent.bus.emit("model_request", self.task_id, **fields)
+
+        b = self._bounds
+        attempt = 0
+        while True:
+            attempt += 1
+            self._partial = _Partial()
+            self._dispatcher = agent.new_dispatcher(self.state) if specs else None
+            try:
+                done = await self._stream(request)
+                break
+            except ModelRetryableError as exc:
+                if self._dispatcher is not None and self._dispatcher.started_any:
+                    # X1: never replay a stream whose calls already ran; go on from them.
+                    done = self._cut_response(str(exc))
+                    break
+                if attempt >= b.max_tries:
+                    raise
+                delay = b.backoff_base_s * (2 ** (attempt - 1)) * (0.8 + 0.4 * random.random())
+                if exc.retry_after_s is not None:
+                    delay = max(delay, exc.retry_after_s)
+                delay = min(delay, b.backoff_max_s)
+                agent.bus.emit(
+                    "model_retry", self.task_id, attempt=attempt, error=str(exc), delay_s=delay
+                )
+                await asyncio.sleep(delay)
+            except BaseException:
+                await self._abort_round()
+                raise
+
+        usage = done.usage
+        if usage.total_tokens == 0:
+            usage = Usage(estimate_tokens(request.messages), estimate_tokens([done.message]))
+        self.state.tokens += usage.total_tokens
+        agent.bus.emit(
+            "model_response",
+            self.task_id,
+            round=round_no,
+            text=done.message.text,
+            reasoning=done.message.reasoning or "",
+            tool_calls=[
+                {"id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in (*done.message.tool_calls, *done.truncated_calls)
+            ],
+            finish_reason=done.finish_reason,
+            usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        )
+
+        dispatcher = self._dispatcher
+        if dispatcher is None:
+            agent.append(dataclasses.replace(done.message, tool_calls=()))
+            return done, [], False
+        try:
+            for call in done.message.tool_calls:
+                if not dispatcher.has(call.id):
+                    dispatcher.add(call)
+            for call in done.truncated_calls:
+                dispatcher.add_refused(call, t("tool.truncated", self._lang, name=call.name))
+            outcomes = await dispatcher.gather()
+        except BaseException:
+            await self._abort_round(done.message)
+            raise
+        self._dispatcher = None
+        self._commit_round(done.message, outcomes)
+        return done, outcomes, dispatcher.invalid
+
+    async def _stream(self, request: ModelRequest) -> ResponseDone:
+        """Consume one streamed response, dispatching ready calls (X1), under the timeouts."""
+        agent = self.agent
+        b = self._bounds
+        loop = asyncio.get_running_loop()
+        emit = agent.bus.emit
+        stream = agent.model.stream(request)
+        try:
+            async with timeout_after(b.request_timeout_s) as deadline:
+                async for event in stream:
+                    deadline.reschedule(loop.time() + b.stream_idle_timeout_s)
+                    if isinstance(event, TextDelta):
+                        self._partial.text.append(event.text)
+                        emit("text_delta", self.task_id, text=event.text)
+                    elif isinstance(event, ReasoningDelta):
+                        self._partial.reasoning.append(event.text)
+                        emit("reasoning_delta", self.task_id, text=event.text)
+                    elif isinstance(event, ToolCallReady):
+                        if self._dispatcher is not None:
+                            self._dispatcher.add(event.call)
+                    elif isinstance(event, ResponseDone):
+                        return event
+        except (TimeoutError, asyncio.TimeoutError) as exc:
+            raise ModelRetryableError(
+                f"the model sent nothing for {b.stream_idle_timeout_s:g} s "
+                f"(first event within {b.request_timeout_s:g} s)"
+            ) from exc
+        finally:
+            await _aclose_quietly(stream)
+        raise ModelRetryableError("the model stream ended without a final event")
+
+    def _cut_response(self, error: str) -> ResponseDone:
+        """Build the response from what arrived before a cut, once calls were dispatched."""
+        assert self._dispatcher is not None
+        self.agent.bus.emit(
+            "error",
+            self.task_id,
+            message=f"{error}; continuing from the calls that were already started",
+        )
+        msg = Message.assistant(
+            "".join(self._partial.text),
+            tool_calls=self._dispatcher.calls,
+            reasoning="".join(self._partial.reasoning) or None,
+        )
+        return ResponseDone(message=msg, finish_reason="cut", usage=Usage())
+
+    async def _abort_round(self, message: Message | None = None) -> None:
+        """On cancellation or failure: stop running tools, keep the history consistent."""
+        dispatcher, self._dispatcher = self._dispatcher, None
+        if dispatcher is None or not dispatcher.entries:
+            return
+        outcomes = await dispatcher.cancel()
+        if message is None:
+            message = Message.assistant(
+                "".join(self._partial.text),
+                reasoning="".join(self._partial.reasoning) or None,
+            )
+        self._commit_round(message, outcomes)
+
+    def _commit_round(self, message: Message, outcomes: list[tuple[ToolCall, ToolResult]]) -> None:
+        """Append the assistant message and one tool message per call, in call order."""
+        calls = tuple(call for call, _ in outcomes)
+        self.agent.append(dataclasses.replace(message, tool_calls=calls))
+        for call, result in outcomes:
+            self.agent.append(
+                Message.tool(call.id, call.name, result_text(result), images=result.images)
+            )
+            if result.images:
+                self.agent.remember_images(call.id, list(result.images))
+
+
+async def _aclose_quietly(stream: Any) -> None:
+    aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await asyncio.wait_for(aclose(), 5.0)
+    except Exception as exc:  # closing a broken stream must not hide the real error
+        log.debug("closing the model stream failed: %r", exc)

@@ -1,0 +1,143 @@
+"""Assembly of a running agent from a :class:`~loopact.config.Config` (SPEC H2).
+
+``build_and_run`` creates the model, the tool registry (built-in tools, then the robot's),
+the robot session, the trace writer and the channel, runs until done, and tears everything
+down in reverse order so that the robot is stopped whatever happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from loopact import __version__
+from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent.prompt import build_system_prompt
+from loopact.config import Config
+from loopact.llm.base import Capabilities, Model
+from loopact.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+def make_model(cfg: Config) -> Model:
+    """The model endpoint the config names.
+
+    Raises:
+        ConfigError: The provider is unknown.
+    """
+    from loopact.llm.openai_chat import OpenAIChatModel
+
+    caps = Capabilities(**cfg.model.capabilities.model_dump())
+    return OpenAIChatModel(
+        model=cfg.model.model,
+        base_url=cfg.model.base_url,
+        api_key=cfg.api_key,
+        capabilities=caps,
+        request_timeout_s=cfg.agent.bounds.request_timeout_s,
+    )
+
+
+async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | None) -> int:
+    """Run the agent as configured; returns the process exit code (see ``loopact.cli``).
+
+    Raises:
+        ConfigError: A robot profile, site or other setting is wrong.
+    """
+    from loopact.channels.terminal import ProgressPrinter, TerminalChannel
+    from loopact.tools.builtin import make_builtin_tools
+    from loopact.trace import TraceWriter
+
+    workspace = cfg.agent.workspace.expanduser().resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    registry = ToolRegistry(make_builtin_tools(workspace))
+
+    async with AsyncExitStack() as stack:
+        robot_info: dict[str, Any] | None = None
+        stop_hooks: list[Any] = []
+        state_provider = None
+        robot_label = "none"
+        if cfg.robot.kind != "none":
+            from loopact.robot.session import open_robot
+
+            session = await open_robot(
+                cfg.robot.kind, cfg.robot.profile, cfg.robot.site, speed=cfg.robot.sim_speed
+            )
+            stack.push_async_callback(session.close)
+            for tool in session.tools:
+                registry.add(tool)
+            stop_hooks.append(session.stop)
+            state_provider = session.state
+            robot_label = f"{cfg.robot.kind} ({session.profile.name})"
+            robot_info = {
+                "profile": session.profile.name,
+                "waypoints": sorted(session.site.waypoints),
+                "max_linear_mps": session.profile.limits.max_linear_mps,
+                "max_angular_dps": session.profile.limits.max_angular_dps,
+            }
+
+        b = cfg.agent.bounds
+        options = AgentOptions(
+            bounds=Bounds(**b.model_dump()),
+            system_prompt=build_system_prompt(robot_info, cfg.agent.system_prompt),
+            workspace=workspace,
+            lang=cfg.agent.lang,
+            auto_approve=cfg.confirm.yes,
+            allow=frozenset(cfg.confirm.allow),
+            interactive=once is None,
+            confirm_timeout_s=cfg.confirm.timeout_s,
+            stop_hooks=tuple(stop_hooks),
+            state_provider=state_provider,
+            trace_full=cfg.trace.full,
+        )
+        model = make_model(cfg)
+        agent = Agent(model, registry, options)
+        stack.push_async_callback(agent.close)
+        if cfg.trace.path is not None:
+            writer = TraceWriter(
+                cfg.trace.path,
+                header={
+                    "loopact": __version__,
+                    "provider": cfg.model.provider,
+                    "model": cfg.model.model,
+                    "robot": cfg.robot.kind,
+                    "config": str(config_source) if config_source else None,
+                },
+            ).attach(agent.bus)
+            stack.callback(writer.close)
+
+        if once is not None:
+            printer = ProgressPrinter(
+                Console(stderr=True, highlight=False), stream_text=False, lang=cfg.agent.lang
+            )
+            agent.bus.subscribe(printer)
+            outcome = await agent.run_task(once)
+            if outcome.status == "completed":
+                print(outcome.reply)
+                return 0
+            if outcome.status == "bounded":
+                print(outcome.reply)
+                return 3
+            print(f"loopact: {outcome.error or outcome.status}", file=sys.stderr)
+            return 1
+
+        from loopact.i18n import t
+
+        welcome = t(
+            "term.welcome",
+            cfg.agent.lang,
+            version=__version__,
+            model=cfg.model.model,
+            provider=cfg.model.provider,
+            base_url=cfg.model.base_url or "(default)",
+            robot=robot_label,
+        )
+        channel = TerminalChannel(agent, Console(highlight=False), welcome=welcome)
+        await channel.run()
+        return 0
+    return 0

@@ -1,0 +1,226 @@
+"""The terminal channel (SPEC F1): type instructions, see progress, replies and actions.
+
+Interactive mode reads lines on a worker thread (so typing never blocks the agent) and feeds
+them to the agent's inbox; typing while a task runs preempts it. Local commands: ``/stop``,
+``/reset``, ``/status``, ``/quit``. A pending confirmation request is answered by the next
+line (``y`` allows, anything else denies). Ctrl-C stops the current task; a second Ctrl-C
+within two seconds (or when idle) quits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+
+from loopact.agent.runtime import Agent
+from loopact.events import Event
+from loopact.i18n import t
+
+
+def _args(arguments: Any, limit: int = 120) -> str:
+    if isinstance(arguments, dict):
+        text = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items()
+        )
+    else:
+        text = json.dumps(arguments, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ProgressPrinter:
+    """Prints events compactly: tool calls, results, bounds, errors, and optionally the reply.
+
+    Args:
+        console: Where to print (stderr for ``--once``; stdout interactively).
+        stream_text: Print the reply text as it streams (interactive) rather than not at all.
+        lang: Language of the labels.
+    """
+
+    def __init__(self, console: Console, stream_text: bool, lang: str = "en") -> None:
+        self.console = console
+        self.stream_text = stream_text
+        self.lang = lang
+        self._streamed: dict[str, list[str]] = {}
+        self._in_text = False
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self.console.file.write("\n")
+            self.console.file.flush()
+            self._in_text = False
+
+    def __call__(self, ev: Event) -> None:
+        d = ev.data
+        typ = ev.type
+        if typ == "text_delta":
+            if self.stream_text:
+                self._streamed.setdefault(ev.task_id or "", []).append(d["text"])
+                self.console.file.write(d["text"])
+                self.console.file.flush()
+                self._in_text = True
+            return
+        if typ == "model_retry":
+            self._end_text()
+            self.console.print(
+                f"[yellow]  model request failed ({escape(str(d['error']))}); "
+                f"retry {d['attempt']} in {d['delay_s']:.1f} s[/]"
+            )
+        elif typ == "tool_call":
+            self._end_text()
+            self.console.print(f"[cyan]  → {escape(d['name'])}({escape(_args(d['arguments']))})[/]")
+        elif typ == "tool_progress":
+            self.console.print(f"[dim]    … {escape(str(d['text']))}[/]")
+        elif typ == "tool_result":
+            if d["ok"]:
+                body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
+                extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
+                self.console.print(f"[green]  ✓ {escape(d['name'])}: {escape(body)}{extra}[/]")
+            else:
+                self.console.print(f"[red]  ✗ {escape(d['name'])}: {escape(str(d['error']))}[/]")
+        elif typ == "bound":
+            self._end_text()
+            self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")
+        elif typ == "error":
+            self._end_text()
+            self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
+        elif typ == "reply":
+            if self.stream_text:
+                streamed = "".join(self._streamed.pop(ev.task_id or "", []))
+                self._end_text()
+                if streamed.strip() != str(d["text"]).strip():
+                    self.console.print(escape(str(d["text"])))
+        elif typ == "task_end":
+            self._end_text()
+            self._streamed.pop(ev.task_id or "", None)
+            if d["status"] == "preempted":
+                self.console.print(f"[yellow]  ({t('task.stopped', self.lang)})[/]")
+        elif typ == "confirm_request":
+            self._end_text()
+            self.console.print(
+                "[magenta]"
+                + escape(t("confirm.prompt", self.lang, name=d["name"], args=_args(d["arguments"])))
+                + "[/]",
+                end="",
+            )
+
+
+class TerminalChannel:
+    """Interactive chat on the terminal.
+
+    Args:
+        agent: The agent to feed.
+        console: Output console (stdout).
+        stdin: Input stream (``sys.stdin``).
+        welcome: The first lines to print.
+    """
+
+    def __init__(
+        self, agent: Agent, console: Console, stdin: TextIO | None = None, welcome: str = ""
+    ) -> None:
+        self.agent = agent
+        self.console = console
+        self.stdin = stdin or sys.stdin
+        self.welcome = welcome
+        self.lang = agent.options.lang
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._pending_confirm: list[str] = []
+        self._last_ctrl_c = 0.0
+        self._quit = asyncio.Event()
+
+    def _on_event(self, ev: Event) -> None:
+        if ev.type == "confirm_request":
+            self._pending_confirm.append(str(ev.data["id"]))
+        elif ev.type == "confirm_response":
+            rid = str(ev.data["id"])
+            if rid in self._pending_confirm:
+                self._pending_confirm.remove(rid)
+
+    def _reader(self, loop: asyncio.AbstractEventLoop) -> None:
+        while True:
+            line = self.stdin.readline()
+            if not line:
+                loop.call_soon_threadsafe(self._lines.put_nowait, None)
+                return
+            loop.call_soon_threadsafe(self._lines.put_nowait, line.rstrip("\n"))
+
+    def _on_sigint(self) -> None:
+        now = time.monotonic()
+        if not self.agent.busy or now - self._last_ctrl_c < 2.0:
+            self._quit.set()
+            return
+        self._last_ctrl_c = now
+        self.agent.stop("terminal")
+        self.console.print(f"\n[yellow]{t('term.ctrl_c', self.lang)}[/]")
+
+    async def run(self) -> None:
+        """Chat until ``/quit``, end of input, or a double Ctrl-C."""
+        loop = asyncio.get_running_loop()
+        printer = ProgressPrinter(self.console, stream_text=True, lang=self.lang)
+        unsub_p = self.agent.bus.subscribe(printer)
+        unsub_c = self.agent.bus.subscribe(self._on_event)
+        threading.Thread(target=self._reader, args=(loop,), daemon=True).start()
+        try:
+            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
+        if self.welcome:
+            self.console.print(self.welcome)
+        agent_task = asyncio.ensure_future(self.agent.run())
+        quit_task = asyncio.ensure_future(self._quit.wait())
+        try:
+            while not self._quit.is_set():
+                line_task = asyncio.ensure_future(self._lines.get())
+                await asyncio.wait({line_task, quit_task}, return_when=asyncio.FIRST_COMPLETED)
+                if not line_task.done():
+                    line_task.cancel()
+                    break
+                line = line_task.result()
+                if line is None:
+                    await self.agent.wait_idle()
+                    break
+                if not self._handle(line.strip()):
+                    break
+        finally:
+            quit_task.cancel()
+            try:
+                loop.remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError):
+                pass
+            await self.agent.close()
+            agent_task.cancel()
+            unsub_p()
+            unsub_c()
+            self.console.print(t("term.bye", self.lang))
+
+    def _handle(self, line: str) -> bool:
+        """Handle one typed line; False means quit."""
+        if self._pending_confirm:
+            rid = self._pending_confirm.pop(0)
+            self.agent.answer_confirmation(
+                rid, line.lower() in ("y", "yes", "是", "好"), "terminal"
+            )
+            return True
+        if not line:
+            return True
+        if line.startswith("/") and line.split()[0] != "/stop":
+            cmd = line.split()[0]
+            if cmd in ("/quit", "/exit"):
+                return False
+            if cmd == "/reset":
+                self.agent.reset()
+                self.console.print(t("term.reset", self.lang))
+            elif cmd == "/status":
+                self.console.print_json(json.dumps(self.agent.status(), default=str))
+            else:
+                self.console.print(t("term.unknown_command", self.lang, cmd=cmd))
+            return True
+        self.agent.submit(line, source="terminal")
+        return True

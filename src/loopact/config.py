@@ -1,0 +1,292 @@
+"""Configuration (SPEC H1): one YAML file plus environment overrides, validated at start.
+
+Where it comes from, first match wins: ``--config PATH``; ``./loopact.yaml``; ``loopact.yaml``
+in the user config folder (platformdirs). Then environment variables override (read here and
+nowhere else): ``LOOPACT_API_KEY``, ``LOOPACT_BASE_URL``, ``LOOPACT_MODEL``,
+``LOOPACT_PROVIDER``, ``LOOPACT_ROBOT``, ``LOOPACT_ROBOT_PROFILE``, ``LOOPACT_LANG`` and the
+provider's usual key (``OPENAI_API_KEY``). Then CLI flags override those.
+Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+import pydantic
+import yaml
+
+from loopact.errors import ConfigError
+
+_STRICT = pydantic.ConfigDict(extra="forbid")
+
+PROVIDER_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "dify": "DIFY_API_KEY",
+}
+
+
+class CapabilitiesConfig(pydantic.BaseModel):
+    """``model.capabilities``: what the endpoint can do (SPEC B4); see llm.base.Capabilities."""
+
+    model_config = _STRICT
+    vision: bool = True
+    native_tool_calls: bool = True
+    parallel_tool_calls: bool = True
+    constrained_decoding: bool = False
+    context_tokens: int = pydantic.Field(128_000, gt=0)
+    stream_usage: bool = True
+
+
+class ModelConfig(pydantic.BaseModel):
+    """``model``: which endpoint the agent thinks with."""
+
+    model_config = _STRICT
+    provider: Literal["openai"] = "openai"
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    api_key: pydantic.SecretStr | None = None
+    capabilities: CapabilitiesConfig = CapabilitiesConfig()
+    temperature: float | None = pydantic.Field(None, ge=0, le=2)
+
+
+class BoundsConfig(pydantic.BaseModel):
+    """``agent.bounds``: see loopact.agent.options.Bounds (SPEC A2, A3)."""
+
+    model_config = _STRICT
+    max_rounds: int = pydantic.Field(6, ge=1)
+    max_tries: int = pydantic.Field(3, ge=1)
+    request_timeout_s: float = pydantic.Field(60.0, gt=0)
+    stream_idle_timeout_s: float = pydantic.Field(30.0, gt=0)
+    tool_timeout_s: float = pydantic.Field(30.0, gt=0)
+    task_timeout_s: float = pydantic.Field(300.0, gt=0)
+    token_budget: int = pydantic.Field(200_000, gt=0)
+    max_calls_read_only: int = pydantic.Field(3, ge=1)
+    max_calls_state: int = pydantic.Field(10, ge=1)
+
+
+class AgentConfig(pydantic.BaseModel):
+    """``agent``: behaviour of the loop."""
+
+    model_config = _STRICT
+    mode: Literal["task"] = "task"
+    lang: Literal["en", "zh"] = "en"
+    workspace: Path = Path("workspace")
+    system_prompt: str | None = None
+    bounds: BoundsConfig = BoundsConfig()
+
+
+class ConfirmConfig(pydantic.BaseModel):
+    """``confirm``: who may run write tools (SPEC C5)."""
+
+    model_config = _STRICT
+    yes: bool = False
+    allow: list[str] = pydantic.Field(default_factory=list)
+    timeout_s: float = pydantic.Field(60.0, gt=0)
+
+
+class RobotConfig(pydantic.BaseModel):
+    """``robot``: which body the agent drives."""
+
+    model_config = _STRICT
+    kind: Literal["sim", "none"] = "sim"
+    profile: str = "sim"
+    site: str = "sim_room"
+    sim_speed: float = pydantic.Field(1.0, gt=0)
+
+
+class TraceConfig(pydantic.BaseModel):
+    """``trace``: JSON Lines trace of every event (SPEC H3)."""
+
+    model_config = _STRICT
+    path: Path | None = None
+    full: bool = False
+
+
+class Config(pydantic.BaseModel):
+    """The whole configuration file."""
+
+    model_config = _STRICT
+    model: ModelConfig = ModelConfig()
+    agent: AgentConfig = AgentConfig()
+    confirm: ConfirmConfig = ConfirmConfig()
+    robot: RobotConfig = RobotConfig()
+    trace: TraceConfig = TraceConfig()
+
+    @property
+    def endpoint_configured(self) -> bool:
+        """True when a base URL or an API key was given by flag, config or environment."""
+        return bool(self.model.base_url) or self.model.api_key is not None
+
+    @property
+    def api_key(self) -> str | None:
+        """The API key in clear text, for the provider only (never logged)."""
+        return self.model.api_key.get_secret_value() if self.model.api_key else None
+
+
+def default_config_paths(cwd: Path | None = None) -> list[Path]:
+    """Where a config file is looked for when ``--config`` is not given, in order."""
+    cwd = cwd or Path.cwd()
+    return [cwd / "loopact.yaml", Path(platformdirs.user_config_dir("loopact")) / "loopact.yaml"]
+
+
+def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        msg = f"{source}: unknown key '{key}'. Remove it or check its spelling (docs/config.md)."
+    elif kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        msg = f"{source}: '{key}' must be one of {expected}; got {err.get('input')!r}."
+    else:
+        msg = f"{source}: '{key}': {err['msg']} (got {err.get('input')!r})."
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" ({more} more problem{'s' if more > 1 else ''} after this one.)"
+    return ConfigError(msg, key=key)
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[Config, Path | None]:
+    """Load, merge and validate the configuration.
+
+    Args:
+        path: ``--config PATH``; None to look in the default places.
+        overrides: Nested dict of CLI flag values (None values are ignored).
+        env: The environment (``os.environ`` when None).
+        cwd: Folder for ``./loopact.yaml`` (the current folder when None).
+
+    Returns:
+        The config and the file it came from (None when no file was used).
+
+    Raises:
+        ConfigError: The file is missing (when given), not YAML, or a key is wrong.
+    """
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    source: Path | None = None
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist (from --config)", key="--config")
+        source = path
+    else:
+        source = next((p for p in default_config_paths(cwd) if p.is_file()), None)
+    if source is not None:
+        try:
+            loaded = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{source} must be a mapping of sections (model:, agent:, ...)")
+        data = loaded
+
+    env_over: dict[str, Any] = {"model": {}, "robot": {}, "agent": {}}
+    provider = str(
+        (overrides or {}).get("model", {}).get("provider")
+        or env.get("LOOPACT_PROVIDER")
+        or data.get("model", {}).get("provider", "openai")
+    )
+    if env.get("LOOPACT_PROVIDER"):
+        env_over["model"]["provider"] = env["LOOPACT_PROVIDER"]
+    key = env.get("LOOPACT_API_KEY") or env.get(PROVIDER_KEY_ENV.get(provider, ""), "")
+    if key:
+        env_over["model"]["api_key"] = key
+    if env.get("LOOPACT_BASE_URL"):
+        env_over["model"]["base_url"] = env["LOOPACT_BASE_URL"]
+    if env.get("LOOPACT_MODEL"):
+        env_over["model"]["model"] = env["LOOPACT_MODEL"]
+    if env.get("LOOPACT_ROBOT"):
+        env_over["robot"]["kind"] = env["LOOPACT_ROBOT"]
+    if env.get("LOOPACT_ROBOT_PROFILE"):
+        env_over["robot"]["profile"] = env["LOOPACT_ROBOT_PROFILE"]
+    if env.get("LOOPACT_LANG"):
+        env_over["agent"]["lang"] = env["LOOPACT_LANG"]
+    data = _merge(data, {k: v for k, v in env_over.items() if v})
+    if overrides:
+        data = _merge(data, _drop_none(overrides))
+    try:
+        return Config.model_validate(data), source
+    except pydantic.ValidationError as exc:
+        where = str(source) if source else "configuration"
+        raise _format_error(exc, where) from None
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            sub = _drop_none(v)
+            if sub:
+                out[k] = sub
+        elif v is not None:
+            out[k] = v
+    return out
+
+
+STARTER_CONFIG = """\
+# loopact configuration. Every key is optional; defaults are shown.
+# Environment variables override this file: LOOPACT_API_KEY (or OPENAI_API_KEY),
+# LOOPACT_BASE_URL, LOOPACT_MODEL, LOOPACT_ROBOT, LOOPACT_ROBOT_PROFILE, LOOPACT_LANG.
+# Command-line flags override both.
+
+model:
+  provider: openai            # OpenAI-compatible chat/completions (OpenAI, Qwen, DeepSeek,
+                              # OpenRouter, vLLM, Ollama, llama.cpp, LM Studio, ...)
+  base_url: null              # e.g. https://api.openai.com/v1 or http://localhost:11434/v1
+  model: gpt-4o-mini
+  api_key: null               # better: export LOOPACT_API_KEY=...
+  # capabilities:             # what the endpoint can do; the loop adapts to it
+  #   vision: true
+  #   native_tool_calls: true
+  #   parallel_tool_calls: true
+  #   context_tokens: 128000
+  #   stream_usage: true      # set false if the endpoint rejects stream_options
+
+agent:
+  lang: en                    # en or zh: language of messages for people
+  workspace: workspace        # file tools are confined to this folder
+  # system_prompt: "..."      # extra instructions appended to the built-in prompt
+  bounds:
+    max_rounds: 6             # tool rounds per task, then one final answer without tools
+    max_tries: 3              # tries per model request (429/5xx/connection errors)
+    request_timeout_s: 60
+    stream_idle_timeout_s: 30
+    tool_timeout_s: 30
+    task_timeout_s: 300
+    token_budget: 200000
+
+confirm:
+  yes: false                  # true: never ask before write tools (like --yes)
+  allow: []                   # write tools allowed without asking, e.g. [file_write]
+  timeout_s: 60               # no answer within this time means denied
+
+robot:
+  kind: sim                   # sim (MuJoCo, built in) or none
+  profile: sim                # hardware profile: sim, turtlebot4, mecanum_ptz, or a YAML path
+  site: sim_room              # site map with waypoints and geofence, or a YAML path
+  sim_speed: 1.0              # simulated time per real second
+
+trace:
+  path: null                  # write a JSON Lines trace here (like --trace)
+  full: false                 # also record every request's messages
+"""

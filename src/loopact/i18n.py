@@ -1,0 +1,177 @@
+# ruff: noqa: E501
+"""User-facing messages in English and Chinese (SPEC F5).
+
+Every sentence a person reads (fallback texts, CLI hints, terminal labels) comes from this
+catalogue, so a robot's operators can choose their language in the config (``agent.lang``) or
+with ``--lang``. Keys are stable; add both languages when adding one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LANGS = ("en", "zh")
+
+_CATALOGUE: dict[str, dict[str, str]] = {
+    "bound.max_rounds": {
+        "en": "I stopped after {limit} tool rounds (the limit for one task).",
+        "zh": "已达到单个任务的工具调用轮数上限（{limit} 轮），我先停下。",
+    },
+    "bound.tokens": {
+        "en": "I stopped: this task used {used} tokens, over its budget of {limit}.",
+        "zh": "已停止：本任务用了 {used} 个 token，超过预算 {limit}。",
+    },
+    "bound.wall_clock": {
+        "en": "I stopped: the task ran longer than its {limit} s time limit.",
+        "zh": "已停止：任务运行超过了 {limit} 秒的时间上限。",
+    },
+    "bound.invalid_rounds": {
+        "en": "I stopped: the model kept making invalid tool calls ({limit} rounds in a row).",
+        "zh": "已停止：模型连续 {limit} 轮给出了无效的工具调用。",
+    },
+    "bound.no_answer": {
+        "en": "I could not produce a final answer.",
+        "zh": "我没能给出最终答复。",
+    },
+    "final.ask": {
+        "en": (
+            "The tool budget for this task is used up. Do not call tools. Answer the user now "
+            "in one short paragraph: what was done, what was not, and what you saw."
+        ),
+        "zh": "本任务的工具调用次数已用完。不要再调用工具。现在用一小段话回答用户：做了什么、没做什么、看到了什么。",
+    },
+    "guard.repeat": {
+        "en": "result unchanged, answer now",
+        "zh": "结果没有变化，请直接回答",
+    },
+    "guard.too_many": {
+        "en": "refused: {name} was already called {count} times in this task (limit {limit})",
+        "zh": "已拒绝：本任务中 {name} 已被调用 {count} 次（上限 {limit}）",
+    },
+    "tool.truncated": {
+        "en": (
+            "your call to {name} was truncated (the response hit its length limit) and was "
+            "not executed; call it again with complete arguments"
+        ),
+        "zh": "你对 {name} 的调用被截断（回复达到长度上限），未执行；请用完整参数重新调用",
+    },
+    "tool.cancelled": {
+        "en": "cancelled: the task was stopped before this call finished",
+        "zh": "已取消：任务在此调用完成前被停止",
+    },
+    "tool.not_run": {
+        "en": "not run: the model response was cut before this call was complete",
+        "zh": "未执行：模型回复在此调用完整之前中断",
+    },
+    "confirm.denied": {
+        "en": "the user denied {name}",
+        "zh": "用户拒绝了 {name}",
+    },
+    "confirm.timeout": {
+        "en": "no confirmation for {name} within {timeout_s} s, so it was not run",
+        "zh": "{timeout_s} 秒内没有确认 {name}，因此未执行",
+    },
+    "confirm.noninteractive": {
+        "en": (
+            "{name} changes files and needs the user's confirmation, which cannot be asked in "
+            "--once mode; run again with --yes, or add {name} to confirm.allow in the config"
+        ),
+        "zh": "{name} 会修改文件，需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow",
+    },
+    "confirm.prompt": {
+        "en": "Allow {name}({args})? [y/N] ",
+        "zh": "允许执行 {name}({args}) 吗？[y/N] ",
+    },
+    "image.no_vision": {
+        "en": "[image omitted: this model has no vision]",
+        "zh": "[已省略图像：该模型不支持视觉]",
+    },
+    "model.failed": {
+        "en": "The model request failed: {error}",
+        "zh": "模型请求失败：{error}",
+    },
+    "task.stopped": {
+        "en": "Stopped.",
+        "zh": "已停止。",
+    },
+    "cli.no_endpoint": {
+        "en": (
+            "No model endpoint is configured, so the agent has no brain to think with.\n\n"
+            "Point loopact at any OpenAI-compatible endpoint in one of three ways:\n\n"
+            "  1. Environment variables:\n"
+            "       export LOOPACT_BASE_URL=https://api.openai.com/v1\n"
+            "       export LOOPACT_API_KEY=sk-...        (or OPENAI_API_KEY)\n"
+            "       export LOOPACT_MODEL=gpt-4o-mini\n\n"
+            "  2. Flags:\n"
+            "       loopact run --base-url URL --model NAME --api-key KEY\n"
+            "     (with make: make run ARGS='--base-url URL --model NAME')\n\n"
+            "  3. A config file: `loopact init` writes a commented ./loopact.yaml;\n"
+            "     fill in model.base_url, model.model and model.api_key.\n\n"
+            "Local servers work too (Ollama: http://localhost:11434/v1, vLLM, llama.cpp,\n"
+            "LM Studio): give the base URL; an API key is then optional.\n"
+            "To try loopact offline, run the scripted model server:\n"
+            "       loopact scripted-server docs/examples/demo-script.json\n"
+            "and point --base-url at the address it prints."
+        ),
+        "zh": (
+            "尚未配置模型服务，智能体没有可用的“大脑”。\n\n"
+            "可用以下三种方式之一指向任意兼容 OpenAI 的服务：\n\n"
+            "  1. 环境变量：\n"
+            "       export LOOPACT_BASE_URL=https://api.openai.com/v1\n"
+            "       export LOOPACT_API_KEY=sk-...        （或 OPENAI_API_KEY）\n"
+            "       export LOOPACT_MODEL=gpt-4o-mini\n\n"
+            "  2. 命令行参数：\n"
+            "       loopact run --base-url URL --model NAME --api-key KEY\n"
+            "     （用 make：make run ARGS='--base-url URL --model NAME'）\n\n"
+            "  3. 配置文件：`loopact init` 会生成带注释的 ./loopact.yaml，\n"
+            "     填写 model.base_url、model.model 和 model.api_key。\n\n"
+            "本地服务同样可用（Ollama: http://localhost:11434/v1、vLLM、llama.cpp、LM Studio），\n"
+            "填写 base URL 即可，API key 可省略。\n"
+            "离线试用可运行脚本化模型服务：\n"
+            "       loopact scripted-server docs/examples/demo-script.json\n"
+            "并把 --base-url 指向它打印的地址。"
+        ),
+    },
+    "term.welcome": {
+        "en": (
+            "loopact {version} - model {model} via {provider} at {base_url}; robot: {robot}\n"
+            "Type an instruction. Commands: /stop /reset /status /quit. "
+            "Typing while a task runs replaces it."
+        ),
+        "zh": (
+            "loopact {version} - 模型 {model}（{provider}，{base_url}）；机器人：{robot}\n"
+            "输入指令。命令：/stop /reset /status /quit。任务运行时输入新指令会替换当前任务。"
+        ),
+    },
+    "term.reset": {"en": "Conversation reset.", "zh": "对话已重置。"},
+    "term.bye": {"en": "Bye.", "zh": "再见。"},
+    "term.ctrl_c": {
+        "en": "Stopped the current task. Press Ctrl-C again to quit.",
+        "zh": "已停止当前任务。再按一次 Ctrl-C 退出。",
+    },
+    "term.unknown_command": {
+        "en": "Unknown command {cmd}. Commands: /stop /reset /status /quit",
+        "zh": "未知命令 {cmd}。可用命令：/stop /reset /status /quit",
+    },
+}
+
+
+def t(key: str, lang: str = "en", **kwargs: Any) -> str:
+    """The message ``key`` in ``lang`` (falls back to English), formatted with ``kwargs``.
+
+    Raises:
+        KeyError: ``key`` is not in the catalogue (a programming error).
+    """
+    entry = _CATALOGUE[key]
+    text = entry.get(lang) or entry["en"]
+    return text.format(**kwargs) if kwargs else text
+
+
+def keys() -> list[str]:
+    """Every catalogue key (tests check each has both languages)."""
+    return sorted(_CATALOGUE)
+
+
+def has_all_languages(key: str) -> bool:
+    """True when ``key`` has a non-empty text in every language of :data:`LANGS`."""
+    return all(_CATALOGUE[key].get(lang) for lang in LANGS)
