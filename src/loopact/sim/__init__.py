@@ -1,1 +1,11 @@
-"""loopact.sim."""
+"""The embedded MuJoCo simulator (SPEC D6): a diff-drive robot with a pan-tilt RGB-D head in a
+room with coloured objects, a purple floor line and named waypoints.
+
+Importing this package does not import MuJoCo; that happens when a simulator is built.
+"""
+
+from loopact.sim.robot import SimRobot
+from loopact.sim.simulator import SimClock, SimState, Simulator
+from loopact.sim.snapshot import write_snapshot
+
+__all__ = ["SimClock", "SimRobot", "SimState", "Simulator", "write_snapshot"]

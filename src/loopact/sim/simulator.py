@@ -1,0 +1,398 @@
+"""The physics thread, the simulated clock and the robot's state (SPEC D6).
+
+:class:`Simulator` steps MuJoCo on its own thread with a 2 ms step, in control ticks of
+:data:`CONTROL_STEPS` steps. Each tick it turns the commanded twist into velocity-actuator
+targets (with acceleration limits), applies head targets, advances physics, publishes a
+consistent copy of the state and wakes every :class:`SimClock` sleeper whose deadline passed.
+
+``speed`` scales simulated time against wall time: 1.0 is real time, 4.0 is four times faster,
+``float("inf")`` runs as fast as the CPU allows. Every timestamp the robot reports is simulated
+time, so tools and tests behave the same at any speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from loopact.errors import ConfigError, RobotError
+from loopact.robot.interface import normalize_angle
+from loopact.sim import world
+from loopact.sim.render import import_mujoco
+
+logger = logging.getLogger(__name__)
+
+TIMESTEP_S = 0.002
+CONTROL_STEPS = 5  # physics steps per control tick (10 ms of simulated time)
+_MAX_LAG_S = 0.25  # wall-clock lag after which pacing re-anchors instead of catching up
+_SETPOINT_LEAD_MPS = 0.1  # how far the velocity setpoint may run ahead of the real velocity
+_SETPOINT_LEAD_RADPS = 0.3
+
+
+@dataclass(frozen=True)
+class SimState:
+    """A consistent copy of the simulated robot's state at one instant.
+
+    Attributes:
+        stamp_s: Simulated time in seconds.
+        qpos: All joint positions (a private copy), for rendering.
+        x_m: Base x in metres (world = odom frame).
+        y_m: Base y in metres.
+        yaw_rad: Base heading in radians, in (-pi, pi].
+        linear_mps: Forward speed of the base in m/s (body frame).
+        angular_radps: Yaw rate in rad/s, counter-clockwise positive.
+        pan_rad: Head pan in radians, left positive.
+        tilt_rad: Head tilt in radians, down positive.
+    """
+
+    stamp_s: float
+    qpos: npt.NDArray[np.float64]
+    x_m: float
+    y_m: float
+    yaw_rad: float
+    linear_mps: float
+    angular_radps: float
+    pan_rad: float
+    tilt_rad: float
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _fail(fut: asyncio.Future[None], message: str) -> None:
+    if not fut.done():
+        fut.set_exception(RobotError(message))
+
+
+class SimClock:
+    """Simulated time (implements :class:`loopact.robot.interface.Clock`).
+
+    ``now()`` is the simulator's time in seconds. ``sleep(dt)`` completes once simulated time
+    has advanced by at least ``dt``; it works from any asyncio loop and is cancellation-safe.
+
+    Args:
+        sim: The simulator whose time this is.
+    """
+
+    def __init__(self, sim: Simulator) -> None:
+        self._sim = sim
+
+    def now(self) -> float:
+        """Simulated seconds since the simulator started."""
+        return self._sim.now()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait until simulated time has advanced by ``seconds``.
+
+        Args:
+            seconds: Simulated seconds; zero or negative just yields to the loop.
+
+        Raises:
+            ValueError: ``seconds`` is not a finite number.
+            RobotError: The simulator is closed (or closes while waiting).
+        """
+        if not math.isfinite(seconds):
+            raise ValueError(f"sleep seconds must be finite, got {seconds!r}")
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._sim._add_sleeper(self.now() + seconds, loop, fut)
+        await fut
+
+
+class Simulator:
+    """MuJoCo physics of the room and robot on a dedicated thread (SPEC D6).
+
+    Args:
+        speed: Simulated seconds per wall second; ``float("inf")`` for as fast as possible.
+        width: Camera width in pixels (sets the camera's vertical FOV, see
+            :func:`loopact.sim.world.build_mjcf`).
+        height: Camera height in pixels.
+
+    Raises:
+        ConfigError: ``speed`` is not positive (key ``sim.speed``).
+        RobotError: MuJoCo is missing or the model does not compile.
+    """
+
+    def __init__(self, speed: float = 1.0, width: int = 640, height: int = 480) -> None:
+        if not speed > 0:
+            raise ConfigError(f"simulator speed must be > 0 (or inf), got {speed!r}", "sim.speed")
+        self._mj = import_mujoco()
+        self.speed = float(speed)
+        self.width = width
+        self.height = height
+        try:
+            self.model: Any = self._mj.MjModel.from_xml_string(world.build_mjcf(width, height))
+        except ValueError as exc:
+            raise RobotError(f"simulator model failed to compile: {exc}") from exc
+        self.model.opt.timestep = TIMESTEP_S
+        self._data: Any = self._mj.MjData(self.model)
+        m = self.model
+        self._qadr = {
+            n: int(m.jnt_qposadr[m.joint(n).id])
+            for n in ("base_x", "base_y", "base_yaw", "head_pan", "head_tilt")
+        }
+        self._vadr = {n: int(m.jnt_dofadr[m.joint(n).id]) for n in ("base_x", "base_y", "base_yaw")}
+        self._act = {n: int(m.actuator(n).id) for n in ("drive_x", "drive_y", "drive_yaw")}
+        self._act_pan = int(m.actuator("pan").id)
+        self._act_tilt = int(m.actuator("tilt").id)
+        self._data.qpos[self._qadr["head_pan"]] = world.DEFAULT_HEAD_PAN_RAD
+        self._data.qpos[self._qadr["head_tilt"]] = world.DEFAULT_HEAD_TILT_RAD
+        self._data.ctrl[self._act_pan] = world.DEFAULT_HEAD_PAN_RAD
+        self._data.ctrl[self._act_tilt] = world.DEFAULT_HEAD_TILT_RAD
+        self._mj.mj_forward(self.model, self._data)
+
+        self.clock = SimClock(self)
+        self._lock = threading.Lock()
+        self._twist = (0.0, 0.0)
+        self._head_target = (world.DEFAULT_HEAD_PAN_RAD, world.DEFAULT_HEAD_TILT_RAD)
+        self._teleport: tuple[float, float, float] | None = None
+        self._v_sp = 0.0
+        self._w_sp = 0.0
+        self._time = 0.0
+        self._state = self._read_state()
+        self._sleepers: list[
+            tuple[float, int, asyncio.AbstractEventLoop, asyncio.Future[None]]
+        ] = []
+        self._seq = itertools.count()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._error: str | None = None
+        self.steps_taken = 0
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the physics thread (idempotent).
+
+        Raises:
+            RobotError: The simulator was already closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise RobotError("simulator is closed")
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="loopact-sim", daemon=True)
+            self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        """True while the physics thread is stepping."""
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    def now(self) -> float:
+        """Simulated time in seconds."""
+        return self._time
+
+    def state(self) -> SimState:
+        """The latest consistent state copy.
+
+        Raises:
+            RobotError: The physics thread died.
+        """
+        if self._error is not None:
+            raise RobotError(self._error)
+        with self._lock:
+            return self._state
+
+    def set_twist(self, linear_mps: float, angular_radps: float) -> None:
+        """Command the base; held until the next command (SPEC D1).
+
+        Args:
+            linear_mps: Forward speed in m/s (negative: backward).
+            angular_radps: Yaw rate in rad/s, counter-clockwise positive.
+
+        Raises:
+            ValueError: A value is not finite.
+        """
+        if not (math.isfinite(linear_mps) and math.isfinite(angular_radps)):
+            raise ValueError(f"twist must be finite, got ({linear_mps!r}, {angular_radps!r})")
+        with self._lock:
+            self._twist = (float(linear_mps), float(angular_radps))
+
+    def set_head_target(self, pan_rad: float, tilt_rad: float) -> tuple[float, float]:
+        """Command the head joints, clamped to their limits.
+
+        Args:
+            pan_rad: Pan in radians, left positive, limited to ±pi/2.
+            tilt_rad: Tilt in radians, down positive, limited to -30..45 degrees.
+
+        Returns:
+            The (pan, tilt) actually commanded after clamping, in radians.
+
+        Raises:
+            ValueError: A value is not finite.
+        """
+        if not (math.isfinite(pan_rad) and math.isfinite(tilt_rad)):
+            raise ValueError(f"head angles must be finite, got ({pan_rad!r}, {tilt_rad!r})")
+        pan = min(max(pan_rad, world.PAN_LIMITS_RAD[0]), world.PAN_LIMITS_RAD[1])
+        tilt = min(max(tilt_rad, world.TILT_LIMITS_RAD[0]), world.TILT_LIMITS_RAD[1])
+        with self._lock:
+            self._head_target = (pan, tilt)
+        return pan, tilt
+
+    def set_base_pose(self, x_m: float, y_m: float, yaw_rad: float) -> None:
+        """Teleport the base (applied at the next control tick; velocities zeroed).
+
+        For tests and scenario set-up only; odometry jumps with it (map = odom here).
+
+        Args:
+            x_m: x in metres.
+            y_m: y in metres.
+            yaw_rad: Heading in radians.
+        """
+        with self._lock:
+            self._teleport = (float(x_m), float(y_m), float(yaw_rad))
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the base and the physics thread, fail pending sleeps; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._twist = (0.0, 0.0)
+            thread = self._thread
+        self._stop.set()
+        if thread is not None:
+            thread.join(timeout_s)
+            if thread.is_alive():
+                logger.warning("physics thread did not stop within %.1f s", timeout_s)
+        self._fail_sleepers("simulator closed")
+
+    # -- clock support ------------------------------------------------------------------------
+
+    def _add_sleeper(
+        self, deadline: float, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]
+    ) -> None:
+        with self._lock:
+            if self._closed:
+                raise RobotError("simulator is closed")
+            if self._error is not None:
+                raise RobotError(self._error)
+            heapq.heappush(self._sleepers, (deadline, next(self._seq), loop, fut))
+
+    def _wake_due(self, now: float) -> None:
+        due = []
+        with self._lock:
+            while self._sleepers and self._sleepers[0][0] <= now:
+                due.append(heapq.heappop(self._sleepers))
+        for _, _, loop, fut in due:
+            if fut.done():  # cancelled: nothing to do
+                continue
+            try:
+                loop.call_soon_threadsafe(_wake, fut)
+            except RuntimeError:  # that loop is closed
+                pass
+
+    def _fail_sleepers(self, message: str) -> None:
+        with self._lock:
+            left, self._sleepers = self._sleepers, []
+        for _, _, loop, fut in left:
+            try:
+                loop.call_soon_threadsafe(_fail, fut, message)
+            except RuntimeError:
+                pass
+
+    # -- physics thread -----------------------------------------------------------------------
+
+    def _read_state(self) -> SimState:
+        d = self._data
+        q, v = self._qadr, self._vadr
+        yaw = float(d.qpos[q["base_yaw"]])
+        vx, vy = float(d.qvel[v["base_x"]]), float(d.qvel[v["base_y"]])
+        return SimState(
+            stamp_s=float(d.time),
+            qpos=np.array(d.qpos, dtype=np.float64),
+            x_m=float(d.qpos[q["base_x"]]),
+            y_m=float(d.qpos[q["base_y"]]),
+            yaw_rad=normalize_angle(yaw),
+            linear_mps=vx * math.cos(yaw) + vy * math.sin(yaw),
+            angular_radps=float(d.qvel[v["base_yaw"]]),
+            pan_rad=float(d.qpos[q["head_pan"]]),
+            tilt_rad=float(d.qpos[q["head_tilt"]]),
+        )
+
+    def _control(self, dt: float) -> None:
+        """Turn the commanded twist into actuator targets with acceleration limits."""
+        d = self._data
+        with self._lock:
+            (v_cmd, w_cmd), (pan, tilt) = self._twist, self._head_target
+            teleport, self._teleport = self._teleport, None
+        if teleport is not None:
+            x, y, yaw = teleport
+            d.qpos[self._qadr["base_x"]] = x
+            d.qpos[self._qadr["base_y"]] = y
+            d.qpos[self._qadr["base_yaw"]] = yaw
+            for adr in self._vadr.values():
+                d.qvel[adr] = 0.0
+            self._v_sp = self._w_sp = 0.0
+            self._mj.mj_forward(self.model, d)
+        yaw = float(d.qpos[self._qadr["base_yaw"]])
+        c, s = math.cos(yaw), math.sin(yaw)
+        v_act = float(d.qvel[self._vadr["base_x"]]) * c + float(d.qvel[self._vadr["base_y"]]) * s
+        w_act = float(d.qvel[self._vadr["base_yaw"]])
+        dv = world.MAX_LINEAR_ACCEL_MPS2 * dt
+        dw = world.MAX_ANGULAR_ACCEL_RADPS2 * dt
+        v_sp = self._v_sp + min(max(v_cmd - self._v_sp, -dv), dv)
+        w_sp = self._w_sp + min(max(w_cmd - self._w_sp, -dw), dw)
+        # Blocked by contact: keep the setpoint near the real velocity so it does not wind up.
+        v_sp = min(max(v_sp, v_act - _SETPOINT_LEAD_MPS), v_act + _SETPOINT_LEAD_MPS)
+        w_sp = min(max(w_sp, w_act - _SETPOINT_LEAD_RADPS), w_act + _SETPOINT_LEAD_RADPS)
+        self._v_sp, self._w_sp = v_sp, w_sp
+        d.ctrl[self._act["drive_x"]] = v_sp * c
+        d.ctrl[self._act["drive_y"]] = v_sp * s
+        d.ctrl[self._act["drive_yaw"]] = w_sp
+        d.ctrl[self._act_pan] = pan
+        d.ctrl[self._act_tilt] = tilt
+
+    def _run(self) -> None:
+        mj, m, d = self._mj, self.model, self._data
+        tick_s = CONTROL_STEPS * TIMESTEP_S
+        wall0, sim0 = time.perf_counter(), float(d.time)
+        bad_qacc = int(mj.mjtWarning.mjWARN_BADQACC)
+        warned = 0
+        try:
+            while not self._stop.is_set():
+                self._control(tick_s)
+                mj.mj_step(m, d, CONTROL_STEPS)
+                self.steps_taken += CONTROL_STEPS
+                state = self._read_state()
+                with self._lock:
+                    self._state = state
+                self._time = state.stamp_s
+                self._wake_due(state.stamp_s)
+                n_bad = int(d.warning[bad_qacc].number)
+                if n_bad > warned:
+                    warned = n_bad
+                    logger.warning("simulator became unstable (bad QACC) at t=%.3f", d.time)
+                if math.isinf(self.speed):
+                    continue
+                ahead = (state.stamp_s - sim0) / self.speed - (time.perf_counter() - wall0)
+                if ahead > 0:
+                    self._stop.wait(ahead)
+                elif ahead < -_MAX_LAG_S:
+                    logger.debug("simulator lagging %.3f s behind; re-anchoring", -ahead)
+                    wall0, sim0 = time.perf_counter(), state.stamp_s
+        except Exception as exc:
+            self._error = f"simulator physics failed: {type(exc).__name__}: {exc}"
+            logger.exception("simulator physics thread failed")
+            self._fail_sleepers(self._error)
+        finally:
+            with self._lock:
+                d.ctrl[:] = 0.0

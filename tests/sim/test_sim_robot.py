@@ -1,0 +1,146 @@
+"""SimRobot through the Robot interface, rendering and snapshots (SPEC D1, D6, F6)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from loopact.errors import RobotError
+from loopact.robot.interface import Clock, Robot, Twist
+from loopact.sim import SimRobot, world, write_snapshot
+
+pytestmark = pytest.mark.sim
+
+WAIT_S = 30.0
+
+
+@pytest.fixture
+async def robot():
+    r = await asyncio.wait_for(SimRobot.create(speed=4.0), WAIT_S)
+    yield r
+    await r.close()
+
+
+def _colour_masks(img: np.ndarray) -> dict[str, np.ndarray]:
+    r, g, b = (img[..., i].astype(int) for i in range(3))
+    return {
+        "red": (r > 150) & (g < 60) & (b < 60),
+        "green": (g > 150) & (r < 90) & (b < 90),
+        "blue": (b > 150) & (r < 60) & (g < 110),
+        "yellow": (r > 150) & (g > 130) & (b < 60),
+        "purple": (r > 90) & (r < 200) & (g < 60) & (b > 120),
+    }
+
+
+async def test_implements_the_robot_protocol(robot: SimRobot) -> None:
+    assert isinstance(robot, Robot)
+    assert isinstance(robot.clock, Clock)
+    assert robot.has_head is True
+    assert robot.camera_hfov_deg == pytest.approx(70.0)
+    pose = await robot.get_pose()
+    assert (pose.x_m, pose.y_m, pose.yaw_rad, pose.frame) == (0.0, 0.0, 0.0, "odom")
+
+
+async def test_twist_drives_and_turns(robot: SimRobot) -> None:
+    await robot.send_twist(Twist(linear_mps=0.4, lateral_mps=0.3))  # lateral ignored: diff drive
+    await asyncio.wait_for(robot.clock.sleep(2.0), WAIT_S)
+    await robot.send_twist(Twist())
+    pose = await robot.get_pose()
+    assert 0.55 < pose.x_m < 0.85
+    assert abs(pose.y_m) < 0.01 and abs(pose.yaw_rad) < 0.01
+    assert pose.stamp_s >= 2.0
+    await robot.send_twist(Twist(angular_radps=0.8))
+    await asyncio.wait_for(robot.clock.sleep(1.0), WAIT_S)
+    assert (await robot.get_pose()).yaw_rad > 0.4
+
+
+async def test_frames_shapes_and_stamps(robot: SimRobot) -> None:
+    frame = await robot.get_frame()
+    assert frame.rgb.shape == (480, 640, 3) and frame.rgb.dtype == np.uint8
+    assert frame.rgb.std() > 10  # a real image, not a blank buffer
+    depth = await robot.get_depth()
+    assert depth.depth_m.shape == (480, 640) and depth.depth_m.dtype == np.float32
+    assert 0.0 <= frame.stamp_s <= depth.stamp_s <= robot.clock.now()
+    await asyncio.wait_for(robot.clock.sleep(0.5), WAIT_S)
+    later = await robot.get_frame()
+    assert later.stamp_s >= frame.stamp_s + 0.5
+    later.rgb[:] = 0  # callers get their own copy
+    assert (await robot.get_frame()).rgb.std() > 10
+    top = await robot.render_topdown()
+    assert top.shape[2] == 3 and top.dtype == np.uint8 and top.shape[1] > top.shape[0]
+
+
+async def test_start_view_shows_line_and_objects(robot: SimRobot) -> None:
+    rgb = (await robot.get_frame()).rgb
+    masks = _colour_masks(rgb)
+    for colour in ("purple", "red", "yellow"):
+        assert masks[colour].sum() > 200, colour
+
+
+async def test_depth_finite_ahead_and_smaller_near_an_object(robot: SimRobot) -> None:
+    await robot.set_head(0.0, 0.0)
+    await asyncio.wait_for(robot.clock.sleep(1.0), WAIT_S)
+    far = (await robot.get_depth()).depth_m
+    # level camera at 0.35 m facing the east wall (x = 6, 0.6 m tall): just below the
+    # horizon the rays hit the wall; the camera is ~0.02 m ahead of the base centre
+    centre = far[244:260, 280:360]
+    assert np.isfinite(centre).all()
+    assert np.isnan(far[:40]).all()  # sky above the wall: nothing within the far plane
+    assert float(np.median(centre)) == pytest.approx(6.0 - 0.02, abs=0.2)
+    # 0.5 m in front of the red cube's face (cube centre x=3.0, half-size 0.15)
+    cube = next(o for o in world.OBJECTS if o.name == "red_cube")
+    await robot.teleport(cube.x_m - cube.size_m[0] - 0.52, cube.y_m, 0.0)
+    near = (await robot.get_depth()).depth_m
+    # the cube (0.3 m tall) is just below the level camera's horizon: rows ~290-400
+    near_c = float(np.median(near[300:340, 300:340]))
+    assert near_c == pytest.approx(0.5, abs=0.05)
+    assert near_c < float(np.median(centre))
+    # the cube's face spans ~43% of the width and the lower ~40% of the height (~17%)
+    assert _colour_masks((await robot.get_frame()).rgb)["red"].mean() > 0.12
+
+
+async def test_head_moves_to_commanded_angles_within_limits(robot: SimRobot) -> None:
+    await robot.set_head(0.6, -0.2)
+    await asyncio.wait_for(robot.clock.sleep(1.5), WAIT_S)
+    head = await robot.get_head()
+    assert head.pan_rad == pytest.approx(0.6, abs=0.02)
+    assert head.tilt_rad == pytest.approx(-0.2, abs=0.02)
+    await robot.set_head(3.0, 1.5)  # beyond the limits: clamped
+    await asyncio.wait_for(robot.clock.sleep(2.5), WAIT_S)
+    head = await robot.get_head()
+    assert head.pan_rad == pytest.approx(math.pi / 2, abs=0.03)
+    assert head.tilt_rad == pytest.approx(math.radians(45), abs=0.03)
+    assert head.stamp_s > 3.9
+
+
+async def test_close_is_idempotent_and_final() -> None:
+    robot = await asyncio.wait_for(SimRobot.create(speed=4.0), WAIT_S)
+    await robot.send_twist(Twist(linear_mps=0.3))
+    await robot.close()
+    assert not robot.sim.running
+    await robot.close()
+    with pytest.raises(RobotError):
+        await robot.get_frame()
+    with pytest.raises(RobotError):
+        await robot.send_twist(Twist())
+
+
+def test_write_snapshot(tmp_path: Path) -> None:
+    paths = write_snapshot(tmp_path / "snap")
+    assert [p.name for p in paths] == ["camera.png", "topdown.png"]
+    camera = np.asarray(Image.open(paths[0]).convert("RGB"))
+    top = np.asarray(Image.open(paths[1]).convert("RGB"))
+    assert camera.shape == (480, 640, 3)
+    cam_masks = _colour_masks(camera)
+    assert cam_masks["purple"].sum() > 200 and cam_masks["red"].sum() > 200
+    top_masks = _colour_masks(top)
+    for colour, mask in top_masks.items():
+        assert mask.sum() > 100, colour
+    # the robot (dark base with an orange front marker) is drawn near the start position
+    r, g, b = (top[..., i].astype(int) for i in range(3))
+    assert ((r > 200) & (g > 80) & (g < 160) & (b < 60)).sum() > 10
