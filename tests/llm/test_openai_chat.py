@@ -337,12 +337,22 @@ async def test_429_with_retry_after(scripted_server: Factory) -> None:
     assert "slow down" in str(info.value)
 
 
-async def test_503_is_retryable(scripted_server: Factory) -> None:
-    server = scripted_server([{"error": {"status": 503, "message": "overloaded"}}])
+@pytest.mark.parametrize("status", [408, 409, 500, 503])
+async def test_transient_status_is_retryable(scripted_server: Factory, status: int) -> None:
+    server = scripted_server([{"error": {"status": status, "message": "try later"}}])
     with pytest.raises(ModelRetryableError) as info:
         await collect(make_model(server), HELLO)
-    assert info.value.status == 503
+    assert info.value.status == status
     assert info.value.retry_after_s is None
+
+
+@pytest.mark.parametrize("status", [401, 403, 404, 422])
+async def test_other_4xx_is_fatal(scripted_server: Factory, status: int) -> None:
+    server = scripted_server([{"error": {"status": status, "message": "no way"}}])
+    with pytest.raises(ModelFatalError) as info:
+        await collect(make_model(server), HELLO)
+    assert info.value.status == status
+    assert "no way" in str(info.value)
 
 
 async def test_400_is_fatal(scripted_server: Factory) -> None:
