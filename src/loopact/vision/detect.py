@@ -1,0 +1,143 @@
+"""Colour segmentation on RGB frames, with depth for distance (SPEC D5).
+
+OpenCV HSV thresholds (H in 0..179, S and V in 0..255) per named colour, configurable through
+:class:`ColorRanges`. Each connected blob above a minimum area becomes a :class:`Detection` with a
+bounding box in pixels, the median depth inside the blob in metres and the bearing of its centre
+in degrees (left positive, relative to the camera's optical axis).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+HsvRange = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+DEFAULT_HSV: dict[str, list[HsvRange]] = {
+    "red": [((0, 120, 70), (8, 255, 255)), ((172, 120, 70), (179, 255, 255))],
+    "yellow": [((20, 120, 90), (34, 255, 255))],
+    "green": [((40, 90, 50), (85, 255, 255))],
+    "blue": [((95, 120, 50), (128, 255, 255))],
+    "purple": [((129, 70, 50), (165, 255, 255))],
+}
+"""Default HSV ranges (OpenCV scale) for saturated red, yellow, green, blue and purple."""
+
+
+@dataclass(frozen=True)
+class ColorRanges:
+    """Named HSV ranges used by :func:`detect_colors`.
+
+    Attributes:
+        ranges: Colour name -> list of ``((h, s, v) low, (h, s, v) high)`` inclusive ranges on
+            OpenCV's scale (H 0..179). Several ranges are OR-ed (red wraps around 0).
+        min_area_frac: Blobs smaller than this fraction of the image are ignored.
+    """
+
+    ranges: dict[str, list[HsvRange]] = field(default_factory=lambda: dict(DEFAULT_HSV))
+    min_area_frac: float = 0.0004
+
+    @property
+    def names(self) -> list[str]:
+        """The colour names known."""
+        return list(self.ranges)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One coloured blob.
+
+    Attributes:
+        color: The colour name.
+        bbox: ``[x1, y1, x2, y2]`` in pixels (x2, y2 exclusive).
+        area_px: Blob area in pixels.
+        distance_m: Median depth inside the blob in metres, None without valid depth.
+        bearing_deg: Direction of the blob's centre in degrees, left positive, relative to the
+            camera's optical axis.
+    """
+
+    color: str
+    bbox: tuple[int, int, int, int]
+    area_px: int
+    distance_m: float | None
+    bearing_deg: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able ``{color, bbox, distance_m, bearing_deg}`` (rounded)."""
+        return {
+            "color": self.color,
+            "bbox": list(self.bbox),
+            "distance_m": None if self.distance_m is None else round(self.distance_m, 2),
+            "bearing_deg": round(self.bearing_deg, 1),
+        }
+
+
+def detect_colors(
+    rgb: npt.NDArray[np.uint8],
+    depth_m: npt.NDArray[np.float32] | None = None,
+    *,
+    hfov_deg: float,
+    color: str | None = None,
+    ranges: ColorRanges | None = None,
+) -> list[Detection]:
+    """Find coloured blobs in an RGB frame (SPEC D5).
+
+    Args:
+        rgb: ``HxWx3`` uint8 RGB image.
+        depth_m: ``HxW`` float32 depth in metres aligned with ``rgb`` (NaN unknown), or None.
+        hfov_deg: The camera's horizontal field of view in degrees (for bearings).
+        color: Only this colour (case-insensitive), or None for all.
+        ranges: HSV ranges; defaults to :data:`DEFAULT_HSV`.
+
+    Returns:
+        Detections, largest first.
+
+    Raises:
+        ValueError: Unknown colour name, or arrays of the wrong shape.
+    """
+    import cv2
+
+    ranges = ranges or ColorRanges()
+    if rgb.ndim != 3 or rgb.shape[2] != 3:
+        raise ValueError(f"rgb must be HxWx3, got shape {rgb.shape}")
+    h, w = rgb.shape[:2]
+    if depth_m is not None and depth_m.shape[:2] != (h, w):
+        raise ValueError(f"depth shape {depth_m.shape} does not match rgb {rgb.shape}")
+    if color is not None:
+        key = color.strip().lower()
+        if key not in ranges.ranges:
+            raise ValueError(f"unknown colour {color!r}; known: {', '.join(ranges.names)}")
+        names = [key]
+    else:
+        names = ranges.names
+    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
+    f_px = (w / 2) / math.tan(math.radians(hfov_deg) / 2)
+    min_area = max(20, int(ranges.min_area_frac * h * w))
+    kernel = np.ones((3, 3), np.uint8)
+    found: list[Detection] = []
+    for name in names:
+        mask: Any = np.zeros((h, w), np.uint8)
+        for lo, hi in ranges.ranges[name]:
+            mask = cv2.bitwise_or(
+                mask, cv2.inRange(hsv, np.array(lo, np.uint8), np.array(hi, np.uint8))
+            )
+        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel)
+        n, labels, stats, centroids = cv2.connectedComponentsWithStats(mask, connectivity=8)
+        for i in range(1, n):
+            x, y, bw, bh, area = (int(v) for v in stats[i])
+            if area < min_area:
+                continue
+            dist: float | None = None
+            if depth_m is not None:
+                vals = depth_m[labels == i]
+                vals = vals[np.isfinite(vals) & (vals > 0)]
+                if vals.size:
+                    dist = float(np.median(vals))
+            cx = float(centroids[i][0])
+            bearing = -math.degrees(math.atan((cx - w / 2) / f_px))
+            found.append(Detection(name, (x, y, x + bw, y + bh), area, dist, bearing))
+    found.sort(key=lambda d: d.area_px, reverse=True)
+    return found
