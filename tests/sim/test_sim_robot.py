@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,8 @@ from PIL import Image
 
 from loopact.errors import RobotError
 from loopact.robot.interface import Clock, Robot, Twist
-from loopact.sim import SimRobot, world, write_snapshot
+from loopact.sim import SimRobot, Simulator, world, write_snapshot
+from loopact.sim.render import RenderWorker
 
 pytestmark = pytest.mark.sim
 
@@ -47,13 +50,15 @@ async def test_implements_the_robot_protocol(robot: SimRobot) -> None:
 
 
 async def test_twist_drives_and_turns(robot: SimRobot) -> None:
+    t0 = robot.clock.now()
     await robot.send_twist(Twist(linear_mps=0.4, lateral_mps=0.3))  # lateral ignored: diff drive
     await asyncio.wait_for(robot.clock.sleep(2.0), WAIT_S)
-    await robot.send_twist(Twist())
     pose = await robot.get_pose()
-    assert 0.55 < pose.x_m < 0.85
+    await robot.send_twist(Twist())
+    assert pose.stamp_s - t0 >= 2.0
+    # 0.4 s ramp at 1 m/s^2 costs 0.08 m against constant 0.4 m/s
+    assert pose.x_m == pytest.approx(0.4 * (pose.stamp_s - t0) - 0.08, abs=0.05)
     assert abs(pose.y_m) < 0.01 and abs(pose.yaw_rad) < 0.01
-    assert pose.stamp_s >= 2.0
     await robot.send_twist(Twist(angular_radps=0.8))
     await asyncio.wait_for(robot.clock.sleep(1.0), WAIT_S)
     assert (await robot.get_pose()).yaw_rad > 0.4
@@ -144,3 +149,29 @@ def test_write_snapshot(tmp_path: Path) -> None:
     # the robot (dark base with an orange front marker) is drawn near the start position
     r, g, b = (top[..., i].astype(int) for i in range(3))
     assert ((r > 200) & (g > 80) & (g < 160) & (b < 60)).sum() > 10
+
+
+def test_renders_once_per_sim_timestamp() -> None:
+    sim = Simulator(speed=1.0)  # not started: the state stays at t = 0
+    worker = RenderWorker(sim.model, 320, 240)
+    worker.start()
+    try:
+        st = sim.state()
+        a = worker.render_sync("rgb", st.qpos, st.stamp_s, WAIT_S)
+        b = worker.render_sync("rgb", st.qpos, st.stamp_s, WAIT_S)
+        assert worker.render_count == 1
+        assert a.shape == (240, 320, 3) and np.array_equal(a, b) and a is not b
+        worker.render_sync("depth", st.qpos, st.stamp_s, WAIT_S)
+        worker.render_sync("rgb", st.qpos, st.stamp_s + 0.01, WAIT_S)
+        assert worker.render_count == 3
+    finally:
+        worker.close()
+        sim.close()
+    with pytest.raises(RobotError, match="closed"):
+        worker.render_sync("rgb", st.qpos, st.stamp_s, WAIT_S)
+
+
+def test_importing_the_package_does_not_import_mujoco() -> None:
+    code = "import sys, loopact.sim; assert 'mujoco' not in sys.modules, 'mujoco imported'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()

@@ -104,6 +104,7 @@ class RenderWorker:
         self._error: str | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self.render_count = 0  # images actually rendered (cache hits excluded)
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Start the render thread and create the GL contexts (blocking).
@@ -211,6 +212,7 @@ class RenderWorker:
                     else:
                         img = self._render(mj, data, renderers, req, far_m)
                         cache[req.kind] = (req.stamp_s, img)
+                        self.render_count += 1
                     req.future.set_result(img.copy())
                 except Exception as exc:
                     req.future.set_exception(
