@@ -1,0 +1,301 @@
+"""Anthropic ``POST /v1/messages`` for the scripted model server (SPEC X2, B2).
+
+Renders a :class:`~loopact.testing.script.Turn` as the real Messages API wire format: a
+``message`` JSON object, or, when the request has ``stream: true``, the server-sent event
+sequence ``message_start``, ``ping``, then per content block ``content_block_start`` /
+``content_block_delta``... / ``content_block_stop`` (a ``thinking`` block with
+``thinking_delta`` pieces and one ``signature_delta`` when the turn has ``reasoning``; a
+``text`` block with ``text_delta`` pieces; one ``tool_use`` block per call with its input as
+``input_json_delta`` pieces), then ``message_delta`` (``stop_reason`` and usage) and
+``message_stop``.
+
+Turn fields map as: ``reasoning`` -> thinking block, ``text`` -> text block, ``tool_calls``
+-> tool_use blocks (ids default to ``toolu_<turn>_<index>``; string arguments are sent
+verbatim, an empty string as one empty ``partial_json``), ``finish_reason`` -> ``stop_reason``
+(``stop`` -> ``end_turn``, ``tool_calls`` -> ``tool_use``, ``length`` -> ``max_tokens``,
+other values as given), ``usage`` -> ``input_tokens`` / ``output_tokens``. Extras under
+``extras.anthropic``: ``thinking_signature`` (the signature to send; default
+``sig_<turn>``), ``redacted_thinking`` (opaque data of a redacted thinking block sent first),
+``stop_sequence``. ``raw_chunks`` are sent as event payloads, the event name taken from their
+``type`` field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loopact.testing.script import ScriptUsage, Turn
+from loopact.testing.server import Protocol, RecordedRequest, RequestSummary, ResponsePlan
+
+__all__ = ["AnthropicMessagesProtocol"]
+
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def _event(name: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+
+
+def _raw_event(raw: str) -> bytes:
+    try:
+        name = str(json.loads(raw).get("type", "message"))
+    except (ValueError, AttributeError):
+        name = "message"
+    return f"event: {name}\ndata: {raw}\n\n".encode()
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _block_text(content: Any) -> str:
+    """Text of an Anthropic ``content``/``system``: a string or a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_result":
+            parts.append(_block_text(block.get("content")))
+    return "\n".join(parts)
+
+
+class AnthropicMessagesProtocol(Protocol):
+    """The Anthropic Messages protocol (streaming and non-streaming)."""
+
+    name = "anthropic"
+    paths = ("/v1/messages",)
+
+    def summarize(self, request: RecordedRequest) -> RequestSummary:
+        """Tool names, last user text, all text and ``stream`` of a Messages request."""
+        body = request.body if isinstance(request.body, dict) else {}
+        names = tuple(
+            str(t.get("name", "")) for t in body.get("tools") or [] if isinstance(t, dict)
+        )
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        texts = [_block_text(body.get("system"))]
+        last_user = ""
+        for m in messages:
+            text = _block_text(m.get("content"))
+            texts.append(text)
+            if m.get("role") == "user":
+                last_user = text
+        return RequestSummary(
+            tool_names=names,
+            last_user_text=last_user,
+            all_text="\n".join(texts),
+            stream=bool(body.get("stream")),
+        )
+
+    def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
+        """Render ``turn`` as a message (JSON) or an event stream (SSE), as the request asks."""
+        body = request.json()
+        model = str(body.get("model") or "scripted")
+        ident = f"msg_scripted_{request.index + 1}"
+        if body.get("stream"):
+            return ResponsePlan(
+                content_type="text/event-stream",
+                chunks=self._stream(turn, request, ident, model),
+                delay_s=turn.delay_s,
+                chunk_delay_s=turn.chunk_delay_s,
+                cut_after_chunks=turn.cut_after_chunks,
+            )
+        if turn.raw_chunks is not None:
+            payload = "".join(turn.raw_chunks).encode()
+        else:
+            usage = self._usage(turn, request)
+            message = {
+                "id": ident,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": self._blocks(turn, request),
+                "stop_reason": self._stop_reason(turn),
+                "stop_sequence": turn.extra("anthropic").get("stop_sequence"),
+                "usage": {
+                    "input_tokens": usage.prompt_tokens,
+                    "output_tokens": usage.completion_tokens,
+                },
+            }
+            payload = json.dumps(message, ensure_ascii=False).encode()
+        return ResponsePlan(
+            body=payload, delay_s=turn.delay_s, cut_after_chunks=turn.cut_after_chunks
+        )
+
+    def render_error(
+        self, status: int, message: str, request: RecordedRequest, turn: Turn | None = None
+    ) -> ResponsePlan:
+        """An Anthropic error body ``{"type": "error", "error": {"type", "message"}}``."""
+        spec = turn.error if turn is not None else None
+        kind = _ERROR_TYPES.get(status, "api_error")
+        if spec is not None and spec.type:
+            kind = spec.type
+        headers = {"request-id": f"req_scripted_{request.index + 1}"}
+        if spec is not None and spec.retry_after is not None:
+            headers["retry-after"] = spec.retry_after
+        body = {"type": "error", "error": {"type": kind, "message": message}}
+        return ResponsePlan(
+            status=status,
+            body=json.dumps(body).encode(),
+            headers=headers,
+            delay_s=turn.delay_s if turn is not None else 0.0,
+        )
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _usage(self, turn: Turn, request: RecordedRequest) -> ScriptUsage:
+        if turn.usage is not None:
+            return turn.usage
+        out_chars = len(turn.text) + len(turn.reasoning)
+        out_chars += sum(len(c.name) + len(c.arguments_text()) for c in turn.tool_calls)
+        return ScriptUsage(
+            prompt_tokens=max(1, len(request.raw_body) // 4),
+            completion_tokens=max(1, out_chars // 4),
+        )
+
+    def _stop_reason(self, turn: Turn) -> str | None:
+        reason = turn.resolved_finish_reason()
+        if reason is None:
+            return None
+        return _STOP_REASONS.get(reason, reason)
+
+    def _signature(self, turn: Turn, request: RecordedRequest) -> str:
+        sig = turn.extra("anthropic").get("thinking_signature")
+        return str(sig) if sig is not None else f"sig_{(request.turn_index or 0) + 1}"
+
+    def _call_id(self, turn: Turn, request: RecordedRequest, index: int) -> str:
+        call = turn.tool_calls[index]
+        return call.id or f"toolu_{(request.turn_index or 0) + 1}_{index}"
+
+    def _blocks(self, turn: Turn, request: RecordedRequest) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        redacted = turn.extra("anthropic").get("redacted_thinking")
+        if redacted:
+            blocks.append({"type": "redacted_thinking", "data": str(redacted)})
+        if turn.reasoning:
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "thinking": turn.reasoning,
+                    "signature": self._signature(turn, request),
+                }
+            )
+        if turn.text:
+            blocks.append({"type": "text", "text": turn.text})
+        for i, call in enumerate(turn.tool_calls):
+            args: Any = call.arguments
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args) if args.strip() else {}
+                except ValueError:
+                    args = {}
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": self._call_id(turn, request, i),
+                    "name": call.name,
+                    "input": args,
+                }
+            )
+        return blocks
+
+    def _stream(self, turn: Turn, request: RecordedRequest, ident: str, model: str) -> list[bytes]:
+        if turn.raw_chunks is not None:
+            return [_raw_event(raw) for raw in turn.raw_chunks]
+        usage = self._usage(turn, request)
+        size = turn.chunk_size
+        out = [
+            _event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": ident,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": 1},
+                    },
+                },
+            ),
+            _event("ping", {"type": "ping"}),
+        ]
+        index = 0
+
+        def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
+            nonlocal index
+            out.append(
+                _event(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": start},
+                )
+            )
+            for delta in deltas:
+                out.append(
+                    _event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": index, "delta": delta},
+                    )
+                )
+            out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+
+        redacted = turn.extra("anthropic").get("redacted_thinking")
+        if redacted:
+            block({"type": "redacted_thinking", "data": str(redacted)}, [])
+        if turn.reasoning:
+            deltas = [
+                {"type": "thinking_delta", "thinking": p} for p in _pieces(turn.reasoning, size)
+            ]
+            deltas.append({"type": "signature_delta", "signature": self._signature(turn, request)})
+            block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
+        if turn.text:
+            block(
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": p} for p in _pieces(turn.text, size)],
+            )
+        for i, call in enumerate(turn.tool_calls):
+            text = call.arguments_text()
+            pieces = _pieces(text, size) or [""]
+            block(
+                {
+                    "type": "tool_use",
+                    "id": self._call_id(turn, request, i),
+                    "name": call.name,
+                    "input": {},
+                },
+                [{"type": "input_json_delta", "partial_json": p} for p in pieces],
+            )
+        out.append(
+            _event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": self._stop_reason(turn),
+                        "stop_sequence": turn.extra("anthropic").get("stop_sequence"),
+                    },
+                    "usage": {"output_tokens": usage.completion_tokens},
+                },
+            )
+        )
+        out.append(_event("message_stop", {"type": "message_stop"}))
+        return out
