@@ -1,0 +1,183 @@
+"""Markdown skills with front matter, and the library that holds them (SPEC E3).
+
+A skill is a Markdown file::
+
+    ---
+    name: patrol
+    description: Visit every waypoint of the site in turn and report what was seen.
+    ---
+    1. ...
+
+Only the catalogue (names and one-line descriptions) goes into the system prompt; the body is
+fetched on demand with the ``skill`` tool, so bodies never sit in the context unasked.
+
+Built-in skills ship in ``loopact/skills/builtin/``; the user's live in ``<memory>/skills/``.
+:meth:`SkillLibrary.load` reads folders in order and a later folder's skill replaces an
+earlier one with the same name, so pass ``[builtin_dir(), memory / "skills"]`` to let user
+skills override built-in ones. A file with bad front matter is skipped with a warning naming
+it; loading never raises for a bad skill file.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_FRONT_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
+_MAX_DESCRIPTION = 200
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill.
+
+    Attributes:
+        name: Unique name (letters, digits, ``_``, ``-``).
+        description: One line saying when to use it.
+        body: The instructions, Markdown.
+        path: The file it came from.
+    """
+
+    name: str
+    description: str
+    body: str
+    path: Path
+
+
+class SkillFileError(ValueError):
+    """A skill file that cannot be used (the message names the file and the problem)."""
+
+
+def builtin_dir() -> Path:
+    """The folder of the skills shipped with loopact."""
+    return Path(__file__).resolve().parent / "builtin"
+
+
+def parse_skill(text: str, path: Path) -> Skill:
+    """Parse one skill file's text.
+
+    Args:
+        text: The file content.
+        path: Where it came from (for messages and :attr:`Skill.path`).
+
+    Raises:
+        SkillFileError: No front matter, front matter that is not a YAML mapping, a missing
+            or malformed ``name`` or ``description``, or an empty body.
+    """
+    m = _FRONT_RE.match(text.lstrip("\ufeff"))
+    if not m:
+        raise SkillFileError(f"{path}: no front matter (expected '---' lines around it)")
+    try:
+        meta = yaml.safe_load(m.group(1))
+    except yaml.YAMLError:
+        # People write "description: Patrol: visit ..." (not valid YAML): read such front
+        # matter as plain "key: value" lines instead of refusing it.
+        meta = _simple_front_matter(m.group(1))
+        if meta is None:
+            raise SkillFileError(
+                f"{path}: front matter is neither YAML nor 'key: value' lines"
+            ) from None
+    if not isinstance(meta, dict):
+        raise SkillFileError(f"{path}: front matter must be a mapping with name and description")
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not _NAME_RE.match(name.strip()):
+        raise SkillFileError(
+            f"{path}: 'name' must be 1-64 letters, digits, '_' or '-', got {name!r}"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise SkillFileError(f"{path}: 'description' must be a non-empty string")
+    description = " ".join(description.split())
+    if len(description) > _MAX_DESCRIPTION:
+        description = description[: _MAX_DESCRIPTION - 3].rstrip() + "..."
+    body = m.group(2).strip()
+    if not body:
+        raise SkillFileError(f"{path}: the skill has no body")
+    return Skill(name.strip(), description, body, path)
+
+
+def _simple_front_matter(text: str) -> dict[str, str] | None:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or not key.strip() or line[:1].isspace():
+            return None
+        out[key.strip()] = value.strip().strip("'\"")
+    return out
+
+
+class SkillLibrary:
+    """The skills available to the agent, by name (SPEC E3).
+
+    Args:
+        skills: The skills; a later one replaces an earlier one with the same name.
+    """
+
+    def __init__(self, skills: Iterable[Skill] = ()) -> None:
+        self._skills: dict[str, Skill] = {}
+        for s in skills:
+            self._skills[s.name] = s
+
+    @classmethod
+    def load(cls, dirs: Iterable[Path]) -> SkillLibrary:
+        """Read every ``*.md`` file of each folder, in order (later folders override).
+
+        Missing folders are ignored; bad files are skipped with a warning naming the file.
+        Blocking (reads files): call it at start-up or through ``asyncio.to_thread``.
+
+        Args:
+            dirs: Skill folders, lowest priority first.
+        """
+        skills: list[Skill] = []
+        for folder in dirs:
+            folder = Path(folder).expanduser()
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.md")):
+                try:
+                    skills.append(parse_skill(path.read_text(encoding="utf-8"), path))
+                except (SkillFileError, OSError, UnicodeDecodeError) as exc:
+                    log.warning(
+                        "skipping skill file: %s",
+                        exc if isinstance(exc, SkillFileError) else f"{path}: {exc}",
+                    )
+        return cls(skills)
+
+    @property
+    def names(self) -> list[str]:
+        """The skill names, sorted."""
+        return sorted(self._skills)
+
+    def get(self, name: str) -> Skill | None:
+        """The skill called ``name`` (exact, then case-insensitive), or None."""
+        key = name.strip()
+        if key in self._skills:
+            return self._skills[key]
+        lowered = {k.lower(): v for k, v in self._skills.items()}
+        return lowered.get(key.lower())
+
+    def __len__(self) -> int:
+        return len(self._skills)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def catalogue_text(self) -> str:
+        """Names and one-line descriptions for the system prompt (never the bodies).
+
+        Returns ``""`` when there are no skills.
+        """
+        if not self._skills:
+            return ""
+        lines = ["Skills (call the `skill` tool with a name to read one before using it):"]
+        lines += [f"- {n}: {self._skills[n].description}" for n in self.names]
+        return "\n".join(lines)
