@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from dulwich import porcelain
+from dulwich.file import FileLocked
 from dulwich.graph import find_merge_base
 from dulwich.repo import Repo
 
@@ -148,7 +149,7 @@ def push(repo: Repo, remote: str) -> None:
         )
     except porcelain.DivergedBranches as exc:
         raise PushRejected(str(exc)) from None
-    except porcelain.FileLocked as exc:  # another robot is updating the same ref right now
+    except FileLocked as exc:  # another robot is updating the same ref right now
         raise PushRejected(f"remote ref locked: {exc}") from None
     for ref, error in (result.ref_status or {}).items():
         if error is not None:
