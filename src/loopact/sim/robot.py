@@ -17,10 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from loopact.errors import RobotError
-from loopact.robot.interface import CameraFrame, DepthFrame, HeadState, Pose, Twist
+from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.sim import world
 from loopact.sim.render import RenderKind, RenderWorker
-from loopact.sim.simulator import SimClock, Simulator
+from loopact.sim.simulator import Simulator
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class SimRobot:
 
     Attributes:
         sim: The running :class:`Simulator`.
-        clock: Simulated time (:class:`SimClock`).
+        clock: Simulated time (a :class:`~loopact.sim.simulator.SimClock`).
         has_head: Always True.
         camera_hfov_deg: Horizontal field of view of the head camera in degrees.
         width: Camera width in pixels.
@@ -47,7 +47,7 @@ class SimRobot:
 
     def __init__(self, sim: Simulator, renderer: RenderWorker) -> None:
         self.sim = sim
-        self.clock: SimClock = sim.clock
+        self.clock: Clock = sim.clock
         self.camera_hfov_deg: float = world.CAMERA_HFOV_DEG
         self.width = sim.width
         self.height = sim.height
