@@ -326,6 +326,9 @@ async def _aclose_quietly(stream: Any) -> None:
     if aclose is None:
         return
     try:
-        await asyncio.wait_for(aclose(), 5.0)
+        # Not asyncio.wait_for: it can swallow a cancellation that arrives as the inner
+        # awaitable finishes, and a preempted task must always see its cancellation.
+        async with timeout_after(5.0):
+            await aclose()
     except Exception as exc:  # closing a broken stream must not hide the real error
         log.debug("closing the model stream failed: %r", exc)
