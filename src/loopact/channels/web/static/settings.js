@@ -1,0 +1,72 @@
+// loopact web console: settings page (SPEC F2). The API key is write-only.
+(function () {
+  "use strict";
+  var $ = function (id) { return document.getElementById(id); };
+  var FIELDS = ["provider", "model", "base_url", "robot_profile"];
+
+  function fill(select, values, current) {
+    select.textContent = "";
+    values.forEach(function (v) {
+      var o = document.createElement("option");
+      o.value = v; o.textContent = v;
+      select.appendChild(o);
+    });
+    if (current && values.indexOf(current) < 0) {
+      var o = document.createElement("option");
+      o.value = current; o.textContent = current;
+      select.appendChild(o);
+    }
+    select.value = current || "";
+  }
+  function clearErrors() {
+    document.querySelectorAll(".field-error").forEach(function (e) { e.textContent = ""; });
+  }
+  function show(s) {
+    fill($("f-provider"), s.providers, s.provider);
+    fill($("f-robot_profile"), s.profiles, s.robot_profile);
+    $("f-model").value = s.model || "";
+    $("f-base_url").value = s.base_url || "";
+    $("f-api_key").value = "";
+    $("key-state").textContent = s.api_key;  // "set" or "not set", never the key
+    if (s.editable === false) {
+      $("apply").disabled = true;
+      $("saved").textContent = "settings cannot be changed in this console";
+    }
+  }
+  function load() {
+    fetch("/api/settings", { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { return r.json(); })
+      .then(show);
+  }
+  $("settings-form").addEventListener("submit", function (e) {
+    e.preventDefault();
+    clearErrors();
+    $("saved").textContent = "";
+    var body = {};
+    FIELDS.forEach(function (f) { body[f] = $("f-" + f).value; });
+    var key = $("f-api_key").value;
+    if (key) { body.api_key = key; }
+    fetch("/api/settings", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.json().then(function (d) {
+        if (r.ok) {
+          $("f-api_key").value = "";
+          $("key-state").textContent = d.settings.api_key;
+          $("saved").textContent = "saved";
+          return;
+        }
+        var errors = d.errors || { form: d.detail || r.statusText };
+        Object.keys(errors).forEach(function (k) {
+          var slot = document.querySelector('.field-error[data-for="' + k + '"]') ||
+            document.querySelector('.field-error[data-for="form"]');
+          slot.textContent = k + ": " + errors[k];
+        });
+      });
+    }).catch(function (err) { $("saved").textContent = err.message; });
+  });
+  load();
+})();
