@@ -1,0 +1,369 @@
+"""Dify chat-messages provider (SPEC B3, B4, B5, B6, A5).
+
+A Dify app keeps the conversation on the server: each request sends only what is new, the
+trailing user / tool-feedback text after the last assistant message, as ``query``, together
+with the ``conversation_id`` Dify returned (an empty string on the first request of a
+session; :meth:`DifyModel.reset` clears it). On the first request the system prompt (the
+action catalogue in action-text mode, SPEC A5) is put in front of the query, since the app's
+own prompt cannot know the live tools. Images are uploaded first (``POST /files/upload``,
+multipart) and referenced by ``upload_file_id``; an image is uploaded once per model (by its
+SHA-256), so a retried request does not upload it again.
+
+The answer streams as server-sent events: ``message`` / ``agent_message`` carry answer
+pieces, ``<think>`` text inside them is kept apart as reasoning, ``message_end`` carries the
+usage and ends the response, ``error`` ends it with :class:`~loopact.errors.ModelFatalError`
+naming Dify's code and message; ``agent_thought``, ``message_file``, ``ping``, TTS and workflow
+events (``workflow_started``, ``node_started``, ...) are read and ignored. Dify has no native
+tool calls: the answer holds action text that the loop parses (:mod:`loopact.agent.actiontext`).
+
+HTTP is ``httpx2`` (the client the SDKs here are built on; its server-sent-event support is the
+httpx-sse code). Errors map like the other providers: connection failures, 408/409/429/5xx and
+a stream cut before ``message_end`` are retryable, everything else is fatal.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import httpx2
+
+from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.llm.base import (
+    Capabilities,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    ResponseDone,
+    TextDelta,
+)
+from loopact.llm.messages import Image, Message, TextPart, Usage
+from loopact.llm.think import ThinkSplitter
+
+__all__ = ["DIFY_CAPABILITIES", "DifyModel"]
+
+logger = logging.getLogger(__name__)
+
+DIFY_CAPABILITIES = Capabilities(
+    vision=True,
+    native_tool_calls=False,
+    parallel_tool_calls=False,
+    constrained_decoding=False,
+    stream_usage=False,
+)
+"""What a Dify chat app can do: images via uploads, no native tool calls."""
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_ANSWER_EVENTS = frozenset({"message", "agent_message"})
+_NO_VISION_NOTE = "[image omitted: this model has no vision]"
+_EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp", "image/gif": "gif"}
+
+
+class DifyModel:
+    """A Dify chat / agent app behind the chat-messages API (SPEC B3).
+
+    Args:
+        model: A display name for the app (Dify picks the model from the API key).
+        base_url: The API root ending in ``/v1`` (``https://api.dify.ai/v1``).
+        api_key: The app's API key (the CLI resolves ``DIFY_API_KEY`` / ``LOOPACT_API_KEY``).
+        capabilities: Defaults to :data:`DIFY_CAPABILITIES`.
+        user: The ``user`` identifier sent with every request and upload.
+        inputs: The app's ``inputs`` variables (``{}`` by default).
+        send_system_prompt: Put the system prompt in front of the first query of a
+            conversation.
+        request_timeout_s: Timeout in seconds for connecting and for each read.
+
+    Raises:
+        ValueError: ``base_url`` is empty.
+    """
+
+    provider = "dify"
+
+    def __init__(
+        self,
+        model: str = "dify-app",
+        base_url: str = "",
+        api_key: str | None = None,
+        capabilities: Capabilities | None = None,
+        user: str = "loopact",
+        inputs: Mapping[str, Any] | None = None,
+        send_system_prompt: bool = True,
+        request_timeout_s: float = 120.0,
+    ) -> None:
+        if not base_url:
+            raise ValueError("DifyModel needs base_url, the API root ending in /v1")
+        self.model = model
+        self.capabilities = capabilities or DIFY_CAPABILITIES
+        self.user = user
+        self.inputs = dict(inputs or {})
+        self.send_system_prompt = send_system_prompt
+        self._base = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(request_timeout_s)
+        )
+        self._conversation_id = ""
+        self._uploaded: dict[str, str] = {}
+
+    @property
+    def conversation_id(self) -> str:
+        """The id of the current Dify conversation ("" before the first answer)."""
+        return self._conversation_id
+
+    def reset(self) -> None:
+        """Start a new conversation: the next request sends an empty ``conversation_id``."""
+        self._conversation_id = ""
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.aclose()
+
+    # ---- request ---------------------------------------------------------------------------
+
+    def query_for(self, messages: Sequence[Message]) -> tuple[str, list[Image]]:
+        """What to send for ``messages``: the new text and the images to upload.
+
+        Args:
+            messages: The canonical history.
+
+        Returns:
+            ``(query, images)``: the user and tool messages after the last assistant message,
+            joined (tool results as ``Result of <tool>: <text>``), prefixed with the system
+            prompt on a conversation's first request.
+
+        Raises:
+            ModelFatalError: There is nothing new to send.
+        """
+        tail: list[Message] = []
+        for m in reversed(messages):
+            if m.role in ("assistant", "system"):
+                break
+            tail.append(m)
+        tail.reverse()
+        texts: list[str] = []
+        images: list[Image] = []
+        for m in tail:
+            text = m.text.strip()
+            if m.role == "tool":
+                texts.append(f"Result of {m.name or 'tool'}: {text or '(no output)'}")
+            elif text:
+                texts.append(text)
+            images.extend(m.images)
+        if not texts and not images:
+            raise ModelFatalError("nothing new to send to Dify: the history ends without a user")
+        query = "\n\n".join(texts)
+        if self.send_system_prompt and not self._conversation_id:
+            system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
+            if system:
+                query = f"{system}\n\n{query}" if query else system
+        return query, images
+
+    async def _upload(self, image: Image) -> str:
+        """Upload ``image`` (once per SHA-256) and return its ``upload_file_id``."""
+        key = image.sha256
+        if key in self._uploaded:
+            return self._uploaded[key]
+        if image.file_id:
+            return image.file_id
+        name = f"image-{key[:12]}.{_EXTENSIONS.get(image.media_type, 'bin')}"
+        try:
+            response = await self._client.post(
+                f"{self._base}/files/upload",
+                files={"file": (name, image.data, image.media_type)},
+                data={"user": self.user},
+            )
+        except httpx2.TransportError as exc:
+            raise ModelRetryableError(f"cannot upload an image to Dify: {exc}") from None
+        if response.status_code >= 300:
+            raise _http_error(response, "file upload")
+        try:
+            file_id = str(response.json()["id"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelFatalError(f"malformed Dify upload answer: {exc}") from None
+        self._uploaded[key] = file_id
+        return file_id
+
+    async def _files(self, images: list[Image]) -> tuple[list[dict[str, str]], list[str]]:
+        files: list[dict[str, str]] = []
+        notes: list[str] = []
+        for image in images:
+            if not self.capabilities.vision:
+                notes.append(_NO_VISION_NOTE)
+                continue
+            try:
+                file_id = await self._upload(image)
+            except ModelFatalError as exc:  # SPEC G2: the turn goes on without the image
+                logger.warning("Dify image upload failed, sending the text alone: %s", exc)
+                notes.append(f"[an image could not be uploaded: {exc}]")
+                continue
+            files.append(
+                {"type": "image", "transfer_method": "local_file", "upload_file_id": file_id}
+            )
+        return files, notes
+
+    # ---- response --------------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Send the newest input and yield the answer as it streams (SPEC B3, B5).
+
+        ``request.tools`` is not sent (Dify has no tool parameter): the tools reach the model
+        as the action catalogue in the system prompt.
+
+        Raises:
+            ModelRetryableError: Connection error, 408/409/429/5xx, stream cut.
+            ModelFatalError: An ``error`` event (naming Dify's code and message), another
+                HTTP error, a malformed event.
+        """
+        query, images = self.query_for(request.messages)
+        files, notes = await self._files(images)
+        if notes:
+            query = "\n".join([query, *notes]) if query else "\n".join(notes)
+        body: dict[str, Any] = {
+            "inputs": self.inputs,
+            "query": query,
+            "response_mode": "streaming",
+            "conversation_id": self._conversation_id,
+            "user": self.user,
+        }
+        if files:
+            body["files"] = files
+        logger.debug(
+            "dify request: conversation=%s files=%d", self._conversation_id or "(new)", len(files)
+        )
+        try:
+            async with self._client.stream(
+                "POST", f"{self._base}/chat-messages", json=body
+            ) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise _http_error(response, "chat-messages")
+                async for event in self._events(response):
+                    yield event
+                    if isinstance(event, ResponseDone):
+                        return
+        except ModelError:
+            raise
+        except (httpx2.TransportError, httpx2.StreamError) as exc:
+            raise ModelRetryableError(f"Dify stream was cut: {exc}") from None
+        raise ModelRetryableError("Dify stream was cut: it ended before message_end")
+
+    async def _events(self, response: httpx2.Response) -> AsyncIterator[ModelEvent]:
+        splitter = ThinkSplitter()
+        text: list[str] = []
+        reasoning: list[str] = []
+        replaced: str | None = None
+        meta: dict[str, Any] = {}
+        files: list[dict[str, Any]] = []
+
+        def emit(segments: Sequence[tuple[str, str]]) -> list[ModelEvent]:
+            out: list[ModelEvent] = []
+            for kind, piece in segments:
+                if not piece:
+                    continue
+                if kind == "reasoning":
+                    reasoning.append(piece)
+                    out.append(ReasoningDelta(piece))
+                else:
+                    text.append(piece)
+                    out.append(TextDelta(piece))
+            return out
+
+        async for sse in httpx2.EventSource(response):
+            if not sse.data.strip():
+                continue  # ping and keep-alive frames
+            try:
+                data = json.loads(sse.data)
+            except ValueError as exc:
+                raise ModelFatalError(f"malformed Dify event: {exc}: {sse.data[:120]!r}") from None
+            if not isinstance(data, dict):
+                continue
+            kind = str(data.get("event") or sse.event)
+            for key in ("conversation_id", "message_id", "task_id"):
+                if data.get(key):
+                    meta[key] = str(data[key])
+            if kind in _ANSWER_EVENTS:
+                for event in emit(splitter.feed(str(data.get("answer") or ""))):
+                    yield event
+            elif kind == "message_replace":
+                replaced = str(data.get("answer") or "")
+            elif kind == "message_file":
+                files.append({k: data.get(k) for k in ("id", "type", "url", "belongs_to")})
+            elif kind == "error":
+                raise ModelFatalError(
+                    f"Dify error {data.get('code') or 'unknown'}: "
+                    f"{data.get('message') or 'no message'}",
+                    status=_int_or_none(data.get("status")),
+                )
+            elif kind == "message_end":
+                for event in emit(splitter.flush()):
+                    yield event
+                if meta.get("conversation_id"):
+                    self._conversation_id = meta["conversation_id"]
+                usage = ((data.get("metadata") or {}).get("usage")) or {}
+                answer = replaced if replaced is not None else "".join(text)
+                provider_data: dict[str, Any] = {"dify": dict(meta)}
+                if files:
+                    provider_data["dify"]["files"] = files
+                yield ResponseDone(
+                    message=Message(
+                        role="assistant",
+                        content=(TextPart(answer),) if answer else (),
+                        reasoning="".join(reasoning) or None,
+                        provider_data=provider_data,
+                    ),
+                    finish_reason="stop",
+                    usage=Usage(
+                        _int_or_none(usage.get("prompt_tokens")) or 0,
+                        _int_or_none(usage.get("completion_tokens")) or 0,
+                    ),
+                )
+                return
+            else:
+                logger.debug("dify event %s ignored", kind)
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def _http_error(response: httpx2.Response, what: str) -> ModelError:
+    status = response.status_code
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and (body.get("code") or body.get("message")):
+        detail = f"{body.get('code') or 'error'}: {body.get('message') or ''}".rstrip(": ")
+    else:
+        detail = response.text[:200] or response.reason_phrase
+    message = f"Dify {what} answered HTTP {status}: {detail}"
+    if status in _RETRYABLE_STATUS or status >= 500:
+        return ModelRetryableError(
+            message, status=status, retry_after_s=_retry_after(response.headers.get("retry-after"))
+        )
+    return ModelFatalError(message, status=status)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
