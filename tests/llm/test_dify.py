@@ -262,3 +262,21 @@ async def test_nothing_new_to_send_is_fatal() -> None:
     with pytest.raises(ModelFatalError, match="nothing new"):
         await run(model, Message.user("hi"), Message.assistant("hello"))
     await model.aclose()
+
+
+async def test_default_server_speaks_all_three_protocols(
+    scripted_server: Callable[[Any], ScriptedModelServer],
+) -> None:
+    """The shared fixture's server (default protocols) serves Dify beside OpenAI/Anthropic."""
+    from loopact.llm.anthropic import AnthropicModel
+
+    s = scripted_server([{"text": "from dify"}, {"text": "from anthropic"}])
+    dify_model = DifyModel(base_url=s.base_url, api_key="k")
+    done = done_of(await run(dify_model, Message.user("hi")))
+    await dify_model.aclose()
+    claude = AnthropicModel("c", base_url=s.base_url, api_key="k")  # trailing /v1 tolerated
+    events = [e async for e in claude.stream(ModelRequest(messages=(Message.user("hi"),)))]
+    await claude.aclose()
+    assert done.message.text == "from dify"
+    assert done_of(events).message.text == "from anthropic"
+    assert [r.path for r in s.requests] == ["/v1/chat-messages", "/v1/messages"]

@@ -196,10 +196,13 @@ class Protocol:
 
 
 def default_protocols() -> list[Protocol]:
-    """The protocols a server speaks when none are given: OpenAI chat completions."""
+    """The protocols a server speaks when none are given: OpenAI chat completions,
+    Anthropic Messages and Dify chat-messages (with file uploads)."""
+    from loopact.testing.anthropic_protocol import AnthropicMessagesProtocol
+    from loopact.testing.dify_protocol import DifyProtocol
     from loopact.testing.openai_protocol import OpenAIChatProtocol
 
-    return [OpenAIChatProtocol()]
+    return [OpenAIChatProtocol(), AnthropicMessagesProtocol(), DifyProtocol()]
 
 
 class _Handler(BaseHTTPRequestHandler):
