@@ -1,0 +1,619 @@
+"""The safety governor: the only writer to the base and the head (SPEC C5, X3).
+
+Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask the governor, which
+
+- clamps every command to the hardware profile's limits and reports what it clamped, and refuses
+  NaN/inf values (:class:`~loopact.errors.SafetyError`);
+- gives the base to one motion at a time (:meth:`begin_motion` returns a :class:`MotionLease`;
+  a new lease ends the old one with ``stopped_by="cancelled"``), and the head likewise;
+- halts forward motion when the depth image shows something closer than
+  ``limits.obstacle_stop_m`` to the robot's front in its path (depth is trusted only while the
+  head looks forward; a forward motion re-centres the pan first);
+- halts motion that would take the robot's centre out of the site's geofence;
+- stops the base at each motion's deadline (at most ``limits.max_motion_duration_s``);
+- runs a watchdog on the robot's clock that zeroes the base when commands stop arriving for
+  ``limits.command_timeout_s`` during motion (a dead agent or link stops the robot);
+- latches an emergency stop until :meth:`reset_emergency_stop`;
+- zeroes the base at once on :meth:`stop_all` (user stop, preemption).
+
+It depends only on the :class:`~loopact.robot.interface.Robot` interface and its clock (no ROS),
+so it can later run base-side as its own node in front of ``cmd_vel``. The site map is assumed
+to share the odometry frame (true in the simulator: map = odom).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from loopact.errors import EmergencyStopError, RobotError, SafetyError
+from loopact.robot.interface import Pose, Robot, Twist
+from loopact.robot.profile import HardwareProfile, SiteMap
+
+logger = logging.getLogger(__name__)
+
+BRAKE_DECEL_MPS2 = 1.0
+"""Deceleration assumed when predicting the stopping distance, m/s^2."""
+
+HEAD_FORWARD_TOL_DEG = 10.0
+"""Depth is trusted for the obstacle stop only while |pan| is below this, degrees."""
+
+STOP_REASONS = (
+    "target",
+    "obstacle",
+    "geofence",
+    "deadline",
+    "cancelled",
+    "emergency_stop",
+    "watchdog",
+)
+
+
+class MotionLease:
+    """Ownership of the base (or the head) by one motion.
+
+    Attributes:
+        name: Who holds it (the tool name).
+        started_s: Start time on the robot's clock.
+        deadline_s: When the governor stops it, robot clock seconds.
+        stopped_by: None while running; then one of ``target``, ``obstacle``, ``geofence``,
+            ``deadline``, ``cancelled``, ``emergency_stop`` or ``watchdog``.
+        detail: A readable reason for the stop.
+        clamped: What the governor clamped: ``{field: {"requested": x, "applied": y}}``.
+    """
+
+    def __init__(self, name: str, started_s: float, deadline_s: float) -> None:
+        self.name = name
+        self.started_s = started_s
+        self.deadline_s = deadline_s
+        self.stopped_by: str | None = None
+        self.detail = ""
+        self.clamped: dict[str, dict[str, float]] = {}
+
+    @property
+    def active(self) -> bool:
+        """True until the lease is stopped."""
+        return self.stopped_by is None
+
+    def stop(self, reason: str, detail: str = "") -> None:
+        """Mark the lease stopped (first reason wins)."""
+        if self.stopped_by is None:
+            self.stopped_by = reason
+            self.detail = detail
+
+
+@dataclass(frozen=True)
+class ObstacleReading:
+    """Nearest obstacle in the forward corridor from one depth image.
+
+    Attributes:
+        clearance_m: Free distance ahead of the robot's front in metres (inf: nothing seen),
+            None when the depth could not be trusted.
+        stamp_s: Depth capture time on the robot clock.
+        x_m: Robot x (odom) when read, metres.
+        y_m: Robot y (odom) when read, metres.
+        note: Why the reading is untrusted, if it is.
+    """
+
+    clearance_m: float | None
+    stamp_s: float
+    x_m: float
+    y_m: float
+    note: str = ""
+
+
+def forward_clearance(
+    depth_m: npt.NDArray[np.float32],
+    profile: HardwareProfile,
+    pan_rad: float = 0.0,
+    tilt_rad: float = 0.0,
+    step_px: int = 4,
+) -> float:
+    """Free distance in front of the robot's front edge from a depth image (SPEC X3).
+
+    Back-projects every ``step_px``-th pixel (pinhole model from ``camera.hfov_deg``, z-depth in
+    metres), rotates by the head's tilt (down positive) and pan (left positive), and keeps points
+    in the robot's corridor (``|y| <= footprint_radius_m + 5 cm``) between 5 cm above the floor
+    and ``body_height_m``.
+
+    Returns:
+        Metres from the robot's front to the nearest such point; ``inf`` if there is none.
+    """
+    d = depth_m[::step_px, ::step_px].astype(np.float64)
+    h, w = depth_m.shape[:2]
+    cam = profile.camera
+    f_px = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
+    vs, us = np.mgrid[0:h:step_px, 0:w:step_px]
+    valid = np.isfinite(d) & (d > 0)
+    x_c = (us - w / 2 + 0.5) / f_px * d
+    y_c = (vs - h / 2 + 0.5) / f_px * d
+    fwd = d * math.cos(tilt_rad) - y_c * math.sin(tilt_rad)
+    down = d * math.sin(tilt_rad) + y_c * math.cos(tilt_rad)
+    height = cam.mount_height_m - down
+    lat = -x_c
+    fwd_b = fwd * math.cos(pan_rad) - lat * math.sin(pan_rad) + cam.mount_forward_m
+    lat_b = fwd * math.sin(pan_rad) + lat * math.cos(pan_rad)
+    half = profile.footprint_radius_m + 0.05
+    keep = (
+        valid
+        & (np.abs(lat_b) <= half)
+        & (height > 0.05)
+        & (height < profile.body_height_m)
+        & (fwd_b > 0)
+    )
+    if not np.any(keep):
+        return math.inf
+    return float(np.min(fwd_b[keep]) - profile.footprint_radius_m)
+
+
+def _finite(name: str, value: float) -> float:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SafetyError(f"{name} must be a finite number, got {value!r}: refused")
+    return float(value)
+
+
+class SafetyGovernor:
+    """The only writer to the actuators (SPEC C5, X3). See the module docstring.
+
+    Args:
+        robot: The robot whose actuators it owns.
+        profile: Limits, camera geometry, head limits.
+        site: Site map whose geofence it enforces (None: no geofence).
+        control_period_s: Period of the watchdog and obstacle monitor, robot-clock seconds.
+    """
+
+    def __init__(
+        self,
+        robot: Robot,
+        profile: HardwareProfile,
+        site: SiteMap | None = None,
+        control_period_s: float = 0.05,
+    ) -> None:
+        self.robot = robot
+        self.clock = robot.clock
+        self.profile = profile
+        self.site = site
+        self.period_s = control_period_s
+        self._base: MotionLease | None = None
+        self._base_forward = False
+        self._head: MotionLease | None = None
+        self._estop = False
+        self._estop_reason = ""
+        self._last_cmd_s = -math.inf
+        self._last_twist = Twist()
+        self._obstacle: ObstacleReading | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self._monitor: asyncio.Task[None] | None = None
+        self.watchdog_trips = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the watchdog task on the running event loop (idempotent)."""
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.get_running_loop().create_task(
+                self._watchdog_loop(), name="loopact-governor-watchdog"
+            )
+
+    async def close(self) -> None:
+        """Stop the base and the background tasks."""
+        for task in (self._watchdog, self._monitor):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._watchdog = self._monitor = None
+        with contextlib.suppress(Exception):
+            await self._send(Twist())
+
+    # ---- state -----------------------------------------------------------------------------
+
+    @property
+    def emergency_stopped(self) -> bool:
+        """True while the emergency stop is latched."""
+        return self._estop
+
+    @property
+    def last_twist(self) -> Twist:
+        """The last twist the governor sent to the base."""
+        return self._last_twist
+
+    @property
+    def base_lease(self) -> MotionLease | None:
+        """The motion owning the base, if any."""
+        return self._base
+
+    # ---- stops -----------------------------------------------------------------------------
+
+    async def stop_all(self, reason: str) -> None:
+        """Zero the base now and cancel the active motions (user stop, preemption).
+
+        Args:
+            reason: Why, for the motions' ``detail``.
+        """
+        self._end_leases("cancelled", reason)
+        await self._send(Twist())
+
+    async def emergency_stop(self, reason: str = "emergency stop") -> None:
+        """Latch the emergency stop: zero the base, refuse all motion until reset (X3)."""
+        self._estop = True
+        self._estop_reason = reason
+        self._end_leases("emergency_stop", reason)
+        await self._send(Twist())
+        logger.warning("emergency stop latched: %s", reason)
+
+    def reset_emergency_stop(self) -> None:
+        """Release the latched emergency stop (an explicit human decision)."""
+        if self._estop:
+            logger.warning("emergency stop reset")
+        self._estop = False
+        self._estop_reason = ""
+
+    def _end_leases(self, reason: str, detail: str) -> None:
+        for lease in (self._base, self._head):
+            if lease is not None:
+                lease.stop(reason, detail)
+        self._base = None
+        self._head = None
+
+    def _check_estop(self) -> None:
+        if self._estop:
+            raise EmergencyStopError(
+                f"emergency stop is latched ({self._estop_reason}); "
+                "a person must reset it before the robot can move"
+            )
+
+    # ---- base ------------------------------------------------------------------------------
+
+    def clamp_twist(self, twist: Twist) -> tuple[Twist, dict[str, dict[str, float]]]:
+        """Clamp a twist to the profile's limits.
+
+        Returns:
+            The clamped twist and ``{field: {"requested", "applied"}}`` for each clamped field.
+
+        Raises:
+            SafetyError: A non-finite component.
+        """
+        lim = self.profile.limits
+        lin = _finite("linear_mps", twist.linear_mps)
+        ang = _finite("angular_radps", twist.angular_radps)
+        lat = _finite("lateral_mps", twist.lateral_mps)
+        clamped: dict[str, dict[str, float]] = {}
+        max_ang = math.radians(lim.max_angular_dps)
+        if abs(lin) > lim.max_linear_mps:
+            applied = math.copysign(lim.max_linear_mps, lin)
+            clamped["linear_mps"] = {"requested": lin, "applied": applied}
+            lin = applied
+        if abs(ang) > max_ang:
+            applied = math.copysign(max_ang, ang)
+            clamped["angular_dps"] = {
+                "requested": math.degrees(ang),
+                "applied": math.degrees(applied),
+            }
+            ang = applied
+        if self.profile.drive != "mecanum" and lat != 0.0:
+            clamped["lateral_mps"] = {"requested": lat, "applied": 0.0}
+            lat = 0.0
+        elif abs(lat) > lim.max_linear_mps:
+            applied = math.copysign(lim.max_linear_mps, lat)
+            clamped["lateral_mps"] = {"requested": lat, "applied": applied}
+            lat = applied
+        return Twist(lin, ang, lat), clamped
+
+    async def begin_motion(
+        self, name: str, duration_s: float, forward: bool = False
+    ) -> MotionLease:
+        """Take the base for one motion, ending any other motion (X3 ownership).
+
+        Args:
+            name: The motion's name (tool name).
+            duration_s: Planned duration in seconds; the deadline is
+                ``min(duration_s, limits.max_motion_duration_s)`` from now.
+            forward: True if it will drive forward: the governor re-centres the head's pan so
+                the depth image looks ahead, and starts the obstacle monitor.
+
+        Raises:
+            EmergencyStopError: The emergency stop is latched.
+            SafetyError: ``duration_s`` is not a positive finite number, or an obstacle is
+                already closer than ``obstacle_stop_m`` (forward motion only).
+            RobotError: The robot failed to answer.
+        """
+        self._check_estop()
+        duration_s = _finite("duration_s", duration_s)
+        if duration_s <= 0:
+            raise SafetyError(f"duration_s must be > 0, got {duration_s}: refused")
+        if self._base is not None:
+            self._base.stop("cancelled", f"replaced by {name}")
+            self._base = None
+            await self._send(Twist())
+        now = self.clock.now()
+        lease = MotionLease(
+            name, now, now + min(duration_s, self.profile.limits.max_motion_duration_s)
+        )
+        self._base = lease
+        self._base_forward = forward
+        self._last_cmd_s = now
+        if forward:
+            await self._prepare_forward(lease)
+        return lease
+
+    async def _prepare_forward(self, lease: MotionLease) -> None:
+        if self.robot.has_head and self.profile.head.present:
+            head = await self.robot.get_head()
+            if abs(math.degrees(head.pan_rad)) > HEAD_FORWARD_TOL_DEG:
+                if self._head is not None:
+                    self._head.stop("cancelled", f"head re-centred for {lease.name}")
+                    self._head = None
+                await self.robot.set_head(0.0, head.tilt_rad)
+                await self._wait_head(0.0, head.tilt_rad, timeout_s=3.0)
+        reading = await self._read_obstacle()
+        self._obstacle = reading
+        if reading.clearance_m is not None and reading.clearance_m < (
+            self.profile.limits.obstacle_stop_m
+        ):
+            lease.stop("obstacle", f"obstacle {reading.clearance_m:.2f} m ahead")
+            self._base = None
+            raise SafetyError(
+                f"obstacle {reading.clearance_m:.2f} m in front of the robot (the limit is "
+                f"{self.profile.limits.obstacle_stop_m} m): forward motion refused"
+            )
+        if self._monitor is None or self._monitor.done():
+            self._monitor = asyncio.get_running_loop().create_task(
+                self._monitor_loop(), name="loopact-governor-obstacles"
+            )
+
+    async def command(self, lease: MotionLease, twist: Twist) -> Twist:
+        """Send one base command for ``lease`` after every safety check (X3).
+
+        A lease that is no longer active sends nothing. Halts (zero twist, lease stopped with
+        the reason) on emergency stop, deadline, geofence or obstacle. Forward speed is reduced
+        near an obstacle so the robot can stop in time; forward motion waits (zero linear speed)
+        while no fresh depth reading exists.
+
+        Returns:
+            The twist actually sent (zero if halted or not the owner).
+
+        Raises:
+            SafetyError: Non-finite values.
+        """
+        cmd, clamped = self.clamp_twist(twist)
+        if not lease.active or self._base is not lease:
+            lease.stop("cancelled", "another motion took the base")
+            return Twist()
+        if self._estop:
+            return await self._halt(lease, "emergency_stop", self._estop_reason)
+        now = self.clock.now()
+        self._last_cmd_s = now
+        for key, val in clamped.items():
+            lease.clamped.setdefault(key, val)
+        if now >= lease.deadline_s:
+            return await self._halt(
+                lease, "deadline", f"motion deadline reached after {now - lease.started_s:.1f} s"
+            )
+        if self.site is not None and self.site.geofence and cmd.linear_mps != 0.0:
+            pose = await self.robot.get_pose()
+            if self._leaves_fence(pose, cmd):
+                return await self._halt(
+                    lease, "geofence", f"geofence: stopped at ({pose.x_m:.2f}, {pose.y_m:.2f})"
+                )
+        if cmd.linear_mps > 0:
+            cmd = await self._limit_for_obstacle(lease, cmd)
+            if not lease.active:
+                return Twist()
+        await self._send(cmd)
+        return cmd
+
+    def _leaves_fence(self, pose: Pose, cmd: Twist) -> bool:
+        assert self.site is not None
+        v = cmd.linear_mps
+        look = abs(v) * (self.period_s * 2) + v * v / (2 * BRAKE_DECEL_MPS2) + 0.02
+        nx = pose.x_m + math.copysign(look, v) * math.cos(pose.yaw_rad)
+        ny = pose.y_m + math.copysign(look, v) * math.sin(pose.yaw_rad)
+        if self.site.contains(nx, ny):
+            return False
+        if not self.site.contains(pose.x_m, pose.y_m):
+            # Already outside (e.g. started there): allow motion that gets closer to the fence.
+            return self.site.distance_to_fence(nx, ny) >= self.site.distance_to_fence(
+                pose.x_m, pose.y_m
+            )
+        return True
+
+    async def _limit_for_obstacle(self, lease: MotionLease, cmd: Twist) -> Twist:
+        reading = self._obstacle
+        now = self.clock.now()
+        if reading is None or now - reading.stamp_s > self.profile.camera.max_age_s:
+            return Twist(0.0, cmd.angular_radps, cmd.lateral_mps)
+        if reading.clearance_m is None:
+            return await self._halt(lease, "obstacle", f"cannot check the path: {reading.note}")
+        pose = await self.robot.get_pose()
+        moved = math.hypot(pose.x_m - reading.x_m, pose.y_m - reading.y_m)
+        clearance = reading.clearance_m - moved
+        stop_m = self.profile.limits.obstacle_stop_m
+        if clearance <= stop_m + 0.01:
+            return await self._halt(
+                lease, "obstacle", f"obstacle {max(clearance, 0.0):.2f} m ahead of the robot"
+            )
+        v_safe = 0.8 * math.sqrt(2 * BRAKE_DECEL_MPS2 * (clearance - stop_m))
+        if cmd.linear_mps > v_safe:
+            return Twist(max(0.05, v_safe), cmd.angular_radps, cmd.lateral_mps)
+        return cmd
+
+    async def _halt(self, lease: MotionLease, reason: str, detail: str) -> Twist:
+        lease.stop(reason, detail)
+        if self._base is lease:
+            self._base = None
+        await self._send(Twist())
+        logger.info("motion %s halted: %s (%s)", lease.name, reason, detail)
+        return Twist()
+
+    async def end_motion(self, lease: MotionLease) -> None:
+        """Finish a motion: zero the base if the lease still owns it. Safe to call twice."""
+        lease.stop("target", "finished")
+        if self._base is lease:
+            self._base = None
+            await self._send(Twist())
+        elif self._base is None and not self._last_twist.is_zero:
+            await self._send(Twist())
+
+    async def _send(self, twist: Twist) -> None:
+        self._last_twist = twist
+        await self.robot.send_twist(twist)
+
+    # ---- obstacle monitor and watchdog ------------------------------------------------------
+
+    async def _read_obstacle(self) -> ObstacleReading:
+        depth = await self.robot.get_depth()
+        pose = await self.robot.get_pose()
+        pan = tilt = 0.0
+        if self.robot.has_head and self.profile.head.present:
+            head = await self.robot.get_head()
+            pan, tilt = head.pan_rad, head.tilt_rad
+            if abs(math.degrees(pan)) > HEAD_FORWARD_TOL_DEG:
+                return ObstacleReading(
+                    None, depth.stamp_s, pose.x_m, pose.y_m, "the camera is not looking forward"
+                )
+        clearance = await asyncio.to_thread(
+            forward_clearance, depth.depth_m, self.profile, pan, tilt
+        )
+        return ObstacleReading(clearance, depth.stamp_s, pose.x_m, pose.y_m)
+
+    async def _monitor_loop(self) -> None:
+        """Refresh the obstacle reading while a forward-capable motion owns the base."""
+        while self._base is not None and self._base_forward:
+            try:
+                self._obstacle = await self._read_obstacle()
+            except RobotError as exc:
+                logger.warning("obstacle monitor: depth unavailable: %s", exc)
+                self._obstacle = None
+            await self.clock.sleep(self.period_s)
+
+    async def _watchdog_loop(self) -> None:
+        timeout = self.profile.limits.command_timeout_s
+        period = min(self.period_s, timeout / 4)
+        while True:
+            await self.clock.sleep(period)
+            now = self.clock.now()
+            lease = self._base
+            try:
+                if lease is not None and now >= lease.deadline_s:
+                    await self._halt(lease, "deadline", "motion deadline reached (watchdog)")
+                elif not self._last_twist.is_zero and now - self._last_cmd_s > timeout:
+                    self.watchdog_trips += 1
+                    if lease is not None:
+                        await self._halt(
+                            lease, "watchdog", f"no command for {now - self._last_cmd_s:.2f} s"
+                        )
+                    else:
+                        await self._send(Twist())
+                    logger.warning("watchdog: no base command for %.2f s, base zeroed", timeout)
+            except RobotError as exc:
+                logger.error("watchdog could not stop the base: %s", exc)
+
+    # ---- head ------------------------------------------------------------------------------
+
+    def check_head(self, pan_deg: float, tilt_deg: float) -> None:
+        """Validate a head target against the profile (SPEC D4).
+
+        Raises:
+            SafetyError: No head, a non-finite value or a value past the joint limits.
+        """
+        head = self.profile.head
+        if not (head.present and self.robot.has_head):
+            raise SafetyError("this robot has no pan-tilt head")
+        pan_deg = _finite("pan_deg", pan_deg)
+        tilt_deg = _finite("tilt_deg", tilt_deg)
+        lo, hi = head.pan_limits_deg
+        if not lo <= pan_deg <= hi:
+            raise SafetyError(f"pan_deg {pan_deg} is outside the pan limits [{lo}, {hi}] degrees")
+        lo, hi = head.tilt_limits_deg
+        if not lo <= tilt_deg <= hi:
+            raise SafetyError(
+                f"tilt_deg {tilt_deg} is outside the tilt limits [{lo}, {hi}] degrees "
+                "(down positive)"
+            )
+
+    async def begin_head(self, name: str, duration_s: float = 10.0) -> MotionLease:
+        """Take the head, ending any other head motion.
+
+        Raises:
+            EmergencyStopError: The emergency stop is latched.
+        """
+        self._check_estop()
+        if self._head is not None:
+            self._head.stop("cancelled", f"replaced by {name}")
+        now = self.clock.now()
+        self._head = MotionLease(name, now, now + duration_s)
+        return self._head
+
+    async def set_head(self, lease: MotionLease, pan_deg: float, tilt_deg: float) -> bool:
+        """Command the head for ``lease`` after checking the limits.
+
+        Returns:
+            False (nothing sent) when the lease no longer owns the head.
+
+        Raises:
+            SafetyError: See :meth:`check_head`.
+            EmergencyStopError: The emergency stop is latched.
+        """
+        self.check_head(pan_deg, tilt_deg)
+        if self._estop:
+            lease.stop("emergency_stop", self._estop_reason)
+        if not lease.active or self._head is not lease:
+            return False
+        await self.robot.set_head(math.radians(pan_deg), math.radians(tilt_deg))
+        return True
+
+    def end_head(self, lease: MotionLease) -> None:
+        """Release the head."""
+        lease.stop("target", "finished")
+        if self._head is lease:
+            self._head = None
+
+    async def _wait_head(self, pan_rad: float, tilt_rad: float, timeout_s: float) -> bool:
+        end = self.clock.now() + timeout_s
+        while self.clock.now() < end:
+            head = await self.robot.get_head()
+            if abs(head.pan_rad - pan_rad) < math.radians(2) and abs(
+                head.tilt_rad - tilt_rad
+            ) < math.radians(2):
+                return True
+            await self.clock.sleep(self.period_s)
+        return False
+
+    async def wait_head(
+        self, lease: MotionLease, pan_deg: float, tilt_deg: float, timeout_s: float = 3.0
+    ) -> bool:
+        """Wait (robot clock) until the head is within 2 degrees of the target.
+
+        Returns:
+            True if it got there before ``timeout_s`` and while ``lease`` was active.
+        """
+        end = self.clock.now() + timeout_s
+        while self.clock.now() < end and lease.active:
+            head = await self.robot.get_head()
+            if (
+                abs(math.degrees(head.pan_rad) - pan_deg) < 2.0
+                and abs(math.degrees(head.tilt_rad) - tilt_deg) < 2.0
+            ):
+                return True
+            await self.clock.sleep(self.period_s)
+        return False
+
+    def status(self) -> dict[str, Any]:
+        """JSON-able state: emergency stop, owners, last twist."""
+        return {
+            "emergency_stop": self._estop,
+            "base_owner": self._base.name if self._base else None,
+            "head_owner": self._head.name if self._head else None,
+            "last_twist": {
+                "linear_mps": self._last_twist.linear_mps,
+                "angular_radps": self._last_twist.angular_radps,
+            },
+        }

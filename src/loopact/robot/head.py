@@ -1,0 +1,102 @@
+"""Pan-tilt head tools (SPEC D4): move, re-centre, shake ("no"), nod ("yes").
+
+Angles are in degrees at the tool edge (pan left positive, tilt down positive) and radians on the
+robot interface. Targets past the profile's joint limits are refused with the limits in the
+message. Every head command goes through the governor (X3), which gives the head to one motion
+at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from loopact.errors import RobotError, SafetyError
+from loopact.robot.governor import MotionLease
+from loopact.robot.motion import RobotEnv
+from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+
+SHAKE_PAN_DEG = 25.0
+NOD_TILT_DEG = 15.0
+
+
+async def _sequence(env: RobotEnv, name: str, targets: list[tuple[float, float]]) -> ToolResult:
+    gov = env.governor
+    try:
+        for pan, tilt in targets:
+            gov.check_head(pan, tilt)
+        lease: MotionLease = await gov.begin_head(name)
+    except (SafetyError, RobotError) as exc:
+        return ToolResult.failure(str(exc))
+    reached = True
+    try:
+        for pan, tilt in targets:
+            if not await gov.set_head(lease, pan, tilt):
+                break
+            reached = await gov.wait_head(lease, pan, tilt, timeout_s=3.0)
+            if not reached:
+                break
+    except (SafetyError, RobotError) as exc:
+        return ToolResult.failure(str(exc))
+    finally:
+        gov.end_head(lease)
+    head = await env.robot.get_head()
+    data = {
+        "pan_deg": round(math.degrees(head.pan_rad), 1),
+        "tilt_deg": round(math.degrees(head.tilt_rad), 1),
+    }
+    if lease.stopped_by not in (None, "target") and lease.detail != "finished":
+        return ToolResult.failure(f"{name} interrupted: {lease.detail}", data=data)
+    if not reached:
+        return ToolResult.failure(f"{name}: the head did not reach its target in time", data=data)
+    return ToolResult.success(data)
+
+
+def home(env: RobotEnv) -> tuple[float, float]:
+    """The head's home position ``(pan_deg, tilt_deg)`` from the profile."""
+    h = env.profile.head
+    return h.home_pan_deg, h.home_tilt_deg
+
+
+def make_head_tools(env: RobotEnv) -> list[Tool]:
+    """The pan-tilt tools bound to ``env`` (SPEC D4); empty without a head."""
+    if not (env.profile.head.present and env.robot.has_head):
+        return []
+    lim = env.profile.head
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=15)
+    async def servo_move(pan_deg: float, tilt_deg: float) -> ToolResult:
+        """Point the camera head.
+
+        Args:
+            pan_deg: Pan in degrees, left positive.
+            tilt_deg: Tilt in degrees, down positive.
+        """
+        return await _sequence(env, "servo_move", [(pan_deg, tilt_deg)])
+
+    servo_move.description += (
+        f" Limits: pan {lim.pan_limits_deg[0]:g}..{lim.pan_limits_deg[1]:g} deg, "
+        f"tilt {lim.tilt_limits_deg[0]:g}..{lim.tilt_limits_deg[1]:g} deg."
+    )
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=15)
+    async def servo_init() -> ToolResult:
+        """Re-centre the camera head to its home position."""
+        return await _sequence(env, "servo_init", [home(env)])
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=20)
+    async def servo_shake() -> ToolResult:
+        """Shake the head (gesture for "no")."""
+        p, t = home(env)
+        a = min(SHAKE_PAN_DEG, lim.pan_limits_deg[1] - p, p - lim.pan_limits_deg[0])
+        return await _sequence(
+            env, "servo_shake", [(p + a, t), (p - a, t), (p + a, t), (p - a, t), (p, t)]
+        )
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=20)
+    async def servo_nod() -> ToolResult:
+        """Nod the head (gesture for "yes")."""
+        p, t = home(env)
+        a = min(NOD_TILT_DEG, lim.tilt_limits_deg[1] - t, t - lim.tilt_limits_deg[0])
+        return await _sequence(env, "servo_nod", [(p, t + a), (p, t - a), (p, t + a), (p, t)])
+
+    return [servo_move, servo_init, servo_shake, servo_nod]

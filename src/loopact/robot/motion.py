@@ -1,0 +1,417 @@
+"""Motion tools (SPEC D2, C5): move, turn, drive, stop, read the pose.
+
+All motion is closed-loop on odometry and goes through the safety governor (X3). Speeds above
+the profile's limits are clamped (the motion takes longer, it is never shortened) and reported
+in ``metadata.clamped``. Every motion result carries ``metadata.achieved = {distance_m,
+angle_deg, stopped_by}``. Cancelling a running tool (the agent's preemption, SPEC A6) zeroes the
+base in a ``finally`` before the ``CancelledError`` propagates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from loopact.errors import RobotError, SafetyError, StaleDataError
+from loopact.robot.governor import MotionLease, SafetyGovernor
+from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
+from loopact.robot.profile import HardwareProfile, SiteMap
+from loopact.tools.base import FunctionTool, SafetyClass, Tool, ToolResult, tool
+from loopact.vision.gate import ImageGate
+
+CONTROL_PERIOD_S = 0.05
+"""Control loop period on the robot clock, seconds."""
+
+LINEAR_TOL_M = 0.01
+ANGULAR_TOL_RAD = math.radians(0.7)
+MIN_LINEAR_MPS = 0.04
+MIN_ANGULAR_RADPS = math.radians(6.0)
+K_LINEAR = 1.5  # 1/s: slow-down gain near the target (v = K * remaining)
+K_ANGULAR = 1.6  # 1/s
+HEADING_GAIN = 2.0  # 1/s: keeps straight moves straight
+SETTLE_MARGIN_S = 3.0  # extra time for accelerating and the slow approach
+
+
+@dataclass
+class RobotEnv:
+    """What the robot tools share: the robot, its governor, profile, site and image gate."""
+
+    robot: Robot
+    governor: SafetyGovernor
+    profile: HardwareProfile
+    site: SiteMap
+    gate: ImageGate
+
+    async def pose(self) -> Pose:
+        """The latest odometry pose, refusing stale data (SPEC D1).
+
+        Raises:
+            StaleDataError: Older than ``profile.pose_max_age_s`` on the robot clock.
+        """
+        pose = await self.robot.get_pose()
+        age = self.robot.clock.now() - pose.stamp_s
+        if age > self.profile.pose_max_age_s:
+            raise StaleDataError(
+                f"the robot's pose is {age:.2f} s old (limit {self.profile.pose_max_age_s} s); "
+                "odometry may be down",
+                age_s=age,
+            )
+        return pose
+
+
+def _num(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise SafetyError(f"{name} must be a finite number, got {value}")
+    return float(value)
+
+
+def achieved(distance_m: float, angle_deg: float, stopped_by: str) -> dict[str, Any]:
+    """The ``metadata.achieved`` dict."""
+    return {
+        "distance_m": round(distance_m, 3),
+        "angle_deg": round(angle_deg, 1),
+        "stopped_by": stopped_by,
+    }
+
+
+def motion_result(
+    what: str,
+    lease: MotionLease,
+    distance_m: float,
+    angle_deg: float,
+    pose: Pose,
+    clamped: dict[str, Any],
+) -> ToolResult:
+    """Build the result of a finished motion: ok only when it reached its target."""
+    stopped_by = lease.stopped_by or "target"
+    meta: dict[str, Any] = {"achieved": achieved(distance_m, angle_deg, stopped_by)}
+    all_clamped = {**lease.clamped, **clamped}
+    if all_clamped:
+        meta["clamped"] = all_clamped
+    data: dict[str, Any] = {
+        "pose": {
+            "x_m": round(pose.x_m, 3),
+            "y_m": round(pose.y_m, 3),
+            "yaw_deg": round(pose.yaw_deg, 1),
+            "frame": pose.frame,
+        }
+    }
+    if stopped_by == "target":
+        note = f"{what} done"
+        if all_clamped:
+            note += " (speed clamped to the robot's limit)"
+        data["result"] = note
+        return ToolResult(ok=True, data=data, metadata=meta)
+    return ToolResult(
+        ok=False,
+        data=data,
+        metadata=meta,
+        error=f"{what} stopped early by {stopped_by}: {lease.detail}; "
+        f"achieved {distance_m:.2f} m, {angle_deg:.1f} deg",
+    )
+
+
+def failed(error: str, stopped_by: str | None = None) -> ToolResult:
+    """A refused motion (nothing moved)."""
+    meta: dict[str, Any] = {}
+    if stopped_by:
+        meta["achieved"] = achieved(0.0, 0.0, stopped_by)
+    return ToolResult.failure(error, **meta)
+
+
+async def run_motion(
+    env: RobotEnv,
+    name: str,
+    duration_s: float,
+    forward: bool,
+    step: Callable[[MotionLease, Pose], Awaitable[bool]],
+) -> tuple[MotionLease, Pose]:
+    """Own the base and call ``step(lease, pose)`` every control period until it returns True.
+
+    ``step`` sends commands through the governor. The base is zeroed in a ``finally`` (also on
+    cancellation).
+
+    Returns:
+        The lease (``stopped_by`` set) and the final pose.
+
+    Raises:
+        SafetyError, EmergencyStopError: The governor refused to start.
+        StaleDataError: The pose went stale (the base is zeroed first).
+    """
+    gov = env.governor
+    lease = await gov.begin_motion(name, duration_s, forward=forward)
+    try:
+        while lease.active:
+            pose = await env.pose()
+            if await step(lease, pose):
+                break
+            if not lease.active:
+                break
+            await env.robot.clock.sleep(CONTROL_PERIOD_S)
+    finally:
+        await gov.end_motion(lease)
+    return lease, await env.pose()
+
+
+def _speed(name: str, requested: float, limit: float, clamped: dict[str, Any]) -> float:
+    requested = _num(name, requested)
+    if requested <= 0:
+        raise SafetyError(f"{name} must be > 0, got {requested}")
+    if requested > limit:
+        clamped[name] = {"requested": requested, "applied": limit}
+        return limit
+    return requested
+
+
+async def straight(
+    env: RobotEnv, name: str, distance_m: float, speed_mps: float, sign: int
+) -> ToolResult:
+    """Drive ``distance_m`` straight ahead (sign +1) or back (-1), closed-loop on odometry."""
+    try:
+        distance_m = _num("distance_m", distance_m)
+        if distance_m <= 0:
+            other = "move_backward" if sign > 0 else "move_forward"
+            raise SafetyError(
+                f"distance_m must be > 0, got {distance_m} (use {other} to go the other way)"
+            )
+        clamped: dict[str, Any] = {}
+        v = _speed("speed_mps", speed_mps, env.profile.limits.max_linear_mps, clamped)
+        need_s = distance_m / v
+        max_s = env.profile.limits.max_motion_duration_s
+        if need_s > max_s:
+            raise SafetyError(
+                f"moving {distance_m} m at {v} m/s takes {need_s:.0f} s, more than the "
+                f"{max_s:.0f} s allowed per motion; split it into moves of at most "
+                f"{v * max_s * 0.9:.1f} m"
+            )
+        start = await env.pose()
+        ex = start.x_m + sign * distance_m * math.cos(start.yaw_rad)
+        ey = start.y_m + sign * distance_m * math.sin(start.yaw_rad)
+        if not env.site.contains(ex, ey) and env.site.contains(start.x_m, start.y_m):
+            return failed(
+                f"refused: the end point ({ex:.2f}, {ey:.2f}) is outside the geofence", "geofence"
+            )
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc))
+    travelled = 0.0
+
+    async def step(lease: MotionLease, pose: Pose) -> bool:
+        nonlocal travelled
+        dx, dy = pose.x_m - start.x_m, pose.y_m - start.y_m
+        travelled = sign * (dx * math.cos(start.yaw_rad) + dy * math.sin(start.yaw_rad))
+        remaining = distance_m - travelled
+        if remaining <= LINEAR_TOL_M:
+            return True
+        cmd_v = min(v, max(MIN_LINEAR_MPS, K_LINEAR * remaining))
+        heading_err = normalize_angle(start.yaw_rad - pose.yaw_rad)
+        await env.governor.command(lease, Twist(sign * cmd_v, HEADING_GAIN * heading_err))
+        return False
+
+    try:
+        lease, pose = await run_motion(
+            env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), sign > 0, step
+        )
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
+    dx, dy = pose.x_m - start.x_m, pose.y_m - start.y_m
+    travelled = sign * (dx * math.cos(start.yaw_rad) + dy * math.sin(start.yaw_rad))
+    turned = math.degrees(normalize_angle(pose.yaw_rad - start.yaw_rad))
+    return motion_result(name, lease, travelled, turned, pose, clamped)
+
+
+async def rotate(
+    env: RobotEnv, name: str, angle_deg: float, speed_dps: float, sign: int
+) -> ToolResult:
+    """Turn in place by ``angle_deg`` (sign +1 left / counter-clockwise, -1 right)."""
+    try:
+        angle_deg = _num("angle_deg", angle_deg)
+        if angle_deg <= 0 or angle_deg > 720:
+            other = "turn_right" if sign > 0 else "turn_left"
+            raise SafetyError(
+                f"angle_deg must be in (0, 720], got {angle_deg} (use {other} for the other way)"
+            )
+        clamped: dict[str, Any] = {}
+        w_dps = _speed("speed_dps", speed_dps, env.profile.limits.max_angular_dps, clamped)
+        need_s = angle_deg / w_dps
+        max_s = env.profile.limits.max_motion_duration_s
+        if need_s > max_s:
+            raise SafetyError(
+                f"turning {angle_deg} deg at {w_dps} deg/s takes {need_s:.0f} s, more than the "
+                f"{max_s:.0f} s allowed per motion"
+            )
+        start = await env.pose()
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc))
+    target = math.radians(angle_deg)
+    w = math.radians(w_dps)
+    turned = 0.0
+    last_yaw = start.yaw_rad
+
+    async def step(lease: MotionLease, pose: Pose) -> bool:
+        nonlocal turned, last_yaw
+        turned += sign * normalize_angle(pose.yaw_rad - last_yaw)
+        last_yaw = pose.yaw_rad
+        remaining = target - turned
+        if remaining <= ANGULAR_TOL_RAD:
+            return True
+        cmd_w = min(w, max(MIN_ANGULAR_RADPS, K_ANGULAR * remaining))
+        await env.governor.command(lease, Twist(0.0, sign * cmd_w))
+        return False
+
+    try:
+        lease, pose = await run_motion(
+            env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), False, step
+        )
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc))
+    turned += sign * normalize_angle(pose.yaw_rad - last_yaw)
+    moved = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
+    return motion_result(name, lease, moved, sign * math.degrees(turned), pose, clamped)
+
+
+async def drive_for(
+    env: RobotEnv, linear_mps: float, angular_dps: float, duration_s: float
+) -> ToolResult:
+    """Hold a velocity for ``duration_s`` (clamped to the limits) through the governor."""
+    gov = env.governor
+    try:
+        lin = _num("linear_mps", linear_mps)
+        ang = _num("angular_dps", angular_dps)
+        dur = _num("duration_s", duration_s)
+        if dur <= 0:
+            raise SafetyError(f"duration_s must be > 0, got {dur}")
+        clamped: dict[str, Any] = {}
+        max_s = env.profile.limits.max_motion_duration_s
+        if dur > max_s:
+            clamped["duration_s"] = {"requested": dur, "applied": max_s}
+            dur = max_s
+        twist, tw_clamped = gov.clamp_twist(Twist(lin, math.radians(ang)))
+        clamped.update(tw_clamped)
+        start = await env.pose()
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc))
+    clock = env.robot.clock
+    t_end = clock.now() + dur
+    path = 0.0
+    turned = 0.0
+    last = start
+
+    async def step(lease: MotionLease, pose: Pose) -> bool:
+        nonlocal path, turned, last
+        path += math.hypot(pose.x_m - last.x_m, pose.y_m - last.y_m)
+        turned += normalize_angle(pose.yaw_rad - last.yaw_rad)
+        last = pose
+        if clock.now() >= t_end:
+            return True
+        await gov.command(lease, twist)
+        return False
+
+    try:
+        # The governor's deadline sits a little after the requested end (settling margin).
+        lease, pose = await run_motion(
+            env, "drive", min(max_s, dur + 0.5), twist.linear_mps > 0, step
+        )
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
+    path += math.hypot(pose.x_m - last.x_m, pose.y_m - last.y_m)
+    turned += normalize_angle(pose.yaw_rad - last.yaw_rad)
+    if lease.stopped_by == "deadline" and clock.now() >= t_end:
+        lease.stopped_by = "target"
+    return motion_result(
+        "drive",
+        lease,
+        math.copysign(path, twist.linear_mps or 1.0),
+        math.degrees(turned),
+        pose,
+        clamped,
+    )
+
+
+def make_motion_tools(env: RobotEnv) -> list[Tool]:
+    """The motion tools bound to ``env`` (SPEC D2)."""
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    async def move_forward(distance_m: float, speed_mps: float = 0.2) -> ToolResult:
+        """Drive straight ahead by a distance, closed-loop on odometry; stops for obstacles.
+
+        Args:
+            distance_m: How far to drive, in metres (> 0).
+            speed_mps: Speed in metres per second (clamped to the robot's limit).
+        """
+        return await straight(env, "move_forward", distance_m, speed_mps, +1)
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    async def move_backward(distance_m: float, speed_mps: float = 0.2) -> ToolResult:
+        """Drive straight backwards by a distance (there is no rear obstacle sensor: go slowly).
+
+        Args:
+            distance_m: How far to back up, in metres (> 0).
+            speed_mps: Speed in metres per second (clamped to the robot's limit).
+        """
+        return await straight(env, "move_backward", distance_m, speed_mps, -1)
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    async def turn_left(angle_deg: float, speed_dps: float = 45) -> ToolResult:
+        """Turn in place to the left (counter-clockwise) by an angle.
+
+        Args:
+            angle_deg: Angle in degrees (> 0, at most 720).
+            speed_dps: Turn rate in degrees per second (clamped to the robot's limit).
+        """
+        return await rotate(env, "turn_left", angle_deg, speed_dps, +1)
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    async def turn_right(angle_deg: float, speed_dps: float = 45) -> ToolResult:
+        """Turn in place to the right (clockwise) by an angle.
+
+        Args:
+            angle_deg: Angle in degrees (> 0, at most 720).
+            speed_dps: Turn rate in degrees per second (clamped to the robot's limit).
+        """
+        return await rotate(env, "turn_right", angle_deg, speed_dps, -1)
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    async def drive(linear_mps: float, angular_dps: float, duration_s: float) -> ToolResult:
+        """Drive with a free velocity command for a time (values clamped to the robot's limits).
+
+        Args:
+            linear_mps: Forward speed in metres per second (negative: backwards).
+            angular_dps: Turn rate in degrees per second, left (counter-clockwise) positive.
+            duration_s: How long, in seconds (> 0).
+        """
+        return await drive_for(env, linear_mps, angular_dps, duration_s)
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=5, reentrant=True)
+    async def stop() -> ToolResult:
+        """Stop the robot now: zero the base and cancel any running motion."""
+        await env.governor.stop_all("stop tool")
+        return ToolResult.success({"result": "stopped"})
+
+    @tool(safety=SafetyClass.READ_ONLY, timeout_s=5, reentrant=True)
+    async def get_current_pose() -> ToolResult:
+        """The robot's current position (metres) and heading (degrees, counter-clockwise)."""
+        try:
+            pose = await env.pose()
+        except RobotError as exc:
+            return ToolResult.failure(str(exc))
+        return ToolResult.success(
+            {
+                "x_m": round(pose.x_m, 3),
+                "y_m": round(pose.y_m, 3),
+                "yaw_deg": round(pose.yaw_deg, 1),
+                "frame": pose.frame,
+            }
+        )
+
+    tools: list[FunctionTool] = [
+        move_forward,
+        move_backward,
+        turn_left,
+        turn_right,
+        drive,
+        stop,
+        get_current_pose,
+    ]
+    return list(tools)

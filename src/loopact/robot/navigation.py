@@ -1,0 +1,125 @@
+"""Navigation to named waypoints (SPEC D3): a simple go-to-pose controller on odometry.
+
+Turn towards the goal, drive to it while steering (forward motion only, so the depth-based
+obstacle stop of the governor covers it), then turn to the waypoint's heading if it has one.
+Waypoints come from the site map (``map`` frame; the simulator's map equals its odom frame).
+Nav2's NavigateToPose takes over on a ROS 2 robot in a later issue.
+"""
+
+from __future__ import annotations
+
+import math
+
+from loopact.errors import RobotError, SafetyError
+from loopact.robot.governor import MotionLease
+from loopact.robot.interface import Pose, Twist, normalize_angle
+from loopact.robot.motion import (
+    ANGULAR_TOL_RAD,
+    K_ANGULAR,
+    MIN_ANGULAR_RADPS,
+    SETTLE_MARGIN_S,
+    RobotEnv,
+    failed,
+    motion_result,
+    run_motion,
+)
+from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+
+NAV_SPEED_MPS = 0.35
+NAV_TURN_DPS = 60.0
+GOAL_TOL_M = 0.08
+HEADING_GATE_RAD = math.radians(20)  # drive only when roughly facing the goal
+
+
+async def go_to(env: RobotEnv, waypoint: str) -> ToolResult:
+    """Drive to a named waypoint of the site map (SPEC D3); see the module docstring."""
+    site = env.site
+    key = waypoint.strip()
+    if key not in site.waypoints:
+        lowered = {k.lower(): k for k in site.waypoints}
+        if key.lower() in lowered:
+            key = lowered[key.lower()]
+        else:
+            known = ", ".join(sorted(site.waypoints)) or "(none)"
+            return ToolResult.failure(
+                f"unknown waypoint {waypoint!r}; known waypoints: {known}",
+                data={"known_waypoints": sorted(site.waypoints)},
+            )
+    wp = site.waypoints[key]
+    if not site.contains(wp.x_m, wp.y_m):
+        return failed(f"waypoint {key!r} lies outside the geofence: refused", "geofence")
+    lim = env.profile.limits
+    v_max = min(NAV_SPEED_MPS, lim.max_linear_mps)
+    w_max = math.radians(min(NAV_TURN_DPS, lim.max_angular_dps))
+    try:
+        start = await env.pose()
+    except RobotError as exc:
+        return failed(str(exc))
+    dist0 = math.hypot(wp.x_m - start.x_m, wp.y_m - start.y_m)
+    est_s = dist0 / v_max + 2 * math.pi / w_max + SETTLE_MARGIN_S
+    if dist0 / v_max > lim.max_motion_duration_s:
+        return failed(
+            f"{key!r} is {dist0:.1f} m away: more than one motion may take "
+            f"({lim.max_motion_duration_s:.0f} s at {v_max} m/s); move closer first"
+        )
+    final_yaw = None if wp.yaw_deg is None else math.radians(wp.yaw_deg)
+    phase = "drive"
+    turned = 0.0
+    last_yaw = start.yaw_rad
+
+    async def step(lease: MotionLease, pose: Pose) -> bool:
+        nonlocal phase, turned, last_yaw
+        turned += normalize_angle(pose.yaw_rad - last_yaw)
+        last_yaw = pose.yaw_rad
+        dx, dy = wp.x_m - pose.x_m, wp.y_m - pose.y_m
+        dist = math.hypot(dx, dy)
+        if phase == "drive" and dist <= GOAL_TOL_M:
+            phase = "align"
+        if phase == "align":
+            if final_yaw is None:
+                return True
+            err = normalize_angle(final_yaw - pose.yaw_rad)
+            if abs(err) <= ANGULAR_TOL_RAD:
+                return True
+            w = min(w_max, max(MIN_ANGULAR_RADPS, K_ANGULAR * abs(err)))
+            await env.governor.command(lease, Twist(0.0, math.copysign(w, err)))
+            return False
+        err = normalize_angle(math.atan2(dy, dx) - pose.yaw_rad)
+        w = max(-w_max, min(w_max, 2.0 * err))
+        if abs(w) < MIN_ANGULAR_RADPS and abs(err) > math.radians(2) and dist > 0.3:
+            w = math.copysign(MIN_ANGULAR_RADPS, err)
+        v = 0.0
+        if abs(err) < HEADING_GATE_RAD:
+            v = min(v_max, max(0.05, 1.2 * dist)) * math.cos(err)
+        await env.governor.command(lease, Twist(v, w))
+        return False
+
+    try:
+        lease, pose = await run_motion(
+            env, "navigation", min(lim.max_motion_duration_s, est_s * 1.5), True, step
+        )
+    except (SafetyError, RobotError) as exc:
+        return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
+    turned += normalize_angle(pose.yaw_rad - last_yaw)
+    travelled = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
+    result = motion_result(f"navigation to {key}", lease, travelled, math.degrees(turned), pose, {})
+    result.metadata["goal"] = {"waypoint": key, "x_m": wp.x_m, "y_m": wp.y_m}
+    result.metadata["remaining_m"] = round(math.hypot(wp.x_m - pose.x_m, wp.y_m - pose.y_m), 3)
+    return result
+
+
+def make_navigation_tools(env: RobotEnv) -> list[Tool]:
+    """The ``navigation`` tool bound to ``env`` (SPEC D3)."""
+    names = ", ".join(sorted(env.site.waypoints)) or "none"
+
+    @tool(safety=SafetyClass.MOTION, timeout_s=120)
+    async def navigation(waypoint: str) -> ToolResult:
+        """Go to a named place of the site map, stopping for obstacles.
+
+        Args:
+            waypoint: The place's name.
+        """
+        return await go_to(env, waypoint)
+
+    navigation.description += f" Known places: {names}."
+    return [navigation]

@@ -1,0 +1,276 @@
+"""Hardware profiles and site maps (SPEC D1, D3, X3).
+
+A **hardware profile** says what a robot model is and what it may do: drive type, pan-tilt head
+and its joint limits, the safety limits the governor enforces, the camera, the ROS 2 topic names
+(for the ROS 2 transport) and how old a pose may be. A **site map** names places in the ``map``
+frame (REP 105) and draws the geofence polygon the governor keeps the robot inside.
+
+Both are YAML files. Packaged names: profiles ``sim``, ``turtlebot4``, ``mecanum_ptz``; sites
+``sim_room``. Any other argument is read as a file path. Every mistake becomes a
+:class:`~loopact.errors.ConfigError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+from loopact.errors import ConfigError
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class HeadConfig(BaseModel):
+    """The pan-tilt head (SPEC D4).
+
+    Attributes:
+        present: Whether the robot has a pan-tilt head.
+        pan_limits_deg: ``[min, max]`` pan in degrees, left positive.
+        tilt_limits_deg: ``[min, max]`` tilt in degrees, down positive.
+        home_pan_deg: Pan of the home (re-centred) position, degrees.
+        home_tilt_deg: Tilt of the home position, degrees (down positive).
+    """
+
+    model_config = _STRICT
+    present: bool = False
+    pan_limits_deg: tuple[float, float] = (0.0, 0.0)
+    tilt_limits_deg: tuple[float, float] = (0.0, 0.0)
+    home_pan_deg: float = 0.0
+    home_tilt_deg: float = 0.0
+
+    @pydantic.model_validator(mode="after")
+    def _ordered(self) -> HeadConfig:
+        for key in ("pan_limits_deg", "tilt_limits_deg"):
+            lo, hi = getattr(self, key)
+            if lo > hi:
+                raise ValueError(f"{key} must be [min, max], got [{lo}, {hi}]")
+        if self.present and not (
+            self.pan_limits_deg[0] <= self.home_pan_deg <= self.pan_limits_deg[1]
+            and self.tilt_limits_deg[0] <= self.home_tilt_deg <= self.tilt_limits_deg[1]
+        ):
+            raise ValueError("home_pan_deg/home_tilt_deg must lie within the head's limits")
+        return self
+
+
+class Limits(BaseModel):
+    """Safety limits the governor enforces (SPEC C5, X3).
+
+    Attributes:
+        max_linear_mps: Largest forward/backward speed, m/s.
+        max_angular_dps: Largest yaw rate, degrees per second.
+        max_motion_duration_s: Deadline of any single motion, seconds (robot clock).
+        obstacle_stop_m: Stop when an obstacle is closer than this to the robot's front, metres.
+        command_timeout_s: Watchdog: zero the base when commands stop for this long, seconds.
+    """
+
+    model_config = _STRICT
+    max_linear_mps: PositiveFloat
+    max_angular_dps: PositiveFloat
+    max_motion_duration_s: PositiveFloat
+    obstacle_stop_m: PositiveFloat
+    command_timeout_s: PositiveFloat
+
+
+class CameraConfig(BaseModel):
+    """The RGB-D camera.
+
+    Attributes:
+        width_px: Image width in pixels.
+        height_px: Image height in pixels.
+        hfov_deg: Horizontal field of view in degrees.
+        max_age_s: Frames older than this (robot clock) are stale and never used, seconds.
+        mount_height_m: Height of the optical centre above the floor, metres.
+        mount_forward_m: Forward offset of the optical centre from the base centre, metres.
+    """
+
+    model_config = _STRICT
+    width_px: PositiveInt
+    height_px: PositiveInt
+    hfov_deg: float = Field(gt=0, lt=180)
+    max_age_s: PositiveFloat
+    mount_height_m: float = Field(default=0.35, ge=0)
+    mount_forward_m: float = 0.0
+
+
+class Topics(BaseModel):
+    """ROS 2 topic names (SPEC D1), used by the ROS 2 robot implementation."""
+
+    model_config = _STRICT
+    cmd_vel: str = "cmd_vel"
+    odom: str = "odom"
+    image: str = "camera/image_raw"
+    depth: str = "camera/depth/image_raw"
+    camera_info: str = "camera/camera_info"
+    head_commands: str = "head_controller/commands"
+
+
+class HardwareProfile(BaseModel):
+    """One robot model (SPEC D1).
+
+    Attributes:
+        name: Profile name.
+        drive: ``differential`` or ``mecanum``.
+        head: The pan-tilt head.
+        limits: Safety limits.
+        camera: The camera.
+        topics: ROS 2 topic names.
+        pose_max_age_s: Poses older than this (robot clock) are stale, seconds.
+        footprint_radius_m: Radius of the base's footprint (front = centre + radius), metres.
+        body_height_m: Height of the robot's body; obstacles above it do not block, metres.
+    """
+
+    model_config = _STRICT
+    name: str
+    drive: Literal["differential", "mecanum"]
+    head: HeadConfig = HeadConfig()
+    limits: Limits
+    camera: CameraConfig
+    topics: Topics = Topics()
+    pose_max_age_s: PositiveFloat
+    footprint_radius_m: PositiveFloat = 0.17
+    body_height_m: PositiveFloat = 0.5
+
+
+class Waypoint(BaseModel):
+    """A named place in the site's frame.
+
+    Attributes:
+        x_m: x in metres.
+        y_m: y in metres.
+        yaw_deg: Heading to face on arrival in degrees (counter-clockwise), or None.
+    """
+
+    model_config = _STRICT
+    x_m: float
+    y_m: float
+    yaw_deg: float | None = None
+
+
+class SiteMap(BaseModel):
+    """Named waypoints and a geofence (SPEC D3, X3).
+
+    Attributes:
+        frame: The frame waypoints and geofence are in (``map``).
+        waypoints: Name -> :class:`Waypoint`.
+        geofence: Polygon ``[[x, y], ...]`` in metres (at least 3 vertices) that the robot's
+            centre must stay inside; empty for no geofence.
+    """
+
+    model_config = _STRICT
+    frame: str = "map"
+    waypoints: dict[str, Waypoint] = {}
+    geofence: list[tuple[float, float]] = []
+
+    @pydantic.field_validator("geofence")
+    @classmethod
+    def _polygon(cls, v: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        if v and len(v) < 3:
+            raise ValueError(f"a polygon needs at least 3 vertices, got {len(v)}")
+        return v
+
+    def contains(self, x_m: float, y_m: float) -> bool:
+        """True if ``(x_m, y_m)`` is inside the geofence (always True without one)."""
+        if not self.geofence:
+            return True
+        return point_in_polygon(x_m, y_m, self.geofence)
+
+    def distance_to_fence(self, x_m: float, y_m: float) -> float:
+        """Distance in metres from ``(x_m, y_m)`` to the nearest geofence edge (inf if none)."""
+        if not self.geofence:
+            return math.inf
+        pts = self.geofence
+        best = math.inf
+        for i, (ax, ay) in enumerate(pts):
+            bx, by = pts[(i + 1) % len(pts)]
+            dx, dy = bx - ax, by - ay
+            seg2 = dx * dx + dy * dy
+            t = 0.0 if seg2 == 0 else max(0.0, min(1.0, ((x_m - ax) * dx + (y_m - ay) * dy) / seg2))
+            best = min(best, math.hypot(x_m - (ax + t * dx), y_m - (ay + t * dy)))
+        return best
+
+
+def point_in_polygon(x: float, y: float, polygon: list[tuple[float, float]]) -> bool:
+    """Even-odd ray casting test; points on an edge count as inside or outside arbitrarily."""
+    inside = False
+    n = len(polygon)
+    for i in range(n):
+        x1, y1 = polygon[i]
+        x2, y2 = polygon[(i + 1) % n]
+        if (y1 > y) != (y2 > y):
+            x_cross = x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+            if x < x_cross:
+                inside = not inside
+    return inside
+
+
+def _packaged(kind: str) -> list[str]:
+    folder = resources.files("loopact.robot") / kind
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_yaml(name_or_path: str | Path, kind: str, what: str) -> tuple[dict[str, Any], str]:
+    text: str
+    source: str
+    path = Path(name_or_path)
+    name = str(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in name:
+        source = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read {what} file {source}: {exc}", key=what) from None
+    else:
+        res = resources.files("loopact.robot") / kind / f"{name}.yaml"
+        if not res.is_file():
+            known = ", ".join(_packaged(kind))
+            raise ConfigError(
+                f"unknown {what} {name!r}: use one of {known} or a path to a YAML file",
+                key=what,
+            )
+        source = f"{kind}/{name}.yaml"
+        text = res.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}", key=what) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level", key=what)
+    return data, source
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any], source: str, what: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"{source}: {key}: {err['msg']}{more}", key=f"{what}.{key}") from None
+
+
+def load_profile(name_or_path: str | Path) -> HardwareProfile:
+    """Load a hardware profile by packaged name (``sim``, ...) or YAML path (SPEC D1).
+
+    Raises:
+        ConfigError: Unknown name, unreadable file, bad YAML, or a wrong key (named).
+    """
+    data, source = _read_yaml(name_or_path, "profiles", "profile")
+    profile: HardwareProfile = _validate(HardwareProfile, data, source, "profile")
+    return profile
+
+
+def load_site(name_or_path: str | Path) -> SiteMap:
+    """Load a site map by packaged name (``sim_room``) or YAML path (SPEC D3).
+
+    Raises:
+        ConfigError: Unknown name, unreadable file, bad YAML, or a wrong key (named).
+    """
+    data, source = _read_yaml(name_or_path, "sites", "site")
+    site: SiteMap = _validate(SiteMap, data, source, "site")
+    return site

@@ -1,0 +1,167 @@
+"""Motion and navigation tools on the real MuJoCo SimRobot (SPEC D2, D3, C5, X3)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+from tests.robot.rig import Rig
+
+pytestmark = pytest.mark.sim
+
+
+async def test_move_forward_one_metre(rig: Rig) -> None:
+    res = await rig.call("move_forward", distance_m=1.0)
+    assert res.ok, res.error
+    pose = await rig.pose()
+    assert abs(pose.x_m - 1.0) <= 0.05
+    assert abs(pose.y_m) <= 0.05
+    ach = res.metadata["achieved"]
+    assert ach["stopped_by"] == "target"
+    assert abs(ach["distance_m"] - 1.0) <= 0.05
+    assert "clamped" not in res.metadata
+    assert rig.robot.commanded.is_zero
+    assert rig.governor.watchdog_trips == 0
+
+
+async def test_move_backward(rig: Rig) -> None:
+    res = await rig.call("move_backward", distance_m=0.5, speed_mps=0.3)
+    assert res.ok, res.error
+    assert abs((await rig.pose()).x_m + 0.5) <= 0.05
+
+
+async def test_turn_left_and_right(rig: Rig) -> None:
+    res = await rig.call("turn_left", angle_deg=90)
+    assert res.ok, res.error
+    assert abs((await rig.pose()).yaw_deg - 90) <= 5
+    assert abs(res.metadata["achieved"]["angle_deg"] - 90) <= 5
+    res = await rig.call("turn_right", angle_deg=45, speed_dps=200)
+    assert res.ok, res.error
+    assert abs((await rig.pose()).yaw_deg - 45) <= 5
+    assert res.metadata["clamped"]["speed_dps"] == {"requested": 200, "applied": 90}
+
+
+async def test_speed_clamp_never_shortens_distance(rig: Rig) -> None:
+    res = await rig.call("move_forward", distance_m=0.8, speed_mps=50)
+    assert res.ok, res.error
+    assert res.metadata["clamped"]["speed_mps"] == {"requested": 50, "applied": 0.5}
+    assert abs((await rig.pose()).x_m - 0.8) <= 0.05
+    assert max(t.linear_mps for _, t in rig.robot.twists) <= 0.5
+
+
+async def test_drive_is_clamped_and_reported(rig: Rig) -> None:
+    res = await rig.call("drive", linear_mps=50, angular_dps=0, duration_s=1)
+    assert res.ok, res.error
+    assert res.metadata["clamped"]["linear_mps"] == {"requested": 50.0, "applied": 0.5}
+    assert max(t.linear_mps for _, t in rig.robot.twists) == pytest.approx(0.5)
+    # 1 s at <= 0.5 m/s with a 1 m/s^2 ramp: between 0.25 and 0.5 m
+    assert 0.25 <= (await rig.pose()).x_m <= 0.55
+    assert res.metadata["achieved"]["stopped_by"] == "target"
+    assert rig.robot.commanded.is_zero
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "needle"),
+    [
+        ("move_forward", {"distance_m": -1}, "distance_m must be > 0"),
+        ("move_forward", {"distance_m": float("nan")}, "finite"),
+        ("move_forward", {"distance_m": 1, "speed_mps": float("inf")}, "finite"),
+        ("move_forward", {"distance_m": 1, "speed_mps": 0}, "speed_mps must be > 0"),
+        ("move_forward", {"distance_m": 50}, "split it"),
+        ("turn_left", {"angle_deg": -90}, "angle_deg must be in"),
+        ("turn_right", {"angle_deg": float("nan")}, "finite"),
+        ("drive", {"linear_mps": float("nan"), "angular_dps": 0, "duration_s": 1}, "finite"),
+        ("drive", {"linear_mps": 0.1, "angular_dps": 0, "duration_s": -1}, "duration_s"),
+        ("navigation", {"waypoint": "moon"}, "known waypoints: charger, door, kitchen"),
+        ("servo_move", {"pan_deg": 120, "tilt_deg": 0}, "pan limits [-90.0, 90.0]"),
+        ("servo_move", {"pan_deg": 0, "tilt_deg": 80}, "tilt limits [-30.0, 45.0]"),
+    ],
+)
+async def test_bad_requests_fail_clearly(rig: Rig, tool: str, args: dict, needle: str) -> None:
+    res = await rig.call(tool, **args)
+    assert not res.ok
+    assert needle in (res.error or "")
+    assert all(t.is_zero for _, t in rig.robot.twists)  # nothing moved
+    assert abs((await rig.pose()).x_m) < 0.01
+
+
+async def test_navigation_to_kitchen(rig: Rig) -> None:
+    res = await rig.call("navigation", waypoint="kitchen")
+    assert res.ok, res.error
+    pose = await rig.pose()
+    assert math.hypot(pose.x_m - 4.5, pose.y_m - 2.0) <= 0.3
+    assert res.metadata["achieved"]["stopped_by"] == "target"
+    assert res.metadata["goal"]["waypoint"] == "kitchen"
+    assert rig.governor.watchdog_trips == 0
+
+
+async def test_navigation_final_heading(rig: Rig) -> None:
+    await rig.robot.teleport(-0.5, 0.5, 0.0)
+    res = await rig.call("navigation", waypoint="charger")
+    assert res.ok, res.error
+    pose = await rig.pose()
+    assert math.hypot(pose.x_m + 1.4, pose.y_m) <= 0.3
+    assert abs(pose.yaw_deg) <= 5  # charger has yaw_deg: 0
+
+
+async def test_get_current_pose_and_stale_pose(rig: Rig) -> None:
+    res = await rig.call("get_current_pose")
+    assert res.ok and res.data["x_m"] == 0.0 and res.data["frame"] == "odom"
+    rig.robot.stale_pose_s = 5.0
+    res = await rig.call("get_current_pose")
+    assert not res.ok and "old" in (res.error or "")
+    res = await rig.call("move_forward", distance_m=0.5)
+    assert not res.ok and "old" in (res.error or "")
+    assert all(t.is_zero for _, t in rig.robot.twists)
+
+
+async def test_cancel_zeroes_the_twist(rig: Rig) -> None:
+    task = asyncio.create_task(rig.call("move_forward", distance_m=2.0, speed_mps=0.4))
+
+    async def moving() -> bool:
+        return (await rig.pose()).x_m > 0.2
+
+    await rig.wait_for(moving)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    assert rig.robot.commanded.is_zero
+    assert rig.governor.base_lease is None
+
+    async def stopped() -> bool:
+        return abs(rig.robot.inner.sim.state().linear_mps) < 0.01
+
+    await rig.wait_for(stopped, 2.0)
+    x = (await rig.pose()).x_m
+    await rig.robot.clock.sleep(0.5)
+    assert abs((await rig.pose()).x_m - x) < 0.01
+
+
+async def test_stop_tool_and_stop_all_end_a_motion(rig: Rig) -> None:
+    task = asyncio.create_task(rig.call("move_forward", distance_m=2.0))
+
+    async def moving() -> bool:
+        return (await rig.pose()).x_m > 0.1
+
+    await rig.wait_for(moving)
+    stop = await rig.call("stop")
+    assert stop.ok
+    assert rig.robot.commanded.is_zero
+    res = await asyncio.wait_for(task, 10)
+    assert not res.ok
+    assert res.metadata["achieved"]["stopped_by"] == "cancelled"
+    assert 0.1 < res.metadata["achieved"]["distance_m"] < 1.0
+
+
+async def test_new_motion_replaces_old(rig: Rig) -> None:
+    first = asyncio.create_task(rig.call("drive", linear_mps=0.0, angular_dps=30, duration_s=5))
+
+    async def turning() -> bool:
+        return (await rig.pose()).yaw_deg > 5
+
+    await rig.wait_for(turning)
+    second = await rig.call("turn_right", angle_deg=10)
+    res1 = await asyncio.wait_for(first, 10)
+    assert not res1.ok and res1.metadata["achieved"]["stopped_by"] == "cancelled"
+    assert second.ok, second.error

@@ -1,0 +1,181 @@
+"""Perception (SPEC D5, G1, G2) and pan-tilt (SPEC D4) tools on the real MuJoCo SimRobot."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+from tests.robot.rig import Rig
+
+from loopact.errors import ConfigError
+from loopact.robot.interface import CameraFrame
+from loopact.robot.session import open_robot
+from loopact.vision.gate import ImageGate
+
+pytestmark = pytest.mark.sim
+
+
+async def test_seewhat_returns_gated_jpeg_and_caption(rig: Rig) -> None:
+    res = await rig.call("seewhat")
+    assert res.ok, res.error
+    assert len(res.images) == 1
+    img = res.images[0]
+    assert img.media_type == "image/jpeg" and img.data[:2] == b"\xff\xd8"
+    assert max(img.width_px, img.height_px) <= 1024
+    decoded = PILImage.open(io.BytesIO(img.data))
+    assert decoded.mode == "RGB" and decoded.size == (img.width_px, img.height_px)
+    assert res.data["image"].startswith("attached")
+    assert "purple" in res.data["caption"]  # the floor line is in the start view
+
+
+async def test_detect_objects_finds_red_when_facing_it(rig: Rig) -> None:
+    await rig.robot.teleport(1.5, -1.6, 0.0)  # red cube at (3.0, -1.6), straight ahead
+    res = await rig.call("detect_objects", color="red")
+    assert res.ok, res.error
+    assert len(res.data) >= 1
+    red = res.data[0]
+    assert red["color"] == "red"
+    x1, y1, x2, y2 = red["bbox"]
+    assert 0 <= x1 < 320 < x2 <= 640 and 0 <= y1 < y2 <= 480
+    assert abs(red["bearing_deg"]) < 5
+    assert 1.0 < red["distance_m"] < 1.5  # centre 1.5 m away, front face a bit closer
+    everything = await rig.call("detect_objects")
+    assert {"red", "purple"} <= {d["color"] for d in everything.data}
+    bad = await rig.call("detect_objects", color="orange")
+    assert not bad.ok and "known colours: red" in (bad.error or "")
+
+
+async def test_detect_bearing_accounts_for_head_pan(rig: Rig) -> None:
+    await rig.robot.teleport(1.5, -1.6, math.radians(-30))  # cube 30 deg to the left
+    assert (await rig.call("servo_move", pan_deg=30, tilt_deg=15)).ok
+    res = await rig.call("detect_objects", color="red")
+    assert res.ok and res.data
+    assert abs(res.data[0]["bearing_deg"] - 30) < 5
+
+
+async def test_blurry_frame_gives_ok_result_with_note(rig: Rig) -> None:
+    import cv2
+
+    inner_get_frame = rig.robot.get_frame
+
+    async def blurred() -> CameraFrame:
+        f = await inner_get_frame()
+        return CameraFrame(cv2.GaussianBlur(f.rgb, (0, 0), 6), f.stamp_s)
+
+    rig.robot.get_frame = blurred  # type: ignore[method-assign]
+    res = await rig.call("seewhat")
+    assert res.ok
+    assert res.images == ()
+    assert "unreadable" in res.data["image"] and "blurry" in res.data["image"]
+
+
+async def test_sharp_sim_frames_pass_the_gate(rig: Rig) -> None:
+    gate = ImageGate()
+    for x, y, yaw in [(0, 0, 0), (1.5, -1.6, 0), (0, 0, math.pi), (2, 2, -1.5)]:
+        await rig.robot.teleport(x, y, yaw)
+        frame = await rig.robot.get_frame()
+        res = gate.process(frame.rgb)
+        assert res.image is not None and not res.blurry, (x, y, yaw, res.laplacian_var)
+
+
+async def test_stale_frame_refused(rig: Rig) -> None:
+    inner_get_frame = rig.robot.get_frame
+
+    async def old() -> CameraFrame:
+        f = await inner_get_frame()
+        return CameraFrame(f.rgb, f.stamp_s - 10.0)
+
+    rig.robot.get_frame = old  # type: ignore[method-assign]
+    res = await rig.call("seewhat")
+    assert not res.ok and "old" in (res.error or "")
+    res = await rig.call("detect_objects")
+    assert not res.ok and "old" in (res.error or "")
+
+
+async def test_observe_surroundings_four_views(rig: Rig) -> None:
+    res = await rig.call("observe_surroundings")
+    assert res.ok, res.error
+    assert [v["view"] for v in res.data["views"]] == ["front", "left", "behind", "right"]
+    assert len(res.images) == 4
+    assert len({i.sha256 for i in res.images}) == 4
+    pose = await rig.pose()
+    assert abs(math.degrees(math.atan2(math.sin(pose.yaw_rad), math.cos(pose.yaw_rad)))) < 6
+
+
+async def test_head_tools(rig: Rig) -> None:
+    res = await rig.call("servo_move", pan_deg=40, tilt_deg=-10)
+    assert res.ok, res.error
+    head = await rig.robot.get_head()
+    assert abs(math.degrees(head.pan_rad) - 40) < 2.5
+    assert abs(math.degrees(head.tilt_rad) + 10) < 2.5
+    for name in ("servo_nod", "servo_shake", "servo_init"):
+        res = await rig.call(name)
+        assert res.ok, (name, res.error)
+    head = await rig.robot.get_head()
+    assert abs(math.degrees(head.pan_rad)) < 2.5
+    assert abs(math.degrees(head.tilt_rad) - rig.profile.head.home_tilt_deg) < 2.5
+    assert all(t.is_zero for _, t in rig.robot.twists)  # the base never moved
+
+
+async def test_tool_safety_classes(rig: Rig) -> None:
+    safety = {name: t.safety.value for name, t in rig.tools.items()}
+    for name in (
+        "move_forward",
+        "move_backward",
+        "turn_left",
+        "turn_right",
+        "drive",
+        "stop",
+        "navigation",
+        "servo_move",
+        "servo_init",
+        "servo_shake",
+        "servo_nod",
+        "observe_surroundings",
+    ):
+        assert safety[name] == "motion", name
+    for name in ("get_current_pose", "seewhat", "detect_objects"):
+        assert safety[name] == "read_only", name
+    params = rig.tools["move_forward"].parameters["properties"]
+    assert set(params) == {"distance_m", "speed_mps"}
+    assert set(rig.tools["drive"].parameters["properties"]) == {
+        "linear_mps",
+        "angular_dps",
+        "duration_s",
+    }
+    assert set(rig.tools["servo_move"].parameters["properties"]) == {"pan_deg", "tilt_deg"}
+    assert set(rig.tools["navigation"].parameters["properties"]) == {"waypoint"}
+
+
+async def test_open_robot_session() -> None:
+    with pytest.raises(ConfigError, match="robot.kind") as ei:
+        await open_robot(kind="gazebo")
+    assert ei.value.key == "robot.kind" and "sim" in str(ei.value)
+    session = await open_robot(speed=4)
+    try:
+        state = await session.state()
+        assert state == {"x_m": 0.0, "y_m": 0.0, "yaw_rad": 0.0, "frame": "odom"}
+        names = [t.name for t in session.tools]
+        assert len(names) == len(set(names)) == 15
+        res = await session.tools[names.index("move_forward")](distance_m=0.3)  # type: ignore[operator]
+        assert res.ok, res.error
+        await session.stop("test")
+        assert session.governor.last_twist.is_zero
+    finally:
+        await session.close()
+        await session.close()  # idempotent
+
+
+async def test_profile_without_head_has_no_servo_tools() -> None:
+    from tests.robot.rig import make_rig
+
+    rig = await make_rig(profile="turtlebot4")
+    try:
+        assert "servo_move" not in rig.tools and "seewhat" in rig.tools
+        assert np.isfinite(rig.profile.limits.max_linear_mps)
+    finally:
+        await rig.governor.close()
+        await rig.robot.close()
