@@ -105,6 +105,7 @@ async def test_remembered_preference_is_recalled_by_a_later_session(tmp_path: Pa
     assert head_file(tmp_path / "mem", "preferences.md") is not None
 
     async with GitMemory(tmp_path / "mem", machine_id="r2") as later:
+        assert later.preferences_text() == "- Alice takes her tea without sugar"
         found = await later.recall("How does Alice like tea?")
         assert found and found[0].text == "Alice takes her tea without sugar"
         assert found[0].kind == "preference" and found[0].machine_id == "r1"

@@ -115,3 +115,23 @@ async def test_unreachable_remote_is_reported_not_raised(tmp_path: Path) -> None
     finally:
         await mem.close()
     assert "still works" in (tmp_path / "m" / "diaries").iterdir().__next__().read_text()
+
+
+async def test_robots_set_up_separately_merge_unrelated_histories(tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    Repo.init_bare(str(bare), mkdir=True).close()
+    when = DAY.replace(hour=8)
+    # Two robots start offline with their own repositories, then get the same remote.
+    for name, minute in (("a", 1), ("b", 2)):
+        async with GitMemory(tmp_path / name, machine_id=name) as mem:
+            await mem.append_diary(f"{name} woke up", when=when.replace(minute=minute))
+            await mem.remember(f"{name} is charged", kind="fact")
+    for name in ("a", "b", "a"):
+        async with GitMemory(tmp_path / name, machine_id=name, remote=str(bare)) as mem:
+            assert (await mem.sync()).ok
+    for name in ("a", "b"):
+        diary = (tmp_path / name / "diaries" / "20261130.md").read_text()
+        assert entries(diary) == ["- [a 08:01:00] a woke up", "- [b 08:02:00] b woke up"]
+        facts = (tmp_path / name / "facts.md").read_text()
+        assert "a is charged" in facts and "b is charged" in facts
+        assert not list((tmp_path / name).glob("*.conflict-*"))  # identical templates merged

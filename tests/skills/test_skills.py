@@ -92,3 +92,11 @@ def test_description_with_colon_is_accepted(tmp_path: Path) -> None:
     lib = SkillLibrary.load([tmp_path])
     dock = lib.get("dock")
     assert dock is not None and dock.description == "Charging: drive to the charger and dock."
+
+
+def test_merge_conflict_copies_are_not_loaded(tmp_path: Path) -> None:
+    write_skill(tmp_path, "dock.md", "dock", "Local version.", "Local body.")
+    write_skill(tmp_path, "dock.conflict-abc1234.md", "dock", "Remote version.", "Remote body.")
+    lib = SkillLibrary.load([tmp_path])
+    dock = lib.get("dock")
+    assert lib.names == ["dock"] and dock is not None and dock.body == "Local body."

@@ -1,6 +1,12 @@
 """Git-backed long-term memory (SPEC E2, E4): rule files, diaries, snapshots, facts."""
 
-from loopact.memory.store import GitMemory, MemoryItem, SyncResult
+from loopact.memory.store import GitMemory, MemoryItem, SyncResult, default_memory_dir
 from loopact.memory.tools import make_memory_tools
 
-__all__ = ["GitMemory", "MemoryItem", "SyncResult", "make_memory_tools"]
+__all__ = [
+    "GitMemory",
+    "MemoryItem",
+    "SyncResult",
+    "default_memory_dir",
+    "make_memory_tools",
+]

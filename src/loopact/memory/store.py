@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+import platformdirs
 from dulwich.repo import Repo
 
 from loopact.llm.messages import Message
@@ -70,6 +71,8 @@ _FACT_FILES: dict[str, str] = {"fact": "facts.md", "preference": "preferences.md
 _FACT_TITLES = {"fact": "# Facts\n\n", "preference": "# Preferences\n\n"}
 
 Kind = Literal["fact", "preference"]
+
+_MAX_PROMPT_PREFS = 30
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,11 @@ class SyncResult:
     pushed: bool = False
     conflicts: tuple[str, ...] = ()
     error: str | None = None
+
+
+def default_memory_dir() -> Path:
+    """The default memory folder: ``<user data folder>/loopact/memory`` (platformdirs)."""
+    return Path(platformdirs.user_data_path("loopact")) / "memory"
 
 
 def _words(text: str) -> set[str]:
@@ -172,6 +180,7 @@ class GitMemory:
         self._wake: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
         self._rules = ""
+        self._preferences = ""
 
     # ----------------------------------------------------------------- life cycle
 
@@ -195,7 +204,12 @@ class GitMemory:
                 if not (self.path / name).exists():
                     await asyncio.to_thread(atomic_write, self.path / name, template.encode())
                     self._enqueue(name, f"create {name}")
+        await self._reload_prompt_texts()
+
+    async def _reload_prompt_texts(self) -> None:
         self._rules = await asyncio.to_thread(self._read_rules)
+        prefs = _parse_items(await asyncio.to_thread(self._read, _FACT_FILES["preference"]), "")
+        self._preferences = "\n".join(f"- {i.text}" for i in prefs[-_MAX_PROMPT_PREFS:])
 
     async def close(self) -> None:
         """Flush pending commits, stop the worker and close the repository."""
@@ -389,6 +403,8 @@ class GitMemory:
             today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
             line = f"- [{today} {self.machine_id}] {one_line}\n"
             await self._write(rel, (old + line).encode(), f"remember {kind}: {one_line[:60]}")
+        if kind == "preference":
+            await self._reload_prompt_texts()
         return True
 
     # ----------------------------------------------------------------- reads
@@ -419,6 +435,13 @@ class GitMemory:
         :meth:`open` (and after a sync that changed them).
         """
         return self._rules
+
+    def preferences_text(self) -> str:
+        """The remembered preferences (newest 30) as ``- text`` lines for the system prompt.
+
+        Empty when there are none. Kept current by :meth:`remember` and :meth:`sync` (E4).
+        """
+        return self._preferences
 
     async def items(self) -> list[MemoryItem]:
         """Every remembered preference and fact, preferences first, oldest first."""
@@ -483,7 +506,7 @@ class GitMemory:
                         )
                     if result.kind != "none":
                         kind, conflicts = result.kind, result.conflicts
-                        self._rules = await asyncio.to_thread(self._read_rules)
+                        await self._reload_prompt_texts()
                     local = _git.head(repo)
                     if local is not None and local != remote_head:
                         await asyncio.wait_for(

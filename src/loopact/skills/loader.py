@@ -15,7 +15,8 @@ Built-in skills ship in ``loopact/skills/builtin/``; the user's live in ``<memor
 :meth:`SkillLibrary.load` reads folders in order and a later folder's skill replaces an
 earlier one with the same name, so pass ``[builtin_dir(), memory / "skills"]`` to let user
 skills override built-in ones. A file with bad front matter is skipped with a warning naming
-it; loading never raises for a bad skill file.
+it; loading never raises for a bad skill file. Conflict copies left by a memory merge
+(``*.conflict-<sha7>.md``) are ignored until a person resolves them.
 """
 
 from __future__ import annotations
@@ -143,6 +144,10 @@ class SkillLibrary:
             if not folder.is_dir():
                 continue
             for path in sorted(folder.glob("*.md")):
+                if ".conflict-" in path.name:
+                    # The other robot's version kept beside a merge conflict (memory.merge).
+                    log.warning("ignoring unresolved skill conflict copy %s", path)
+                    continue
                 try:
                     skills.append(parse_skill(path.read_text(encoding="utf-8"), path))
                 except (SkillFileError, OSError, UnicodeDecodeError) as exc:
