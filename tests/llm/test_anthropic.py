@@ -393,3 +393,19 @@ async def test_non_streaming_endpoint_shape(server: Callable[[Any], ScriptedMode
     assert [b.type for b in msg.content] == ["thinking", "text", "tool_use"]
     assert msg.stop_reason == "tool_use"
     assert msg.content[2].input == {"seconds": 1}  # type: ignore[union-attr]
+
+
+async def test_tool_less_request_declares_used_tools_forbidden(
+    server: Callable[[Any], ScriptedModelServer],
+) -> None:
+    """The final no-tools request (A2) still defines the tools its history used."""
+    s = server([{"text": "Final answer."}])
+    history = [
+        Message.user("look"),
+        Message.assistant("", tool_calls=[ToolCall("toolu_1", "seewhat", {})]),
+        Message.tool("toolu_1", "seewhat", "a red box"),
+    ]
+    await collect(model_for(s), req(*history, tools=()))
+    body = s.requests[0].json()
+    assert [t["name"] for t in body["tools"]] == ["seewhat"]
+    assert body["tool_choice"] == {"type": "none"}

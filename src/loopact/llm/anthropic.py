@@ -437,6 +437,20 @@ class AnthropicModel:
                 }
                 for t in request.tools
             ]
+        else:
+            used = _tools_used(messages)
+            if used:
+                # A history holding tool_use blocks must define those tools even when none is
+                # offered (the final, tool-less request of SPEC A2): declare them, forbidden.
+                params["tools"] = [
+                    {
+                        "name": name,
+                        "description": "Not available now.",
+                        "input_schema": {"type": "object", "properties": {}},
+                    }
+                    for name in used
+                ]
+                params["tool_choice"] = {"type": "none"}
         if request.temperature is not None and self.thinking_budget_tokens is None:
             params["temperature"] = request.temperature
         if self.thinking_budget_tokens is not None:
@@ -475,6 +489,16 @@ class AnthropicModel:
         except (ValueError, KeyError, TypeError) as exc:
             raise ModelFatalError(f"malformed Anthropic stream: {exc}") from None
         raise ModelRetryableError("model stream was cut: it ended before message_stop")
+
+
+def _tools_used(messages: list[dict[str, Any]]) -> list[str]:
+    """Names of the tools called in ``messages`` (Anthropic shape), in first-use order."""
+    names: dict[str, None] = {}
+    for m in messages:
+        for block in m["content"]:
+            if block.get("type") == "tool_use" and block.get("name"):
+                names[str(block["name"])] = None
+    return list(names)
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
