@@ -87,7 +87,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             system_prompt=build_system_prompt(robot_info, cfg.agent.system_prompt),
             workspace=workspace,
             lang=cfg.agent.lang,
-            auto_approve=cfg.confirm.yes,
+            auto_approve=cfg.confirm.auto_approve,
             allow=frozenset(cfg.confirm.allow),
             interactive=once is None,
             confirm_timeout_s=cfg.confirm.timeout_s,

@@ -85,7 +85,7 @@ def run(
         "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
         "robot": {"kind": robot, "profile": profile, "site": site, "sim_speed": sim_speed},
         "agent": {"workspace": workspace, "lang": lang},
-        "confirm": {"yes": True if yes else None},
+        "confirm": {"auto_approve": True if yes else None},
         "trace": {"path": trace, "full": True if trace_full else None},
     }
     from loopact.app import build_and_run

@@ -84,7 +84,7 @@ class ConfirmConfig(pydantic.BaseModel):
     """``confirm``: who may run write tools (SPEC C5)."""
 
     model_config = _STRICT
-    yes: bool = False
+    auto_approve: bool = False
     allow: list[str] = pydantic.Field(default_factory=list)
     timeout_s: float = pydantic.Field(60.0, gt=0)
 
@@ -276,7 +276,7 @@ agent:
     token_budget: 200000
 
 confirm:
-  yes: false                  # true: never ask before write tools (like --yes)
+  auto_approve: false         # true: never ask before write tools (like --yes)
   allow: []                   # write tools allowed without asking, e.g. [file_write]
   timeout_s: 60               # no answer within this time means denied
 

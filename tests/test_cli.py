@@ -1,0 +1,218 @@
+"""The ``loopact`` command as a user runs it, in a separate process (SPEC F1, H1, H3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.agent.helpers import call
+
+from loopact.trace import read_trace
+
+CLEAN_ENV_KEYS = ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
+
+
+def run_cli(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV_KEYS}
+    full_env["XDG_CONFIG_HOME"] = str(cwd / "xdg")
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def once_args(server: Any, tmp_path: Path, text: str, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--robot",
+        "none",
+        "--once",
+        text,
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--api-key",
+        "sk-cli-secret",
+        "--trace",
+        str(tmp_path / "t.jsonl"),
+        "--workspace",
+        str(tmp_path / "ws"),
+        *extra,
+    ]
+
+
+def test_once_writes_file_prints_reply_and_traces(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server(
+        [
+            {"tool_calls": [call("file_write", {"path": "notes/hello.txt", "content": "hi"})]},
+            {"text": "I wrote notes/hello.txt."},
+        ]
+    )
+    proc = run_cli(once_args(server, tmp_path, "write hi", "--yes"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "I wrote notes/hello.txt."
+    assert (tmp_path / "ws" / "notes" / "hello.txt").read_text() == "hi"
+    events = list(read_trace(tmp_path / "t.jsonl"))
+    assert events[0]["type"] == "trace_start"
+    assert [e["type"] for e in events][-2:] == ["reply", "task_end"]
+    assert events[-1]["status"] == "completed"
+    assert "sk-cli-secret" not in (tmp_path / "t.jsonl").read_text()
+    assert "sk-cli-secret" not in proc.stderr + proc.stdout
+    # progress goes to stderr, never mixed into the reply on stdout
+    assert "file_write" in proc.stderr
+
+
+def test_once_write_without_yes_is_refused_not_hung(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server(
+        [
+            {"tool_calls": [call("file_write", {"path": "x.txt", "content": "x"})]},
+            {"text": "I was not allowed to write.", "expect": {"contains": "--yes"}},
+        ]
+    )
+    proc = run_cli(once_args(server, tmp_path, "write x"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "ws" / "x.txt").exists()
+
+
+def test_once_bounded_exits_3_with_fallback(scripted_server: Any, tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("agent:\n  bounds:\n    max_rounds: 1\n")
+    server = scripted_server(
+        [
+            {"tool_calls": [call("wait", {"seconds": 0.01})]},
+            {"text": "Summary: waited."},
+        ]
+    )
+    proc = run_cli(once_args(server, tmp_path, "wait", "--config", str(cfg)), tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "1 tool rounds" in proc.stdout and "Summary: waited." in proc.stdout
+
+
+def test_once_model_error_exits_1(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server([{"error": {"status": 401, "message": "invalid key"}}])
+    proc = run_cli(once_args(server, tmp_path, "hi"), tmp_path)
+    assert proc.returncode == 1
+    assert "invalid key" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_no_endpoint_explains_how_to_configure(tmp_path: Path) -> None:
+    proc = run_cli(["run", "--robot", "none", "--once", "hi"], tmp_path)
+    assert proc.returncode == 2
+    assert "LOOPACT_BASE_URL" in proc.stderr and "loopact init" in proc.stderr
+
+
+def test_config_error_names_the_key(tmp_path: Path) -> None:
+    (tmp_path / "loopact.yaml").write_text("model:\n  base_ulr: http://x\n")
+    proc = run_cli(["run", "--once", "hi"], tmp_path)
+    assert proc.returncode == 2
+    assert "model.base_ulr" in proc.stderr
+
+
+def test_bad_flag_is_usage_error(tmp_path: Path) -> None:
+    proc = run_cli(["run", "--no-such-flag"], tmp_path)
+    assert proc.returncode == 2
+
+
+def test_init_writes_a_config_that_loads(tmp_path: Path) -> None:
+    proc = run_cli(["init"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from loopact.config import load_config
+
+    cfg, source = load_config(None, env={}, cwd=tmp_path)
+    assert source == tmp_path / "loopact.yaml"
+    assert cfg.agent.bounds.max_rounds == 6 and cfg.robot.kind == "sim"
+    assert run_cli(["init"], tmp_path).returncode == 2  # refuses to overwrite
+
+
+def test_env_overrides_and_chinese_messages(tmp_path: Path) -> None:
+    proc = run_cli(["run", "--robot", "none", "--once", "hi", "--lang", "zh"], tmp_path)
+    assert proc.returncode == 2 and "尚未配置模型服务" in proc.stderr
+
+
+def test_trace_timeline_and_replay_script(scripted_server: Any, tmp_path: Path) -> None:
+    turns = [
+        {"tool_calls": [call("file_list", {"path": "."}, "c1")]},
+        {"text": "Nothing here."},
+    ]
+    server = scripted_server(turns)
+    proc = run_cli(once_args(server, tmp_path, "list", "--trace-full"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    timeline = run_cli(["trace", str(tmp_path / "t.jsonl")], tmp_path)
+    assert timeline.returncode == 0
+    assert "file_list" in timeline.stdout and "completed after 2 rounds" in timeline.stdout
+    first_req = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "model_request"][0]
+    assert first_req["messages"][1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "list"}],
+    }
+
+    script_path = tmp_path / "replay.json"
+    conv = run_cli(["trace", str(tmp_path / "t.jsonl"), "--to-script", str(script_path)], tmp_path)
+    assert conv.returncode == 0, conv.stderr
+    script = json.loads(script_path.read_text())
+    assert script["turns"][0]["tool_calls"][0]["name"] == "file_list"
+    # Replaying the script gives the same tool calls and the same reply.
+    replay = scripted_server(script)
+    (tmp_path / "t.jsonl").unlink()
+    again = run_cli(once_args(replay, tmp_path, "list"), tmp_path)
+    assert again.returncode == 0 and again.stdout.strip() == "Nothing here."
+    calls = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "tool_call"]
+    assert [(c["name"], c["arguments"]) for c in calls] == [("file_list", {"path": "."})]
+
+
+def _chat(server: Any, tmp_path: Path, typed: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loopact",
+            "run",
+            "--robot",
+            "none",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m",
+            "--workspace",
+            str(tmp_path / "ws"),
+        ],
+        input=typed,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k not in CLEAN_ENV_KEYS},
+    )
+
+
+def test_interactive_chat_answers_then_ends_at_end_of_input(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server([{"text": "Hello there."}])
+    proc = _chat(server, tmp_path, "hello\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Hello there." in proc.stdout
+    assert proc.stdout.rstrip().endswith("Bye.")
+
+
+def test_interactive_local_commands(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server([])
+    proc = _chat(server, tmp_path, "/status\n/bogus\n/reset\n/quit\nnever sent\n")
+    assert proc.returncode == 0, proc.stderr
+    assert '"busy": false' in proc.stdout
+    assert "Unknown command /bogus" in proc.stdout
+    assert "Conversation reset." in proc.stdout
+    assert not server.requests  # /quit ended the chat before "never sent"
