@@ -218,12 +218,24 @@ class GitMemory:
         try:
             await self.flush()
         finally:
-            if self._worker is not None:
-                self._worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._worker
-            self._repo.close()
-            self._repo = None
+            # Stop the worker only between commits: a commit thread cannot be cancelled.
+            try:
+                await asyncio.wait_for(self._git_lock.acquire(), 30.0)
+                locked = True
+            except asyncio.TimeoutError:
+                log.warning("memory close: a git operation is still running; closing anyway")
+                locked = False
+            try:
+                if self._worker is not None:
+                    self._worker.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._worker
+                    self._worker = None
+                self._repo.close()
+                self._repo = None
+            finally:
+                if locked:
+                    self._git_lock.release()
 
     async def __aenter__(self) -> GitMemory:
         await self.open()
@@ -249,7 +261,7 @@ class GitMemory:
         """Wait until every write made before this call is committed.
 
         Raises:
-            TimeoutError: The commits did not finish within ``timeout_s`` seconds.
+            asyncio.TimeoutError: The commits did not finish within ``timeout_s`` seconds.
         """
         self._need_repo()
         assert self._cond is not None
