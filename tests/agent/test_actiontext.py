@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopact.agent.actiontext import parse_actions, render_catalogue
+from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
 from loopact.llm.base import ToolSpec
 
 MOVE = ToolSpec(
@@ -201,3 +201,31 @@ def test_rendered_signature_parses_back() -> None:
     """A call written the way the catalogue shows it is understood."""
     p = parse_actions("move_forward(distance_m=1.2, speed_mps=0.2)", SPECS)
     assert p.call is not None and p.call.arguments == {"distance_m": 1.2, "speed_mps": 0.2}
+
+
+def test_labels_and_trailing_comments() -> None:
+    for line in (
+        "Next action: move_forward(1.0)",
+        "Step 2: move_forward(1.0)",
+        "\u52a8\u4f5c\uff1amove_forward(1.0)",
+        "move_forward(1.0)  # drive one metre",
+        "move_forward(1.0) // drive (slowly)",
+        "move_forward(1.0);",
+    ):
+        p = parse_actions(line, SPECS)
+        assert p.call is not None, line
+        assert p.call.arguments == {"distance_m": 1.0}, line
+        assert p.progress == "", line
+    p = parse_actions("move_forward(1.0) and then look around", SPECS)
+    assert p.call is None and p.progress == "move_forward(1.0) and then look around"
+
+
+def test_observation_text() -> None:
+    p = parse_actions("move_forward(1.0)\nseewhat()", SPECS)
+    assert p.call is not None
+    text = observation_text(p.call, True, "drove 1.00 m", p)
+    assert text.splitlines()[0] == "Result of move_forward(distance_m=1.0): ok"
+    assert "drove 1.00 m" in text and "ignored: seewhat()" in text
+    assert text.endswith("or finishtask() when the task is done.")
+    failed = observation_text(p.call, False, "blocked by an obstacle")
+    assert failed.startswith("Result of move_forward(distance_m=1.0): failed\nblocked")

@@ -280,3 +280,25 @@ async def test_default_server_speaks_all_three_protocols(
     assert done.message.text == "from dify"
     assert done_of(events).message.text == "from anthropic"
     assert [r.path for r in s.requests] == ["/v1/chat-messages", "/v1/messages"]
+
+
+async def test_vanished_conversation_is_forgotten(dify: Callable[[Any], Served]) -> None:
+    d = dify(
+        [
+            {"text": "hello"},
+            {"error": {"status": 404, "message": "Conversation Not Exists.", "code": "not_found"}},
+            {"text": "fresh start"},
+        ]
+    )
+    model = model_for(d)
+    history = [Message.system("sys"), Message.user("hi")]
+    done = done_of(await run(model, *history))
+    history += [done.message, Message.user("next")]
+    with pytest.raises(ModelRetryableError, match="no longer exists"):
+        await run(model, *history)
+    assert model.conversation_id == ""
+    assert done_of(await run(model, *history)).message.text == "fresh start"
+    await model.aclose()
+    bodies = d.chat_bodies()
+    assert [b["conversation_id"] for b in bodies] == ["", "conv-scripted-1", ""]
+    assert bodies[2]["query"] == "sys\n\nnext"

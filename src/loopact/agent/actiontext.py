@@ -35,6 +35,7 @@ from loopact.llm.messages import ToolCall
 __all__ = [
     "FINISH_ACTION",
     "ActionParse",
+    "observation_text",
     "parse_actions",
     "render_catalogue",
 ]
@@ -50,13 +51,15 @@ _FINISH_ALIASES = frozenset({"finishtask", "finish_task"})
 # backticks, then ``identifier(`` ... ``)`` and at most a trailing ``;`` or ``.``.
 _ACTION_LINE = re.compile(
     r"""^\s*
-    (?:[-*\u2022>]\s+|\d{1,3}[.)]\s+)?           # bullet or "1." / "1)"
-    (?:(?:action|动作|行动)\s*[:\uff1a]\s*)?       # "Action:" prefix
+    (?:[-*\u2022>]\s+|\d{1,3}[.)]\s+)?             # bullet or "1." / "1)"
+    (?:[^\W\d][\w ]{0,30}?\s*[:\uff1a]\s*)?        # a short label: "Action:", "Step 2:"
     `*\s*
-    (?P<call>[A-Za-z_][A-Za-z0-9_-]*\(.*\))      # name(...) -- no space before "("
-    \s*`*\s*[;.\u3002]?\s*$""",
-    re.IGNORECASE | re.VERBOSE,
+    (?P<call>[A-Za-z_][A-Za-z0-9_-]*\(.*\))        # name(...) -- no space before "("
+    (?P<tail>.*)$""",
+    re.VERBOSE,
 )
+# What may follow an action on its line: backticks, a full stop, a comment.
+_TAIL = re.compile(r"^\s*`*\s*[;.\u3002]?\s*(?:(?:#|//).*)?$")
 _FENCE_LINE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*$")
 _CURLY_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _WORD_LITERALS: dict[str, Any] = {
@@ -209,6 +212,31 @@ def render_catalogue(specs: Sequence[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
+def observation_text(call: ToolCall, ok: bool, text: str, parse: ActionParse | None = None) -> str:
+    """The feedback for the model after an action ran (SPEC A5).
+
+    Args:
+        call: The action that ran (or was refused).
+        ok: Whether it succeeded.
+        text: The tool's output or error, as text.
+        parse: The answer's parse, so ignored and unknown actions are reported too.
+
+    Returns:
+        E.g. ``"Result of move_forward(distance_m=1.0): ok\n<text>\nWrite the next action
+        as name(args), or finishtask() when the task is done."``
+    """
+    args = ", ".join(f"{k}={_render_value(v)}" for k, v in call.arguments.items())
+    lines = [f"Result of {call.name}({args}): {'ok' if ok else 'failed'}"]
+    if text.strip():
+        lines.append(text.strip())
+    if parse is not None and parse.feedback():
+        lines.append(parse.feedback())
+    lines.append(
+        f"Write the next action as name(args), or {FINISH_ACTION}() when the task is done."
+    )
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------- parsing
 
 
@@ -217,13 +245,19 @@ def _match_call(line: str) -> tuple[str, ast.Call] | None:
     if "(" not in line or len(line) > _MAX_CALL_CHARS:
         return None
     m = _ACTION_LINE.match(line)
-    if m is None:
+    if m is None or not _TAIL.match(m.group("tail")):
         return None
-    source = m.group("call")
-    for candidate in (source, source.translate(_CURLY_QUOTES)):
-        node = _parse_call(candidate)
-        if node is not None:
-            return source, node
+    text = m.group("call")
+    # The greedy match may run past the call into a comment: try each ")" from the right.
+    ends = [i + 1 for i, ch in enumerate(text) if ch == ")"]
+    for end in reversed(ends):
+        source = text[:end]
+        if end < len(text) and not _TAIL.match(text[end:]):
+            continue
+        for candidate in (source, source.translate(_CURLY_QUOTES)):
+            node = _parse_call(candidate)
+            if node is not None:
+                return source, node
     return None
 
 

@@ -240,7 +240,17 @@ class DifyModel:
             ) as response:
                 if response.status_code != 200:
                     await response.aread()
-                    raise _http_error(response, "chat-messages")
+                    error = _http_error(response, "chat-messages")
+                    if response.status_code == 404 and self._conversation_id:
+                        # Dify deleted the conversation: forget it, so a retry starts afresh.
+                        gone = self._conversation_id
+                        self._conversation_id = ""
+                        raise ModelRetryableError(
+                            f"Dify conversation {gone} no longer exists ({error}); "
+                            "a retry starts a new conversation",
+                            status=404,
+                        )
+                    raise error
                 async for event in self._events(response):
                     yield event
                     if isinstance(event, ResponseDone):
