@@ -71,6 +71,7 @@
 
   var handlers = {
     task_start: function (ev) {
+      setBusy(true);
       var m = add(el("div", "msg user", ev.text));
       m.dataset.task = ev.task_id || "";
       if (ev.source && ev.source !== "web") { m.appendChild(el("span", "source", ev.source)); }
@@ -151,12 +152,18 @@
     stop: function (ev) { line("warn", "stopped" + (ev.source ? " from " + ev.source : ""), ev); },
     robot_state: function (ev) { showPose(ev); },
     task_end: function (ev) {
+      setBusy(false);
       var n = line("end " + ev.status, "task " + ev.status + " (" + ev.rounds + " rounds)", ev);
       n.dataset.status = ev.status;
       delete state.tasks[ev.task_id || "_"];
     },
     dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); }
   };
+
+  function setBusy(busy) {
+    $("busy").textContent = busy ? "busy" : "idle";
+    $("busy").className = "badge" + (busy ? " busy" : "");
+  }
 
   function onEvent(ev) {
     state.events += 1;
@@ -295,8 +302,7 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (s) {
         if (!s) { return; }
-        $("busy").textContent = s.busy ? "busy" : "idle";
-        $("busy").className = "badge" + (s.busy ? " busy" : "");
+        setBusy(s.busy);
         $("model").textContent = (s.provider || "") + (s.model ? " / " + s.model : "");
         if (s.pose) { showPose(s.pose); }
         if (!s.camera && cameraOn) { cameraOn = false; $("camera-info").textContent = "no camera"; }

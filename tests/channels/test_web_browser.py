@@ -1,0 +1,355 @@
+"""The web console in a real browser (SPEC F2, F6, A8, C5): headless Debian chromium driven by
+Playwright, a real Agent on the real OpenAI provider talking to the scripted model server, and
+the MuJoCo robot session.
+
+Needs /usr/bin/chromium (``scripts/install-browser.sh``) and the ``playwright`` package (dev
+extra); ``playwright install`` is never used. Saves ``tests/artifacts/console.png``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import io
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WEB_KEY = "sk-console-SECRET-abcdef123456"
+NEW_KEY = "sk-typed-SECRET-654321fedcba"
+MODEL_KEY = "sk-test-secret"  # the key tests/agent/helpers.make_agent gives the provider
+WAIT_MS = 20_000
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.skipif(
+        not os.access(CHROMIUM, os.X_OK),
+        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None,
+        reason="the playwright package is missing: pip install -e '.[dev]'",
+    ),
+]
+
+from tests.agent.helpers import call, make_agent  # noqa: E402
+
+from loopact.channels.web import WebSettings, serve_console  # noqa: E402
+from loopact.tools.base import tool  # noqa: E402
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    with tempfile.TemporaryDirectory(prefix="loopact-chromium-") as profile_dir:
+        async with async_playwright() as pw:
+            ctx = await pw.chromium.launch_persistent_context(
+                profile_dir,
+                executable_path=CHROMIUM,
+                args=CHROMIUM_ARGS,
+                headless=True,
+                viewport={"width": 1280, "height": 800},
+            )
+            ctx.set_default_timeout(WAIT_MS)
+            try:
+                yield ctx
+            finally:
+                await ctx.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def robot() -> AsyncIterator[Any]:
+    session_mod = pytest.importorskip(
+        "loopact.robot.session", reason="the robot session (loopact.robot.session) is missing"
+    )
+    if importlib.util.find_spec("mujoco") is None:  # not imported here: it reads MUJOCO_GL
+        pytest.skip("MuJoCo is missing: pip install -e '.[sim]'")
+    session = await session_mod.open_robot("sim", speed=1.0)
+    try:
+        yield session
+    finally:
+        await session.close()
+
+
+class Seen:
+    """Every response body and WebSocket frame the page received."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.pending: list[asyncio.Future[Any]] = []
+
+    def attach(self, page: Any) -> None:
+        def on_response(response: Any) -> None:
+            self.pending.append(asyncio.ensure_future(self._body(response)))
+
+        def on_ws(ws: Any) -> None:
+            ws.on("framereceived", lambda payload: self.bodies.append(_as_bytes(payload)))
+
+        page.on("response", on_response)
+        page.on("websocket", on_ws)
+
+    async def _body(self, response: Any) -> None:
+        self.bodies.append(str(await response.all_headers()).encode())
+        try:
+            self.bodies.append(await response.body())
+        except Exception:
+            pass  # redirects and aborted requests have no body
+
+    async def settle(self) -> list[bytes]:
+        await asyncio.gather(*self.pending, return_exceptions=True)
+        return self.bodies
+
+
+def _photo() -> bytes:
+    """A sharp 320x240 PNG (random blocks: far above the gate's blur threshold)."""
+    import numpy as np
+    from PIL import Image as PILImage
+
+    rng = np.random.default_rng(7)
+    blocks = rng.integers(0, 255, size=(24, 32, 3), dtype=np.uint8)
+    arr = np.kron(blocks, np.ones((10, 10, 1), dtype=np.uint8))
+    buf = io.BytesIO()
+    PILImage.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _as_bytes(payload: Any) -> bytes:
+    return payload if isinstance(payload, bytes) else str(payload).encode()
+
+
+async def _page(ctx: Any, url: str, seen: Seen | None = None) -> Any:
+    await ctx.clear_cookies()
+    page = await ctx.new_page()
+    if seen is not None:
+        seen.attach(page)
+    await page.goto(url)
+    return page
+
+
+async def _poll(cond: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    async def loop() -> None:
+        while not cond():
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(loop(), timeout_s)
+
+
+async def test_scripted_task_from_the_page(
+    browser: Any, robot: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    notes: list[str] = []
+
+    @tool(safety="write")
+    async def save_note(text: str) -> str:
+        """Save a note for the user.
+
+        Args:
+            text: The note.
+        """
+        notes.append(text)
+        return "saved"
+
+    server = scripted_server(
+        [
+            {
+                "text": "Let me look.",
+                "tool_calls": [call("seewhat", {}, "see1")],
+                "expect": {"last_user_contains": "what you see"},
+            },
+            {"tool_calls": [call("save_note", {"text": "a room"}, "note1")]},
+            {"text": "I looked around and saved a note about the room."},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[*robot.tools, save_note])
+    runner = asyncio.ensure_future(agent.run())
+    settings = WebSettings(
+        provider="openai",
+        model="scripted",
+        api_key=WEB_KEY,
+        robot_profile="sim",
+        on_settings=lambda new: None,
+    )
+    web = await serve_console(agent, robot, port=0, settings=settings)
+    seen = Seen()
+    try:
+        page = await _page(browser, f"http://127.0.0.1:{web.port}/", seen)
+        await page.wait_for_selector("#conn.on")
+
+        # the live camera: two different frames arrive while the page is open
+        await page.wait_for_function("window.loopactConsole.frames >= 1")
+        first = await page.get_attribute("#camera", "data-seq")
+        await page.wait_for_function(
+            "s => document.getElementById('camera').dataset.seq !== s", arg=first
+        )
+        assert web.state.camera is not None and web.state.camera.renders >= 2
+
+        # image upload through the image gate: a broken file is refused with the gate's error
+        await page.set_input_files(
+            "#file", files=[{"name": "broken.png", "mimeType": "image/png", "buffer": b"junk"}]
+        )
+        await page.locator("#notice.error", has_text="image rejected").wait_for()
+        await page.set_input_files(
+            "#file", files=[{"name": "photo.png", "mimeType": "image/png", "buffer": _photo()}]
+        )
+        await page.locator(".chip", has_text="photo.png").wait_for()
+
+        await page.fill("#input", "look around and tell me what you see")
+        await page.press("#input", "Enter")
+        start = await rec.wait_for(lambda e: e.type == "task_start")
+        assert start.data == {"text": "look around and tell me what you see", "source": "web"}
+        await page.locator(".chip").first.wait_for(state="detached")
+
+        call_line = page.locator(".event.tool-call", has_text="seewhat")
+        await call_line.wait_for()
+        result = page.locator(".event.tool-result.ok", has_text="seewhat")
+        await result.wait_for()
+        await page.locator("#model-image img").wait_for()
+        shown = await page.eval_on_selector(
+            "#model-image img", "img => img.complete && img.naturalWidth"
+        )
+        assert shown and shown > 0  # the image the model got, fetched from /images/see1/0.jpg
+
+        allow = page.locator(".event.confirm button.allow")
+        await allow.wait_for()
+        await page.locator(".event.confirm", has_text="save_note").wait_for()
+        await allow.click()
+        await page.locator(".event.confirm.allowed").wait_for()
+        answer = await rec.wait_for(lambda e: e.type == "confirm_response")
+        assert answer.data["allowed"] is True and answer.data["by"] == "web"
+
+        reply = page.locator(".msg.assistant.final", has_text="saved a note about the room")
+        await reply.wait_for()
+        await page.locator(".event.end.completed").wait_for()
+        end = await rec.wait_for(lambda e: e.type == "task_end")
+        assert end.data["status"] == "completed"
+        assert notes == ["a room"]
+        first_request = json.dumps(server.requests[0].body)
+        assert "image_url" in first_request  # the uploaded photo went with the instruction
+        await page.locator("#busy", has_text="idle").wait_for()
+        assert await page.locator(".msg.user", has_text="tell me what you see").count() == 1
+        await page.wait_for_function("document.getElementById('pose').textContent.includes('x ')")
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "console.png"), full_page=True)
+
+        # the settings page: key shown only as "set", bad fields named, a new key accepted
+        await page.goto(f"http://127.0.0.1:{web.port}/settings")
+        await page.wait_for_function("document.getElementById('key-state').textContent === 'set'")
+        await page.fill("#f-base_url", "not a url")
+        await page.click("#apply")
+        await page.locator('.field-error[data-for="base_url"]', has_text="base_url").wait_for()
+        await page.fill("#f-base_url", "http://127.0.0.1:1/v1")
+        await page.fill("#f-api_key", NEW_KEY)
+        await page.click("#apply")
+        await page.locator("#saved", has_text="saved").wait_for()
+        assert await page.input_value("#f-api_key") == ""
+        await page.reload()
+        await page.wait_for_function("document.getElementById('key-state').textContent === 'set'")
+        await page.close()
+
+        bodies = await seen.settle()
+        assert len(bodies) > 10
+        for body in bodies:
+            for secret in (WEB_KEY, NEW_KEY, MODEL_KEY):
+                assert secret.encode() not in body
+    finally:
+        await web.stop()
+        await agent.close()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+
+async def test_stop_button_halts_a_running_motion(
+    browser: Any, robot: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [{"tool_calls": [call("drive", {"linear_mps": 0, "angular_dps": 40, "duration_s": 25})]}]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=robot.tools, stop_hooks=(robot.stop,))
+    runner = asyncio.ensure_future(agent.run())
+    web = await serve_console(agent, robot, port=0)
+    try:
+        page = await _page(browser, f"http://127.0.0.1:{web.port}/")
+        await page.wait_for_selector("#conn.on")
+        await page.fill("#input", "spin slowly")
+        await page.press("#input", "Enter")
+        await page.locator(".event.tool-call", has_text="drive").wait_for()
+        await _poll(lambda: not robot.governor.last_twist.is_zero)
+        # the camera shows the turning robot: the picture itself changes
+        pic1 = await _camera_pixels(page)
+        await page.wait_for_function(
+            "s => document.getElementById('camera').dataset.seq !== s",
+            arg=await page.get_attribute("#camera", "data-seq"),
+        )
+        await page.wait_for_timeout(300)  # let the robot turn a visible amount between frames
+        pic2 = await _camera_pixels(page)
+        assert pic1 != pic2
+
+        await page.click("#stop")
+        await page.locator(".event.warn", has_text="stopped from web").wait_for()
+        await page.locator(".event.end.preempted").wait_for()
+        end = await rec.wait_for(lambda e: e.type == "task_end")
+        assert end.data["status"] == "preempted"
+        assert [e.data["source"] for e in rec.of("stop")] == ["web"]
+        await _poll(lambda: robot.governor.last_twist.is_zero)
+        assert len(server.requests) == 1  # the stop asked nothing of the model
+        await page.close()
+    finally:
+        await web.stop()
+        await agent.close()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+
+async def _camera_pixels(page: Any) -> str:
+    """A data URL of the camera picture as the page shows it (drawn through a canvas)."""
+    url: str = await page.eval_on_selector(
+        "#camera",
+        """img => { const c = document.createElement('canvas');
+                  c.width = img.naturalWidth; c.height = img.naturalHeight;
+                  c.getContext('2d').drawImage(img, 0, 0); return c.toDataURL(); }""",
+    )
+    return url
+
+
+async def test_token_is_required_beyond_loopback(
+    browser: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    agent, _rec = make_agent(scripted_server([]), tmp_path)
+    web = await serve_console(agent, None, host="0.0.0.0", port=0, token="tok-web-42")
+    try:
+        await browser.clear_cookies()
+        page = await browser.new_page()
+        refused = await page.goto(f"http://127.0.0.1:{web.port}/")
+        assert refused is not None and refused.status == 401
+        api = await page.request.get(f"http://127.0.0.1:{web.port}/api/status")
+        assert api.status == 401
+        ok = await page.goto(f"http://127.0.0.1:{web.port}/?token=tok-web-42")
+        assert ok is not None and ok.status == 200
+        assert page.url == f"http://127.0.0.1:{web.port}/"  # the token left the address bar
+        await page.wait_for_selector("#conn.on")  # the WebSocket got in with the cookie
+        assert "tok-web-42" not in await page.content()
+        await page.close()
+    finally:
+        await web.stop()
+        await agent.close()
