@@ -409,3 +409,26 @@ async def test_tool_less_request_declares_used_tools_forbidden(
     body = s.requests[0].json()
     assert [t["name"] for t in body["tools"]] == ["seewhat"]
     assert body["tool_choice"] == {"type": "none"}
+
+
+@pytest.mark.parametrize("status", [408, 409, 500, 503])
+async def test_more_retryable_statuses(
+    server: Callable[[Any], ScriptedModelServer], status: int
+) -> None:
+    s = server(
+        [
+            {
+                "error": {
+                    "status": status,
+                    "message": "try later",
+                    "retry_after": "Wed, 21 Oct 2015 07:28:00 GMT",
+                }
+            }
+        ]
+    )
+    model = model_for(s)
+    with pytest.raises(ModelRetryableError) as err:
+        [e async for e in model.stream(req(Message.user("x")))]
+    await model.aclose()
+    assert err.value.status == status
+    assert err.value.retry_after_s == 0.0  # an HTTP date in the past: retry now

@@ -21,10 +21,10 @@ the user.
 from __future__ import annotations
 
 import ast
-import hashlib
 import logging
 import math
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -282,7 +282,7 @@ def _call_name(node: ast.Call) -> str:
 
 def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
     """Map the call's arguments onto the schema; errors end up in ``ToolCall.error``."""
-    call_id = "act_" + hashlib.sha1(source.encode("utf-8")).hexdigest()[:12]
+    call_id = "act_" + uuid.uuid4().hex[:16]
     props = list(_properties(spec))
     arguments: dict[str, Any] = {}
     try:
