@@ -60,7 +60,7 @@ def stamp() -> Stamp:
 
 
 def per_round(stamps: list[Stamp]) -> tuple[list[float], list[float]]:
-    pairs = list(zip(stamps, stamps[1:]))
+    pairs = list(zip(stamps, stamps[1:], strict=False))
     return [b[0] - a[0] for a, b in pairs], [b[1] - a[1] for a, b in pairs]
 
 
