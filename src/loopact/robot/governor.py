@@ -341,28 +341,63 @@ class SafetyGovernor:
         self._base_forward = forward
         self._last_cmd_s = now
         if forward:
-            await self._prepare_forward(lease)
+            try:
+                await self._prepare_forward(lease)
+            except BaseException:
+                # Refused or cancelled while preparing: the lease must not keep the base.
+                lease.stop("cancelled", "not started")
+                if self._base is lease:
+                    self._base = None
+                raise
         return lease
+
+    def min_trusted_tilt_deg(self) -> float:
+        """Smallest head tilt (down positive) at which the camera sees the floor at the stop line.
+
+        With the head tilted further up, low obstacles just beyond ``obstacle_stop_m`` would be
+        out of view, so the depth image is not trusted for the obstacle stop.
+        """
+        cam = self.profile.camera
+        vfov_half = math.atan(
+            math.tan(math.radians(cam.hfov_deg) / 2) * cam.height_px / cam.width_px
+        )
+        reach = self.profile.footprint_radius_m + self.profile.limits.obstacle_stop_m
+        return math.degrees(math.atan2(cam.mount_height_m, reach) - vfov_half)
+
+    def _view_problem(self, pan_rad: float, tilt_rad: float) -> str | None:
+        if abs(math.degrees(pan_rad)) > HEAD_FORWARD_TOL_DEG:
+            return "the camera is not looking forward (head panned)"
+        if math.degrees(tilt_rad) < self.min_trusted_tilt_deg() - 1.0:
+            return "the camera looks too high to see the floor ahead (head tilted up)"
+        return None
 
     async def _prepare_forward(self, lease: MotionLease) -> None:
         if self.robot.has_head and self.profile.head.present:
             head = await self.robot.get_head()
-            if abs(math.degrees(head.pan_rad)) > HEAD_FORWARD_TOL_DEG:
+            if self._view_problem(head.pan_rad, head.tilt_rad) is not None:
+                # Re-centre so the depth image covers the path (X3); ends any head motion.
                 if self._head is not None:
                     self._head.stop("cancelled", f"head re-centred for {lease.name}")
                     self._head = None
-                await self.robot.set_head(0.0, head.tilt_rad)
-                await self._wait_head(0.0, head.tilt_rad, timeout_s=3.0)
+                tilt = max(
+                    math.degrees(head.tilt_rad),
+                    self.profile.head.home_tilt_deg,
+                    self.min_trusted_tilt_deg(),
+                )
+                tilt = min(tilt, self.profile.head.tilt_limits_deg[1])
+                await self.robot.set_head(0.0, math.radians(tilt))
+                await self._wait_head(0.0, math.radians(tilt), timeout_s=3.0)
         reading = await self._read_obstacle()
         self._obstacle = reading
-        if reading.clearance_m is not None and reading.clearance_m < (
-            self.profile.limits.obstacle_stop_m
-        ):
-            lease.stop("obstacle", f"obstacle {reading.clearance_m:.2f} m ahead")
+        stop_m = self.profile.limits.obstacle_stop_m
+        if reading.clearance_m is None or reading.clearance_m < stop_m:
+            lease.stop("obstacle", reading.note or f"obstacle {reading.clearance_m:.2f} m ahead")
             self._base = None
+            if reading.clearance_m is None:
+                raise SafetyError(f"cannot check the path ahead: {reading.note}")
             raise SafetyError(
                 f"obstacle {reading.clearance_m:.2f} m in front of the robot (the limit is "
-                f"{self.profile.limits.obstacle_stop_m} m): forward motion refused"
+                f"{stop_m} m): forward motion refused"
             )
         if self._monitor is None or self._monitor.done():
             self._monitor = asyncio.get_running_loop().create_task(
@@ -434,7 +469,11 @@ class SafetyGovernor:
             return await self._halt(lease, "obstacle", f"cannot check the path: {reading.note}")
         pose = await self.robot.get_pose()
         moved = math.hypot(pose.x_m - reading.x_m, pose.y_m - reading.y_m)
-        clearance = reading.clearance_m - moved
+        # Distance still covered before a stop takes effect: one more control period at the
+        # current speed, plus braking.
+        v_now = max(0.0, self._last_twist.linear_mps)
+        clearance = reading.clearance_m - moved - v_now * self.period_s
+        clearance -= v_now * v_now / (2 * BRAKE_DECEL_MPS2)
         stop_m = self.profile.limits.obstacle_stop_m
         if clearance <= stop_m + 0.01:
             return await self._halt(
@@ -469,16 +508,17 @@ class SafetyGovernor:
     # ---- obstacle monitor and watchdog ------------------------------------------------------
 
     async def _read_obstacle(self) -> ObstacleReading:
-        depth = await self.robot.get_depth()
+        # Pose first: the depth is rendered/captured from the state at the time of the call,
+        # so this pose is where the robot was when the depth was taken.
         pose = await self.robot.get_pose()
+        depth = await self.robot.get_depth()
         pan = tilt = 0.0
         if self.robot.has_head and self.profile.head.present:
             head = await self.robot.get_head()
             pan, tilt = head.pan_rad, head.tilt_rad
-            if abs(math.degrees(pan)) > HEAD_FORWARD_TOL_DEG:
-                return ObstacleReading(
-                    None, depth.stamp_s, pose.x_m, pose.y_m, "the camera is not looking forward"
-                )
+            problem = self._view_problem(pan, tilt)
+            if problem is not None:
+                return ObstacleReading(None, depth.stamp_s, pose.x_m, pose.y_m, problem)
         clearance = await asyncio.to_thread(
             forward_clearance, depth.depth_m, self.profile, pan, tilt
         )

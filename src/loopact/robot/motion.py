@@ -24,8 +24,8 @@ from loopact.vision.gate import ImageGate
 CONTROL_PERIOD_S = 0.05
 """Control loop period on the robot clock, seconds."""
 
-LINEAR_TOL_M = 0.01
-ANGULAR_TOL_RAD = math.radians(0.7)
+LINEAR_TOL_M = 0.004
+ANGULAR_TOL_RAD = math.radians(0.3)
 MIN_LINEAR_MPS = 0.04
 MIN_ANGULAR_RADPS = math.radians(6.0)
 K_LINEAR = 1.5  # 1/s: slow-down gain near the target (v = K * remaining)
