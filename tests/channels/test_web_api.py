@@ -409,6 +409,28 @@ async def test_lagging_websocket_never_blocks_the_agent(console: Any) -> None:
         assert len(seen) < 5000
 
 
+async def test_late_page_gets_open_confirmations(console: Any) -> None:
+    bus = console.agent.bus
+    asked = bus.emit("confirm_request", "t1", id="cf9", name="save", arguments={}, timeout_s=60)
+    bus.emit("confirm_request", "t1", id="cf10", name="save", arguments={}, timeout_s=60)
+    bus.emit("confirm_response", "t1", id="cf10", allowed=False, by="terminal")
+    assert console.web.state.hub.open_confirmations == ["cf9"]
+    async with ws_connect(f"ws://127.0.0.1:{console.web.port}/ws") as ws:
+        assert await _recv(ws) == json.loads(json.dumps(asked.to_json()))
+    bus.emit("task_end", "t1", status="preempted", rounds=1)
+    assert console.web.state.hub.open_confirmations == []
+
+
+async def test_event_from_a_worker_thread_reaches_the_page(console: Any) -> None:
+    async with ws_connect(f"ws://127.0.0.1:{console.web.port}/ws") as ws:
+        await _wait_for(lambda: console.web.state.hub.n_clients == 1)
+        await asyncio.to_thread(
+            console.agent.bus.emit, "tool_progress", "t1", id="c1", name="drive", text="half"
+        )
+        got = await _recv(ws)
+        assert got["type"] == "tool_progress" and got["text"] == "half"
+
+
 async def test_cross_origin_post_and_websocket_are_refused(console: Any) -> None:
     r = await console.client.post("/api/stop", headers={"Origin": "http://evil.example"})
     assert r.status_code == 403

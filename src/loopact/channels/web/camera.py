@@ -92,7 +92,8 @@ class CameraFeed:
             RobotError: No frame is available, rendering failed or took over 5 s.
         """
         async with self._lock:
-            if self._last is not None and time.monotonic() - self._last_at < self._period_s:
+            started = time.monotonic()
+            if self._last is not None and started - self._last_at < self._period_s:
                 return self._last
             try:
                 cam = await asyncio.wait_for(self._robot.get_frame(), _FRAME_TIMEOUT_S)
@@ -111,7 +112,7 @@ class CameraFeed:
                 width_px=int(rgb.shape[1]),
                 height_px=int(rgb.shape[0]),
             )
-            self._last_at = time.monotonic()
+            self._last_at = started  # the period counts from the render's start
             return self._last
 
     async def mjpeg(self, stop: asyncio.Event) -> AsyncIterator[bytes]:

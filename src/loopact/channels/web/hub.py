@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -28,6 +28,9 @@ DELTA_TYPES = frozenset({"text_delta", "reasoning_delta"})
 
 #: Live-only events the console still shows.
 _FORWARDED_LIVE = frozenset({"text_delta"})
+
+#: Events the hub follows even with no page connected (open confirmations).
+_TRACKED = frozenset({"confirm_request", "confirm_response", "task_end"})
 
 
 class _Bus(Protocol):
@@ -103,45 +106,64 @@ class ClientQueue:
 
 
 class EventHub:
-    """Subscribes to the agent's bus while at least one client is connected.
+    """Subscribes to the agent's bus and fans events out to the connected pages.
+
+    With no page connected an event costs one type check: nothing is encoded or queued. Open
+    confirmation requests (SPEC C5) are remembered until answered or their task ends, and a
+    page that connects later gets them first, so it can still answer with Allow / Deny.
 
     Args:
         bus: The agent's :class:`~loopact.events.EventBus` (anything with ``subscribe``).
         queue_size: Per-client queue bound (events).
+        max_open_confirmations: Most unanswered confirmation requests remembered.
     """
 
-    def __init__(self, bus: _Bus, queue_size: int = 1000) -> None:
-        self._bus = bus
+    def __init__(self, bus: _Bus, queue_size: int = 1000, max_open_confirmations: int = 50) -> None:
         self._queue_size = queue_size
+        self._max_open = max_open_confirmations
         self._clients: set[ClientQueue] = set()
-        self._unsubscribe: Callable[[], None] | None = None
+        self._open: OrderedDict[str, tuple[str | None, str]] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread_id: int | None = None
+        try:
+            self._bind_loop()
+        except RuntimeError:
+            pass  # bound on the first connect
+        self._unsubscribe: Callable[[], None] | None = bus.subscribe(self._on_event)
+
+    def _bind_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._thread_id = threading.get_ident()
 
     @property
     def n_clients(self) -> int:
         """Number of connected clients."""
         return len(self._clients)
 
+    @property
+    def open_confirmations(self) -> list[str]:
+        """Ids of confirmation requests not answered yet (as far as the events tell)."""
+        return list(self._open)
+
     def connect(self) -> ClientQueue:
-        """Register a new client (call on the loop thread) and return its queue."""
+        """Register a new client (call on the loop thread) and return its queue.
+
+        The queue starts with the open confirmation requests.
+        """
+        if self._loop is None:
+            self._bind_loop()
         queue = ClientQueue(self._queue_size)
+        for _task_id, text in self._open.values():
+            queue.put("confirm_request", text)
         self._clients.add(queue)
-        if self._unsubscribe is None:
-            self._loop = asyncio.get_running_loop()
-            self._thread_id = threading.get_ident()
-            self._unsubscribe = self._bus.subscribe(self._on_event)
         return queue
 
     def disconnect(self, queue: ClientQueue) -> None:
-        """Forget a client; the last one to leave unsubscribes from the bus."""
+        """Forget a client."""
         self._clients.discard(queue)
-        if not self._clients and self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
 
     def close(self) -> None:
-        """Drop every client and unsubscribe."""
+        """Drop every client and unsubscribe from the bus."""
         self._clients.clear()
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -150,14 +172,27 @@ class EventHub:
     def _on_event(self, event: Event) -> None:
         if not forwarded(event.type):
             return
+        if not self._clients and event.type not in _TRACKED:
+            return  # nobody is watching: no encoding, no queueing
         text = encode_event(event)
-        if threading.get_ident() == self._thread_id or self._loop is None:
-            self._dispatch(event.type, text)
+        request_id = event.data.get("id")
+        args = (event.type, event.task_id, request_id, text)
+        if self._loop is None or threading.get_ident() == self._thread_id:
+            self._dispatch(*args)
         else:
             # An event emitted from a worker thread: hand it to the loop (never block it).
-            self._loop.call_soon_threadsafe(self._dispatch, event.type, text)
+            self._loop.call_soon_threadsafe(self._dispatch, *args)
 
-    def _dispatch(self, event_type: str, text: str) -> None:
+    def _dispatch(self, event_type: str, task_id: str | None, request_id: Any, text: str) -> None:
+        if event_type == "confirm_request" and isinstance(request_id, str):
+            self._open[request_id] = (task_id, text)
+            while len(self._open) > self._max_open:
+                self._open.popitem(last=False)
+        elif event_type == "confirm_response" and isinstance(request_id, str):
+            self._open.pop(request_id, None)
+        elif event_type == "task_end":
+            for key in [k for k, (t, _text) in self._open.items() if t == task_id]:
+                del self._open[key]
         for queue in list(self._clients):
             queue.put(event_type, text)
 

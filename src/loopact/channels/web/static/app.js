@@ -114,6 +114,7 @@
       }
     },
     confirm_request: function (ev) {
+      if ($("confirm-" + ev.id)) { return; }  // replayed to a reconnecting page
       var box = line("confirm", "Allow " + ev.name + "(" + short(ev.arguments) + ")?", ev);
       box.id = "confirm-" + ev.id;
       var allow = el("button", "allow", "Allow");
@@ -276,7 +277,7 @@
         var seq = r.headers.get("X-Frame-Seq");
         var stamp = r.headers.get("X-Frame-Stamp");
         return r.blob().then(function (b) {
-          if (seq === state.lastSeq) { return; }
+          if (seq === state.lastSeq) { return false; }
           state.lastSeq = seq;
           var url = URL.createObjectURL(b);
           var img = $("camera");
@@ -285,10 +286,13 @@
           state.frames += 1;
           img.dataset.seq = seq;
           $("camera-info").textContent = "frame " + seq + ", t = " + stamp + " s";
+          return true;
         });
       })
-      .then(function () {
-        setTimeout(cameraLoop, Math.max(0, 1000 / CAMERA_FPS - (Date.now() - started)));
+      .then(function (fresh) {
+        // a repeated frame: the next one is due soon, ask again shortly
+        var wait = fresh ? 1000 / CAMERA_FPS - (Date.now() - started) : 20;
+        setTimeout(cameraLoop, Math.max(0, wait));
       })
       .catch(function (e) {
         $("camera-info").textContent = e.message;
