@@ -508,3 +508,25 @@ async def _wait_for(cond: Any) -> None:
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(loop(), WAIT_S)
+
+
+def test_settings_from_config() -> None:
+    from loopact.channels.web import settings_from_config
+    from loopact.config import Config
+
+    cfg = Config.model_validate(
+        {
+            "model": {"provider": "anthropic", "model": "claude-x", "api_key": API_KEY},
+            "robot": {"profile": "turtlebot4"},
+        }
+    )
+    s = settings_from_config(cfg, token="tok")
+    assert (s.provider, s.model, s.base_url, s.robot_profile) == (
+        "anthropic",
+        "claude-x",
+        "",
+        "turtlebot4",
+    )
+    assert s.api_key == API_KEY and API_KEY not in repr(s)
+    assert {"sim", "turtlebot4", "mecanum_ptz"} <= set(s.profiles)
+    assert s.providers == ("openai", "anthropic", "dify") and s.token == "tok"

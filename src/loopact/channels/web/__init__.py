@@ -10,7 +10,7 @@ Usage from the CLI, on the agent's event loop::
 
 from loopact.channels.web.app import create_app
 from loopact.channels.web.server import WebConsole, is_loopback, serve_console
-from loopact.channels.web.settings import WebSettings, validate_settings
+from loopact.channels.web.settings import WebSettings, settings_from_config, validate_settings
 
 __all__ = [
     "WebConsole",
@@ -18,5 +18,6 @@ __all__ = [
     "create_app",
     "is_loopback",
     "serve_console",
+    "settings_from_config",
     "validate_settings",
 ]

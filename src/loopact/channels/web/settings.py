@@ -11,14 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 #: What an ``on_settings`` callback gets and may return: None on success or an error text.
 SettingsCallback = Callable[[dict[str, Any]], "str | None | Awaitable[str | None]"]
 
-#: Providers the settings page offers by default (the wire protocols of SPEC B1-B3 plus local).
-DEFAULT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "dify", "ollama", "llamacpp")
+#: Providers the settings page offers by default (the wire protocols of SPEC B1-B3; Ollama,
+#: llama.cpp, vLLM, Qwen, DeepSeek ... are ``openai`` with their base URL).
+DEFAULT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "dify")
 
 #: Robot profiles offered by default (the packaged ``loopact/robot/profiles/*.yaml``).
 DEFAULT_PROFILES: tuple[str, ...] = ("sim", "turtlebot4", "mecanum_ptz")
@@ -72,6 +74,53 @@ class WebSettings:
     queue_size: int = 1000
     max_upload_bytes: int = 20_000_000
     title: str = "loopact console"
+
+
+def packaged_profiles() -> tuple[str, ...]:
+    """Names of the robot profiles shipped in ``loopact/robot/profiles`` (read when called)."""
+    try:
+        folder = resources.files("loopact.robot") / "profiles"
+        names = sorted(
+            entry.name[: -len(".yaml")]
+            for entry in folder.iterdir()
+            if entry.name.endswith(".yaml")
+        )
+    except (OSError, ModuleNotFoundError):
+        return DEFAULT_PROFILES
+    return tuple(names) or DEFAULT_PROFILES
+
+
+def settings_from_config(
+    config: Any,
+    on_settings: SettingsCallback | None = None,
+    token: str | None = None,
+) -> WebSettings:
+    """Console options showing a loaded ``loopact.config.Config``.
+
+    Args:
+        config: The loaded configuration (``config.model.provider/model/base_url``,
+            ``config.api_key``, ``config.robot.profile``).
+        on_settings: The callback applying changes (see :class:`WebSettings`).
+        token: The console token (``--web-token``), None on loopback.
+
+    Returns:
+        The :class:`WebSettings`; the profile list is the packaged profiles plus the
+        configured one.
+    """
+    profile = str(config.robot.profile)
+    profiles = packaged_profiles()
+    if profile not in profiles:
+        profiles = (*profiles, profile)
+    return WebSettings(
+        token=token,
+        provider=str(config.model.provider),
+        model=str(config.model.model),
+        base_url=str(config.model.base_url or ""),
+        api_key=config.api_key,
+        robot_profile=profile,
+        profiles=profiles,
+        on_settings=on_settings,
+    )
 
 
 class SettingsStore:
