@@ -18,22 +18,71 @@ from rich.console import Console
 from loopact import __version__
 from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.prompt import build_system_prompt
+from loopact.agent.runtime import AgentCallTool
 from loopact.config import Config
+from loopact.errors import ConfigError
 from loopact.llm.base import Capabilities, Model
 from loopact.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
 
-def make_model(cfg: Config) -> Model:
+def make_model(cfg: Config, local_base_url: str | None = None) -> Model:
     """The model endpoint the config names.
+
+    Args:
+        cfg: The configuration.
+        local_base_url: The running local brain's endpoint (issue 6) when no endpoint is
+            configured; the same OpenAI-compatible provider then talks to it with the local
+            capability descriptor (text only, tool calls as text, constrained decoding).
 
     Raises:
         ConfigError: The provider is unknown.
     """
     from loopact.llm.openai_chat import OpenAIChatModel
 
+    if local_base_url is not None:
+        from loopact.llm.local import MODEL_NAME, local_capabilities
+
+        return OpenAIChatModel(
+            model=MODEL_NAME,
+            base_url=local_base_url,
+            api_key=None,
+            capabilities=local_capabilities(cfg.local.context_tokens),
+            extra_body={
+                "temperature": cfg.local.temperature,
+                "max_tokens": cfg.local.max_output_tokens,
+            },
+            request_timeout_s=cfg.agent.bounds.request_timeout_s,
+        )
     caps = Capabilities(**cfg.model.capabilities.model_dump())
+    provider = cfg.model.provider
+    if provider == "anthropic":
+        from loopact.llm.anthropic import AnthropicModel
+
+        return AnthropicModel(
+            model=cfg.model.model,
+            base_url=cfg.model.base_url,
+            api_key=cfg.api_key,
+            capabilities=caps,
+            request_timeout_s=cfg.agent.bounds.request_timeout_s,
+        )
+    if provider == "dify":
+        from loopact.llm.dify import DIFY_CAPABILITIES, DifyModel
+
+        if not cfg.model.base_url:
+            raise ConfigError(
+                "model.base_url is required for the dify provider: the API root ending in /v1 "
+                "(--base-url or LOOPACT_BASE_URL)",
+                key="model.base_url",
+            )
+        return DifyModel(
+            model=cfg.model.model,
+            base_url=cfg.model.base_url,
+            api_key=cfg.api_key,
+            capabilities=DIFY_CAPABILITIES,
+            request_timeout_s=cfg.agent.bounds.request_timeout_s,
+        )
     return OpenAIChatModel(
         model=cfg.model.model,
         base_url=cfg.model.base_url,
@@ -58,6 +107,22 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
     registry = ToolRegistry(make_builtin_tools(workspace))
 
     async with AsyncExitStack() as stack:
+        local_url: str | None = None
+        if not cfg.endpoint_configured:
+            # No endpoint: start the offline brain as a child process, stopped with the
+            # agent (issue 6). It is started first so that a missing model fails fast.
+            from loopact.llm.local import LocalBrain
+
+            brain = LocalBrain.from_config(cfg.local)
+            stack.push_async_callback(brain.stop)
+            local_url = await brain.start()
+            cfg = cfg.model_copy(
+                update={
+                    "model": cfg.model.model_copy(
+                        update={"model": brain.model_path.name, "base_url": local_url}
+                    )
+                }
+            )
         robot_info: dict[str, Any] | None = None
         stop_hooks: list[Any] = []
         state_provider = None
@@ -87,6 +152,8 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             system_prompt=build_system_prompt(robot_info, cfg.agent.system_prompt),
             workspace=workspace,
             lang=cfg.agent.lang,
+            mode=cfg.agent.mode,
+            tool_calling=cfg.agent.tool_calling,
             auto_approve=cfg.confirm.auto_approve,
             allow=frozenset(cfg.confirm.allow),
             interactive=once is None,
@@ -95,8 +162,9 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             state_provider=state_provider,
             trace_full=cfg.trace.full,
         )
-        model = make_model(cfg)
+        model = make_model(cfg, local_base_url=local_url)
         agent = Agent(model, registry, options)
+        registry.add(AgentCallTool(agent))
         stack.push_async_callback(agent.close)
         if cfg.trace.path is not None:
             writer = TraceWriter(
@@ -137,7 +205,22 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             base_url=cfg.model.base_url or "(default)",
             robot=robot_label,
         )
-        channel = TerminalChannel(agent, Console(highlight=False), welcome=welcome)
+
+        def model_factory(args: list[str]) -> Model:
+            """``/provider NAME [MODEL [BASE_URL]]``: the config, env keys of NAME, overrides."""
+            from loopact.config import load_config
+
+            model_over: dict[str, Any] = {"provider": args[0]}
+            if len(args) > 1:
+                model_over["model"] = args[1]
+            if len(args) > 2:
+                model_over["base_url"] = args[2]
+            new_cfg, _ = load_config(config_source, overrides={"model": model_over})
+            return make_model(new_cfg)
+
+        channel = TerminalChannel(
+            agent, Console(highlight=False), welcome=welcome, model_factory=model_factory
+        )
         await channel.run()
         return 0
     return 0

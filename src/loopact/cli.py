@@ -63,7 +63,13 @@ def _root(
 @app.command()
 def run(
     config: Path | None = typer.Option(None, "--config", help="Config file (YAML)."),
-    provider: str | None = typer.Option(None, "--provider", help="Model protocol: openai."),
+    provider: str | None = typer.Option(
+        None, "--provider", help="Model protocol: openai, anthropic or dify."
+    ),
+    mode: str | None = typer.Option(None, "--mode", help="task (default) or plan."),
+    tool_calling: str | None = typer.Option(
+        None, "--tool-calling", help="native, text (action lines) or auto."
+    ),
     base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
     model: str | None = typer.Option(None, "--model", help="Model name."),
     api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
@@ -84,7 +90,12 @@ def run(
     overrides: dict[str, Any] = {
         "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
         "robot": {"kind": robot, "profile": profile, "site": site, "sim_speed": sim_speed},
-        "agent": {"workspace": workspace, "lang": lang},
+        "agent": {
+            "workspace": workspace,
+            "lang": lang,
+            "mode": mode,
+            "tool_calling": tool_calling,
+        },
         "confirm": {"auto_approve": True if yes else None},
         "trace": {"path": trace, "full": True if trace_full else None},
     }
@@ -98,8 +109,16 @@ def run(
         err.print(f"[red]loopact: {exc}[/]", highlight=False)
         raise typer.Exit(EXIT_USAGE) from None
     if not cfg.endpoint_configured:
-        err.print(t("cli.no_endpoint", cfg.agent.lang), highlight=False, markup=False)
-        raise typer.Exit(EXIT_USAGE)
+        # Issue 6: no endpoint means the local llama.cpp brain; one line says so.
+        from loopact.llm.local import local_brain_banner
+
+        try:
+            banner = local_brain_banner(cfg.local, cfg.agent.lang)
+        except ConfigError as exc:
+            err.print(f"loopact: {exc}", markup=False)
+            err.print(t("cli.no_endpoint", cfg.agent.lang), highlight=False, markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
+        err.print(banner, highlight=False, markup=False)
     try:
         code = _run_async(build_and_run(cfg, once=once, config_source=source))
     except ConfigError as exc:

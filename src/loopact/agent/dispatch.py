@@ -214,6 +214,7 @@ class RoundDispatcher:
                 result = ToolResult.failure(decision.reason)
                 self._emit_result(call, result)
                 return result
+
         def progress(text: str) -> None:
             self.bus.emit(
                 "tool_progress", self.state.task_id, id=call.id, name=call.name, text=text

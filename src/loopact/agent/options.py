@@ -61,7 +61,12 @@ class AgentOptions:
         system_prompt: The system message text.
         workspace: Folder the file tools are confined to.
         lang: Language of user-facing texts, ``en`` or ``zh`` (F5).
-        mode: ``task`` (a new command preempts) — other modes come with later issues.
+        mode: ``task`` (a new command preempts) or ``plan`` (each command is planned as
+            JSON steps first, then run step by step, SPEC A4).
+        tool_calling: ``native`` (the API's tool calls), ``text`` (action-text mode, SPEC A5:
+            tools are offered as action signatures in the prompt and one ``name(args)`` line
+            of the answer runs per round) or ``auto`` (text when the model's capability
+            descriptor says it has no native tool calls).
         auto_approve: Pre-approve every write tool (``--yes``).
         allow: Write tools pre-approved by name (config ``confirm.allow``).
         interactive: Whether a channel can answer confirmations; when False (``--once``) a
@@ -77,7 +82,8 @@ class AgentOptions:
     system_prompt: str = ""
     workspace: Path = field(default_factory=lambda: Path("workspace"))
     lang: str = "en"
-    mode: Literal["task"] = "task"
+    mode: Literal["task", "plan"] = "task"
+    tool_calling: Literal["native", "text", "auto"] = "auto"
     auto_approve: bool = False
     allow: frozenset[str] = frozenset()
     interactive: bool = True

@@ -180,7 +180,19 @@ class PlanOutcome:
                 text += f" Not run: {', '.join(not_run)}."
         if self.files:
             text += f" Files written: {', '.join(self.files)}."
-        return text
+        lines = [text]
+        for s in self.steps:
+            if s.status == "ok" and s.result is not None:
+                lines.append(f"{s.n}. {s.tool}: {_short(s.result.data)}")
+            elif s.status == "failed":
+                lines.append(f"{s.n}. {s.tool}: failed: {s.error}")
+        return "\n".join(lines)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------------- parse

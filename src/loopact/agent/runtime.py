@@ -15,22 +15,26 @@ import asyncio
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from loopact.agent.confirm import ConfirmationBroker
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
-from loopact.agent.task import BoundReached, TaskOutcome, TaskRun
+from loopact.agent.task import BoundReached, TaskFailed, TaskOutcome, TaskRun
 from loopact.errors import ModelError
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
 from loopact.llm.messages import Image, Message
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+
+#: Providers whose histories convert into each other without loss (SPEC B4).
+_CARRY_OVER = frozenset({"openai", "anthropic"})
 
 #: Messages that are a stop request on any channel (SPEC A6).
 STOP_WORDS = frozenset({"/stop", "stop", "停", "停止"})
@@ -88,6 +92,8 @@ class Agent:
         self._background: set[asyncio.Future[Any]] = set()
         self._images: OrderedDict[str, list[Image]] = OrderedDict()
         self._closed = False
+        self._current_run: TaskRun | None = None
+        self._input_sources: list[Callable[[], Message | None]] = []
         self.reset_history()
 
     # ---------------------------------------------------------------- history
@@ -100,6 +106,36 @@ class Agent:
     def append(self, message: Message) -> None:
         """Append a message to the conversation."""
         self.history.append(message)
+
+    def add_input_source(self, source: Callable[[], Message | None]) -> None:
+        """Register a source of pending input snapshots (SPEC C3).
+
+        ``source()`` returns one user message with the sensor data that arrived since it was
+        last asked (accumulate-mode inputs, see ``loopact.nodes.inputs.InputHub``), or None.
+        """
+        self._input_sources.append(source)
+
+    def inject_pending_inputs(self) -> int:
+        """Append every source's pending snapshot to the history (SPEC C3).
+
+        Called by the loop before each model request, at a round boundary, so a snapshot
+        never splits a tool call from its result. A failing source is logged and skipped.
+
+        Returns:
+            How many snapshot messages were appended.
+        """
+        added = 0
+        for source in self._input_sources:
+            try:
+                message = source()
+            except Exception:
+                log.exception("input source %r failed", source)
+                continue
+            if message is not None:
+                self.history.append(message)
+                self.bus.emit("input_snapshot", self._current_id, text=message.text)
+                added += 1
+        return added
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """The tools offered in the next request (the live catalogue)."""
@@ -175,9 +211,36 @@ class Agent:
         self.reset_history()
         self.model.reset()
 
-    def set_model(self, model: Model) -> None:
-        """Use another model from the next request on."""
-        self.model = model
+    def set_model(self, model: Model) -> bool:
+        """Use another model from the next request on (SPEC B4: switch at run time).
+
+        The conversation is carried over when both protocols can hold it (OpenAI <->
+        Anthropic); otherwise a new conversation starts.
+
+        Returns:
+            True when the history was carried over, False when it was reset.
+        """
+        carried = self.model.provider in _CARRY_OVER and model.provider in _CARRY_OVER
+        old, self.model = self.model, model
+        fut = asyncio.ensure_future(old.aclose())
+        self._background.add(fut)
+        fut.add_done_callback(self._background.discard)
+        if not carried:
+            self.reset_history()
+        self.bus.emit(
+            "provider_switch",
+            self._current_id,
+            provider=model.provider,
+            model=model.model,
+            carried_over=carried,
+        )
+        return carried
+
+    @property
+    def action_text(self) -> bool:
+        """Whether tools go to the model as action text (SPEC A5) rather than native calls."""
+        mode = self.options.tool_calling
+        return mode == "text" or (mode == "auto" and not self.model.capabilities.native_tool_calls)
 
     def status(self) -> dict[str, Any]:
         """What the agent is doing: ``{busy, task_id, provider, model, n_messages, tools}``."""
@@ -237,6 +300,7 @@ class Agent:
         bus = self.bus
         bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
         run = TaskRun(self, cmd.id, cmd.text, cmd.images)
+        self._current_run = run
         outcome = TaskOutcome(cmd.id, "failed")
         lang = self.options.lang
         try:
@@ -252,6 +316,9 @@ class Agent:
             )
         except asyncio.CancelledError:
             outcome = TaskOutcome(cmd.id, "preempted")
+        except TaskFailed as exc:
+            bus.emit("error", cmd.id, message=str(exc))
+            outcome = TaskOutcome(cmd.id, "failed", error=str(exc))
         except ModelError as exc:
             message = t("model.failed", lang, error=str(exc))
             bus.emit("error", cmd.id, message=message)
@@ -261,6 +328,7 @@ class Agent:
             message = f"internal error: {type(exc).__name__}: {exc}"
             bus.emit("error", cmd.id, message=message)
             outcome = TaskOutcome(cmd.id, "failed", error=message)
+        self._current_run = None
         outcome.rounds = run.rounds
         if outcome.reply and outcome.status in ("completed", "bounded"):
             bus.emit("reply", cmd.id, text=outcome.reply)
@@ -288,3 +356,49 @@ class Agent:
         if self._background:
             await asyncio.wait(self._background, timeout=5)
         await self.model.aclose()
+
+
+class AgentCallTool(Tool):
+    """``agent_call(task)``: plan a complex request as JSON steps and run them (SPEC A4).
+
+    In task mode the model calls it when one request needs several tools in a fixed order
+    whose outputs feed each other. Its steps go through the same guards, confirmations and
+    safety as direct calls. It counts as state-changing (its steps may move or write).
+
+    Args:
+        agent: The agent whose current task runs the plan.
+    """
+
+    name = "agent_call"
+    description = (
+        "Plan and run a multi-step task: give the whole task in words; it is split into "
+        "tool steps that pass data to each other, run in order, and summarised."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"task": {"type": "string", "description": "The whole task, in words."}},
+        "required": ["task"],
+        "additionalProperties": False,
+    }
+    safety = SafetyClass.MOTION
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.timeout_s = agent.options.bounds.task_timeout_s
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Plan and run ``arguments["task"]``; the result's data is the plan's summary."""
+        run = self.agent._current_run
+        if run is None:
+            return ToolResult.failure("agent_call only works inside a task")
+        specs = tuple(s for s in self.agent.tool_specs() if s.name != self.name)
+        try:
+            outcome = await run.run_plan_for(str(arguments["task"]), specs)
+        except TaskFailed as exc:
+            return ToolResult.failure(str(exc))
+        return ToolResult(
+            ok=outcome.ok,
+            data=outcome.summary(),
+            metadata={"files": list(outcome.files)},
+            error=None if outcome.ok else outcome.summary(),
+        )

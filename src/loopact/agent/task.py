@@ -15,13 +15,23 @@ import dataclasses
 import json
 import logging
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopact._compat import timeout_after
+from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
 from loopact.agent.dispatch import RoundDispatcher, TaskState
-from loopact.errors import ModelError, ModelRetryableError
+from loopact.agent.plan import (
+    PlanError,
+    PlanOutcome,
+    parse_plan,
+    plan_request_messages,
+    run_plan,
+    validate_plan,
+)
+from loopact.errors import LoopactError, ModelError, ModelRetryableError
 from loopact.i18n import t
 from loopact.llm.base import (
     ModelRequest,
@@ -41,6 +51,10 @@ log = logging.getLogger(__name__)
 
 #: Longest tool-result text sent to the model, in characters.
 MAX_RESULT_CHARS = 16_000
+
+
+class TaskFailed(LoopactError):
+    """The task cannot go on (a rejected plan, a failed plan step); the text says why."""
 
 
 class BoundReached(Exception):
@@ -136,6 +150,10 @@ class TaskRun:
             asyncio.CancelledError: The task was preempted (history is left consistent).
         """
         self.agent.append(Message.user(self.text, self.images))
+        if self.agent.options.mode == "plan":
+            return await self._plan_body()
+        if self.agent.action_text:
+            return await self._action_body()
         b = self._bounds
         while True:
             if self.state.invalid_streak >= b.max_invalid_rounds:
@@ -143,6 +161,7 @@ class TaskRun:
             if self.rounds >= b.max_rounds:
                 return await self._final_answer("max_rounds", b.max_rounds)
             self.rounds += 1
+            self.agent.inject_pending_inputs()
             done, outcomes, invalid = await self._round(self.rounds, self.agent.tool_specs())
             if not outcomes:
                 return done.message.text
@@ -168,15 +187,143 @@ class TaskRun:
             answer = ""
         raise BoundReached(name, f"{notice}\n\n{answer}" if answer else notice)
 
+    # ----------------------------------------------------------------- action text (A5)
+    async def _action_body(self) -> str:
+        """Action-text mode: one ``name(args)`` action per round until ``finishtask()``."""
+        b = self._bounds
+        while True:
+            if self.state.invalid_streak >= b.max_invalid_rounds:
+                return await self._final_answer("invalid_rounds", b.max_invalid_rounds)
+            if self.rounds >= b.max_rounds:
+                return await self._final_answer("max_rounds", b.max_rounds)
+            self.rounds += 1
+            self.agent.inject_pending_inputs()
+            specs = self.agent.tool_specs()
+            system = self._system_with(render_catalogue(specs))
+            done, _, _ = await self._round(self.rounds, (), system=system)
+            parse = parse_actions(done.message.text, specs)
+            if parse.finished:
+                return parse.progress.strip() or done.message.text
+            if parse.call is None:
+                if not parse.has_action:
+                    return done.message.text
+                self.state.invalid_streak += 1
+                self.agent.append(Message.user(parse.feedback()))
+                continue
+            call = parse.call
+            dispatcher = self.agent.new_dispatcher(self.state)
+            self._dispatcher = dispatcher
+            try:
+                dispatcher.add(call)
+                ((call, result),) = await dispatcher.gather()
+            except BaseException:
+                self._dispatcher = None
+                outcomes = await dispatcher.cancel()
+                result = outcomes[0][1]
+                self.agent.append(
+                    Message.user(observation_text(call, False, result_text(result), parse))
+                )
+                raise
+            self._dispatcher = None
+            self.state.invalid_streak = self.state.invalid_streak + 1 if dispatcher.invalid else 0
+            if result.images:
+                self.agent.remember_images(call.id, list(result.images))
+            text = observation_text(call, result.ok, result_text(result), parse)
+            self.agent.append(Message.user(text, result.images))
+            if self.state.tokens > b.token_budget:
+                self._bound_event("tokens", b.token_budget)
+                raise BoundReached(
+                    "tokens",
+                    t("bound.tokens", self._lang, used=self.state.tokens, limit=b.token_budget),
+                )
+
+    def _system_with(self, section: str) -> Message:
+        base = (
+            self.agent.history[0].text
+            if self.agent.history and (self.agent.history[0].role == "system")
+            else ""
+        )
+        return Message.system(f"{base}\n\n{section}" if base else section)
+
+    # ----------------------------------------------------------------- plan (A4)
+    async def _plan_body(self) -> str:
+        """Plan mode: ask for a JSON plan, validate it, run its steps, summarise."""
+        specs = tuple(s for s in self.agent.tool_specs() if s.name != "agent_call")
+        outcome = await self.run_plan_for(self.text, specs)
+        summary = outcome.summary()
+        self.agent.append(Message.assistant(summary))
+        if not outcome.ok:
+            raise TaskFailed(summary)
+        return summary
+
+    async def run_plan_for(self, task: str, specs: tuple[ToolSpec, ...]) -> PlanOutcome:
+        """Plan ``task`` with the model and run the plan (plan mode and ``agent_call``).
+
+        Raises:
+            TaskFailed: The model's plan is not valid JSON or names unknown tools or steps
+                (nothing has run then; the message names what is valid).
+        """
+        self.rounds += 1
+        messages = tuple(plan_request_messages(task, specs))
+        done, _, _ = await self._round(self.rounds, (), messages=messages)
+        try:
+            plan = parse_plan(done.message.text)
+            validate_plan(plan, specs)
+        except PlanError as exc:
+            raise TaskFailed(f"the plan was rejected before running anything: {exc}") from None
+        bus = self.agent.bus
+
+        def emit(typ: str, data: dict[str, Any]) -> None:
+            bus.emit(typ, self.task_id, **data)
+
+        return await run_plan(plan, self._run_one, emit)
+
+    async def _run_one(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one tool call through the dispatcher (guards, confirmation, timeouts)."""
+        call = ToolCall(f"step_{uuid.uuid4().hex[:8]}", name, arguments)
+        dispatcher = self.agent.new_dispatcher(self.state)
+        dispatcher.add(call)
+        try:
+            ((_, result),) = await dispatcher.gather()
+        except BaseException:
+            await dispatcher.cancel()
+            raise
+        if result.images:
+            self.agent.remember_images(call.id, list(result.images))
+        return result
+
     def _bound_event(self, name: str, limit: int) -> None:
         self.agent.bus.emit("bound", self.task_id, name=name, limit=limit)
 
     # ----------------------------------------------------------------- one round
     async def _round(
-        self, round_no: int, specs: tuple[ToolSpec, ...], extra: tuple[Message, ...] = ()
+        self,
+        round_no: int,
+        specs: tuple[ToolSpec, ...],
+        extra: tuple[Message, ...] = (),
+        *,
+        system: Message | None = None,
+        messages: tuple[Message, ...] | None = None,
     ) -> tuple[ResponseDone, list[tuple[ToolCall, ToolResult]], bool]:
+        """One model request and its tool calls.
+
+        Args:
+            round_no: The round number for events.
+            specs: Tools offered (empty: a request without tools).
+            extra: Messages appended to the history for this request only.
+            system: Replaces the history's system message for this request only.
+            messages: A separate conversation (planning); nothing is added to the history.
+        """
         agent = self.agent
-        request = ModelRequest(messages=tuple(agent.history) + extra, tools=specs)
+        commit = messages is None
+        if messages is None:
+            history = agent.history
+            if system is not None:
+                rest = history[1:] if history and history[0].role == "system" else history
+                messages = (system, *rest, *extra)
+            else:
+                messages = (*history, *extra)
+        request = ModelRequest(messages=messages, tools=specs)
         fields: dict[str, Any] = {
             "round": round_no,
             "n_messages": len(request.messages),
@@ -234,7 +381,8 @@ class TaskRun:
 
         dispatcher = self._dispatcher
         if dispatcher is None:
-            agent.append(dataclasses.replace(done.message, tool_calls=()))
+            if commit:
+                agent.append(dataclasses.replace(done.message, tool_calls=()))
             return done, [], False
         try:
             for call in done.message.tool_calls:

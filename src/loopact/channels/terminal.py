@@ -2,9 +2,9 @@
 
 Interactive mode reads lines on a worker thread (so typing never blocks the agent) and feeds
 them to the agent's inbox; typing while a task runs preempts it. Local commands: ``/stop``,
-``/reset``, ``/status``, ``/quit``. A pending confirmation request is answered by the next
-line (``y`` allows, anything else denies). Ctrl-C stops the current task; a second Ctrl-C
-within two seconds (or when idle) quits.
+``/reset``, ``/status``, ``/provider NAME [MODEL [BASE_URL]]``, ``/quit``. A pending
+confirmation request is answered by the next line (``y`` allows, anything else denies).
+Ctrl-C stops the current task; a second Ctrl-C within two seconds (or when idle) quits.
 """
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 
 from loopact.agent.runtime import Agent
+from loopact.errors import LoopactError
 from loopact.events import Event
 from loopact.i18n import t
+from loopact.llm.base import Model
 
 
 def _args(arguments: Any, limit: int = 120) -> str:
@@ -123,9 +126,15 @@ class TerminalChannel:
     """
 
     def __init__(
-        self, agent: Agent, console: Console, stdin: TextIO | None = None, welcome: str = ""
+        self,
+        agent: Agent,
+        console: Console,
+        stdin: TextIO | None = None,
+        welcome: str = "",
+        model_factory: Callable[[list[str]], Model] | None = None,
     ) -> None:
         self.agent = agent
+        self.model_factory = model_factory
         self.console = console
         self.stdin = stdin or sys.stdin
         self.welcome = welcome
@@ -200,6 +209,20 @@ class TerminalChannel:
             unsub_c()
             self.console.print(t("term.bye", self.lang))
 
+    def _switch_provider(self, args: list[str]) -> None:
+        """``/provider NAME [MODEL [BASE_URL]]``: switch the model at run time (SPEC B4)."""
+        if not 1 <= len(args) <= 3 or self.model_factory is None:
+            self.console.print(t("term.provider_usage", self.lang))
+            return
+        try:
+            model = self.model_factory(args)
+        except (LoopactError, ValueError) as exc:
+            self.console.print(f"[red]{escape(str(exc))}[/]")
+            return
+        carried = self.agent.set_model(model)
+        key = "term.provider_carried" if carried else "term.provider_fresh"
+        self.console.print(t(key, self.lang, provider=model.provider, model=model.model))
+
     def _handle(self, line: str) -> bool:
         """Handle one typed line; False means quit."""
         if self._pending_confirm:
@@ -217,6 +240,8 @@ class TerminalChannel:
             if cmd == "/reset":
                 self.agent.reset()
                 self.console.print(t("term.reset", self.lang))
+            elif cmd == "/provider":
+                self._switch_provider(line.split()[1:])
             elif cmd == "/status":
                 self.console.print_json(json.dumps(self.agent.status(), default=str))
             else:

@@ -1,0 +1,254 @@
+"""Plan-and-execute (SPEC A4), action text (A5), provider switch (B4) through the agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.agent.helpers import Recorder, call, make_agent
+
+from loopact.agent import Agent, AgentOptions
+from loopact.agent.runtime import AgentCallTool
+from loopact.llm.anthropic import AnthropicModel
+from loopact.llm.dify import DifyModel
+from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.tools.base import ToolResult, tool
+from loopact.tools.registry import ToolRegistry
+
+seen: list[Any] = []
+
+
+@tool
+async def measure(name: str) -> ToolResult:
+    """Measure something; data is a number, metadata has its unit."""
+    return ToolResult.success(1.25, unit="m")
+
+
+@tool
+async def double(value: float) -> float:
+    """Double a number."""
+    return value * 2
+
+
+@tool
+async def report(text: str, value: float) -> str:
+    """Report a value."""
+    seen.append((text, value))
+    return f"reported {text}"
+
+
+def plan_text(steps: list[dict[str, Any]]) -> str:
+    return "Here is the plan:\n```json\n" + json.dumps({"steps": steps}) + "\n```"
+
+
+async def test_three_step_plan_passes_data_between_steps(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    seen.clear()
+    steps = [
+        {"id": 1, "description": "measure", "tool": "measure", "parameters": {"name": "gap"}},
+        {
+            "id": 2,
+            "description": "double it",
+            "tool": "double",
+            "parameters": {"value": "{{steps.1.outputs.data}}"},
+        },
+        {
+            "id": 3,
+            "description": "report",
+            "tool": "report",
+            "parameters": {
+                "value": "{{steps.2.outputs.data}}",
+                "text": "gap is {{steps.2.outputs.data}} {{steps.1.outputs.metadata.unit}}",
+            },
+        },
+    ]
+    server = scripted_server([{"text": plan_text(steps), "expect": {"no_tools": True}}])
+    agent, rec = make_agent(server, tmp_path, tools=[measure, double, report], mode="plan")
+    outcome = await agent.run_task("measure the gap, double it and report")
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert seen == [("gap is 2.5 m", 2.5)]
+    assert [e.data["n"] for e in rec.of("step_start")] == [1, 2, 3]
+    assert all(e.data["ok"] for e in rec.of("step_end"))
+    assert rec.of("plan")[0].data["steps"][2]["tool"] == "report"
+    assert "report" in outcome.reply
+
+
+async def test_plan_with_reference_to_missing_step_is_rejected_before_running(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    seen.clear()
+    steps = [
+        {"id": 1, "description": "measure", "tool": "measure", "parameters": {"name": "gap"}},
+        {
+            "id": 2,
+            "description": "report",
+            "tool": "report",
+            "parameters": {"value": "{{steps.9.outputs.data}}", "text": "x"},
+        },
+    ]
+    server = scripted_server([{"text": plan_text(steps)}])
+    agent, rec = make_agent(server, tmp_path, tools=[measure, double, report], mode="plan")
+    outcome = await agent.run_task("do it")
+    await agent.close()
+    assert outcome.status == "failed"
+    assert "step 9" in (outcome.error or "") and "1" in (outcome.error or "")
+    assert not rec.of("tool_call") and not rec.of("step_start")
+    assert seen == []
+
+
+async def test_agent_call_tool_runs_a_plan_inside_a_task(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    seen.clear()
+    steps = [
+        {"id": 1, "description": "measure", "tool": "measure", "parameters": {"name": "gap"}},
+        {
+            "id": 2,
+            "description": "report",
+            "tool": "report",
+            "parameters": {"value": "{{steps.1.outputs.data}}", "text": "t"},
+        },
+    ]
+    server = scripted_server(
+        [
+            {"tool_calls": [call("agent_call", {"task": "measure and report"}, "ac")]},
+            {"text": plan_text(steps), "expect": {"no_tools": True}},
+            {"text": "Done: reported 1.25.", "expect": {"contains": "reported t"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure, report])
+    agent.registry.add(AgentCallTool(agent))
+    outcome = await agent.run_task("measure and report")
+    await agent.close()
+    assert outcome.status == "completed"
+    assert seen == [("t", 1.25)]
+    result = [e for e in rec.of("tool_result") if e.data["id"] == "ac"][0].data
+    assert result["ok"] is True
+
+
+async def test_action_text_runs_one_action_per_round_until_finishtask(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    seen.clear()
+    server = scripted_server(
+        [
+            {"text": "Measuring.\nmeasure('gap')\ndouble(3)", "expect": {"contains": "measure("}},
+            {"text": 'report("gap", 1.25)', "expect": {"contains": "ignored"}},
+            {"text": "All done.\nfinishtask()"},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure, double, report], tool_calling="text")
+    outcome = await agent.run_task("measure and report")
+    await agent.close()
+    assert outcome.status == "completed"
+    assert outcome.reply == "All done."
+    assert [e.data["name"] for e in rec.of("tool_call")] == ["measure", "report"]
+    assert seen == [("gap", 1.25)]
+    # the catalogue went into the system prompt, no native tools were offered
+    first = server.requests[0].body
+    assert "tools" not in first
+    assert "measure(name: string)" in first["messages"][0]["content"]
+
+
+async def test_unknown_action_is_reported_not_run(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server(
+        [
+            {"text": "fly_away(3)"},
+            {"text": "finishtask()", "expect": {"contains": "fly_away"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure], tool_calling="text")
+    outcome = await agent.run_task("fly")
+    await agent.close()
+    assert outcome.status == "completed"
+    assert not rec.of("tool_call")
+
+
+async def test_dify_action_text_and_conversation_lifecycle(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    seen.clear()
+    server = scripted_server(
+        [
+            {"tool_calls": [{"name": "report", "arguments": {"text": "a", "value": 1}}]},
+            {"text": "finishtask()"},
+            {"text": "hello again"},
+        ]
+    )
+    model = DifyModel(base_url=server.base_url, api_key="app-key")
+    agent = Agent(model, ToolRegistry([report]), AgentOptions(workspace=tmp_path))
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    assert agent.action_text  # auto: Dify has no native tool calls
+    first = await agent.run_task("report a")
+    agent.reset()
+    second = await agent.run_task("hi")
+    await agent.close()
+    assert first.status == "completed" and second.status == "completed"
+    assert seen == [("a", 1.0)]
+    ids = [r.body["conversation_id"] for r in server.requests if r.path.endswith("chat-messages")]
+    assert ids[0] == "" and ids[1] != "" and ids[2] == ""
+
+
+async def test_dify_error_event_is_a_clear_failure(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server(
+        [
+            {
+                "extras": {
+                    "dify": {
+                        "error": {
+                            "code": "provider_quota_exceeded",
+                            "message": "quota used up",
+                            "status": 400,
+                        }
+                    }
+                }
+            }
+        ]
+    )
+    model = DifyModel(base_url=server.base_url, api_key="app-key")
+    agent = Agent(model, ToolRegistry(), AgentOptions(workspace=tmp_path))
+    outcome = await agent.run_task("hi")
+    await agent.close()
+    assert outcome.status == "failed"
+    assert "provider_quota_exceeded" in (outcome.error or "")
+    assert "quota used up" in (outcome.error or "")
+
+
+async def test_provider_switch_carries_history_openai_to_anthropic(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {"tool_calls": [call("measure", {"name": "gap"}, "m1")]},
+            {"text": "It is 1.25 m."},
+            {"text": "Still 1.25 m.", "expect": {"contains": "It is 1.25 m."}},
+            {"text": "fresh"},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure])
+    await agent.run_task("measure the gap")
+    carried = agent.set_model(AnthropicModel("claude", base_url=server.root_url, api_key="ak"))
+    assert carried
+    out = await agent.run_task("and now?")
+    assert out.reply == "Still 1.25 m."
+    anth = server.requests[2].body
+    kinds = [
+        b["type"]
+        for m in anth["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+    ]
+    assert "tool_use" in kinds and "tool_result" in kinds
+    fresh = agent.set_model(DifyModel(base_url=server.base_url, api_key="d"))
+    assert fresh is False
+    assert [m.role for m in agent.history] == ["system"]
+    await agent.run_task("hi")
+    await agent.close()
+    assert rec.of("provider_switch")[1].data["carried_over"] is False
+
+
+def test_openai_model_type_used_by_helpers() -> None:
+    assert OpenAIChatModel("m", "http://127.0.0.1:1/v1", "k").provider == "openai"
