@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Build and install the loopact_interfaces package (ExecuteTool action) into a Python venv
+# whose ROS 2 comes from the Kilted wheels (the `ros2` extra). See docs/ros2.md.
+#
+#   scripts/build-ros2-interfaces.sh [VENV]      (default: .venv)
+#
+# The wheels' exported CMake files name the wheel build machine's Python and numpy include
+# folders (/opt/python/cp3XX-cp3XX/...); they are rewritten to this venv's own first.
+# With a sourced ROS 2 installation use colcon instead: `colcon build` in a workspace that
+# holds ros2/loopact_interfaces.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$(cd "${1:-$ROOT/.venv}" && pwd)"
+PY="$VENV/bin/python"
+PKG="$ROOT/ros2/loopact_interfaces"
+BUILD="$ROOT/build/ros2/loopact_interfaces"
+
+for tool in cmake make cc c++; do
+  command -v "$tool" >/dev/null || { echo "build-ros2-interfaces: '$tool' is missing (apt-get install cmake build-essential)" >&2; exit 1; }
+done
+
+PY_INC="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+NP_INC="$("$PY" -c 'import numpy; print(numpy.get_include())')"
+PY_VER="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+
+# 1. Point the wheels' exported CMake files at this venv's Python and numpy headers.
+grep -rlZ --include='*.cmake' '/opt/python/cp' "$VENV/share" 2>/dev/null \
+  | xargs -0 -r sed -i -E \
+      -e "s#/opt/python/cp[0-9]+-cp[0-9]+/lib/python[0-9.]+/site-packages/numpy/_core/include#${NP_INC}#g" \
+      -e "s#/opt/python/cp[0-9]+-cp[0-9]+/lib/python[0-9.]+/site-packages/numpy/core/include#${NP_INC}#g" \
+      -e "s#/opt/python/cp[0-9]+-cp[0-9]+/include/python[0-9.]+#${PY_INC}#g"
+
+# 2. Generate, build and install into the venv prefix.
+export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+export PATH="$VENV/bin:$PATH"
+cmake -S "$PKG" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+  -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
+  -DPython3_EXECUTABLE="$PY" -DPYTHON_EXECUTABLE="$PY" >"$BUILD.log" 2>&1 \
+  || { tail -40 "$BUILD.log" >&2; exit 1; }
+cmake --build "$BUILD" -j2 >>"$BUILD.log" 2>&1 || { tail -40 "$BUILD.log" >&2; exit 1; }
+cmake --install "$BUILD" >>"$BUILD.log" 2>&1 || { tail -40 "$BUILD.log" >&2; exit 1; }
+
+# 3. Check that the generated module imports.
+"$PY" -c 'from loopact_interfaces.action import ExecuteTool; ExecuteTool.Goal(input_json="{}", timeout_sec=1.0)' \
+  || { echo "build-ros2-interfaces: loopact_interfaces built but does not import (python $PY_VER)" >&2; exit 1; }
+echo "loopact_interfaces installed into $VENV"

@@ -1,0 +1,326 @@
+"""Agent side of the output-node protocol: tools discovered from heartbeats (SPEC C2, C4).
+
+:class:`ToolDiscovery` watches ``/<agent>/output/*/info``. A valid heartbeat adds a
+:class:`RemoteTool` proxy to the agent's live :class:`~loopact.tools.registry.ToolRegistry`;
+a node silent for 3 s is dropped (its running calls fail at once). When a node restarts (a new
+``instance`` id after the old one went quiet) the proxy switches to it and the transport's
+client for the endpoint is recreated, so a restarted node never stays "not found". Two nodes
+beating with one name at the same time are a conflict: the first stays, the conflict is
+reported once. Every finding is an event on the bus (``node_added``, ``node_removed``,
+``node_restarted``, ``node_conflict``, ``node_error``) and a log line; nothing here raises
+into the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from loopact.events import EventBus
+from loopact.nodes.connector import CallHandle, Connector, NodeError, Payload, Subscription
+from loopact.nodes.protocol import (
+    DEFAULT_AGENT_NAME,
+    DROP_AFTER_S,
+    HEARTBEAT_PERIOD_S,
+    OutputInfo,
+    ProtocolError,
+    decode_result,
+    name_from_topic,
+    output_endpoint,
+)
+from loopact.tools.base import Tool, ToolContext, ToolResult
+from loopact.tools.registry import ToolRegistry
+
+logger = logging.getLogger(__name__)
+
+_CONFLICT_WINDOW_S = 3 * HEARTBEAT_PERIOD_S
+"""Two instances both heard within this many seconds are two live nodes (a conflict)."""
+
+
+class RemoteTool(Tool):
+    """A proxy for a tool served by an output node (SPEC C2).
+
+    Calls go to the node's execute interface; one at a time unless the node says it is
+    re-entrant; a call is cancelled on the node at its timeout (``timeout_s`` plus a grace
+    period) or when the agent cancels it; a call fails at once if the node disappears.
+    """
+
+    def __init__(self, info: OutputInfo, connector: Connector, endpoint: str) -> None:
+        self.connector = connector
+        self.endpoint = endpoint
+        self.info = info
+        self.name = info.name
+        self.description = info.description
+        self.parameters = info.parameters
+        self.safety = info.safety
+        self.reentrant = info.reentrant
+        self.timeout_s = info.timeout_s
+        self._lock = asyncio.Lock()
+        self._lost: asyncio.Event = asyncio.Event()
+        self._lost_reason = ""
+        self.calls = 0
+
+    def mark_lost(self, reason: str) -> None:
+        """Fail running calls now (the node stopped beating or restarted)."""
+        self._lost_reason = reason
+        self._lost.set()
+
+    def _revive(self) -> None:
+        self._lost = asyncio.Event()
+        self._lost_reason = ""
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call the node; see the class docstring. Never raises except on cancellation."""
+        if self.reentrant:
+            return await self._call(arguments, ctx)
+        async with self._lock:
+            return await self._call(arguments, ctx)
+
+    async def _call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        self.calls += 1
+        timeout = self.timeout_s or 30.0
+        try:
+            handle = await self.connector.start_call(
+                self.endpoint, json.dumps(arguments, ensure_ascii=False), timeout, ctx.progress
+            )
+        except NodeError as exc:
+            return ToolResult.failure(f"node {self.name}: {exc}")
+        lost = self._lost
+        result_task = asyncio.ensure_future(handle.result())
+        lost_task = asyncio.ensure_future(lost.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {result_task, lost_task},
+                timeout=timeout + 1.0,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        except asyncio.CancelledError:
+            await _cancel_quietly(handle, result_task, lost_task)
+            raise
+        if result_task in done:
+            lost_task.cancel()
+            try:
+                reply = result_task.result()
+            except NodeError as exc:
+                return ToolResult.failure(f"node {self.name}: {exc}")
+            if reply.cancelled:
+                return ToolResult.failure(f"node {self.name}: the call was cancelled")
+            return decode_result(reply.output_json, reply.exit_code, node=f"node {self.name}")
+        await _cancel_quietly(handle, result_task, lost_task)
+        if lost_task in done:
+            return ToolResult.failure(
+                f"node {self.name} stopped responding during the call ({self._lost_reason})"
+            )
+        return ToolResult.failure(
+            f"node {self.name} did not answer within {timeout:g} s; the call was cancelled"
+        )
+
+
+async def _cancel_quietly(handle: CallHandle, *tasks: asyncio.Future[Any]) -> None:
+    for task in tasks:
+        task.cancel()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(handle.cancel()), 1.0)
+
+
+@dataclass
+class _Entry:
+    tool: RemoteTool
+    instance: str
+    last_s: float
+    contender: str | None = None
+    contender_first_s: float = 0.0
+    contender_last_s: float = 0.0
+    conflict_reported: bool = False
+
+
+class ToolDiscovery:
+    """Discover output nodes and keep the registry in step (SPEC C2).
+
+    Args:
+        connector: The transport the nodes use.
+        registry: The agent's live tool registry (``agent.registry``).
+        agent: The agent name (topic prefix).
+        bus: Where to emit ``node_*`` events (None: log only).
+        drop_after_s: Heartbeat silence after which a tool is dropped, seconds.
+    """
+
+    def __init__(
+        self,
+        connector: Connector,
+        registry: ToolRegistry,
+        agent: str = DEFAULT_AGENT_NAME,
+        bus: EventBus | None = None,
+        drop_after_s: float = DROP_AFTER_S,
+    ) -> None:
+        self.connector = connector
+        self.registry = registry
+        self.agent = agent
+        self.bus = bus
+        self.drop_after_s = drop_after_s
+        self.tools: dict[str, _Entry] = {}
+        self._errors: dict[str, str] = {}
+        self._sub: Subscription | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def prefix(self) -> str:
+        """``/<agent>/output/``."""
+        return f"/{self.agent}/output/"
+
+    async def start(self) -> None:
+        """Subscribe to every output heartbeat and start the drop timer."""
+        await self.connector.start()
+        self._sub = self.connector.subscribe_pattern(
+            self.prefix, "/info", "string", self._on_heartbeat, latched=True
+        )
+        self._reaper = asyncio.get_running_loop().create_task(
+            self._reap(), name="loopact-discovery-reaper"
+        )
+
+    async def stop(self) -> None:
+        """Stop watching and remove every discovered tool from the registry."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        if self._sub is not None:
+            self._sub.close()
+        for name in list(self.tools):
+            self._drop(name, "discovery stopped")
+
+    def _emit(self, type_: str, **data: Any) -> None:
+        if self.bus is not None:
+            self.bus.emit(type_, None, **data)
+
+    def _report_error(self, topic: str, message: str) -> None:
+        if self._errors.get(topic) == message:
+            return  # reported already; a node repeats its heartbeat every 0.5 s
+        self._errors[topic] = message
+        logger.warning("node on %s: %s", topic, message)
+        self._emit("node_error", topic=topic, message=message)
+
+    def _on_heartbeat(self, topic: str, payload: Payload) -> None:
+        name = name_from_topic(topic, self.prefix, "/info")
+        if not isinstance(payload, str):
+            self._report_error(topic, "heartbeat is not a string message")
+            return
+        try:
+            info = OutputInfo.parse(payload, expected_name=name)
+        except ProtocolError as exc:
+            self._report_error(topic, f"invalid heartbeat, tool not offered: {exc}")
+            return
+        try:
+            self._accept(topic, info)
+        except Exception as exc:  # never let a heartbeat break the agent
+            logger.exception("discovery failed on %s", topic)
+            self._report_error(topic, f"could not add the tool: {exc}")
+
+    def _accept(self, topic: str, info: OutputInfo) -> None:
+        now = time.monotonic()
+        entry = self.tools.get(info.name)
+        if entry is None:
+            if info.name in self.registry:
+                self._report_error(
+                    topic,
+                    f"a tool named {info.name!r} already exists in the agent; the node's tool "
+                    "is not offered (rename it)",
+                )
+                return
+            tool = RemoteTool(info, self.connector, output_endpoint(self.agent, info.name))
+            try:
+                self.registry.add(tool)
+            except ValueError as exc:
+                self._report_error(topic, f"tool not offered: {exc}")
+                return
+            self._errors.pop(topic, None)
+            self.tools[info.name] = _Entry(tool, info.instance, now)
+            logger.info("discovered tool %s", info.name)
+            self._emit(
+                "node_added",
+                name=info.name,
+                kind="output",
+                safety=info.safety.value,
+                instance=info.instance,
+            )
+            return
+        if info.instance == entry.instance:
+            entry.last_s = now
+            if info != entry.tool.info:
+                self._update(entry, info)
+            return
+        # Another instance beats on the same name: a restart or a conflict.
+        if entry.contender != info.instance:
+            entry.contender = info.instance
+            entry.contender_first_s = now
+        entry.contender_last_s = now
+        if now - entry.last_s > _CONFLICT_WINDOW_S:
+            self._switch(entry, info)
+        elif now - entry.contender_first_s > _CONFLICT_WINDOW_S and not entry.conflict_reported:
+            entry.conflict_reported = True
+            message = (
+                f"two nodes claim the tool name {info.name!r} (instances {entry.instance} and "
+                f"{info.instance}); the first stays, the second is ignored"
+            )
+            logger.warning("%s", message)
+            self._emit("node_conflict", name=info.name, kept=entry.instance, ignored=info.instance)
+
+    def _update(self, entry: _Entry, info: OutputInfo) -> None:
+        """Same node, new schema: re-register so the validator matches."""
+        self.registry.remove(info.name)
+        tool = RemoteTool(info, self.connector, entry.tool.endpoint)
+        try:
+            self.registry.add(tool)
+        except ValueError as exc:
+            self.registry.add(entry.tool)
+            self._report_error(output_endpoint(self.agent, info.name), f"update refused: {exc}")
+            return
+        entry.tool = tool
+
+    def _switch(self, entry: _Entry, info: OutputInfo) -> None:
+        """The first node went quiet and a new instance beats: it restarted."""
+        old = entry.instance
+        entry.tool.mark_lost(f"the node restarted (instance {old} -> {info.instance})")
+        self.connector.forget_endpoint(entry.tool.endpoint)
+        if info != entry.tool.info:
+            self._update(entry, info)
+        entry.tool._revive()
+        entry.instance = info.instance
+        entry.last_s = entry.contender_last_s
+        entry.contender = None
+        entry.conflict_reported = False
+        logger.info("tool %s: node restarted", info.name)
+        self._emit("node_restarted", name=info.name, instance=info.instance, previous=old)
+
+    def _drop(self, name: str, reason: str) -> None:
+        entry = self.tools.pop(name, None)
+        if entry is None:
+            return
+        entry.tool.mark_lost(reason)
+        self.connector.forget_endpoint(entry.tool.endpoint)
+        if self.registry.get(name) is entry.tool:
+            self.registry.remove(name)
+        self._errors.pop(f"{self.prefix}{name}/info", None)
+        logger.info("dropped tool %s: %s", name, reason)
+        self._emit("node_removed", name=name, kind="output", reason=reason)
+
+    def check(self, now: float | None = None) -> None:
+        """Drop tools silent for ``drop_after_s`` (called periodically; public for tests)."""
+        now = time.monotonic() if now is None else now
+        for name, entry in list(self.tools.items()):
+            silent = now - entry.last_s
+            if silent > self.drop_after_s:
+                self._drop(name, f"no heartbeat for {silent:.1f} s")
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            try:
+                self.check()
+            except Exception:
+                logger.exception("discovery check failed")

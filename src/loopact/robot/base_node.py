@@ -1,0 +1,326 @@
+"""``loopact base``: the safety governor as its own ROS 2 node next to the base (SPEC X3).
+
+The agent (``--robot ros2``) and every hot-plugged or remote tool send motion *requests*; this
+node is the only publisher on ``cmd_vel`` and the head controller topic. It runs the same
+:class:`~loopact.robot.governor.SafetyGovernor` as the in-process robot, over a
+:class:`~loopact.robot.ros2_robot.Ros2Robot` in ``direct`` mode:
+
+- ``/<agent>/base/cmd_vel`` (``geometry_msgs/Twist``): a non-zero request takes the base (one
+  lease for the agent), is clamped to the profile's limits, checked against the obstacle stop
+  (depth), the geofence (site map) and the motion deadline, then published on ``cmd_vel``; a
+  zero request ends the motion. After a halt (obstacle, geofence, deadline, watchdog,
+  emergency stop) further requests are ignored until the agent sends a zero twist.
+- ``/<agent>/base/head_commands`` (``std_msgs/Float64MultiArray`` [pan, tilt] rad): checked
+  against the head limits, then published on the head topic.
+- ``/<agent>/base/emergency_stop`` (``std_msgs/String``): ``stop`` latches the emergency stop,
+  ``reset`` releases it.
+- ``/<agent>/base/status`` (``std_msgs/String`` JSON): 2 Hz and on every halt: the governor's
+  state, the last halt, watchdog trips, and other publishers found on ``cmd_vel``.
+
+The governor's watchdog stops the base when requests stop arriving for
+``limits.command_timeout_s`` during a motion: a dead agent or a broken link stops the robot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+from collections import deque
+from typing import Any
+
+from loopact.errors import RobotError, SafetyError
+from loopact.nodes._ros import ros_types
+from loopact.nodes.ros2 import Ros2Connector
+from loopact.robot.governor import MotionLease, SafetyGovernor
+from loopact.robot.interface import Twist
+from loopact.robot.profile import HardwareProfile, SiteMap
+from loopact.robot.ros2_robot import Ros2Robot, base_request_topics
+
+logger = logging.getLogger(__name__)
+
+STATUS_PERIOD_S = 0.5
+FOREIGN_CHECK_PERIOD_S = 1.0
+
+
+class BaseGovernorNode:
+    """The base-side governor (see the module docstring).
+
+    Args:
+        connector: Its own ROS 2 connector (node name e.g. ``loopact_base``).
+        profile: Hardware profile (topics, limits, camera, head).
+        site: Site map for the geofence (None: no geofence).
+        agent: Agent name (prefix of the request topics).
+    """
+
+    def __init__(
+        self,
+        connector: Ros2Connector,
+        profile: HardwareProfile,
+        site: SiteMap | None = None,
+        agent: str = "loopact",
+    ) -> None:
+        self.connector = connector
+        self.profile = profile
+        self.site = site
+        self.agent = agent
+        self.topics = base_request_topics(agent)
+        self.robot = Ros2Robot(connector, profile, command="direct", agent=agent)
+        self.governor = SafetyGovernor(self.robot, profile, site)
+        self.lease: MotionLease | None = None
+        self.blocked = False
+        self.last_halt: dict[str, Any] | None = None
+        self.foreign_publishers: list[str] = []
+        self.requests = 0
+        self._lease_forward = False
+        self._queue: deque[tuple[str, Any]] = deque(maxlen=50)
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subs: list[Any] = []
+        self._status_pub: Any = None
+
+    async def start(self) -> None:
+        """Subscribe to the requests and start the governor, status and checks."""
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+        Float64MultiArray, String = ros_types("std_msgs.msg", "Float64MultiArray", "String")
+
+        c = self.connector
+        await self.robot.start()
+        self.governor.start()
+        self._status_pub = c.publisher(String, self.topics["status"], c.qos(depth=10))
+        self._subs += [
+            c.subscribe_msg(
+                RosTwist,
+                self.topics["cmd_vel"],
+                c.qos(depth=10),
+                lambda t: self._push("twist", t),
+                convert=_twist,
+            ),
+            c.subscribe_msg(
+                Float64MultiArray,
+                self.topics["head_commands"],
+                c.qos(depth=10),
+                lambda h: self._push("head", h),
+                convert=lambda m: list(m.data),
+            ),
+            c.subscribe_msg(
+                String,
+                self.topics["emergency_stop"],
+                c.qos(depth=10),
+                lambda s: self._push("estop", s),
+                convert=lambda m: str(m.data),
+            ),
+        ]
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._serve(), name="loopact-base-requests"),
+            loop.create_task(self._status_loop(), name="loopact-base-status"),
+            loop.create_task(self._foreign_loop(), name="loopact-base-foreign"),
+        ]
+        logger.info(
+            "base governor running for agent %s on %s", self.agent, self.profile.topics.cmd_vel
+        )
+
+    async def close(self) -> None:
+        """Stop the base, the tasks and the robot (the connector is the caller's)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for sub in self._subs:
+            sub.close()
+        with contextlib.suppress(Exception):
+            await self.governor.close()
+        await self.robot.close()
+
+    def _push(self, kind: str, value: Any) -> None:
+        self._queue.append((kind, value))
+        self._wake.set()
+
+    async def _serve(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                kind, value = self._queue.popleft()
+                try:
+                    if kind == "twist":
+                        await self.handle_twist(value)
+                    elif kind == "head":
+                        await self.handle_head(value)
+                    else:
+                        await self.handle_estop(value)
+                except (SafetyError, RobotError) as exc:
+                    self._halted("refused", str(exc))
+                except Exception:
+                    logger.exception("base request %s failed", kind)
+
+    async def handle_twist(self, twist: Twist) -> None:
+        """Apply one base request (see the module docstring)."""
+        self.requests += 1
+        gov = self.governor
+        if twist.is_zero:
+            if self.lease is not None:
+                await gov.end_motion(self.lease)
+                self.lease = None
+            elif not gov.last_twist.is_zero:
+                await gov.stop_all("zero request")
+            self.blocked = False
+            return
+        if self.blocked:
+            return
+        lease = self.lease
+        forward = twist.linear_mps > 0
+        if lease is not None and not lease.active:
+            self._halted(lease.stopped_by or "stopped", lease.detail)
+            self.lease = None
+            self.blocked = True
+            return
+        if lease is None or (forward and not self._lease_forward):
+            if lease is not None:
+                await gov.end_motion(lease)
+            try:
+                lease = await gov.begin_motion(
+                    "agent", self.profile.limits.max_motion_duration_s, forward=forward
+                )
+            except SafetyError as exc:
+                self.blocked = True
+                self._halted("refused", str(exc))
+                return
+            self.lease = lease
+            self._lease_forward = forward
+        await gov.command(lease, twist)
+        if not lease.active:
+            self._halted(lease.stopped_by or "stopped", lease.detail)
+            self.lease = None
+            self.blocked = True
+
+    async def handle_head(self, values: list[float]) -> None:
+        """Apply one head request ``[pan, tilt]`` in radians."""
+        if len(values) != 2 or not all(math.isfinite(v) for v in values):
+            self._halted("refused", f"head request must be [pan, tilt] in radians, got {values}")
+            return
+        lease = await self.governor.begin_head("agent")
+        await self.governor.set_head(lease, math.degrees(values[0]), math.degrees(values[1]))
+
+    async def handle_estop(self, text: str) -> None:
+        """``stop`` latches the emergency stop, ``reset`` releases it."""
+        word = text.strip().lower()
+        if word == "reset":
+            self.governor.reset_emergency_stop()
+            self.blocked = False
+        elif word == "stop":
+            await self.governor.emergency_stop("emergency stop requested over ROS 2")
+            self.lease = None
+            self._halted("emergency_stop", "requested over ROS 2")
+        else:
+            logger.warning("emergency_stop topic: unknown command %r (stop or reset)", text)
+
+    def _halted(self, reason: str, detail: str) -> None:
+        self.last_halt = {"reason": reason, "detail": detail}
+        logger.warning("base: %s (%s)", reason, detail)
+        self.publish_status(event="halt")
+
+    def status(self) -> dict[str, Any]:
+        """The JSON status published on ``/<agent>/base/status``."""
+        return {
+            **self.governor.status(),
+            "watchdog_trips": self.governor.watchdog_trips,
+            "blocked": self.blocked,
+            "last_halt": self.last_halt,
+            "requests": self.requests,
+            "foreign_cmd_vel_publishers": self.foreign_publishers,
+        }
+
+    def publish_status(self, event: str = "status") -> None:
+        """Publish the status now."""
+        String = ros_types("std_msgs.msg", "String")
+
+        if self._status_pub is not None:
+            body = {"event": event, **self.status()}
+            self._status_pub.publish(String(data=json.dumps(body, default=str)))
+
+    async def _status_loop(self) -> None:
+        trips = 0
+        while True:
+            await asyncio.sleep(STATUS_PERIOD_S)
+            if self.governor.watchdog_trips != trips:
+                trips = self.governor.watchdog_trips
+                self.last_halt = {"reason": "watchdog", "detail": "motion requests stopped"}
+                if self.lease is not None and not self.lease.active:
+                    self.lease = None
+                    self.blocked = True
+                logger.warning("base watchdog: requests stopped, base zeroed")
+                self.publish_status(event="halt")
+            else:
+                self.publish_status()
+
+    async def _foreign_loop(self) -> None:
+        node = self.connector.node
+        topic = self.profile.topics.cmd_vel
+        own = node.get_name()
+        reported: set[str] = set()
+        while True:
+            await asyncio.sleep(FOREIGN_CHECK_PERIOD_S)
+            try:
+                infos = node.get_publishers_info_by_topic(node.resolve_topic_name(topic))
+            except Exception as exc:
+                logger.debug("publisher query failed: %r", exc)
+                continue
+            others = sorted(
+                {
+                    f"{i.node_namespace.rstrip('/')}/{i.node_name}"
+                    for i in infos
+                    if i.node_name != own
+                }
+            )
+            self.foreign_publishers = others
+            new = set(others) - reported
+            if new:
+                reported |= new
+                logger.warning(
+                    "another node publishes on %s while the governor runs: %s "
+                    "(its commands bypass the safety governor)",
+                    topic,
+                    ", ".join(sorted(new)),
+                )
+                self.publish_status(event="foreign_publisher")
+
+
+def _twist(msg: Any) -> Twist:
+    return Twist(float(msg.linear.x), float(msg.angular.z), float(msg.linear.y))
+
+
+async def run_base(
+    profile: str = "sim", site: str | None = "sim_room", agent: str = "loopact"
+) -> int:
+    """``loopact base``: run the governor node until SIGINT/SIGTERM; returns the exit code.
+
+    Raises:
+        ConfigError: Unknown profile or site.
+        NodeError: ROS 2 is unavailable.
+    """
+    import signal
+
+    from loopact.robot.profile import load_profile, load_site
+
+    prof = load_profile(profile)
+    site_map = load_site(site) if site else None
+    connector = Ros2Connector("loopact_base")
+    node = BaseGovernorNode(connector, prof, site_map, agent)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await node.start()
+        print(f"loopact base: governing {prof.topics.cmd_vel} for agent {agent!r}", flush=True)
+        await stop.wait()
+    finally:
+        await node.close()
+        await connector.shutdown()
+    return 0

@@ -1,0 +1,365 @@
+"""The :class:`~loopact.robot.interface.Robot` interface over standard ROS 2 topics (SPEC D1).
+
+Topic names come from the hardware profile's ``topics:`` section (relative names resolve in
+the connector node's namespace):
+
+- ``odom`` ``nav_msgs/Odometry`` in; ``camera/image_raw`` ``sensor_msgs/Image`` (rgb8/bgr8) in;
+  ``camera/depth/image_raw`` ``sensor_msgs/Image`` (``32FC1`` metres or ``16UC1`` mm) in;
+  ``camera/camera_info`` ``sensor_msgs/CameraInfo`` in (optional); ``joint_states``
+  ``sensor_msgs/JointState`` in (optional: head joints whose names contain ``pan``/``tilt``);
+- base and head out, in one of two modes:
+
+  - ``command="governor"`` (the agent, default): motion *requests* to the base-side safety
+    governor (``loopact base``, SPEC X3) on ``/<agent>/base/cmd_vel`` (``geometry_msgs/Twist``)
+    and ``/<agent>/base/head_commands`` (``std_msgs/Float64MultiArray`` [pan, tilt] rad); the
+    governor is the only publisher on ``cmd_vel`` and the head topic;
+  - ``command="direct"`` (the base node itself): ``cmd_vel`` ``geometry_msgs/Twist`` and
+    ``head_controller/commands`` ``std_msgs/Float64MultiArray`` [pan, tilt] in radians.
+
+Every timestamp is the time of arrival on this process's monotonic clock, so freshness checks
+do not depend on the clocks of other machines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from loopact.errors import RobotError
+from loopact.nodes._ros import ros_types
+from loopact.nodes.connector import Subscription
+from loopact.nodes.ros2 import Ros2Connector, msg_to_depth, msg_to_image
+from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
+from loopact.robot.profile import HardwareProfile
+
+logger = logging.getLogger(__name__)
+
+FIRST_DATA_TIMEOUT_S = 3.0
+"""How long a getter waits for the first message of a topic, seconds."""
+
+
+def base_request_topics(agent: str) -> dict[str, str]:
+    """Topics of the base-side governor (``loopact base``) for agent ``agent``.
+
+    ``cmd_vel`` and ``head_commands`` carry the agent's motion requests, ``status`` the
+    governor's JSON status (2 Hz and on every halt), ``emergency_stop`` takes
+    ``std_msgs/String`` ``"stop"`` (latch) or ``"reset"``.
+    """
+    return {
+        "cmd_vel": f"/{agent}/base/cmd_vel",
+        "head_commands": f"/{agent}/base/head_commands",
+        "status": f"/{agent}/base/status",
+        "emergency_stop": f"/{agent}/base/emergency_stop",
+    }
+
+
+class WallClock:
+    """Monotonic wall time (the clock of a real robot)."""
+
+    def now(self) -> float:
+        """Seconds, monotonic."""
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``."""
+        await asyncio.sleep(max(0.0, seconds))
+
+
+def yaw_from_quaternion(x: float, y: float, z: float, w: float) -> float:
+    """Yaw in radians (counter-clockwise) of a quaternion."""
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+class Ros2Robot:
+    """A robot that speaks the standard ROS 2 interfaces (see the module docstring).
+
+    Args:
+        connector: A ROS 2 connector (started by :meth:`start` if needed).
+        profile: Hardware profile: topic names, head presence, camera field of view.
+        command: ``governor`` (send requests to ``loopact base``) or ``direct``.
+        agent: Agent name (prefix of the governor's request topics).
+        on_status: Called with each base-governor status dict (``governor`` mode).
+    """
+
+    def __init__(
+        self,
+        connector: Ros2Connector,
+        profile: HardwareProfile,
+        command: Literal["governor", "direct"] = "governor",
+        agent: str = "loopact",
+        on_status: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.connector = connector
+        self.profile = profile
+        self.command = command
+        self.agent = agent
+        self.on_status = on_status
+        self.clock: Clock = WallClock()
+        self.has_head = profile.head.present
+        self.camera_hfov_deg = profile.camera.hfov_deg
+        self.base_status: dict[str, Any] | None = None
+        self._pose: Pose | None = None
+        self._velocity = (0.0, 0.0)
+        self._frame: CameraFrame | None = None
+        self._depth: DepthFrame | None = None
+        self._joints: HeadState | None = None
+        self._head_cmd = HeadState(0.0, 0.0)
+        self._camera_info: dict[str, Any] | None = None
+        self._subs: list[Subscription] = []
+        self._twist_pub: Any = None
+        self._head_pub: Any = None
+        self._arrived = asyncio.Event()
+        self._closed = False
+
+    async def start(self) -> None:
+        """Subscribe to the sensors and create the command publishers.
+
+        Raises:
+            NodeError: ROS 2 is unavailable.
+        """
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+        Odometry = ros_types("nav_msgs.msg", "Odometry")
+        CameraInfo, JointState = ros_types("sensor_msgs.msg", "CameraInfo", "JointState")
+        RosImage = ros_types("sensor_msgs.msg", "Image")
+        Float64MultiArray, String = ros_types("std_msgs.msg", "Float64MultiArray", "String")
+
+        c = self.connector
+        await c.start()
+        topics = self.profile.topics
+        sensor_qos = c.qos(depth=2)
+        self._subs += [
+            c.subscribe_msg(
+                Odometry, topics.odom, c.qos(depth=10), self._on_odom, convert=_odom_tuple
+            ),
+            c.subscribe_msg(
+                RosImage, topics.image, sensor_qos, self._on_image, convert=msg_to_image
+            ),
+            c.subscribe_msg(
+                RosImage, topics.depth, sensor_qos, self._on_depth, convert=msg_to_depth
+            ),
+            c.subscribe_msg(
+                CameraInfo, topics.camera_info, c.qos(depth=1), self._on_info, convert=_info_dict
+            ),
+            c.subscribe_msg(
+                JointState, "joint_states", c.qos(depth=10), self._on_joints, convert=_head_joints
+            ),
+        ]
+        if self.command == "governor":
+            req = base_request_topics(self.agent)
+            twist_topic, head_topic = req["cmd_vel"], req["head_commands"]
+            self._subs.append(
+                c.subscribe_msg(
+                    String,
+                    req["status"],
+                    c.qos(depth=10),
+                    self._on_status,
+                    convert=lambda m: str(m.data),
+                )
+            )
+        else:
+            twist_topic, head_topic = topics.cmd_vel, topics.head_commands
+        self._twist_pub = c.publisher(RosTwist, twist_topic, c.qos(depth=10))
+        if self.has_head:
+            self._head_pub = c.publisher(Float64MultiArray, head_topic, c.qos(depth=10))
+
+    # ---------------------------------------------------------------- callbacks (loop)
+    def _on_odom(self, data: tuple[float, float, float, float, float]) -> None:
+        x, y, yaw, lin, ang = data
+        self._pose = Pose(x, y, yaw, frame="odom", stamp_s=self.clock.now())
+        self._velocity = (lin, ang)
+        self._arrived.set()
+
+    def _on_image(self, img: Any) -> None:
+        self._frame = CameraFrame(img.rgb, self.clock.now(), img.frame_id)
+        self._arrived.set()
+
+    def _on_depth(self, depth: npt.NDArray[np.float32]) -> None:
+        self._depth = DepthFrame(depth, self.clock.now())
+        self._arrived.set()
+
+    def _on_info(self, info: dict[str, Any]) -> None:
+        self._camera_info = info
+        fx = info.get("fx") or 0.0
+        width = info.get("width") or 0
+        if fx > 0 and width > 0:
+            self.camera_hfov_deg = math.degrees(2 * math.atan(width / (2 * fx)))
+
+    def _on_joints(self, head: tuple[float | None, float | None]) -> None:
+        pan, tilt = head
+        if pan is None and tilt is None:
+            return
+        prev = self._joints or self._head_cmd
+        self._joints = HeadState(
+            prev.pan_rad if pan is None else pan,
+            prev.tilt_rad if tilt is None else tilt,
+            self.clock.now(),
+        )
+
+    def _on_status(self, text: str) -> None:
+        try:
+            status = json.loads(text)
+        except json.JSONDecodeError:
+            return
+        if isinstance(status, dict):
+            self.base_status = status
+            if self.on_status is not None:
+                self.on_status(status)
+
+    # ---------------------------------------------------------------- Robot interface
+    async def _wait_for(self, get: Callable[[], Any], what: str, topic: str) -> Any:
+        value = get()
+        deadline = self.clock.now() + FIRST_DATA_TIMEOUT_S
+        while value is None:
+            if self._closed:
+                raise RobotError("the ROS 2 robot is closed")
+            remaining = deadline - self.clock.now()
+            if remaining <= 0:
+                raise RobotError(
+                    f"no {what} has arrived on {topic!r} (is the robot or `loopact sim --ros2` "
+                    "running with the same ROS_DOMAIN_ID?)"
+                )
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), min(remaining, 0.25))
+            except asyncio.TimeoutError:
+                pass
+            value = get()
+        return value
+
+    async def send_twist(self, twist: Twist) -> None:
+        """Publish a base command (a request to the governor in ``governor`` mode)."""
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+
+        if self._twist_pub is None:
+            raise RobotError("the ROS 2 robot is not started")
+        msg = RosTwist()
+        msg.linear.x = float(twist.linear_mps)
+        msg.linear.y = float(twist.lateral_mps)
+        msg.angular.z = float(twist.angular_radps)
+        self._twist_pub.publish(msg)
+
+    async def get_pose(self) -> Pose:
+        """The latest odometry pose (arrival-stamped)."""
+        pose: Pose = await self._wait_for(lambda: self._pose, "odometry", self.profile.topics.odom)
+        return pose
+
+    @property
+    def velocity(self) -> tuple[float, float]:
+        """Latest odometry twist: (linear m/s, angular rad/s)."""
+        return self._velocity
+
+    async def get_frame(self) -> CameraFrame:
+        """The latest RGB frame (arrival-stamped)."""
+        frame: CameraFrame = await self._wait_for(
+            lambda: self._frame, "camera image", self.profile.topics.image
+        )
+        return frame
+
+    async def get_depth(self) -> DepthFrame:
+        """The latest depth image (arrival-stamped)."""
+        depth: DepthFrame = await self._wait_for(
+            lambda: self._depth, "depth image", self.profile.topics.depth
+        )
+        return depth
+
+    async def set_head(self, pan_rad: float, tilt_rad: float) -> None:
+        """Publish a head command ``[pan, tilt]`` in radians."""
+        Float64MultiArray = ros_types("std_msgs.msg", "Float64MultiArray")
+
+        if self._head_pub is None:
+            raise RobotError("this robot has no pan-tilt head (or is not started)")
+        self._head_cmd = HeadState(float(pan_rad), float(tilt_rad), self.clock.now())
+        self._head_pub.publish(Float64MultiArray(data=[float(pan_rad), float(tilt_rad)]))
+
+    async def get_head(self) -> HeadState:
+        """Head joints from ``joint_states`` when fresh, else the last command."""
+        joints = self._joints
+        if joints is not None and self.clock.now() - joints.stamp_s < 1.0:
+            return joints
+        return self._head_cmd
+
+    async def close(self) -> None:
+        """Zero the base and drop the subscriptions; idempotent."""
+        if self._closed:
+            return
+        try:
+            if self._twist_pub is not None:
+                await self.send_twist(Twist())
+        except Exception as exc:
+            logger.warning("could not zero the base on close: %r", exc)
+        self._closed = True
+        for sub in self._subs:
+            sub.close()
+        self._subs.clear()
+
+
+def _odom_tuple(msg: Any) -> tuple[float, float, float, float, float]:
+    p = msg.pose.pose
+    q = p.orientation
+    yaw = yaw_from_quaternion(q.x, q.y, q.z, q.w)
+    t = msg.twist.twist
+    return (float(p.position.x), float(p.position.y), yaw, float(t.linear.x), float(t.angular.z))
+
+
+def _info_dict(msg: Any) -> dict[str, Any]:
+    k = list(msg.k)
+    return {"width": int(msg.width), "height": int(msg.height), "fx": float(k[0]) if k else 0.0}
+
+
+def _head_joints(msg: Any) -> tuple[float | None, float | None]:
+    pan = tilt = None
+    for name, pos in zip(msg.name, msg.position, strict=False):
+        if "pan" in name:
+            pan = float(pos)
+        elif "tilt" in name:
+            tilt = float(pos)
+    return pan, tilt
+
+
+async def open_ros2_session(
+    connector: Ros2Connector,
+    profile: str = "sim",
+    site: str = "sim_room",
+    agent: str = "loopact",
+    first_data_timeout_s: float = 5.0,
+) -> Any:
+    """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
+    governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
+
+    Waits up to ``first_data_timeout_s`` for odometry; without it the agent still starts (the
+    robot tools then report that no odometry arrives).
+
+    Raises:
+        ConfigError: Unknown profile or site.
+        NodeError: ROS 2 is unavailable.
+    """
+    from loopact.robot.governor import SafetyGovernor
+    from loopact.robot.profile import load_profile, load_site
+    from loopact.robot.session import RobotSession, make_robot_tools
+    from loopact.vision.gate import ImageGate
+
+    prof = load_profile(profile)
+    site_map = load_site(site)
+
+    def on_status(status: dict[str, Any]) -> None:
+        if status.get("event") in ("halt", "foreign_publisher"):
+            logger.warning("base governor: %s", status.get("last_halt") or status)
+
+    robot = Ros2Robot(connector, prof, command="governor", agent=agent, on_status=on_status)
+    await robot.start()
+    try:
+        await asyncio.wait_for(robot.get_pose(), first_data_timeout_s)
+    except (RobotError, asyncio.TimeoutError) as exc:
+        logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
+    governor = SafetyGovernor(robot, prof, site_map)
+    governor.start()
+    tools = make_robot_tools(robot, governor, prof, site_map, ImageGate())
+    return RobotSession(robot, governor, prof, site_map, tools)

@@ -1,0 +1,279 @@
+"""``loopact sim --ros2``: the MuJoCo simulator as a ROS 2 robot (SPEC D1, D6, X3).
+
+The simulated robot publishes and subscribes the standard interfaces a real robot has, with
+names from the hardware profile:
+
+- out: ``odom`` (``nav_msgs/Odometry``, ``odom`` -> ``base_link``), ``camera/image_raw``
+  (``sensor_msgs/Image`` rgb8), ``camera/depth/image_raw`` (``32FC1``, metres),
+  ``camera/camera_info`` (``sensor_msgs/CameraInfo``), ``joint_states`` (head pan/tilt);
+- in: ``cmd_vel`` (``geometry_msgs/Twist``) and ``head_controller/commands``
+  (``std_msgs/Float64MultiArray`` [pan, tilt] in radians, like a ros2_control forward position
+  controller). Like a real base it stops by itself when ``cmd_vel`` stops arriving for
+  ``cmd_timeout_s``.
+
+By default the base-side safety governor (``loopact base``) runs in the same process on its
+own node, so the agent's motion requests go through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from loopact.errors import RobotError
+from loopact.nodes._ros import ros_types
+from loopact.nodes.connector import ImageData, Subscription
+from loopact.nodes.ros2 import Ros2Connector, image_to_msg, set_stamp
+from loopact.robot.interface import Twist
+from loopact.robot.profile import HardwareProfile
+
+logger = logging.getLogger(__name__)
+
+
+class SimRos2Bridge:
+    """Expose a simulated robot on ROS 2 topics.
+
+    Args:
+        robot: The simulated robot (``loopact.sim.SimRobot``).
+        connector: Its ROS 2 connector (node ``loopact_sim``).
+        profile: Topic names and camera geometry.
+        camera_hz: Camera (RGB + depth) publishing rate in Hz.
+        odom_hz: Odometry / joint state rate in Hz.
+        cmd_timeout_s: Zero the base when no ``cmd_vel`` arrives for this long, seconds.
+    """
+
+    def __init__(
+        self,
+        robot: Any,
+        connector: Ros2Connector,
+        profile: HardwareProfile,
+        camera_hz: float = 10.0,
+        odom_hz: float = 30.0,
+        cmd_timeout_s: float = 0.5,
+    ) -> None:
+        self.robot = robot
+        self.connector = connector
+        self.profile = profile
+        self.camera_hz = camera_hz
+        self.odom_hz = odom_hz
+        self.cmd_timeout_s = cmd_timeout_s
+        self.cmd_count = 0
+        self.frames = 0
+        self._last_cmd_s = -math.inf
+        self._moving = False
+        self._subs: list[Subscription] = []
+        self._pubs: dict[str, Any] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Create the publishers and subscriptions and start the publishing loops."""
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+        Odometry = ros_types("nav_msgs.msg", "Odometry")
+        CameraInfo, JointState = ros_types("sensor_msgs.msg", "CameraInfo", "JointState")
+        RosImage = ros_types("sensor_msgs.msg", "Image")
+        Float64MultiArray = ros_types("std_msgs.msg", "Float64MultiArray")
+
+        c = self.connector
+        await c.start()
+        t = self.profile.topics
+        self._pubs = {
+            "odom": c.publisher(Odometry, t.odom, c.qos(depth=10)),
+            "image": c.publisher(RosImage, t.image, c.qos(depth=2)),
+            "depth": c.publisher(RosImage, t.depth, c.qos(depth=2)),
+            "info": c.publisher(CameraInfo, t.camera_info, c.qos(depth=1)),
+            "joints": c.publisher(JointState, "joint_states", c.qos(depth=10)),
+        }
+        self._subs = [
+            c.subscribe_msg(
+                RosTwist,
+                t.cmd_vel,
+                c.qos(depth=10),
+                self._on_cmd_vel,
+                convert=lambda m: Twist(float(m.linear.x), float(m.angular.z)),
+            ),
+            c.subscribe_msg(
+                Float64MultiArray,
+                t.head_commands,
+                c.qos(depth=10),
+                self._on_head,
+                convert=lambda m: list(m.data),
+            ),
+        ]
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._odom_loop(), name="loopact-sim-odom"),
+            loop.create_task(self._camera_loop(), name="loopact-sim-camera"),
+            loop.create_task(self._timeout_loop(), name="loopact-sim-cmd-timeout"),
+        ]
+
+    async def close(self) -> None:
+        """Stop the loops and zero the base (the robot and connector are the caller's)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for sub in self._subs:
+            sub.close()
+        with contextlib.suppress(Exception):
+            await self.robot.send_twist(Twist())
+
+    def _on_cmd_vel(self, twist: Twist) -> None:
+        self.cmd_count += 1
+        self._last_cmd_s = time.monotonic()
+        self._moving = not twist.is_zero
+        try:
+            if not (math.isfinite(twist.linear_mps) and math.isfinite(twist.angular_radps)):
+                raise ValueError("non-finite cmd_vel")
+            self.robot.sim.set_twist(twist.linear_mps, twist.angular_radps)
+        except (ValueError, RobotError) as exc:
+            logger.warning("cmd_vel ignored: %s", exc)
+
+    def _on_head(self, values: list[float]) -> None:
+        if len(values) != 2 or not all(math.isfinite(v) for v in values):
+            logger.warning("head command ignored: need [pan, tilt] in radians, got %s", values)
+            return
+        try:
+            self.robot.sim.set_head_target(values[0], values[1])
+        except (ValueError, RobotError) as exc:
+            logger.warning("head command ignored: %s", exc)
+
+    async def _timeout_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            if self._moving and time.monotonic() - self._last_cmd_s > self.cmd_timeout_s:
+                self._moving = False
+                with contextlib.suppress(Exception):
+                    self.robot.sim.set_twist(0.0, 0.0)
+                logger.info("cmd_vel silent for %.2f s: base stopped", self.cmd_timeout_s)
+
+    async def _odom_loop(self) -> None:
+        Odometry = ros_types("nav_msgs.msg", "Odometry")
+        JointState = ros_types("sensor_msgs.msg", "JointState")
+
+        period = 1.0 / self.odom_hz
+        while True:
+            st = self.robot.sim.state()
+            now = time.time()
+            odom = Odometry()
+            set_stamp(odom.header, now)
+            odom.header.frame_id = "odom"
+            odom.child_frame_id = "base_link"
+            odom.pose.pose.position.x = float(st.x_m)
+            odom.pose.pose.position.y = float(st.y_m)
+            odom.pose.pose.orientation.z = math.sin(st.yaw_rad / 2)
+            odom.pose.pose.orientation.w = math.cos(st.yaw_rad / 2)
+            odom.twist.twist.linear.x = float(st.linear_mps)
+            odom.twist.twist.angular.z = float(st.angular_radps)
+            self._pubs["odom"].publish(odom)
+            js = JointState()
+            set_stamp(js.header, now)
+            js.name = ["head_pan_joint", "head_tilt_joint"]
+            js.position = [float(st.pan_rad), float(st.tilt_rad)]
+            self._pubs["joints"].publish(js)
+            await asyncio.sleep(period)
+
+    async def _camera_loop(self) -> None:
+        CameraInfo = ros_types("sensor_msgs.msg", "CameraInfo")
+        RosImage = ros_types("sensor_msgs.msg", "Image")
+
+        period = 1.0 / self.camera_hz
+        cam = self.profile.camera
+        while True:
+            started = time.monotonic()
+            try:
+                frame = await self.robot.get_frame()
+                depth = await self.robot.get_depth()
+            except RobotError as exc:
+                logger.warning("camera render failed: %s", exc)
+                await asyncio.sleep(period)
+                continue
+            now = time.time()
+            self._pubs["image"].publish(
+                image_to_msg(ImageData(frame.rgb, now, "camera_optical_frame"), RosImage)
+            )
+            dmsg = RosImage()
+            d = np.ascontiguousarray(depth.depth_m, dtype=np.float32)
+            dmsg.height, dmsg.width = d.shape
+            dmsg.encoding = "32FC1"
+            dmsg.is_bigendian = 0
+            dmsg.step = d.shape[1] * 4
+            dmsg.header.frame_id = "camera_optical_frame"
+            set_stamp(dmsg.header, now)
+            dmsg.data = d.tobytes()
+            self._pubs["depth"].publish(dmsg)
+            h, w = frame.rgb.shape[:2]
+            fx = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
+            info = CameraInfo()
+            set_stamp(info.header, now)
+            info.header.frame_id = "camera_optical_frame"
+            info.width, info.height = w, h
+            info.distortion_model = "plumb_bob"
+            info.k = [fx, 0.0, w / 2, 0.0, fx, h / 2, 0.0, 0.0, 1.0]
+            info.p = [fx, 0.0, w / 2, 0.0, 0.0, fx, h / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+            self._pubs["info"].publish(info)
+            self.frames += 1
+            await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
+
+
+async def run_sim_ros2(
+    profile: str = "sim",
+    site: str | None = "sim_room",
+    agent: str = "loopact",
+    with_base: bool = True,
+    camera_hz: float = 10.0,
+    speed: float = 1.0,
+) -> int:
+    """``loopact sim --ros2``: simulator + (by default) base governor until SIGINT/SIGTERM.
+
+    Raises:
+        ConfigError: Bad profile, site or speed.
+        NodeError: ROS 2 is unavailable.
+    """
+    import signal
+
+    from loopact.robot.base_node import BaseGovernorNode
+    from loopact.robot.profile import load_profile, load_site
+    from loopact.sim import SimRobot
+
+    prof = load_profile(profile)
+    site_map = load_site(site) if site else None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    robot = await SimRobot.create(
+        speed=speed, width=prof.camera.width_px, height=prof.camera.height_px
+    )
+    sim_conn = Ros2Connector("loopact_sim")
+    bridge = SimRos2Bridge(robot, sim_conn, prof, camera_hz=camera_hz)
+    base_conn: Ros2Connector | None = None
+    base: BaseGovernorNode | None = None
+    try:
+        await bridge.start()
+        if with_base:
+            base_conn = Ros2Connector("loopact_base")
+            base = BaseGovernorNode(base_conn, prof, site_map, agent)
+            await base.start()
+        print(
+            f"loopact sim: ROS 2 robot up (profile {prof.name}"
+            f"{', base governor for agent ' + repr(agent) if with_base else ', no governor'})",
+            flush=True,
+        )
+        await stop.wait()
+    finally:
+        if base is not None:
+            await base.close()
+        if base_conn is not None:
+            await base_conn.shutdown()
+        await bridge.close()
+        await sim_conn.shutdown()
+        await robot.close()
+    return 0
