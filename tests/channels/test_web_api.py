@@ -443,6 +443,13 @@ async def test_cross_origin_post_and_websocket_are_refused(console: Any) -> None
     assert info.value.rcvd is not None and info.value.rcvd.code == 4403
 
 
+async def test_foreign_host_header_is_refused_on_loopback(console: Any) -> None:
+    r = await console.client.post("/api/stop", headers={"Host": "rebound.example:8080"})
+    assert r.status_code == 403 and console.agent.stops == []
+    r = await console.client.get("/api/status", headers={"Host": f"localhost:{console.web.port}"})
+    assert r.status_code == 200
+
+
 async def test_beyond_loopback_needs_a_token() -> None:
     with pytest.raises(ConfigError, match="web.token is required") as info:
         await serve_console(StandInAgent(), None, host="0.0.0.0", port=0)

@@ -8,12 +8,14 @@ close code 4401.
 
 Independently of the token, state-changing requests and WebSockets whose ``Origin`` is not the
 console itself are refused with 403: a web page on another site must not be able to drive the
-robot through a console on localhost (browsers do not apply CORS to WebSockets).
+robot through a console on localhost (browsers do not apply CORS to WebSockets). Without a token
+(loopback only) the ``Host`` header must name this machine, which defeats DNS rebinding.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 from http.cookies import SimpleCookie
@@ -30,6 +32,17 @@ WS_UNAUTHORIZED = 4401
 #: WebSocket close code for a cross-origin WebSocket.
 WS_FORBIDDEN = 4403
 _PAGE_PATHS = frozenset({"/", "/settings"})
+
+
+def _loopback_host(host: str) -> bool:
+    """True if a ``Host`` header names this machine (``localhost``, 127.x, ``[::1]``)."""
+    name = urlsplit(f"//{host}").hostname or ""
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -63,6 +76,11 @@ class RequestGuard:
             await self._refuse(scope, receive, send, 403, WS_FORBIDDEN, "cross-origin request")
             return
         if self._token is None:
+            if not _loopback_host(headers.get("host", "")):
+                # DNS rebinding: a foreign name resolved to 127.0.0.1 by someone else's page
+                log.warning("refused a request for host %r", headers.get("host", ""))
+                await self._refuse(scope, receive, send, 403, WS_FORBIDDEN, "unexpected Host")
+                return
             await self.app(scope, receive, send)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
