@@ -16,11 +16,19 @@ from loopact.trace import read_trace
 CLEAN_ENV_KEYS = ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
 
 
+def cli_env(cwd: Path) -> dict[str, str]:
+    """The environment of a new user: no keys, config/data/cache folders of their own."""
+    full_env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV_KEYS}
+    full_env["XDG_CONFIG_HOME"] = str(cwd / "xdg")
+    full_env["XDG_DATA_HOME"] = str(cwd / "xdg-data")
+    full_env["XDG_CACHE_HOME"] = str(cwd / "xdg-cache")
+    return full_env
+
+
 def run_cli(
     args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV_KEYS}
-    full_env["XDG_CONFIG_HOME"] = str(cwd / "xdg")
+    full_env = cli_env(cwd)
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "loopact", *args],
@@ -194,7 +202,7 @@ def _chat(server: Any, tmp_path: Path, typed: str) -> subprocess.CompletedProces
         capture_output=True,
         text=True,
         timeout=60,
-        env={k: v for k, v in os.environ.items() if k not in CLEAN_ENV_KEYS},
+        env=cli_env(tmp_path),
     )
 
 

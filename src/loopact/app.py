@@ -11,18 +11,22 @@ import logging
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from loopact import __version__
 from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
-from loopact.agent.runtime import AgentCallTool
+from loopact.agent.runtime import AgentCallTool, make_send_message_tool
 from loopact.config import Config
 from loopact.errors import ConfigError
 from loopact.llm.base import Capabilities, Model
 from loopact.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from loopact.memory.recorder import MemoryRecorder
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +131,24 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         stop_hooks: list[Any] = []
         state_provider = None
         robot_label = "none"
+        ros2_conn = None
         if cfg.robot.kind != "none":
-            from loopact.robot.session import open_robot
+            if cfg.robot.kind == "ros2":
+                # Issue 4: the robot over ROS 2 topics behind the base-side governor.
+                from loopact.nodes.ros2 import Ros2Connector
+                from loopact.robot.ros2_robot import open_ros2_session
 
-            session = await open_robot(
-                cfg.robot.kind, cfg.robot.profile, cfg.robot.site, speed=cfg.robot.sim_speed
-            )
+                ros2_conn = Ros2Connector(f"{cfg.agent.name}_agent")
+                stack.push_async_callback(ros2_conn.shutdown)
+                session = await open_ros2_session(
+                    ros2_conn, cfg.robot.profile, cfg.robot.site, cfg.agent.name
+                )
+            else:
+                from loopact.robot.session import open_robot
+
+                session = await open_robot(
+                    cfg.robot.kind, cfg.robot.profile, cfg.robot.site, speed=cfg.robot.sim_speed
+                )
             stack.push_async_callback(session.close)
             for tool in session.tools:
                 registry.add(tool)
@@ -146,10 +162,26 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
                 "max_angular_dps": session.profile.limits.max_angular_dps,
             }
 
+        rules, skills_text, recorder = await _open_memory(cfg, registry, stack)
+        context = None
+        if cfg.agent.context_limit is not None:
+            context = ContextManager(
+                cfg.agent.context_limit,
+                checkpoint=recorder.checkpoint if recorder is not None else None,
+            )
         b = cfg.agent.bounds
         options = AgentOptions(
             bounds=Bounds(**b.model_dump()),
-            system_prompt=build_system_prompt(robot_info, cfg.agent.system_prompt),
+            system_prompt=build_system_prompt(
+                robot_info,
+                cfg.agent.system_prompt,
+                rules=rules,
+                skills=skills_text,
+                continuous=cfg.agent.mode == "continuous",
+            ),
+            context=context,
+            hourly_rounds=cfg.agent.hourly_rounds,
+            hourly_tokens=cfg.agent.hourly_tokens,
             workspace=workspace,
             lang=cfg.agent.lang,
             mode=cfg.agent.mode,
@@ -165,7 +197,21 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         model = make_model(cfg, local_base_url=local_url)
         agent = Agent(model, registry, options)
         registry.add(AgentCallTool(agent))
+        if cfg.agent.mode == "continuous":
+            registry.add(make_send_message_tool(agent))
         stack.push_async_callback(agent.close)
+        if recorder is not None:
+            recorder.history = lambda: agent.history
+            recorder.attach(agent.bus)
+            stack.push_async_callback(recorder.close)
+        if ros2_conn is not None:
+            # Issue 4: hot-pluggable ROS 2 nodes and the ROS 2 text channel (C2-C4, F3).
+            from loopact.nodes.attach import attach_nodes
+
+            nodes = await attach_nodes(
+                agent, ros2_conn, cfg.agent.name, settle_s=1.5 if once is not None else 0.0
+            )
+            stack.push_async_callback(nodes.close)
         if cfg.trace.path is not None:
             writer = TraceWriter(
                 cfg.trace.path,
@@ -224,3 +270,69 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         await channel.run()
         return 0
     return 0
+
+
+def machine_id() -> str:
+    """This machine's id for diary entries: ``/etc/machine-id`` (12 chars) or the hostname."""
+    import re
+    import socket
+
+    try:
+        mid = Path("/etc/machine-id").read_text(encoding="ascii").strip()[:12]
+    except OSError:
+        mid = ""
+    mid = mid or socket.gethostname()
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", mid)[:64] or "loopact"
+
+
+async def _open_memory(
+    cfg: Config, registry: ToolRegistry, stack: AsyncExitStack
+) -> tuple[str | None, str | None, MemoryRecorder | None]:
+    """Open the Git-backed memory and the skills (SPEC E2-E4).
+
+    Adds ``remember``/``recall`` and ``skill`` to ``registry``.
+
+    Returns:
+        (rule and preference text for the system prompt, the skills catalogue, the recorder
+        that writes diaries and snapshots) — memory parts are None when memory is disabled.
+
+    Raises:
+        ConfigError: The memory folder cannot be used.
+    """
+    from loopact.memory import GitMemory, default_memory_dir, make_memory_tools
+    from loopact.memory.recorder import MemoryRecorder
+    from loopact.skills.loader import SkillLibrary, builtin_dir
+    from loopact.skills.tool import make_skill_tool
+
+    skill_dirs = [builtin_dir()]
+    rules: str | None = None
+    recorder: MemoryRecorder | None = None
+    if cfg.memory.enabled:
+        path = (cfg.memory.path or default_memory_dir()).expanduser()
+        memory = GitMemory(
+            path,
+            cfg.memory.machine_id or machine_id(),
+            remote=cfg.memory.remote,
+            snapshot_retention=cfg.memory.snapshot_retention,
+        )
+        try:
+            await memory.open()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"memory.path {path} cannot be used: {exc} (set --memory DIR or "
+                "memory.enabled: false)",
+                key="memory.path",
+            ) from None
+        if cfg.memory.remote:
+            stack.push_async_callback(memory.sync)
+        stack.push_async_callback(memory.close)
+        parts = [memory.rules_text(), memory.preferences_text()]
+        rules = "\n\n".join(p for p in parts if p.strip()) or None
+        for tool in make_memory_tools(memory):
+            registry.add(tool)
+        recorder = MemoryRecorder(memory, list, snapshots=cfg.memory.snapshots)
+        skill_dirs.append(path / "skills")
+    library = SkillLibrary.load(skill_dirs)
+    if library.names:
+        registry.add(make_skill_tool(library))
+    return rules, library.catalogue_text() or None, recorder

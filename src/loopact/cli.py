@@ -66,14 +66,26 @@ def run(
     provider: str | None = typer.Option(
         None, "--provider", help="Model protocol: openai, anthropic or dify."
     ),
-    mode: str | None = typer.Option(None, "--mode", help="task (default) or plan."),
+    mode: str | None = typer.Option(
+        None, "--mode", help="task (default), plan, or continuous (always running)."
+    ),
+    context_limit: int | None = typer.Option(
+        None, "--context-limit", help="Summarise older turns above this many prompt tokens."
+    ),
+    memory: Path | None = typer.Option(None, "--memory", help="Memory folder (a Git repo)."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="Run without long-term memory."),
     tool_calling: str | None = typer.Option(
         None, "--tool-calling", help="native, text (action lines) or auto."
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
     model: str | None = typer.Option(None, "--model", help="Model name."),
     api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
-    robot: str | None = typer.Option(None, "--robot", help="Robot: sim (default) or none."),
+    robot: str | None = typer.Option(
+        None, "--robot", help="Robot: sim (default), ros2 (ROS 2 topics) or none."
+    ),
+    agent_name: str | None = typer.Option(
+        None, "--agent-name", help="Agent name: prefix of its ROS 2 topics (default loopact)."
+    ),
     profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
     site: str | None = typer.Option(None, "--site", help="Site map name or path."),
     sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
@@ -93,9 +105,12 @@ def run(
         "agent": {
             "workspace": workspace,
             "lang": lang,
+            "name": agent_name,
             "mode": mode,
             "tool_calling": tool_calling,
+            "context_limit": context_limit,
         },
+        "memory": {"path": memory, "enabled": False if no_memory else None},
         "confirm": {"auto_approve": True if yes else None},
         "trace": {"path": trace, "full": True if trace_full else None},
     }
@@ -230,10 +245,29 @@ def sim(
     snapshot: Path | None = typer.Option(
         None, "--snapshot", help="Write camera.png and topdown.png of the world into DIR."
     ),
+    ros2: bool = typer.Option(
+        False, "--ros2", help="Run the simulator as a ROS 2 robot (odom, camera, cmd_vel, head)."
+    ),
+    agent_name: str = typer.Option("loopact", "--agent-name", help="Agent the governor serves."),
+    profile: str = typer.Option("sim", "--profile", help="Hardware profile (topic names)."),
+    site: str = typer.Option("sim_room", "--site", help="Site map (geofence)."),
+    no_base: bool = typer.Option(
+        False, "--no-base", help="With --ros2: do not start the base-side safety governor."
+    ),
+    camera_hz: float = typer.Option(10.0, "--camera-hz", help="With --ros2: camera rate, Hz."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Work with the simulated robot (``--snapshot DIR`` writes two PNGs)."""
+    """Work with the simulated robot (``--snapshot DIR`` writes two PNGs; ``--ros2`` serves it)."""
+    if ros2:
+        _setup_logging(verbose)
+        from loopact.sim.ros2_bridge import run_sim_ros2
+
+        _run_service(
+            run_sim_ros2(profile, site, agent_name, with_base=not no_base, camera_hz=camera_hz)
+        )
+        return
     if snapshot is None:
-        err.print("loopact sim: give --snapshot DIR", markup=False)
+        err.print("loopact sim: give --snapshot DIR or --ros2", markup=False)
         raise typer.Exit(EXIT_USAGE)
     from loopact.sim import write_snapshot
 
@@ -247,6 +281,46 @@ def sim(
 
 
 app.add_typer(sim_app, name="sim")
+
+
+def _run_service(coro: Any) -> None:
+    """Run a ROS 2 service command; map errors to exit codes (it stops on SIGINT/SIGTERM)."""
+    try:
+        code = asyncio.run(coro)
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_ERROR) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def node(
+    file: Path = typer.Argument(..., help="A Python file with @loopact.tool functions."),
+    agent_name: str = typer.Option("loopact", "--agent-name", help="Agent to serve."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+) -> None:
+    """Serve a file's tools and inputs as ROS 2 nodes for a running agent (SPEC C2-C4)."""
+    _setup_logging(verbose)
+    from loopact.nodes.runner import serve_file
+
+    _run_service(serve_file(file, agent_name))
+
+
+@app.command()
+def base(
+    profile: str = typer.Option("sim", "--profile", help="Hardware profile (topics, limits)."),
+    site: str | None = typer.Option("sim_room", "--site", help="Site map for the geofence."),
+    agent_name: str = typer.Option("loopact", "--agent-name", help="Agent whose requests to take."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+) -> None:
+    """Run the safety governor as a ROS 2 node next to the base (SPEC X3)."""
+    _setup_logging(verbose)
+    from loopact.robot.base_node import run_base
+
+    _run_service(run_base(profile, site, agent_name))
 
 
 def main() -> None:

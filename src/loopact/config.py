@@ -73,9 +73,13 @@ class AgentConfig(pydantic.BaseModel):
     """``agent``: behaviour of the loop."""
 
     model_config = _STRICT
-    mode: Literal["task", "plan"] = "task"
+    mode: Literal["task", "plan", "continuous"] = "task"
     tool_calling: Literal["native", "text", "auto"] = "auto"
+    context_limit: int | None = pydantic.Field(None, ge=1000)
+    hourly_rounds: int = pydantic.Field(120, ge=1)
+    hourly_tokens: int = pydantic.Field(400_000, ge=1000)
     lang: Literal["en", "zh"] = "en"
+    name: str = pydantic.Field("loopact", pattern=r"^[a-zA-Z][a-zA-Z0-9_]{0,63}$")
     workspace: Path = Path("workspace")
     system_prompt: str | None = None
     bounds: BoundsConfig = BoundsConfig()
@@ -94,7 +98,7 @@ class RobotConfig(pydantic.BaseModel):
     """``robot``: which body the agent drives."""
 
     model_config = _STRICT
-    kind: Literal["sim", "none"] = "sim"
+    kind: Literal["sim", "ros2", "none"] = "sim"
     profile: str = "sim"
     site: str = "sim_room"
     sim_speed: float = pydantic.Field(1.0, gt=0)
@@ -139,6 +143,18 @@ class LocalConfig(pydantic.BaseModel):
     llama_cpp_version: str = LLAMA_CPP_VERSION
 
 
+class MemoryConfig(pydantic.BaseModel):
+    """``memory``: the Git-backed long-term memory (SPEC E2, E3, E4)."""
+
+    model_config = _STRICT
+    enabled: bool = True
+    path: Path | None = None
+    remote: str | None = None
+    machine_id: str | None = None
+    snapshots: bool = True
+    snapshot_retention: int = pydantic.Field(200, ge=1)
+
+
 class Config(pydantic.BaseModel):
     """The whole configuration file."""
 
@@ -148,6 +164,7 @@ class Config(pydantic.BaseModel):
     confirm: ConfirmConfig = ConfirmConfig()
     robot: RobotConfig = RobotConfig()
     trace: TraceConfig = TraceConfig()
+    memory: MemoryConfig = MemoryConfig()
     local: LocalConfig = LocalConfig()
 
     @property
@@ -297,8 +314,14 @@ model:
   #   stream_usage: true      # set false if the endpoint rejects stream_options
 
 agent:
-  mode: task                  # task (a new command replaces the running one) or plan
-                              # (write a JSON plan first, then run its steps)
+  mode: task                  # task (a new command replaces the running one), plan
+                              # (write a JSON plan first, then run its steps) or continuous
+                              # (always running; messages are injected, it replies through
+                              # send_message; only a stop interrupts it)
+  context_limit: null         # prompt tokens above which older turns are summarised
+                              # (null: never); a plain trim keeps pairs at 1.25x this
+  hourly_rounds: 120          # continuous mode: model rounds per rolling hour
+  hourly_tokens: 400000       # continuous mode: tokens per rolling hour
   tool_calling: auto          # native (the API's tools), text (action lines such as
                               # move_forward(1.0), for Dify apps and models without tool
                               # calling) or auto (text when the endpoint has no tool calling)
@@ -320,7 +343,7 @@ confirm:
   timeout_s: 60               # no answer within this time means denied
 
 robot:
-  kind: sim                   # sim (MuJoCo, built in) or none
+  kind: sim                   # sim (MuJoCo, built in), ros2 (any robot on ROS 2 topics) or none
   profile: sim                # hardware profile: sim, turtlebot4, mecanum_ptz, or a YAML path
   site: sim_room              # site map with waypoints and geofence, or a YAML path
   sim_speed: 1.0              # simulated time per real second
@@ -328,6 +351,14 @@ robot:
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)
   full: false                 # also record every request's messages
+
+memory:
+  enabled: true               # Git-backed memory: rules, diaries, facts, skills
+  path: null                  # null: <user data folder>/loopact/memory (like --memory DIR)
+  remote: null                # a Git remote shared by several robots (pull, then push)
+  machine_id: null            # prefix of diary entries; null: /etc/machine-id or hostname
+  snapshots: true             # a JSON snapshot of the context per model round
+  snapshot_retention: 200     # snapshots kept per machine
 
 # local: the offline brain, used only when no endpoint (base_url / API key) is configured.
 # See docs/local-brain.md. `make local-brain` builds and downloads what it needs.

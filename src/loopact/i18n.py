@@ -29,6 +29,13 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "I stopped: the model kept making invalid tool calls ({limit} rounds in a row).",
         "zh": "已停止：模型连续 {limit} 轮给出了无效的工具调用。",
     },
+    "bound.hourly": {
+        "en": (
+            "I paused: the hourly budget ({rounds} model rounds, {tokens} tokens) is used up. "
+            "Waiting messages will be handled when it frees up."
+        ),
+        "zh": "已暂停：每小时预算（{rounds} 轮模型请求、{tokens} 个 token）已用完，等待中的消息将在预算恢复后处理。",
+    },
     "bound.no_answer": {
         "en": "I could not produce a final answer.",
         "zh": "我没能给出最终答复。",

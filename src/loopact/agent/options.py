@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from loopact.agent.context import ContextManager
 from loopact.tools.base import SafetyClass
 
 
@@ -63,6 +64,11 @@ class AgentOptions:
         lang: Language of user-facing texts, ``en`` or ``zh`` (F5).
         mode: ``task`` (a new command preempts) or ``plan`` (each command is planned as
             JSON steps first, then run step by step, SPEC A4).
+            ``continuous`` (SPEC A7): the agent is always running; messages are injected
+            into the running loop instead of preempting it, and it talks through
+            ``send_message``.
+        hourly_rounds: Continuous mode: model rounds allowed per rolling hour.
+        hourly_tokens: Continuous mode: tokens allowed per rolling hour.
         tool_calling: ``native`` (the API's tool calls), ``text`` (action-text mode, SPEC A5:
             tools are offered as action signatures in the prompt and one ``name(args)`` line
             of the answer runs per round) or ``auto`` (text when the model's capability
@@ -76,13 +82,16 @@ class AgentOptions:
             governor's ``stop_all``), before the model is involved (A6).
         state_provider: Returns the robot state for the ``robot_state`` event, or None.
         trace_full: Put each request's messages into ``model_request`` events (H3).
+        context: Context-window management (SPEC E1), or None to never compress.
     """
 
     bounds: Bounds = field(default_factory=Bounds)
     system_prompt: str = ""
     workspace: Path = field(default_factory=lambda: Path("workspace"))
     lang: str = "en"
-    mode: Literal["task", "plan"] = "task"
+    mode: Literal["task", "plan", "continuous"] = "task"
+    hourly_rounds: int = 120
+    hourly_tokens: int = 400_000
     tool_calling: Literal["native", "text", "auto"] = "auto"
     auto_approve: bool = False
     allow: frozenset[str] = frozenset()
@@ -91,3 +100,4 @@ class AgentOptions:
     stop_hooks: tuple[StopHook, ...] = ()
     state_provider: StateProvider | None = None
     trace_full: bool = False
+    context: ContextManager | None = None

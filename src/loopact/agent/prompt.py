@@ -20,8 +20,20 @@ stops by itself near obstacles.
 """
 
 
+CONTINUOUS_NOTES = """\
+You run continuously. Messages from people and sensors arrive as user messages marked with \
+their time and source. Talk to people only with the send_message tool: acknowledge each new \
+request at once, ask when you need help, and report when a job is done. When nothing is left \
+to do, stop calling tools and wait.
+"""
+
+
 def build_system_prompt(
-    robot: dict[str, object] | None = None, extra: str | None = None, rules: str | None = None
+    robot: dict[str, object] | None = None,
+    extra: str | None = None,
+    rules: str | None = None,
+    skills: str | None = None,
+    continuous: bool = False,
 ) -> str:
     """Compose the system prompt.
 
@@ -29,7 +41,9 @@ def build_system_prompt(
         robot: ``{profile, waypoints: [names], max_linear_mps, max_angular_dps}`` when a robot
             is attached, else None.
         extra: The user's own instructions (config ``agent.system_prompt``).
-        rules: Text from memory rule files (SPEC E2), when memory is enabled.
+        rules: Text from memory rule files and preferences (SPEC E2, E4).
+        skills: The skills catalogue, names and one-line descriptions only (SPEC E3).
+        continuous: Add the continuous-mode rules (SPEC A7).
     """
     body = "a mobile robot" if robot else "a helpful assistant on this computer"
     parts = [BASE_PROMPT.format(body=body)]
@@ -43,6 +57,10 @@ def build_system_prompt(
                 max_angular=robot.get("max_angular_dps", "?"),
             )
         )
+    if continuous:
+        parts.append(CONTINUOUS_NOTES)
+    if skills:
+        parts.append(skills.strip() + "\n")
     if rules:
         parts.append(rules.strip() + "\n")
     if extra:

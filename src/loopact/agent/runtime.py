@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from loopact.agent.confirm import ConfirmationBroker
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
 from loopact.agent.task import BoundReached, TaskFailed, TaskOutcome, TaskRun
-from loopact.errors import ModelError
+from loopact.errors import ModelError, ToolError
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
@@ -44,6 +45,34 @@ _KEEP_IMAGES = 20
 def is_stop(text: str) -> bool:
     """True when ``text`` is only a stop word (case, spaces and final punctuation ignored)."""
     return text.strip().strip(".!。！").strip().lower() in STOP_WORDS
+
+
+@dataclass(frozen=True)
+class Input:
+    """A message or sensor event waiting to be injected into the conversation (A7, C3).
+
+    Attributes:
+        id: Its command id.
+        source: Channel or input node name (``terminal``, ``web``, ``ros2``, a sensor).
+        text: The text (JSON-encoded for sensor data).
+        images: Images sent with it.
+        ts: Arrival time (unix seconds).
+    """
+
+    id: str
+    source: str
+    text: str
+    images: tuple[Image, ...] = ()
+    ts: float = 0.0
+
+
+def format_inputs(inputs: list[Input]) -> str:
+    """One snapshot user message for a batch of inputs (SPEC C3), one line per input."""
+    lines = []
+    for i in inputs:
+        clock = time.strftime("%H:%M:%S", time.localtime(i.ts))
+        lines.append(f"[{clock} {i.source}] {i.text}")
+    return "\n".join(lines)
 
 
 @dataclass
@@ -94,6 +123,9 @@ class Agent:
         self._closed = False
         self._current_run: TaskRun | None = None
         self._input_sources: list[Callable[[], Message | None]] = []
+        self._inputs: list[Input] = []
+        self._wake = asyncio.Event()
+        self._rounds_window: deque[tuple[float, int]] = deque()
         self.reset_history()
 
     # ---------------------------------------------------------------- history
@@ -174,11 +206,56 @@ class Agent:
         if is_stop(text) and not images:
             self.stop(source)
             return None
+        if self.options.mode == "continuous":
+            return self.inject(text, source, images)
         cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source)
         self._preempt(f"new command from {source}")
         self._queued.append(cmd)
         self._inbox.put_nowait(cmd)
         return cmd.id
+
+    def inject(self, text: str, source: str, images: Iterable[Image] = ()) -> str:
+        """Queue a message or accumulate-mode sensor event for the conversation (A7, C3).
+
+        It goes into the conversation as part of one snapshot user message before the next
+        model request of the running task; in continuous mode it also wakes the agent.
+        Never preempts. Returns the input's id.
+        """
+        item = Input(uuid.uuid4().hex[:12], source, text, tuple(images), time.time())
+        self._inputs.append(item)
+        self.bus.emit("input", self._current_id, id=item.id, source=source, text=text)
+        self._wake.set()
+        return item.id
+
+    def wake(self) -> None:
+        """Tell a waiting continuous-mode agent that an input source has new data (A7, C3)."""
+        self._wake.set()
+
+    def take_inputs(self) -> list[Input]:
+        """Remove and return the inputs waiting to be injected."""
+        items, self._inputs = self._inputs, []
+        return items
+
+    @property
+    def has_inputs(self) -> bool:
+        """True when inputs wait to be injected."""
+        return bool(self._inputs)
+
+    def record_round(self, tokens: int) -> None:
+        """Count a model round and its tokens in the rolling hour (continuous budget)."""
+        self._rounds_window.append((time.monotonic(), tokens))
+
+    def hourly_budget_wait(self) -> float:
+        """Seconds until the rolling-hour budget allows another round (0 when it does)."""
+        now = time.monotonic()
+        window = self._rounds_window
+        while window and window[0][0] < now - 3600:
+            window.popleft()
+        rounds = len(window)
+        tokens = sum(n for _, n in window)
+        if rounds < self.options.hourly_rounds and tokens < self.options.hourly_tokens:
+            return 0.0
+        return max(0.1, window[0][0] + 3600 - now)
 
     def stop(self, source: str = "terminal") -> None:
         """Stop the current task and the robot now, without asking the model (SPEC A6)."""
@@ -262,7 +339,14 @@ class Agent:
 
     # ---------------------------------------------------------------- running
     async def run(self) -> None:
-        """Serve the inbox until :meth:`close`: one task at a time, newest command wins."""
+        """Serve the inbox until :meth:`close`: one task at a time, newest command wins.
+
+        In continuous mode (SPEC A7): wait for inputs without spending tokens, then work on
+        them (new inputs join the running work) until nothing is left to do.
+        """
+        if self.options.mode == "continuous":
+            await self._run_continuous()
+            return
         while not self._closed:
             cmd = await self._inbox.get()
             if cmd in self._queued:
@@ -296,7 +380,28 @@ class Agent:
             else:
                 await asyncio.sleep(0.01)
 
-    async def _execute(self, cmd: _Command) -> TaskOutcome:
+    async def _run_continuous(self) -> None:
+        while not self._closed:
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._inputs:
+                # Data from pull-based input sources (sensor snapshots) also starts work.
+                if not self.inject_pending_inputs():
+                    continue
+                self._inputs.append(Input(uuid.uuid4().hex[:12], "inputs", "sensor data"))
+            wait_s = self.hourly_budget_wait()
+            if wait_s > 0:
+                self.bus.emit("bound", None, name="hourly_budget", limit=self.options.hourly_rounds)
+                await asyncio.sleep(wait_s)
+                self._wake.set()
+                continue
+            first = self._inputs[0]
+            cmd = _Command(first.id, first.text, (), first.source)
+            self._current_id = cmd.id
+            self._current = asyncio.ensure_future(self._execute(cmd, continuous=True))
+            await asyncio.wait({self._current})
+
+    async def _execute(self, cmd: _Command, continuous: bool = False) -> TaskOutcome:
         bus = self.bus
         bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
         run = TaskRun(self, cmd.id, cmd.text, cmd.images)
@@ -304,8 +409,14 @@ class Agent:
         outcome = TaskOutcome(cmd.id, "failed")
         lang = self.options.lang
         try:
-            reply = await asyncio.wait_for(run.body(), self.options.bounds.task_timeout_s)
-            outcome = TaskOutcome(cmd.id, "completed", reply=reply or t("bound.no_answer", lang))
+            if continuous:
+                # No wall clock per activation: the rolling-hour budget bounds it (A7).
+                reply = await run.continuous_body()
+                outcome = TaskOutcome(cmd.id, "completed", reply=reply)
+            else:
+                reply = await asyncio.wait_for(run.body(), self.options.bounds.task_timeout_s)
+                reply = reply or t("bound.no_answer", lang)
+                outcome = TaskOutcome(cmd.id, "completed", reply=reply)
         except BoundReached as exc:
             outcome = TaskOutcome(cmd.id, "bounded", reply=exc.text)
         except asyncio.TimeoutError:
@@ -402,3 +513,25 @@ class AgentCallTool(Tool):
             metadata={"files": list(outcome.files)},
             error=None if outcome.ok else outcome.summary(),
         )
+
+
+def make_send_message_tool(agent: Agent) -> Tool:
+    """``send_message(text)``: how the agent talks to people in continuous mode (A7, C6).
+
+    Emits a ``message {text, source: "agent"}`` event that every channel shows (terminal,
+    web, ROS 2 text output) and the trace records.
+    """
+    from loopact.tools.base import FunctionTool
+
+    async def send_message(text: str, ctx: ToolContext) -> str:
+        """Send a message to the people you work with (acknowledge, ask, report).
+
+        Args:
+            text: The message, short and plain.
+        """
+        if not text.strip():
+            raise ToolError("send_message needs some text")
+        agent.bus.emit("message", ctx.task_id, text=text, source="agent")
+        return "delivered"
+
+    return FunctionTool(send_message, safety=SafetyClass.IDEMPOTENT, reentrant=True)

@@ -22,6 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from loopact._compat import timeout_after
 from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
+from loopact.agent.compress import (
+    accept_summary,
+    hard_trim,
+    plan_compression,
+    summary_request_messages,
+)
+from loopact.agent.compress import estimate_tokens as estimate_history_tokens
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.plan import (
     PlanError,
@@ -187,6 +194,60 @@ class TaskRun:
             answer = ""
         raise BoundReached(name, f"{notice}\n\n{answer}" if answer else notice)
 
+    def _inject_inputs(self) -> None:
+        """Add waiting messages and sensor events as one snapshot user message (A7, C3)."""
+        from loopact.agent.runtime import format_inputs
+
+        inputs = self.agent.take_inputs()
+        if inputs:
+            images = tuple(img for i in inputs for img in i.images)
+            self.agent.append(Message.user(format_inputs(inputs), images))
+        self.agent.inject_pending_inputs()
+
+    # ----------------------------------------------------------------- continuous (A7)
+    async def continuous_body(self) -> str:
+        """Work on the waiting inputs, taking in new ones as they come, until idle (A7).
+
+        Returns when the model stops calling tools and no input waits. A plain-text answer
+        is delivered to people as a ``message`` event rather than lost.
+
+        Raises:
+            BoundReached: The rolling-hour budget or the invalid-round guard tripped.
+        """
+        b = self._bounds
+        since_input = 0
+        while True:
+            if self.agent.has_inputs:
+                since_input = 0
+            if self.state.invalid_streak >= b.max_invalid_rounds:
+                return await self._final_answer("invalid_rounds", b.max_invalid_rounds)
+            if since_input >= b.max_rounds * 4:
+                return await self._final_answer("max_rounds", b.max_rounds * 4)
+            if self.agent.hourly_budget_wait() > 0:
+                self._bound_event("hourly_budget", self.agent.options.hourly_rounds)
+                raise BoundReached(
+                    "hourly_budget",
+                    t(
+                        "bound.hourly",
+                        self._lang,
+                        rounds=self.agent.options.hourly_rounds,
+                        tokens=self.agent.options.hourly_tokens,
+                    ),
+                )
+            self.rounds += 1
+            since_input += 1
+            tokens_before = self.state.tokens
+            done, outcomes, invalid = await self._round(self.rounds, self.agent.tool_specs())
+            self.agent.record_round(self.state.tokens - tokens_before)
+            self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
+            if outcomes:
+                continue
+            text = done.message.text.strip()
+            if text:
+                self.agent.bus.emit("message", self.task_id, text=text, source="agent")
+            if not self.agent.has_inputs:
+                return ""
+
     # ----------------------------------------------------------------- action text (A5)
     async def _action_body(self) -> str:
         """Action-text mode: one ``name(args)`` action per round until ``finishtask()``."""
@@ -292,6 +353,57 @@ class TaskRun:
             self.agent.remember_images(call.id, list(result.images))
         return result
 
+    # ----------------------------------------------------------------- context (E1)
+    async def _maybe_compress(self) -> None:
+        """Compress the history when the prompt has passed the threshold (SPEC E1)."""
+        ctx = self.agent.options.context
+        assert ctx is not None
+        history = self.agent.history
+        before = ctx.prompt_tokens(history)
+        if before <= ctx.limit_tokens:
+            return
+        method = "kept"
+        new_history: list[Message] | None = None
+        plan = plan_compression(history, ctx.keep_recent_turns)
+        if plan is not None:
+            if ctx.checkpoint is not None:
+                await ctx.checkpoint(self._checkpoint_text())
+            self.rounds += 1
+            request = tuple(summary_request_messages(plan, self.text))
+            try:
+                done, _, _ = await self._round(self.rounds, (), messages=request)
+                new_history = accept_summary(
+                    plan, done.message, done.finish_reason, estimate_history_tokens
+                )
+            except ModelError as exc:
+                log.info("summary request failed, history kept: %s", exc)
+            if new_history is not None:
+                method = "summary"
+        if new_history is None and before > ctx.hard_limit:
+            new_history = hard_trim(history, ctx.hard_limit, estimate_history_tokens)
+            method = "trim"
+        if new_history is not None:
+            self.agent.history[:] = new_history
+        self.agent.bus.emit(
+            "context_compressed",
+            self.task_id,
+            method=method,
+            before_tokens=before,
+            after_tokens=ctx.prompt_tokens(self.agent.history),
+            limit=ctx.limit_tokens,
+        )
+
+    def _checkpoint_text(self) -> str:
+        """The task's state for memory before compressing: goal, progress, last replies."""
+        done = [f"{m.name}: {m.text[:80]}" for m in self.agent.history[-12:] if m.role == "tool"]
+        said = [m.text[:160] for m in self.agent.history[-12:] if m.role == "assistant" and m.text]
+        parts = [f"checkpoint of task {self.task_id}: goal: {self.text}"]
+        if done:
+            parts.append("recent actions: " + "; ".join(done[-5:]))
+        if said:
+            parts.append("last said: " + said[-1])
+        return " | ".join(parts)
+
     def _bound_event(self, name: str, limit: int) -> None:
         self.agent.bus.emit("bound", self.task_id, name=name, limit=limit)
 
@@ -316,6 +428,10 @@ class TaskRun:
         """
         agent = self.agent
         commit = messages is None
+        if commit:
+            self._inject_inputs()
+        if commit and agent.options.context is not None:
+            await self._maybe_compress()
         if messages is None:
             history = agent.history
             if system is not None:
@@ -362,6 +478,8 @@ class TaskRun:
                 raise
 
         usage = done.usage
+        if commit and agent.options.context is not None:
+            agent.options.context.note_usage(request.messages, usage.input_tokens)
         if usage.total_tokens == 0:
             usage = Usage(estimate_tokens(request.messages), estimate_tokens([done.message]))
         self.state.tokens += usage.total_tokens

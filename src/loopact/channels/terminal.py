@@ -88,6 +88,14 @@ class ProgressPrinter:
                 self.console.print(f"[green]  ✓ {escape(d['name'])}: {escape(body)}{extra}[/]")
             else:
                 self.console.print(f"[red]  ✗ {escape(d['name'])}: {escape(str(d['error']))}[/]")
+        elif typ == "message":
+            self._end_text()
+            self.console.print(f"[bold]{escape(str(d['text']))}[/]")
+        elif typ == "context_compressed":
+            self.console.print(
+                f"[dim]  context {d['method']}: {d['before_tokens']} -> {d['after_tokens']} "
+                "tokens[/]"
+            )
         elif typ == "bound":
             self._end_text()
             self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")

@@ -1,0 +1,190 @@
+"""Continuous LoopAct mode (SPEC A7) and context compression in the loop (SPEC E1)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.agent.helpers import call, make_agent
+
+from loopact.agent.compress import is_summary, pairing_problems
+from loopact.agent.context import ContextManager
+from loopact.agent.runtime import make_send_message_tool
+from loopact.tools.base import tool
+
+
+def ack(text: str, id: str) -> dict[str, Any]:
+    return {"tool_calls": [call("send_message", {"text": text}, id)]}
+
+
+async def test_messages_during_work_are_injected_and_each_acknowledged(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    release = asyncio.Event()
+    working = asyncio.Event()
+
+    @tool(safety="motion")
+    async def patrol() -> str:
+        """Patrol the room."""
+        working.set()
+        await release.wait()
+        return "patrolled"
+
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [
+                    call("send_message", {"text": "On it: patrolling."}, "a1"),
+                    call("patrol", {}, "p1"),
+                ]
+            },
+            # the two messages that arrived during the patrol come in one snapshot
+            {
+                **ack("Got both: the door and the lights.", "a2"),
+                "expect": {"contains": "check the door"},
+            },
+            {**ack("Patrol done.", "a3"), "expect": {"contains": "patrolled"}},
+            {"text": ""},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[patrol], mode="continuous")
+    agent.registry.add(make_send_message_tool(agent))
+    runner = asyncio.ensure_future(agent.run())
+    first = agent.submit("patrol the room", source="terminal")
+    await asyncio.wait_for(working.wait(), 20)
+    agent.submit("also check the door", source="web")
+    agent.submit("and switch off the lights", source="terminal")
+    release.set()
+    await rec.wait_for(lambda e: e.type == "task_end")
+    n_requests = len(server.requests)
+    # quiet period: nothing arrives, so no model request is made
+    await asyncio.sleep(0.3)
+    assert len(server.requests) == n_requests == 4
+    await agent.close()
+    runner.cancel()
+
+    messages = [e.data["text"] for e in rec.of("message")]
+    assert messages == ["On it: patrolling.", "Got both: the door and the lights.", "Patrol done."]
+    ends = rec.of("task_end")
+    assert len(ends) == 1 and ends[0].data["status"] == "completed" and ends[0].task_id == first
+    assert not rec.of("reply")
+    body = server.requests[1].body["messages"]
+    texts = [m["content"] for m in body if m["role"] == "user"]
+    assert any("check the door" in t and "switch off the lights" in t for t in texts)
+    # the patrol was never preempted by the messages
+    assert [e.data["ok"] for e in rec.of("tool_result") if e.data["name"] == "patrol"] == [True]
+
+
+async def test_plain_text_answer_is_delivered_not_lost(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server([{"text": "Hello! I am here."}])
+    agent, rec = make_agent(server, tmp_path, mode="continuous")
+    runner = asyncio.ensure_future(agent.run())
+    agent.submit("hi")
+    await rec.wait_for(lambda e: e.type == "task_end")
+    await agent.close()
+    runner.cancel()
+    assert [e.data["text"] for e in rec.of("message")] == ["Hello! I am here."]
+
+
+async def test_stop_preempts_continuous_work(scripted_server: Any, tmp_path: Path) -> None:
+    @tool(safety="motion")
+    async def crawl() -> str:
+        """Crawl forever."""
+        await asyncio.Event().wait()
+        return "never"
+
+    server = scripted_server([{"tool_calls": [call("crawl", {}, "c")]}])
+    agent, rec = make_agent(server, tmp_path, tools=[crawl], mode="continuous")
+    runner = asyncio.ensure_future(agent.run())
+    agent.submit("crawl")
+    await rec.wait_for(lambda e: e.type == "tool_call")
+    agent.submit("/stop")
+    end = await rec.wait_for(lambda e: e.type == "task_end")
+    await agent.close()
+    runner.cancel()
+    assert end.data["status"] == "preempted"
+
+
+async def test_hourly_budget_pauses_work(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server([{"tool_calls": [call("wait", {"seconds": 0.01}, "w")]}])
+    agent, rec = make_agent(server, tmp_path, mode="continuous", hourly_rounds=1)
+    runner = asyncio.ensure_future(agent.run())
+    agent.submit("wait")
+    end = await rec.wait_for(lambda e: e.type == "task_end")
+    await agent.close()
+    runner.cancel()
+    assert end.data["status"] == "bounded"
+    assert rec.of("bound")[0].data["name"] == "hourly_budget"
+    assert len(server.requests) == 1
+
+
+def _long_history_turns(n: int) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = []
+    for i in range(n):
+        turns.append(
+            {
+                "tool_calls": [call("wait", {"seconds": 0.001 * (i + 1)}, f"w{i}")],
+                "usage": {"prompt_tokens": 500 + 400 * i, "completion_tokens": 10},
+            }
+        )
+        turns.append(
+            {
+                "text": f"answer {i} " + "x" * 400,
+                "usage": {"prompt_tokens": 700 + 400 * i, "completion_tokens": 100},
+            }
+        )
+    return turns
+
+
+async def test_compression_summarises_and_keeps_pairs(scripted_server: Any, tmp_path: Path) -> None:
+    checkpoints: list[str] = []
+
+    async def checkpoint(text: str) -> None:
+        checkpoints.append(text)
+
+    turns = _long_history_turns(3)
+    turns.append(
+        {
+            "text": "Goal: keep waiting. Progress: waited three times.",
+            "expect": {"no_tools": True, "contains": "answer 0"},
+        }
+    )
+    turns.append({"text": "done", "expect": {"contains": "Progress: waited three times."}})
+    server = scripted_server(turns)
+    agent, rec = make_agent(server, tmp_path, context=ContextManager(1500, checkpoint=checkpoint))
+    for i in range(3):
+        await agent.run_task(f"wait number {i}")
+    out = await agent.run_task("wait once more")
+    await agent.close()
+    assert out.reply == "done"
+    ev = rec.of("context_compressed")[0].data
+    assert ev["method"] == "summary" and ev["after_tokens"] < ev["before_tokens"]
+    assert checkpoints and "goal: wait once more" in checkpoints[0]
+    assert agent.history[0].role == "system"
+    assert any(is_summary(m) for m in agent.history)
+    assert pairing_problems(agent.history) == []
+    last = server.requests[-1].body["messages"]
+    assert last[0]["role"] == "system"
+    call_ids = {c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    result_ids = {m["tool_call_id"] for m in last if m["role"] == "tool"}
+    assert call_ids == result_ids
+
+
+async def test_bad_summary_leaves_history_as_it_was(scripted_server: Any, tmp_path: Path) -> None:
+    turns = _long_history_turns(3)
+    turns.append({"tool_calls": [call("wait", {"seconds": 1}, "bad")]})  # summary with a call
+    turns.append({"text": "done"})
+    server = scripted_server(turns)
+    agent, rec = make_agent(server, tmp_path, context=ContextManager(1500, 100_000))
+    for i in range(3):
+        await agent.run_task(f"wait number {i}")
+    before = list(agent.history)
+    out = await agent.run_task("wait once more")
+    await agent.close()
+    assert out.reply == "done"
+    assert rec.of("context_compressed")[0].data["method"] == "kept"
+    assert agent.history[: len(before)] == before
+    assert not any(is_summary(m) for m in agent.history)
