@@ -154,16 +154,17 @@ def create_app(
     app.state.console = state
     app.mount("/static", StaticFiles(directory=str(_WEB_DIR / "static")), name="static")
     title = _html_escape(settings.title)
+    chat_html = _page("chat.html", title=title)
+    settings_html = _page("settings.html", title=title)
+    no_store = {"Cache-Control": "no-store"}
 
     @app.get("/", response_class=HTMLResponse)
     async def chat_page() -> HTMLResponse:
-        return HTMLResponse(_page("chat.html", title=title), headers={"Cache-Control": "no-store"})
+        return HTMLResponse(chat_html, headers=no_store)
 
     @app.get("/settings", response_class=HTMLResponse)
     async def settings_page() -> HTMLResponse:
-        return HTMLResponse(
-            _page("settings.html", title=title), headers={"Cache-Control": "no-store"}
-        )
+        return HTMLResponse(settings_html, headers=no_store)
 
     @app.get("/api/status")
     async def status() -> dict[str, Any]:
