@@ -231,8 +231,13 @@ class LocalConnector(Connector):
         self.bus.latched.pop(topic, None)
 
     def serve(self, endpoint: str, handler: Handler) -> Subscription:
-        """See :meth:`Connector.serve` (a later server on the same endpoint replaces it)."""
+        """See :meth:`Connector.serve`. A second server on a served endpoint is refused (the
+        first stays, as the agent's discovery keeps the first node: SPEC C2); it is logged.
+        """
         served = _Served(endpoint, handler, self)
+        if endpoint in self.bus.servers:
+            logger.warning("%s is already served; the second server is ignored", endpoint)
+            return served
         self.bus.servers[endpoint] = served
         self._owned.append(served)
         return served
