@@ -16,16 +16,26 @@ PY="$VENV/bin/python"
 PKG="$ROOT/ros2/loopact_interfaces"
 BUILD="$ROOT/build/ros2/loopact_interfaces"
 
-for tool in cmake make cc c++; do
-  command -v "$tool" >/dev/null || { echo "build-ros2-interfaces: '$tool' is missing (apt-get install cmake build-essential)" >&2; exit 1; }
-done
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+{ command -v make >/dev/null && command -v cc >/dev/null && command -v c++ >/dev/null; } || need+=(build-essential)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "build-ros2-interfaces: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "build-ros2-interfaces: please install ${need[*]} (apt-get install -y ${need[*]})" >&2
+    exit 1
+  fi
+fi
 
 PY_INC="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 NP_INC="$("$PY" -c 'import numpy; print(numpy.get_include())')"
 PY_VER="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 
 # 1. Point the wheels' exported CMake files at this venv's Python and numpy headers.
-grep -rlZ --include='*.cmake' '/opt/python/cp' "$VENV/share" 2>/dev/null \
+{ grep -rlZ --include='*.cmake' '/opt/python/cp' "$VENV/share" 2>/dev/null || true; } \
   | xargs -0 -r sed -i -E \
       -e "s#/opt/python/cp[0-9]+-cp[0-9]+/lib/python[0-9.]+/site-packages/numpy/_core/include#${NP_INC}#g" \
       -e "s#/opt/python/cp[0-9]+-cp[0-9]+/lib/python[0-9.]+/site-packages/numpy/core/include#${NP_INC}#g" \
