@@ -6,9 +6,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP_RUN  := $(VENV)/.installed-run
 STAMP_DEV  := $(VENV)/.installed-dev
+STAMP_ROS2 := $(VENV)/.installed-ros2
 ARGS ?=
 
-.PHONY: run test lint typecheck pytest bench clean system-deps
+.PHONY: run test lint typecheck pytest bench clean system-deps ros2
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +31,15 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 run: $(STAMP_RUN)
 	$(VENV)/bin/loopact run $(ARGS)
 
+# ROS 2 from the Kilted wheels plus the loopact_interfaces package built into the venv
+# (docs/ros2.md). Idempotent: redone only when its inputs change.
+$(STAMP_ROS2): pyproject.toml scripts/build-ros2-interfaces.sh ros2/loopact_interfaces/package.xml ros2/loopact_interfaces/CMakeLists.txt ros2/loopact_interfaces/action/ExecuteTool.action | $(STAMP_DEV)
+	$(PY) -m pip install --quiet -e '.[dev,ros2]'
+	bash scripts/build-ros2-interfaces.sh $(VENV)
+	@touch $@
+
+ros2: $(STAMP_ROS2)
+
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
@@ -40,7 +50,7 @@ typecheck: $(STAMP_DEV)
 pytest: $(STAMP_DEV)
 	$(VENV)/bin/pytest -q $(ARGS)
 
-test: lint typecheck pytest
+test: ros2 lint typecheck pytest
 
 bench: $(STAMP_DEV)
 	$(PY) bench/overhead.py
