@@ -249,6 +249,10 @@ async def test_scripted_task_from_the_page(
         assert await page.locator(".msg.user", has_text="tell me what you see").count() == 1
         await page.wait_for_function("document.getElementById('pose').textContent.includes('x ')")
 
+        # an agent-initiated message (send_message, continuous mode A7) shows as a bubble
+        agent.bus.emit("message", None, text="Battery at 80 percent.", source="agent")
+        await page.locator(".msg.assistant", has_text="Battery at 80 percent.").wait_for()
+
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "console.png"), full_page=True)
 

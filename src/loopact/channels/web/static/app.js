@@ -158,6 +158,24 @@
       n.dataset.status = ev.status;
       delete state.tasks[ev.task_id || "_"];
     },
+    message: function (ev) {  // send_message / continuous mode (A7)
+      var m = add(el("div", "msg assistant final", ev.text));
+      m.dataset.task = ev.task_id || "";
+    },
+    input: function (ev) {  // a message injected into a running continuous loop (A7)
+      var m = add(el("div", "msg user", ev.text));
+      if (ev.source && ev.source !== "web") { m.appendChild(el("span", "source", ev.source)); }
+    },
+    input_snapshot: function (ev) { line("plan", "input: " + short(ev.text), ev); },
+    context_compressed: function (ev) {
+      line("plan", "context " + ev.method + ": " + ev.before_tokens + " \u2192 " +
+        ev.after_tokens + " tokens", ev);
+    },
+    provider_switch: function (ev) {
+      line("warn", "model switched to " + ev.provider + " / " + ev.model, ev);
+      $("model").textContent = ev.provider + " / " + ev.model;
+    },
+    node_added: function (ev) { line("plan", "node added: " + ev.name + " (" + ev.kind + ")", ev); },
     dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); }
   };
 
