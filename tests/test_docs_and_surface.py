@@ -1,0 +1,37 @@
+"""Docs stay true and the public surface stays curated (SPEC F5, H1; CONVENTIONS)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import loopact
+from loopact import i18n
+from loopact.config import STARTER_CONFIG
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_config_doc_shows_the_current_starter_config() -> None:
+    doc = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
+    assert STARTER_CONFIG in doc, "regenerate docs/config.md from loopact.config.STARTER_CONFIG"
+
+
+def test_public_surface_is_exactly_all() -> None:
+    public = {name for name in vars(loopact) if not name.startswith("_")}
+    modules = {name for name in public if type(getattr(loopact, name)).__name__ == "module"}
+    assert public - modules == set(loopact.__all__) - {"__version__"}
+
+
+def test_every_message_has_english_and_chinese() -> None:
+    missing = [key for key in i18n.keys() if not i18n.has_all_languages(key)]
+    assert missing == []
+    assert i18n.t("term.reset", "zh") != i18n.t("term.reset", "en")
+
+
+def test_readme_has_exactly_the_two_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set-up: two commands", 1)[1].split("##", 1)[0]
+    commands = [
+        line.split("#")[0].strip() for line in setup.splitlines() if line.startswith("make ")
+    ]
+    assert commands == ["make run", "make test"]
