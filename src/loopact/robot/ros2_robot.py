@@ -30,9 +30,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
-
 from loopact.errors import RobotError
 from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import Subscription
@@ -110,6 +107,8 @@ class Ros2Robot:
         self._velocity = (0.0, 0.0)
         self._frame: CameraFrame | None = None
         self._depth: DepthFrame | None = None
+        self._raw_frame: tuple[Any, float] | None = None
+        self._raw_depth: tuple[Any, float] | None = None
         self._joints: HeadState | None = None
         self._head_cmd = HeadState(0.0, 0.0)
         self._camera_info: dict[str, Any] | None = None
@@ -139,12 +138,8 @@ class Ros2Robot:
             c.subscribe_msg(
                 Odometry, topics.odom, c.qos(depth=10), self._on_odom, convert=_odom_tuple
             ),
-            c.subscribe_msg(
-                RosImage, topics.image, sensor_qos, self._on_image, convert=msg_to_image
-            ),
-            c.subscribe_msg(
-                RosImage, topics.depth, sensor_qos, self._on_depth, convert=msg_to_depth
-            ),
+            c.subscribe_msg(RosImage, topics.image, sensor_qos, self._on_image),
+            c.subscribe_msg(RosImage, topics.depth, sensor_qos, self._on_depth),
             c.subscribe_msg(
                 CameraInfo, topics.camera_info, c.qos(depth=1), self._on_info, convert=_info_dict
             ),
@@ -177,12 +172,15 @@ class Ros2Robot:
         self._velocity = (lin, ang)
         self._arrived.set()
 
-    def _on_image(self, img: Any) -> None:
-        self._frame = CameraFrame(img.rgb, self.clock.now(), img.frame_id)
+    def _on_image(self, msg: Any) -> None:
+        # Kept raw: converted only when a tool asks (images arrive far more often than read).
+        self._raw_frame = (msg, self.clock.now())
+        self._frame = None
         self._arrived.set()
 
-    def _on_depth(self, depth: npt.NDArray[np.float32]) -> None:
-        self._depth = DepthFrame(depth, self.clock.now())
+    def _on_depth(self, msg: Any) -> None:
+        self._raw_depth = (msg, self.clock.now())
+        self._depth = None
         self._arrived.set()
 
     def _on_info(self, info: dict[str, Any]) -> None:
@@ -257,17 +255,43 @@ class Ros2Robot:
         return self._velocity
 
     async def get_frame(self) -> CameraFrame:
-        """The latest RGB frame (arrival-stamped)."""
-        frame: CameraFrame = await self._wait_for(
-            lambda: self._frame, "camera image", self.profile.topics.image
+        """The latest RGB frame (arrival-stamped).
+
+        Raises:
+            RobotError: No frame arrived, or its encoding is not supported.
+        """
+        raw = await self._wait_for(
+            lambda: self._raw_frame, "camera image", self.profile.topics.image
         )
+        frame = self._frame
+        if frame is None or frame.stamp_s != raw[1]:
+            try:
+                img = await asyncio.to_thread(msg_to_image, raw[0])
+            except ValueError as exc:
+                raise RobotError(f"camera image on {self.profile.topics.image!r}: {exc}") from None
+            frame = CameraFrame(img.rgb, raw[1], img.frame_id)
+            if self._raw_frame is raw:
+                self._frame = frame
         return frame
 
     async def get_depth(self) -> DepthFrame:
-        """The latest depth image (arrival-stamped)."""
-        depth: DepthFrame = await self._wait_for(
-            lambda: self._depth, "depth image", self.profile.topics.depth
+        """The latest depth image (arrival-stamped).
+
+        Raises:
+            RobotError: No depth arrived, or its encoding is not supported.
+        """
+        raw = await self._wait_for(
+            lambda: self._raw_depth, "depth image", self.profile.topics.depth
         )
+        depth = self._depth
+        if depth is None or depth.stamp_s != raw[1]:
+            try:
+                arr = await asyncio.to_thread(msg_to_depth, raw[0])
+            except ValueError as exc:
+                raise RobotError(f"depth image on {self.profile.topics.depth!r}: {exc}") from None
+            depth = DepthFrame(arr, raw[1])
+            if self._raw_depth is raw:
+                self._depth = depth
         return depth
 
     async def set_head(self, pan_rad: float, tilt_rad: float) -> None:

@@ -180,11 +180,7 @@ class SimRos2Bridge:
             await asyncio.sleep(period)
 
     async def _camera_loop(self) -> None:
-        CameraInfo = ros_types("sensor_msgs.msg", "CameraInfo")
-        RosImage = ros_types("sensor_msgs.msg", "Image")
-
         period = 1.0 / self.camera_hz
-        cam = self.profile.camera
         while True:
             started = time.monotonic()
             try:
@@ -194,32 +190,40 @@ class SimRos2Bridge:
                 logger.warning("camera render failed: %s", exc)
                 await asyncio.sleep(period)
                 continue
-            now = time.time()
-            self._pubs["image"].publish(
-                image_to_msg(ImageData(frame.rgb, now, "camera_optical_frame"), RosImage)
-            )
-            dmsg = RosImage()
-            d = np.ascontiguousarray(depth.depth_m, dtype=np.float32)
-            dmsg.height, dmsg.width = d.shape
-            dmsg.encoding = "32FC1"
-            dmsg.is_bigendian = 0
-            dmsg.step = d.shape[1] * 4
-            dmsg.header.frame_id = "camera_optical_frame"
-            set_stamp(dmsg.header, now)
-            dmsg.data = d.tobytes()
-            self._pubs["depth"].publish(dmsg)
-            h, w = frame.rgb.shape[:2]
-            fx = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
-            info = CameraInfo()
-            set_stamp(info.header, now)
-            info.header.frame_id = "camera_optical_frame"
-            info.width, info.height = w, h
-            info.distortion_model = "plumb_bob"
-            info.k = [fx, 0.0, w / 2, 0.0, fx, h / 2, 0.0, 0.0, 1.0]
-            info.p = [fx, 0.0, w / 2, 0.0, 0.0, fx, h / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
-            self._pubs["info"].publish(info)
+            await asyncio.to_thread(self._publish_camera, frame.rgb, depth.depth_m)
             self.frames += 1
             await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
+
+    def _publish_camera(self, rgb: Any, depth_m: Any) -> None:
+        """Build and publish image, depth and camera info (worker thread)."""
+        CameraInfo = ros_types("sensor_msgs.msg", "CameraInfo")
+        RosImage = ros_types("sensor_msgs.msg", "Image")
+        cam = self.profile.camera
+        frame_rgb = rgb
+        now = time.time()
+        self._pubs["image"].publish(
+            image_to_msg(ImageData(frame_rgb, now, "camera_optical_frame"), RosImage)
+        )
+        dmsg = RosImage()
+        d = np.ascontiguousarray(depth_m, dtype=np.float32)
+        dmsg.height, dmsg.width = d.shape
+        dmsg.encoding = "32FC1"
+        dmsg.is_bigendian = 0
+        dmsg.step = d.shape[1] * 4
+        dmsg.header.frame_id = "camera_optical_frame"
+        set_stamp(dmsg.header, now)
+        dmsg.data = d.tobytes()
+        self._pubs["depth"].publish(dmsg)
+        h, w = frame_rgb.shape[:2]
+        fx = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
+        info = CameraInfo()
+        set_stamp(info.header, now)
+        info.header.frame_id = "camera_optical_frame"
+        info.width, info.height = w, h
+        info.distortion_model = "plumb_bob"
+        info.k = [fx, 0.0, w / 2, 0.0, fx, h / 2, 0.0, 0.0, 1.0]
+        info.p = [fx, 0.0, w / 2, 0.0, 0.0, fx, h / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+        self._pubs["info"].publish(info)
 
 
 async def run_sim_ros2(

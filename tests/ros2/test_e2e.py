@@ -1,0 +1,166 @@
+"""Issue 4 acceptance over real ROS 2, each part in its own process (SPEC C2, C4, D1, X3, F3).
+
+``loopact run --robot ros2`` (agent), ``loopact sim --ros2`` (simulator + base-side governor)
+and ``loopact node my_tool.py`` (a user tool) talk over ROS 2; the model is the scripted server
+over real HTTP; the test drives the agent through the ROS 2 text channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from loopact.nodes.ros2 import Ros2Connector
+
+from .conftest import Topic, events_topic
+
+MY_TOOL = '''
+from loopact import tool
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+
+def odom_topic(conn: Ros2Connector) -> Topic:
+    from loopact.nodes._ros import ros_types
+
+    odometry = ros_types("nav_msgs.msg", "Odometry")
+    topic = Topic()
+    conn.subscribe_msg(
+        odometry,
+        "odom",
+        conn.qos(depth=50),
+        topic,
+        convert=lambda m: (
+            time.monotonic(),
+            m.pose.pose.position.x,
+            m.pose.pose.position.y,
+            m.twist.twist.linear.x,
+        ),
+    )
+    return topic
+
+
+def run_agent(spawn: Any, server: Any, log: str) -> Any:
+    return spawn(
+        "run",
+        "--robot",
+        "ros2",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted",
+        "--api-key",
+        "sk-test",
+        "--yes",
+        log=log,
+    )
+
+
+async def say(conn: Ros2Connector, text: str) -> None:
+    await conn.publish("/loopact/text_input", text)
+
+
+async def test_node_tool_offered_called_dropped_and_move_forward_over_cmd_vel(
+    sim_proc: Any, spawn: Any, ros: Ros2Connector, scripted_server: Any, tmp_path: Path
+) -> None:
+    """Acceptance 1."""
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 40}}],
+                "expect": {"tools": ["add", "move_forward", "seewhat"]},
+            },
+            {"text": "It is 42."},
+            {"text": "Nothing else."},
+            {"tool_calls": [{"name": "move_forward", "arguments": {"distance_m": 1.0}}]},
+            {"text": "Moved one metre."},
+        ]
+    )
+    events = events_topic(ros)
+    odom = odom_topic(ros)
+    tool_file = tmp_path / "my_tool.py"
+    tool_file.write_text(MY_TOOL)
+    agent = run_agent(spawn, server, "agent")
+    node = spawn("node", str(tool_file), log="node")
+    added = await events.wait_for(
+        lambda e: e["type"] == "node_added" and e.get("name") == "add", timeout=40
+    )
+    assert added["kind"] == "output"
+    await say(ros, "what is 2 + 40?")
+    await events.wait_for(lambda e: e["type"] == "task_end", timeout=30)
+    result = next(e for e in events.items if e["type"] == "tool_result" and e["name"] == "add")
+    assert result["ok"] is True and result["data"] == 42
+    assert "42" in str(server.requests[1].body["messages"][-1]["content"])
+
+    node.kill()  # a crash: no goodbye
+    killed = time.monotonic()
+    removed = await events.wait_for(
+        lambda e: e["type"] == "node_removed" and e.get("name") == "add", timeout=10
+    )
+    assert time.monotonic() - killed < 5.0
+    assert "no heartbeat" in removed["reason"]
+    await say(ros, "anything else?")
+    await events.wait_for(
+        lambda e: e["type"] == "reply" and e.get("text") == "Nothing else.", timeout=30
+    )
+    offered = [t["function"]["name"] for t in server.requests[2].body["tools"]]
+    assert "add" not in offered and "move_forward" in offered
+
+    start = await odom.wait_for(lambda o: True, timeout=10)
+    await say(ros, "move forward one metre")
+    await events.wait_for(
+        lambda e: e["type"] == "reply" and e.get("text") == "Moved one metre.", timeout=60
+    )
+    moved = next(
+        e for e in events.items if e["type"] == "tool_result" and e["name"] == "move_forward"
+    )
+    assert moved["ok"] is True, (moved.get("error"), moved.get("data"), moved.get("metadata"))
+    await asyncio.sleep(0.3)
+    end = odom.items[-1]
+    assert 0.9 <= end[1] - start[1] <= 1.1, (start, end)  # odometry confirms the metre
+    assert abs(end[3]) < 0.02  # and the base stopped
+    assert agent.popen.poll() is None  # the agent kept running throughout
+
+
+async def test_killing_the_agent_while_moving_stops_the_robot(
+    sim_proc: Any, spawn: Any, ros: Ros2Connector, scripted_server: Any
+) -> None:
+    """Acceptance 2: the base-side watchdog stops the base when the agent dies."""
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "drive",
+                        "arguments": {"linear_mps": -0.2, "angular_dps": 0, "duration_s": 20},
+                    }
+                ]
+            }
+        ]
+    )
+    odom = odom_topic(ros)
+    status = Topic()
+    ros.subscribe("/loopact/base/status", "string", status)
+    agent = run_agent(spawn, server, "agent")
+    # The agent is up when its text channel answers: wait until it has subscribed.
+    deadline = time.monotonic() + 40
+    while not ros.node.count_subscribers("/loopact/text_input"):
+        assert time.monotonic() < deadline, agent.output()[-2000:]
+        await asyncio.sleep(0.1)
+    await say(ros, "back up slowly")
+    await odom.wait_for(lambda o: o[3] < -0.15, timeout=30)  # moving backwards
+    agent.kill()
+    killed = time.monotonic()
+    stopped = await odom.wait_for(lambda o: o[0] > killed and abs(o[3]) < 0.02, timeout=5)
+    stop_s = stopped[0] - killed
+    print(f"\nagent killed while moving: base stopped after {stop_s:.2f} s")
+    assert stop_s < 1.5
+    halt = await status.wait_for(lambda s: '"watchdog"' in s, timeout=5)
+    assert '"watchdog_trips": 0' not in halt
+    assert len(server.requests) == 1  # the drive call was the only model turn
