@@ -261,7 +261,9 @@ class RoundDispatcher:
         out = []
         for e in self.entries:
             if e.task.cancelled() or e.task.exception() is not None:
-                out.append((e.call, ToolResult.failure(t("tool.cancelled", self.lang))))
+                result = ToolResult.failure(t("tool.cancelled", self.lang), error_kind="cancelled")
+                self._emit_result(e.call, result)
+                out.append((e.call, result))
             else:
                 out.append((e.call, e.task.result()))
         return out
