@@ -165,3 +165,16 @@ async def test_new_motion_replaces_old(rig: Rig) -> None:
     res1 = await asyncio.wait_for(first, 10)
     assert not res1.ok and res1.metadata["achieved"]["stopped_by"] == "cancelled"
     assert second.ok, second.error
+
+
+async def test_motion_reports_progress(rig: Rig) -> None:
+    from pathlib import Path
+
+    from loopact.tools.base import ToolContext
+
+    heard: list[str] = []
+    ctx = ToolContext(task_id="t", call_id="c", workspace=Path.cwd(), progress=heard.append)
+    res = await rig.tools["move_forward"].invoke({"distance_m": 0.6, "speed_mps": 0.2}, ctx)
+    assert res.ok, res.error
+    assert len(heard) >= 2  # ~3 s of robot time, one report per second
+    assert all(h.startswith("move_forward: at x=") for h in heard)

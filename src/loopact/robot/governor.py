@@ -100,6 +100,8 @@ class ObstacleReading:
         x_m: Robot x (odom) when read, metres.
         y_m: Robot y (odom) when read, metres.
         note: Why the reading is untrusted, if it is.
+        received_s: When the reading was computed, robot clock (the monitor is alive while
+            this stays recent; the robot's motion since ``stamp_s`` is compensated by pose).
     """
 
     clearance_m: float | None
@@ -107,6 +109,7 @@ class ObstacleReading:
     x_m: float
     y_m: float
     note: str = ""
+    received_s: float = 0.0
 
 
 def forward_clearance(
@@ -349,6 +352,11 @@ class SafetyGovernor:
                 if self._base is lease:
                     self._base = None
                 raise
+            # The deadline counts from when the base is ready (preparing renders depth).
+            now = self.clock.now()
+            lease.started_s = now
+            lease.deadline_s = now + min(duration_s, self.profile.limits.max_motion_duration_s)
+            self._last_cmd_s = now
         return lease
 
     def min_trusted_tilt_deg(self) -> float:
@@ -463,7 +471,7 @@ class SafetyGovernor:
     async def _limit_for_obstacle(self, lease: MotionLease, cmd: Twist) -> Twist:
         reading = self._obstacle
         now = self.clock.now()
-        if reading is None or now - reading.stamp_s > self.profile.camera.max_age_s:
+        if reading is None or now - reading.received_s > self.profile.camera.max_age_s:
             return Twist(0.0, cmd.angular_radps, cmd.lateral_mps)
         if reading.clearance_m is None:
             return await self._halt(lease, "obstacle", f"cannot check the path: {reading.note}")
@@ -518,11 +526,13 @@ class SafetyGovernor:
             pan, tilt = head.pan_rad, head.tilt_rad
             problem = self._view_problem(pan, tilt)
             if problem is not None:
-                return ObstacleReading(None, depth.stamp_s, pose.x_m, pose.y_m, problem)
+                return ObstacleReading(
+                    None, depth.stamp_s, pose.x_m, pose.y_m, problem, self.clock.now()
+                )
         clearance = await asyncio.to_thread(
             forward_clearance, depth.depth_m, self.profile, pan, tilt
         )
-        return ObstacleReading(clearance, depth.stamp_s, pose.x_m, pose.y_m)
+        return ObstacleReading(clearance, depth.stamp_s, pose.x_m, pose.y_m, "", self.clock.now())
 
     async def _monitor_loop(self) -> None:
         """Refresh the obstacle reading while a forward-capable motion owns the base."""

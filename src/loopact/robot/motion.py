@@ -18,7 +18,7 @@ from loopact.errors import RobotError, SafetyError, StaleDataError
 from loopact.robot.governor import MotionLease, SafetyGovernor
 from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
 from loopact.robot.profile import HardwareProfile, SiteMap
-from loopact.tools.base import FunctionTool, SafetyClass, Tool, ToolResult, tool
+from loopact.tools.base import FunctionTool, SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.gate import ImageGate
 
 CONTROL_PERIOD_S = 0.05
@@ -32,6 +32,9 @@ K_LINEAR = 1.5  # 1/s: slow-down gain near the target (v = K * remaining)
 K_ANGULAR = 1.6  # 1/s
 HEADING_GAIN = 2.0  # 1/s: keeps straight moves straight
 SETTLE_MARGIN_S = 3.0  # extra time for accelerating and the slow approach
+PROGRESS_EVERY_S = 1.0  # robot-clock seconds between progress reports
+
+Progress = Callable[[str], None]
 
 
 @dataclass
@@ -127,11 +130,13 @@ async def run_motion(
     duration_s: float,
     forward: bool,
     step: Callable[[MotionLease, Pose], Awaitable[bool]],
+    progress: Progress | None = None,
 ) -> tuple[MotionLease, Pose]:
     """Own the base and call ``step(lease, pose)`` every control period until it returns True.
 
     ``step`` sends commands through the governor. The base is zeroed in a ``finally`` (also on
-    cancellation).
+    cancellation). ``progress`` (the tool context's, SPEC F1) hears the pose about once per
+    second of robot time.
 
     Returns:
         The lease (``stopped_by`` set) and the final pose.
@@ -141,10 +146,17 @@ async def run_motion(
         StaleDataError: The pose went stale (the base is zeroed first).
     """
     gov = env.governor
+    clock = env.robot.clock
     lease = await gov.begin_motion(name, duration_s, forward=forward)
+    next_report = clock.now() + PROGRESS_EVERY_S
     try:
         while lease.active:
             pose = await env.pose()
+            if progress is not None and clock.now() >= next_report:
+                next_report += PROGRESS_EVERY_S
+                progress(
+                    f"{name}: at x={pose.x_m:.2f} m, y={pose.y_m:.2f} m, {pose.yaw_deg:.0f} deg"
+                )
             if await step(lease, pose):
                 break
             if not lease.active:
@@ -166,7 +178,12 @@ def _speed(name: str, requested: float, limit: float, clamped: dict[str, Any]) -
 
 
 async def straight(
-    env: RobotEnv, name: str, distance_m: float, speed_mps: float, sign: int
+    env: RobotEnv,
+    name: str,
+    distance_m: float,
+    speed_mps: float,
+    sign: int,
+    progress: Progress | None = None,
 ) -> ToolResult:
     """Drive ``distance_m`` straight ahead (sign +1) or back (-1), closed-loop on odometry."""
     try:
@@ -211,7 +228,7 @@ async def straight(
 
     try:
         lease, pose = await run_motion(
-            env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), sign > 0, step
+            env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), sign > 0, step, progress
         )
     except (SafetyError, RobotError) as exc:
         return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
@@ -222,7 +239,12 @@ async def straight(
 
 
 async def rotate(
-    env: RobotEnv, name: str, angle_deg: float, speed_dps: float, sign: int
+    env: RobotEnv,
+    name: str,
+    angle_deg: float,
+    speed_dps: float,
+    sign: int,
+    progress: Progress | None = None,
 ) -> ToolResult:
     """Turn in place by ``angle_deg`` (sign +1 left / counter-clockwise, -1 right)."""
     try:
@@ -262,7 +284,7 @@ async def rotate(
 
     try:
         lease, pose = await run_motion(
-            env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), False, step
+            env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), False, step, progress
         )
     except (SafetyError, RobotError) as exc:
         return failed(str(exc))
@@ -272,7 +294,11 @@ async def rotate(
 
 
 async def drive_for(
-    env: RobotEnv, linear_mps: float, angular_dps: float, duration_s: float
+    env: RobotEnv,
+    linear_mps: float,
+    angular_dps: float,
+    duration_s: float,
+    progress: Progress | None = None,
 ) -> ToolResult:
     """Hold a velocity for ``duration_s`` (clamped to the limits) through the governor."""
     gov = env.governor
@@ -293,16 +319,18 @@ async def drive_for(
     except (SafetyError, RobotError) as exc:
         return failed(str(exc))
     clock = env.robot.clock
-    t_end = clock.now() + dur
+    t_end: float | None = None  # set when the base is ready (see SafetyGovernor.begin_motion)
     path = 0.0
     turned = 0.0
     last = start
 
     async def step(lease: MotionLease, pose: Pose) -> bool:
-        nonlocal path, turned, last
+        nonlocal path, turned, last, t_end
         path += math.hypot(pose.x_m - last.x_m, pose.y_m - last.y_m)
         turned += normalize_angle(pose.yaw_rad - last.yaw_rad)
         last = pose
+        if t_end is None:
+            t_end = clock.now() + dur
         if clock.now() >= t_end:
             return True
         await gov.command(lease, twist)
@@ -311,13 +339,13 @@ async def drive_for(
     try:
         # The governor's deadline sits a little after the requested end (settling margin).
         lease, pose = await run_motion(
-            env, "drive", min(max_s, dur + 0.5), twist.linear_mps > 0, step
+            env, "drive", min(max_s, dur + 0.5), twist.linear_mps > 0, step, progress
         )
     except (SafetyError, RobotError) as exc:
         return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
     path += math.hypot(pose.x_m - last.x_m, pose.y_m - last.y_m)
     turned += normalize_angle(pose.yaw_rad - last.yaw_rad)
-    if lease.stopped_by == "deadline" and clock.now() >= t_end:
+    if lease.stopped_by == "deadline" and t_end is not None and clock.now() >= t_end:
         lease.stopped_by = "target"
     return motion_result(
         "drive",
@@ -333,47 +361,53 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
     """The motion tools bound to ``env`` (SPEC D2)."""
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
-    async def move_forward(distance_m: float, speed_mps: float = 0.2) -> ToolResult:
+    async def move_forward(
+        ctx: ToolContext, distance_m: float, speed_mps: float = 0.2
+    ) -> ToolResult:
         """Drive straight ahead by a distance, closed-loop on odometry; stops for obstacles.
 
         Args:
             distance_m: How far to drive, in metres (> 0).
             speed_mps: Speed in metres per second (clamped to the robot's limit).
         """
-        return await straight(env, "move_forward", distance_m, speed_mps, +1)
+        return await straight(env, "move_forward", distance_m, speed_mps, +1, ctx.progress)
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
-    async def move_backward(distance_m: float, speed_mps: float = 0.2) -> ToolResult:
+    async def move_backward(
+        ctx: ToolContext, distance_m: float, speed_mps: float = 0.2
+    ) -> ToolResult:
         """Drive straight backwards by a distance (there is no rear obstacle sensor: go slowly).
 
         Args:
             distance_m: How far to back up, in metres (> 0).
             speed_mps: Speed in metres per second (clamped to the robot's limit).
         """
-        return await straight(env, "move_backward", distance_m, speed_mps, -1)
+        return await straight(env, "move_backward", distance_m, speed_mps, -1, ctx.progress)
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
-    async def turn_left(angle_deg: float, speed_dps: float = 45) -> ToolResult:
+    async def turn_left(ctx: ToolContext, angle_deg: float, speed_dps: float = 45) -> ToolResult:
         """Turn in place to the left (counter-clockwise) by an angle.
 
         Args:
             angle_deg: Angle in degrees (> 0, at most 720).
             speed_dps: Turn rate in degrees per second (clamped to the robot's limit).
         """
-        return await rotate(env, "turn_left", angle_deg, speed_dps, +1)
+        return await rotate(env, "turn_left", angle_deg, speed_dps, +1, ctx.progress)
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
-    async def turn_right(angle_deg: float, speed_dps: float = 45) -> ToolResult:
+    async def turn_right(ctx: ToolContext, angle_deg: float, speed_dps: float = 45) -> ToolResult:
         """Turn in place to the right (clockwise) by an angle.
 
         Args:
             angle_deg: Angle in degrees (> 0, at most 720).
             speed_dps: Turn rate in degrees per second (clamped to the robot's limit).
         """
-        return await rotate(env, "turn_right", angle_deg, speed_dps, -1)
+        return await rotate(env, "turn_right", angle_deg, speed_dps, -1, ctx.progress)
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
-    async def drive(linear_mps: float, angular_dps: float, duration_s: float) -> ToolResult:
+    async def drive(
+        ctx: ToolContext, linear_mps: float, angular_dps: float, duration_s: float
+    ) -> ToolResult:
         """Drive with a free velocity command for a time (values clamped to the robot's limits).
 
         Args:
@@ -381,7 +415,7 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
             angular_dps: Turn rate in degrees per second, left (counter-clockwise) positive.
             duration_s: How long, in seconds (> 0).
         """
-        return await drive_for(env, linear_mps, angular_dps, duration_s)
+        return await drive_for(env, linear_mps, angular_dps, duration_s, ctx.progress)
 
     @tool(safety=SafetyClass.MOTION, timeout_s=5, reentrant=True)
     async def stop() -> ToolResult:

@@ -18,12 +18,13 @@ from loopact.robot.motion import (
     K_ANGULAR,
     MIN_ANGULAR_RADPS,
     SETTLE_MARGIN_S,
+    Progress,
     RobotEnv,
     failed,
     motion_result,
     run_motion,
 )
-from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 
 NAV_SPEED_MPS = 0.35
 NAV_TURN_DPS = 60.0
@@ -31,7 +32,7 @@ GOAL_TOL_M = 0.08
 HEADING_GATE_RAD = math.radians(20)  # drive only when roughly facing the goal
 
 
-async def go_to(env: RobotEnv, waypoint: str) -> ToolResult:
+async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) -> ToolResult:
     """Drive to a named waypoint of the site map (SPEC D3); see the module docstring."""
     site = env.site
     key = waypoint.strip()
@@ -96,7 +97,7 @@ async def go_to(env: RobotEnv, waypoint: str) -> ToolResult:
 
     try:
         lease, pose = await run_motion(
-            env, "navigation", min(lim.max_motion_duration_s, est_s * 1.5), True, step
+            env, "navigation", min(lim.max_motion_duration_s, est_s * 1.5), True, step, progress
         )
     except (SafetyError, RobotError) as exc:
         return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
@@ -113,13 +114,13 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
     names = ", ".join(sorted(env.site.waypoints)) or "none"
 
     @tool(safety=SafetyClass.MOTION, timeout_s=120)
-    async def navigation(waypoint: str) -> ToolResult:
+    async def navigation(ctx: ToolContext, waypoint: str) -> ToolResult:
         """Go to a named place of the site map, stopping for obstacles.
 
         Args:
             waypoint: The place's name.
         """
-        return await go_to(env, waypoint)
+        return await go_to(env, waypoint, ctx.progress)
 
     navigation.description += f" Known places: {names}."
     return [navigation]

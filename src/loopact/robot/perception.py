@@ -23,12 +23,17 @@ from loopact.vision.detect import ColorRanges, Detection, detect_colors
 async def fresh_frame(env: RobotEnv) -> CameraFrame:
     """The newest RGB frame, refusing stale data.
 
+    The age is measured at the moment of the request (``request time - stamp``), so a frame
+    rendered on demand, or delivered with transport latency, counts as fresh; a camera that
+    stopped publishing does not.
+
     Raises:
         StaleDataError: Older than ``camera.max_age_s``.
         RobotError: No frame.
     """
+    requested_s = env.robot.clock.now()
     frame = await env.robot.get_frame()
-    age = env.robot.clock.now() - frame.stamp_s
+    age = requested_s - frame.stamp_s
     if age > env.profile.camera.max_age_s:
         raise StaleDataError(
             f"the camera frame is {age:.2f} s old (limit {env.profile.camera.max_age_s} s); "
@@ -39,11 +44,12 @@ async def fresh_frame(env: RobotEnv) -> CameraFrame:
 
 
 async def _fresh_depth(env: RobotEnv) -> DepthFrame | None:
+    requested_s = env.robot.clock.now()
     try:
         depth = await env.robot.get_depth()
     except RobotError:
         return None
-    if env.robot.clock.now() - depth.stamp_s > env.profile.camera.max_age_s:
+    if requested_s - depth.stamp_s > env.profile.camera.max_age_s:
         return None
     return depth
 
