@@ -9,7 +9,7 @@ STAMP_DEV  := $(VENV)/.installed-dev
 STAMP_ROS2 := $(VENV)/.installed-ros2
 ARGS ?=
 
-.PHONY: run test lint typecheck pytest bench clean system-deps ros2
+.PHONY: run test lint typecheck pytest bench clean system-deps ros2 local-brain test-local
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,16 +20,27 @@ system-deps:
 
 $(STAMP_RUN): pyproject.toml | $(PY)
 	@$(MAKE) --no-print-directory system-deps
-	$(PY) -m pip install --quiet -e '.[sim]'
+	$(PY) -m pip install --quiet -e '.[sim,web]'
 	@touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
 	@$(MAKE) --no-print-directory system-deps
+	@bash scripts/install-browser.sh
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)
+	@$(PY) scripts/install-local-brain.py --if-no-endpoint $(ARGS)
 	$(VENV)/bin/loopact run $(ARGS)
+
+# The offline brain (docs/local-brain.md): builds llama-cpp-python once (cached in the user
+# cache folder), assembles and verifies the pinned GGUF. `make run` uses it only when no
+# model endpoint is configured; `make test` never builds it.
+local-brain: $(STAMP_RUN)
+	$(PY) scripts/install-local-brain.py
+
+test-local: $(STAMP_DEV) local-brain
+	$(VENV)/bin/pytest -q -m local_model tests/llm/test_local.py $(ARGS)
 
 # ROS 2 from the Kilted wheels plus the loopact_interfaces package built into the venv
 # (docs/ros2.md). Idempotent: redone only when its inputs change.
@@ -55,6 +66,7 @@ test: ros2 lint typecheck pytest
 bench: $(STAMP_DEV)
 	$(PY) bench/overhead.py
 	$(PY) bench/first_action.py
+	$(PY) bench/preemption.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -181,7 +181,7 @@ def test_trace_timeline_and_replay_script(scripted_server: Any, tmp_path: Path) 
     assert [(c["name"], c["arguments"]) for c in calls] == [("file_list", {"path": "."})]
 
 
-def _chat(server: Any, tmp_path: Path, typed: str) -> subprocess.CompletedProcess[str]:
+def _chat(server: Any, tmp_path: Path, typed: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -196,6 +196,7 @@ def _chat(server: Any, tmp_path: Path, typed: str) -> subprocess.CompletedProces
             "m",
             "--workspace",
             str(tmp_path / "ws"),
+            *(extra or ("--no-web",)),
         ],
         input=typed,
         cwd=tmp_path,
@@ -210,9 +211,10 @@ def test_interactive_chat_answers_then_ends_at_end_of_input(
     scripted_server: Any, tmp_path: Path
 ) -> None:
     server = scripted_server([{"text": "Hello there."}])
-    proc = _chat(server, tmp_path, "hello\n")
+    proc = _chat(server, tmp_path, "hello\n", "--web-port", "0")
     assert proc.returncode == 0, proc.stderr
     assert "Hello there." in proc.stdout
+    assert "Web console: http://localhost:" in proc.stdout
     assert proc.stdout.rstrip().endswith("Bye.")
 
 
@@ -224,3 +226,10 @@ def test_interactive_local_commands(scripted_server: Any, tmp_path: Path) -> Non
     assert "Unknown command /bogus" in proc.stdout
     assert "Conversation reset." in proc.stdout
     assert not server.requests  # /quit ended the chat before "never sent"
+
+
+def test_console_beyond_loopback_needs_a_token(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server([])
+    proc = _chat(server, tmp_path, "/quit\n", "--web-host", "0.0.0.0", "--web-port", "0")
+    assert proc.returncode == 2
+    assert "web.token" in proc.stderr

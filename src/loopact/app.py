@@ -21,7 +21,7 @@ from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
 from loopact.agent.runtime import AgentCallTool, make_send_message_tool
 from loopact.config import Config
-from loopact.errors import ConfigError
+from loopact.errors import ConfigError, LoopactError
 from loopact.llm.base import Capabilities, Model
 from loopact.tools.registry import ToolRegistry
 
@@ -131,6 +131,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         stop_hooks: list[Any] = []
         state_provider = None
         robot_label = "none"
+        session: Any = None
         ros2_conn = None
         if cfg.robot.kind != "none":
             if cfg.robot.kind == "ros2":
@@ -227,7 +228,9 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
 
         if once is not None:
             printer = ProgressPrinter(
-                Console(stderr=True, highlight=False), stream_text=False, lang=cfg.agent.lang
+                Console(stderr=True, highlight=False, soft_wrap=True),
+                stream_text=False,
+                lang=cfg.agent.lang,
             )
             agent.bus.subscribe(printer)
             outcome = await agent.run_task(once)
@@ -252,7 +255,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             robot=robot_label,
         )
 
-        def model_factory(args: list[str]) -> Model:
+        def model_factory(args: list[str], api_key: str | None = None) -> Model:
             """``/provider NAME [MODEL [BASE_URL]]``: the config, env keys of NAME, overrides."""
             from loopact.config import load_config
 
@@ -261,12 +264,16 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
                 model_over["model"] = args[1]
             if len(args) > 2:
                 model_over["base_url"] = args[2]
+            if api_key:
+                model_over["api_key"] = api_key
             new_cfg, _ = load_config(config_source, overrides={"model": model_over})
             return make_model(new_cfg)
 
-        channel = TerminalChannel(
-            agent, Console(highlight=False), welcome=welcome, model_factory=model_factory
-        )
+        console = Console(highlight=False, soft_wrap=True)
+        web_url = await _serve_web(cfg, agent, session, stack, console, model_factory)
+        if web_url:
+            welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
+        channel = TerminalChannel(agent, console, welcome=welcome, model_factory=model_factory)
         await channel.run()
         return 0
     return 0
@@ -336,3 +343,67 @@ async def _open_memory(
     if library.names:
         registry.add(make_skill_tool(library))
     return rules, library.catalogue_text() or None, recorder
+
+
+async def _serve_web(
+    cfg: Config,
+    agent: Agent,
+    session: Any,
+    stack: AsyncExitStack,
+    console: Console,
+    model_factory: Any,
+) -> str | None:
+    """Start the web console (SPEC F2) unless disabled; returns its URL, or None.
+
+    A console that cannot start (port taken, web extra missing) is reported and the agent
+    runs on without it; a console bound beyond loopback without a token is a config error.
+
+    Raises:
+        ConfigError: ``web.host`` is beyond loopback and ``web.token`` is not set.
+    """
+    if not cfg.web.enabled:
+        return None
+    try:
+        from loopact.channels.web import serve_console, settings_from_config
+    except ImportError as exc:
+        console.print(
+            f"[yellow]web console not installed ({exc.name}): pip install 'loopact[web]'[/]"
+        )
+        return None
+    token = cfg.web.token.get_secret_value() if cfg.web.token else None
+
+    def apply(new: dict[str, Any]) -> str | None:
+        if new.get("robot_profile") and new["robot_profile"] != cfg.robot.profile:
+            return (
+                f"robot_profile: changing the robot needs a restart: "
+                f"loopact run --profile {new['robot_profile']}"
+            )
+        args = [
+            str(new.get("provider") or cfg.model.provider),
+            str(new.get("model") or cfg.model.model),
+        ]
+        if new.get("base_url"):
+            args.append(str(new["base_url"]))
+        try:
+            model = model_factory(args, api_key=new.get("api_key"))
+        except (LoopactError, ValueError) as exc:
+            return str(exc)
+        agent.set_model(model)
+        return None
+
+    try:
+        web = await serve_console(
+            agent,
+            session,
+            host=cfg.web.host,
+            port=cfg.web.port,
+            token=token,
+            settings=settings_from_config(cfg, on_settings=apply, token=token),
+        )
+    except ConfigError as exc:
+        if exc.key == "web.token":
+            raise
+        console.print(f"[yellow]web console not started: {exc}[/]")
+        return None
+    stack.push_async_callback(web.stop)
+    return str(web.url)

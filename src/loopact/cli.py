@@ -73,6 +73,12 @@ def run(
         None, "--context-limit", help="Summarise older turns above this many prompt tokens."
     ),
     memory: Path | None = typer.Option(None, "--memory", help="Memory folder (a Git repo)."),
+    web_host: str | None = typer.Option(None, "--web-host", help="Console address."),
+    web_port: int | None = typer.Option(None, "--web-port", help="Console port (8080)."),
+    web_token: str | None = typer.Option(
+        None, "--web-token", help="Token required by the console (needed beyond loopback)."
+    ),
+    no_web: bool = typer.Option(False, "--no-web", help="Do not serve the web console."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Run without long-term memory."),
     tool_calling: str | None = typer.Option(
         None, "--tool-calling", help="native, text (action lines) or auto."
@@ -111,6 +117,12 @@ def run(
             "context_limit": context_limit,
         },
         "memory": {"path": memory, "enabled": False if no_memory else None},
+        "web": {
+            "host": web_host,
+            "port": web_port,
+            "token": web_token,
+            "enabled": False if no_web else None,
+        },
         "confirm": {"auto_approve": True if yes else None},
         "trace": {"path": trace, "full": True if trace_full else None},
     }

@@ -143,6 +143,16 @@ class LocalConfig(pydantic.BaseModel):
     llama_cpp_version: str = LLAMA_CPP_VERSION
 
 
+class WebConfig(pydantic.BaseModel):
+    """``web``: the browser console (SPEC F2)."""
+
+    model_config = _STRICT
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(8080, ge=0, le=65535)
+    token: pydantic.SecretStr | None = None
+
+
 class MemoryConfig(pydantic.BaseModel):
     """``memory``: the Git-backed long-term memory (SPEC E2, E3, E4)."""
 
@@ -165,6 +175,7 @@ class Config(pydantic.BaseModel):
     robot: RobotConfig = RobotConfig()
     trace: TraceConfig = TraceConfig()
     memory: MemoryConfig = MemoryConfig()
+    web: WebConfig = WebConfig()
     local: LocalConfig = LocalConfig()
 
     @property
@@ -351,6 +362,12 @@ robot:
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)
   full: false                 # also record every request's messages
+
+web:
+  enabled: true               # the console at http://localhost:8080 (not with --once)
+  host: 127.0.0.1             # beyond loopback (e.g. 0.0.0.0) a token is required
+  port: 8080
+  token: null                 # required on every request when set (--web-token)
 
 memory:
   enabled: true               # Git-backed memory: rules, diaries, facts, skills

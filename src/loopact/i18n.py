@@ -151,6 +151,10 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         ),
     },
     "term.reset": {"en": "Conversation reset.", "zh": "对话已重置。"},
+    "term.console": {
+        "en": "Web console: {url} (chat, live camera, settings)",
+        "zh": "网页控制台：{url}（对话、实时画面、设置）",
+    },
     "term.provider_usage": {
         "en": "Usage: /provider openai|anthropic|dify [MODEL [BASE_URL]]",
         "zh": "用法：/provider openai|anthropic|dify [模型 [BASE_URL]]",
