@@ -208,6 +208,14 @@ class Connector(abc.ABC):
             await asyncio.shield(handle.cancel())
             raise
 
+    def advertise(self, topic: str, kind: PayloadKind, *, latched: bool = False) -> None:  # noqa: B027
+        """Announce that this side will publish on ``topic`` (optional; lets a transport match
+        subscribers before the first message, so early messages are not lost)."""
+
+    def subscriber_count(self, topic: str) -> int | None:
+        """How many subscribers ``topic`` has (None: the transport cannot tell)."""
+        return None
+
     def forget_endpoint(self, endpoint: str) -> None:  # noqa: B027 - optional hook
         """Drop cached client state for ``endpoint`` so the next call reconnects (C2)."""
 

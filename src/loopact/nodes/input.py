@@ -18,6 +18,7 @@ import inspect
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,9 @@ from loopact.nodes.protocol import (
 )
 
 logger = logging.getLogger(__name__)
+
+MAX_HELD = 200
+"""Accumulate-mode messages an input node holds while no agent listens (oldest dropped)."""
 
 
 class InputNode:
@@ -81,6 +85,8 @@ class InputNode:
         self.agent = agent
         self.period_s = heartbeat_period_s
         self.published = 0
+        self.held_dropped = 0
+        self._held: deque[str | ImageData] = deque(maxlen=MAX_HELD)
         self._heartbeat: asyncio.Task[None] | None = None
 
     @property
@@ -94,8 +100,11 @@ class InputNode:
         return input_data_topic(self.agent, self.info.name)
 
     async def start(self) -> None:
-        """Start the heartbeat."""
+        """Start the heartbeat (and announce the data topic)."""
         await self.connector.start()
+        self.connector.advertise(
+            self.data_topic, "image" if self.info.kind == "image" else "string"
+        )
         self._heartbeat = asyncio.get_running_loop().create_task(
             self._beat(), name=f"loopact-input-heartbeat-{self.info.name}"
         )
@@ -111,12 +120,24 @@ class InputNode:
     async def _beat(self) -> None:
         topic = input_info_topic(self.agent, self.info.name)
         text = self.info.to_json()
+        next_beat = 0.0
         while True:
-            try:
-                await self.connector.publish(topic, text, latched=True)
-            except Exception as exc:
-                logger.warning("heartbeat of input %s failed: %s", self.info.name, exc)
-            await asyncio.sleep(self.period_s)
+            now = time.monotonic()
+            if now >= next_beat:
+                next_beat = now + self.period_s
+                try:
+                    await self.connector.publish(topic, text, latched=True)
+                except Exception as exc:
+                    logger.warning("heartbeat of input %s failed: %s", self.info.name, exc)
+            await self._flush_held()
+            await asyncio.sleep(0.05 if self._held else self.period_s)
+
+    async def _flush_held(self) -> None:
+        """Send accumulate-mode data held while nobody listened, once someone does."""
+        if self._held and self.connector.subscriber_count(self.data_topic) != 0:
+            while self._held:
+                await self.connector.publish(self.data_topic, self._held.popleft())
+                self.published += 1
 
     async def publish(self, value: Any, stamp_s: float | None = None) -> None:
         """Publish one reading.
@@ -147,6 +168,15 @@ class InputNode:
             if not isinstance(value, str):
                 raise ProtocolError(f"input {self.info.name}: text must be a str")
             payload = value
+        if self.info.mode == "accumulate" and (
+            self._held or self.connector.subscriber_count(self.data_topic) == 0
+        ):
+            # Nobody listens yet (the agent has not discovered this input): hold the data,
+            # bounded, so that accumulate-mode messages are not lost at start-up (SPEC C3).
+            if len(self._held) == self._held.maxlen:
+                self.held_dropped += 1
+            self._held.append(payload)
+            return
         await self.connector.publish(self.data_topic, payload)
         self.published += 1
 

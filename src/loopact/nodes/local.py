@@ -226,6 +226,10 @@ class LocalConnector(Connector):
         self._owned.append(pattern)
         return pattern
 
+    def subscriber_count(self, topic: str) -> int | None:
+        """Subscribers of ``topic`` on the shared bus."""
+        return len(self.bus.subs.get(topic, ()))
+
     def forget_latched(self, topic: str) -> None:
         """Drop a latched message (a node that stopped)."""
         self.bus.latched.pop(topic, None)

@@ -439,6 +439,30 @@ class Ros2Connector(Connector):
         return _RosSub(self, handle)
 
     # ------------------------------------------------------------------ neutral verbs
+    def advertise(self, topic: str, kind: PayloadKind, *, latched: bool = False) -> None:
+        """Create the publisher now so subscribers match before the first message."""
+        self._publisher_for(topic, kind, latched)
+
+    def _publisher_for(self, topic: str, kind: str, latched: bool) -> Any:
+        key = (topic, kind, latched)
+        pub = self._publishers.get(key)
+        if pub is None:
+            msg_type = (
+                ros_types("sensor_msgs.msg", "Image")
+                if kind == "image"
+                else ros_types("std_msgs.msg", "String")
+            )
+            pub = self.publisher(msg_type, topic, self.qos(latched, depth=10))
+            self._publishers[key] = pub
+        return pub
+
+    def subscriber_count(self, topic: str) -> int | None:
+        """Matched subscribers of our publisher on ``topic`` (0 before the first match)."""
+        for (t, _kind, _latched), pub in self._publishers.items():
+            if t == topic:
+                return int(pub.get_subscription_count())
+        return 0
+
     async def publish(self, topic: str, payload: Payload, *, latched: bool = False) -> None:
         """See :meth:`Connector.publish`."""
         if self._closed:
@@ -447,12 +471,7 @@ class Ros2Connector(Connector):
         String = ros_types("std_msgs.msg", "String")
 
         kind = "image" if isinstance(payload, ImageData) else "string"
-        key = (topic, kind, latched)
-        pub = self._publishers.get(key)
-        if pub is None:
-            msg_type = RosImage if kind == "image" else String
-            pub = self.publisher(msg_type, topic, self.qos(latched, depth=10))
-            self._publishers[key] = pub
+        pub = self._publisher_for(topic, kind, latched)
         if isinstance(payload, ImageData):
             pub.publish(image_to_msg(payload, RosImage))
         else:

@@ -1,0 +1,199 @@
+"""Nodes in another process over real ROS 2, agent in the test process (SPEC C2, C3, C4).
+
+Issue 4 acceptance 3 (a 30 Hz latest-mode camera and an accumulate-mode text input) and the
+issue's bad input: a node crashing mid-call, a restarted node, output_json that is not JSON,
+an invalid heartbeat, a sensor flooding 1000 messages/s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.agent.helpers import make_agent
+
+from loopact.events import Event
+from loopact.nodes.attach import attach_nodes
+from loopact.nodes.connector import CallReply, ProgressFn
+from loopact.nodes.ros2 import Ros2Connector
+from loopact.tools.base import ToolContext
+
+SENSORS = """
+import asyncio, time
+import numpy as np
+from loopact.nodes.input import input_source
+
+@input_source(name="camera", mode="latest", kind="image", description="front camera")
+async def camera():
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 255, (480, 640, 3), dtype=np.uint8)
+    n = 0
+    while True:
+        n += 1
+        frame = base.copy()
+        frame[:40, :40] = n % 200
+        yield frame
+        await asyncio.sleep(1 / 30)
+
+@input_source(name="chat", mode="accumulate", kind="text", description="messages")
+async def chat():
+    await asyncio.sleep(1.0)
+    for i in range(3):
+        yield f"message number {i}"
+    while True:
+        await asyncio.sleep(3600)
+        yield None
+
+@input_source(name="flood", mode="accumulate", kind="json", description="noisy sensor")
+async def flood():
+    await asyncio.sleep(4.0)
+    for i in range(1000):
+        yield {"i": i}
+        if i % 10 == 0:
+            await asyncio.sleep(0.01)
+    while True:
+        await asyncio.sleep(3600)
+        yield None
+"""
+
+TOOLS = '''
+import asyncio, os
+from loopact import tool
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+@tool(timeout_s=20)
+async def crash() -> str:
+    """Crash the node process in the middle of the call."""
+    await asyncio.sleep(0.2)
+    os._exit(3)
+'''
+
+CTX = ToolContext(task_id="t", call_id="c", workspace=Path("."))
+
+
+async def until(pred: Any, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def test_camera_at_30hz_and_text_injected_once(
+    spawn: Any, ros: Ros2Connector, scripted_server: Any, tmp_path: Path
+) -> None:
+    """Acceptance 3 over ROS 2."""
+    server = scripted_server(
+        [
+            {"tool_calls": [{"name": "seewhat", "arguments": {}}]},
+            {"tool_calls": [{"name": "wait", "arguments": {"seconds": 0.05}}]},
+            {"text": "A noisy picture."},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path)
+    nodes = await attach_nodes(agent, ros, text_channel=False)
+    hub = nodes.hub
+    src = tmp_path / "sensors.py"
+    src.write_text(SENSORS)
+    spawn("node", str(src), log="sensors")
+    await until(lambda: {"camera", "chat", "flood"} <= set(hub.inputs), 40, "inputs")
+    await until(lambda: hub.inputs["chat"].received == 3, 20, "three chat messages")
+    await until(lambda: hub.inputs["flood"].received >= 300, 20, "the flood")
+    await asyncio.sleep(1.5)  # let the flood finish (1000 messages in about 1 s)
+    assert len(hub.inputs["flood"].items) <= hub.max_accumulate  # memory bounded
+    first = hub.inputs["camera"].received
+    t0 = time.monotonic()
+    await asyncio.sleep(1.0)
+    rate = (hub.inputs["camera"].received - first) / (time.monotonic() - t0)
+    assert rate >= 15, f"camera frames arrive at {rate:.1f} Hz (30 Hz sent)"
+
+    outcome = await asyncio.wait_for(agent.run_task("what do you see?"), 30)
+    assert outcome.status == "completed"
+    seen = next(e for e in rec.of("tool_result") if e.data["name"] == "seewhat")
+    assert seen.data["ok"] is True and seen.data["n_images"] == 1
+    assert seen.ts - seen.data["metadata"]["stamp_s"] < 0.3  # the newest frame, not an old one
+    users = json.dumps([m for m in server.requests[-1].body["messages"] if m["role"] == "user"])
+    for i in range(3):
+        assert users.count(f"message number {i}") == 1
+    assert "older messages dropped" in users  # the flood was cut, and said so
+    await nodes.close()
+    await agent.close()
+
+
+async def test_crash_mid_call_restart_and_bad_output(
+    spawn: Any, ros: Ros2Connector, scripted_server: Any, tmp_path: Path
+) -> None:
+    """A node crashing mid-call fails the call fast; its restart is found; junk is reported."""
+    server = scripted_server([])
+    agent, rec = make_agent(server, tmp_path)
+    nodes = await attach_nodes(agent, ros, text_channel=False)
+    src = tmp_path / "tools.py"
+    src.write_text(TOOLS)
+    node = spawn("node", str(src), log="tools1")
+    await until(lambda: "add" in agent.registry and "crash" in agent.registry, 40, "tools")
+    add = agent.registry.get("add")
+    assert add is not None
+    assert (await add.invoke({"a": 1, "b": 2}, CTX)).data == 3
+
+    crash = agent.registry.get("crash")
+    assert crash is not None
+    started = time.monotonic()
+    res = await asyncio.wait_for(crash.invoke({}, CTX), 15)
+    assert not res.ok and "stopped responding" in (res.error or ""), res.error
+    assert time.monotonic() - started < 5.0
+    await until(lambda: "add" not in agent.registry, 5, "drop after the crash")
+    node.stop()
+
+    # The node comes back: the agent must not keep a stale client ("not found").
+    spawn("node", str(src), log="tools2")
+    await until(lambda: "add" in agent.registry, 40, "the restarted node")
+    add = agent.registry.get("add")
+    assert add is not None
+    assert (await add.invoke({"a": 20, "b": 22}, CTX)).data == 42
+
+    # A third-party node answering with output_json that is not JSON, and a broken heartbeat.
+    other = Ros2Connector("loopact_test_rawnode")
+    await other.start()
+
+    async def junk(_input: str, _timeout: float, _progress: ProgressFn) -> CallReply:
+        return CallReply("<<not json>>", 0)
+
+    other.serve("/loopact/output/rawtool", junk)
+    beat = json.dumps(
+        {"type": "function", "function": {"name": "rawtool", "parameters": {"type": "object"}}}
+    )
+
+    async def heartbeat() -> None:
+        while True:
+            await other.publish("/loopact/output/rawtool/info", beat, latched=True)
+            await other.publish("/loopact/output/junk/info", "{'schema': nope", latched=True)
+            await asyncio.sleep(0.5)
+
+    beating = asyncio.ensure_future(heartbeat())
+    try:
+        await until(lambda: "rawtool" in agent.registry, 20, "the raw node")
+        raw = agent.registry.get("rawtool")
+        assert raw is not None
+        res = await asyncio.wait_for(raw.invoke({}, CTX), 10)
+        assert not res.ok and "not JSON" in (res.error or "")
+
+        def junk_errors() -> list[Event]:
+            return [e for e in rec.of("node_error") if e.data["topic"].endswith("/junk/info")]
+
+        await until(lambda: bool(junk_errors()), 10, "the invalid heartbeat report")
+        assert "not JSON" in junk_errors()[0].data["message"]
+        await asyncio.sleep(1.2)  # two more broken heartbeats arrive ...
+        assert len(junk_errors()) == 1  # ... and are not reported again
+        assert "junk" not in agent.registry
+    finally:
+        beating.cancel()
+        await other.shutdown()
+    await nodes.close()
+    await agent.close()
