@@ -23,7 +23,7 @@ def test_public_surface_is_exactly_all() -> None:
 
 
 def test_every_message_has_english_and_chinese() -> None:
-    missing = [key for key in i18n.keys() if not i18n.has_all_languages(key)]
+    missing = [key for key in i18n.all_keys() if not i18n.has_all_languages(key)]
     assert missing == []
     assert i18n.t("term.reset", "zh") != i18n.t("term.reset", "en")
 

@@ -193,7 +193,7 @@ def t(key: str, lang: str = "en", **kwargs: Any) -> str:
     return text.format(**kwargs) if kwargs else text
 
 
-def keys() -> list[str]:
+def all_keys() -> list[str]:
     """Every catalogue key (tests check each has both languages)."""
     return sorted(_CATALOGUE)
 

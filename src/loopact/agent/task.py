@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from loopact._compat import timeout_after
+from loopact._compat import reschedule, timeout_after
 from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
 from loopact.agent.compress import (
     accept_summary,
@@ -526,7 +526,7 @@ class TaskRun:
         try:
             async with timeout_after(b.request_timeout_s) as deadline:
                 async for event in stream:
-                    deadline.reschedule(loop.time() + b.stream_idle_timeout_s)
+                    reschedule(deadline, loop.time() + b.stream_idle_timeout_s)
                     if isinstance(event, TextDelta):
                         self._partial.text.append(event.text)
                         emit("text_delta", self.task_id, text=event.text)

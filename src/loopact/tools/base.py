@@ -34,7 +34,7 @@ from typing import Any, TypeVar, get_type_hints, overload
 import docstring_parser
 import pydantic
 
-from loopact.errors import ToolArgumentError, ToolError
+from loopact.errors import ToolArgumentError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image
 
