@@ -219,7 +219,7 @@ def _read_yaml(name_or_path: str | Path, kind: str, what: str) -> tuple[dict[str
     source: str
     path = Path(name_or_path)
     name = str(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in name:
+    if path.suffix in (".yaml", ".yml") or "/" in name or "\\" in name:
         source = str(path)
         try:
             text = path.read_text(encoding="utf-8")

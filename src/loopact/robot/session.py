@@ -72,7 +72,7 @@ class RobotSession:
     profile: HardwareProfile
     site: SiteMap
     tools: list[Tool] = field(default_factory=list)
-    _closed: bool = False
+    _closed: bool = field(default=False, init=False, repr=False)
 
     async def state(self) -> dict[str, Any]:
         """``{"x_m", "y_m", "yaw_rad", "frame"}`` of the latest pose (for ``robot_state`` events).
