@@ -70,6 +70,11 @@ class ProgressPrinter:
                 self.console.file.flush()
                 self._in_text = True
             return
+        if typ == "model_request":
+            # only the last response's text is the reply; earlier rounds were progress
+            self._end_text()
+            self._streamed.pop(ev.task_id or "", None)
+            return
         if typ == "model_retry":
             self._end_text()
             self.console.print(
