@@ -8,6 +8,7 @@ over real HTTP; the test drives the agent through the ROS 2 text channel.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,19 @@ def run_agent(spawn: Any, server: Any, log: str) -> Any:
     )
 
 
+async def agent_ready(conn: Ros2Connector, agent: Any, timeout: float = 60) -> None:
+    """The agent's text channel is up: it listens on text_input and publishes text_output."""
+    deadline = time.monotonic() + timeout
+    while not (
+        conn.node.count_subscribers("/loopact/text_input")
+        and conn.node.count_publishers("/loopact/text_output")
+    ):
+        assert agent.popen.poll() is None, agent.output()[-2000:]
+        assert time.monotonic() < deadline, agent.output()[-2000:]
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)  # let our subscription match the agent's publisher
+
+
 async def say(conn: Ros2Connector, text: str) -> None:
     await conn.publish("/loopact/text_input", text)
 
@@ -87,6 +101,7 @@ async def test_node_tool_offered_called_dropped_and_move_forward_over_cmd_vel(
     tool_file = tmp_path / "my_tool.py"
     tool_file.write_text(MY_TOOL)
     agent = run_agent(spawn, server, "agent")
+    await agent_ready(ros, agent)
     node = spawn("node", str(tool_file), log="node")
     added = await events.wait_for(
         lambda e: e["type"] == "node_added" and e.get("name") == "add", timeout=40
@@ -148,11 +163,7 @@ async def test_killing_the_agent_while_moving_stops_the_robot(
     status = Topic()
     ros.subscribe("/loopact/base/status", "string", status)
     agent = run_agent(spawn, server, "agent")
-    # The agent is up when its text channel answers: wait until it has subscribed.
-    deadline = time.monotonic() + 40
-    while not ros.node.count_subscribers("/loopact/text_input"):
-        assert time.monotonic() < deadline, agent.output()[-2000:]
-        await asyncio.sleep(0.1)
+    await agent_ready(ros, agent)
     await say(ros, "back up slowly")
     await odom.wait_for(lambda o: o[3] < -0.15, timeout=30)  # moving backwards
     agent.kill()
@@ -164,3 +175,19 @@ async def test_killing_the_agent_while_moving_stops_the_robot(
     halt = await status.wait_for(lambda s: '"watchdog"' in s, timeout=5)
     assert '"watchdog_trips": 0' not in halt
     assert len(server.requests) == 1  # the drive call was the only model turn
+
+
+async def test_a_node_publishing_cmd_vel_directly_is_reported(
+    sim_proc: Any, ros: Ros2Connector
+) -> None:
+    """Bad input: a publisher bypassing the governor is reported on the base status."""
+    from loopact.nodes._ros import ros_types
+
+    status = Topic()
+    ros.subscribe("/loopact/base/status", "string", status)
+    twist = ros_types("geometry_msgs.msg", "Twist")
+    ros.publisher(twist, "cmd_vel", ros.qos())
+    me = ros.node.get_name()
+    report = await status.wait_for(lambda s: '"foreign_publisher"' in s and me in s, timeout=15)
+    assert me in json.loads(report)["foreign_cmd_vel_publishers"][0]
+    assert sim_proc.popen.poll() is None

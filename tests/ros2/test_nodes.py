@@ -105,8 +105,13 @@ async def test_camera_at_30hz_and_text_injected_once(
     spawn("node", str(src), log="sensors")
     await until(lambda: {"camera", "chat", "flood"} <= set(hub.inputs), 40, "inputs")
     await until(lambda: hub.inputs["chat"].received == 3, 20, "three chat messages")
-    await until(lambda: hub.inputs["flood"].received >= 300, 20, "the flood")
-    await asyncio.sleep(1.5)  # let the flood finish (1000 messages in about 1 s)
+    # 1000 messages in about 1 s; what arrives before the agent listens is held by the node
+    # (at most 200), so at least 150 arrive whatever the start-up order. Wait until it settles.
+    await until(lambda: hub.inputs["flood"].received >= 150, 30, "the flood")
+    last = -1
+    while hub.inputs["flood"].received != last:
+        last = hub.inputs["flood"].received
+        await asyncio.sleep(0.5)
     assert len(hub.inputs["flood"].items) <= hub.max_accumulate  # memory bounded
     first = hub.inputs["camera"].received
     t0 = time.monotonic()

@@ -68,6 +68,8 @@ class Ros2TextChannel:
         self._sub = self.connector.subscribe(
             text_input_topic(self.agent_name), "string", self._on_input, depth=50
         )
+        # Create the output publisher now, so UIs match it before the first event.
+        self.connector.advertise(text_output_topic(self.agent_name), "string")
         self._unsubscribe = self.agent.bus.subscribe(self._on_event)
         self._pump = asyncio.get_running_loop().create_task(
             self._publish_loop(), name="loopact-ros2-text-out"
