@@ -18,7 +18,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from loopact._compat import reschedule, timeout_after
 from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
@@ -163,24 +163,41 @@ class TaskRun:
             return await self._action_body()
         b = self._bounds
         while True:
-            if self.state.invalid_streak >= b.max_invalid_rounds:
-                return await self._final_answer("invalid_rounds", b.max_invalid_rounds)
-            if self.rounds >= b.max_rounds:
-                return await self._final_answer("max_rounds", b.max_rounds)
+            await self._check_rounds(self.rounds, b.max_rounds)
             self.rounds += 1
             self.agent.inject_pending_inputs()
             done, outcomes, invalid = await self._round(self.rounds, self.agent.tool_specs())
             if not outcomes:
                 return done.message.text
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
-            if self.state.tokens > b.token_budget:
-                self._bound_event("tokens", b.token_budget)
-                raise BoundReached(
-                    "tokens",
-                    t("bound.tokens", self._lang, used=self.state.tokens, limit=b.token_budget),
-                )
+            self._check_tokens()
 
-    async def _final_answer(self, name: str, limit: int) -> str:
+    async def _check_rounds(self, rounds: int, limit: int) -> None:
+        """Before a round: too many invalid rounds or rounds end the task (SPEC A2, A3).
+
+        Raises:
+            BoundReached: With the final answer of one last request without tools.
+        """
+        b = self._bounds
+        if self.state.invalid_streak >= b.max_invalid_rounds:
+            await self._final_answer("invalid_rounds", b.max_invalid_rounds)
+        if rounds >= limit:
+            await self._final_answer("max_rounds", limit)
+
+    def _check_tokens(self) -> None:
+        """After a round: the task's token budget (SPEC A2).
+
+        Raises:
+            BoundReached: The budget is used up (no further request is made).
+        """
+        limit = self._bounds.token_budget
+        if self.state.tokens > limit:
+            self._bound_event("tokens", limit)
+            raise BoundReached(
+                "tokens", t("bound.tokens", self._lang, used=self.state.tokens, limit=limit)
+            )
+
+    async def _final_answer(self, name: str, limit: int) -> NoReturn:
         """One last request without tools asking for a final answer (SPEC A2)."""
         self._bound_event(name, limit)
         notice = t(f"bound.{name}", self._lang, limit=limit)
@@ -219,10 +236,7 @@ class TaskRun:
         while True:
             if self.agent.has_inputs:
                 since_input = 0
-            if self.state.invalid_streak >= b.max_invalid_rounds:
-                return await self._final_answer("invalid_rounds", b.max_invalid_rounds)
-            if since_input >= b.max_rounds * 4:
-                return await self._final_answer("max_rounds", b.max_rounds * 4)
+            await self._check_rounds(since_input, b.max_rounds * 4)
             if self.agent.hourly_budget_wait() > 0:
                 self._bound_event("hourly_budget", self.agent.options.hourly_rounds)
                 raise BoundReached(
@@ -253,10 +267,7 @@ class TaskRun:
         """Action-text mode: one ``name(args)`` action per round until ``finishtask()``."""
         b = self._bounds
         while True:
-            if self.state.invalid_streak >= b.max_invalid_rounds:
-                return await self._final_answer("invalid_rounds", b.max_invalid_rounds)
-            if self.rounds >= b.max_rounds:
-                return await self._final_answer("max_rounds", b.max_rounds)
+            await self._check_rounds(self.rounds, b.max_rounds)
             self.rounds += 1
             self.agent.inject_pending_inputs()
             specs = self.agent.tool_specs()
@@ -291,12 +302,7 @@ class TaskRun:
                 self.agent.remember_images(call.id, list(result.images))
             text = observation_text(call, result.ok, result_text(result), parse)
             self.agent.append(Message.user(text, result.images))
-            if self.state.tokens > b.token_budget:
-                self._bound_event("tokens", b.token_budget)
-                raise BoundReached(
-                    "tokens",
-                    t("bound.tokens", self._lang, used=self.state.tokens, limit=b.token_budget),
-                )
+            self._check_tokens()
 
     def _system_with(self, section: str) -> Message:
         base = (
