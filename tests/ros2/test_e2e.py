@@ -171,7 +171,8 @@ async def test_killing_the_agent_while_moving_stops_the_robot(
     stopped = await odom.wait_for(lambda o: o[0] > killed and abs(o[3]) < 0.02, timeout=5)
     stop_s = stopped[0] - killed
     print(f"\nagent killed while moving: base stopped after {stop_s:.2f} s")
-    assert stop_s < 1.5
+    # command timeout 0.5 s + braking from 0.2 m/s + odometry and scheduling under load
+    assert stop_s < 2.0
     halt = await status.wait_for(lambda s: '"watchdog"' in s, timeout=5)
     assert '"watchdog_trips": 0' not in halt
     assert len(server.requests) == 1  # the drive call was the only model turn

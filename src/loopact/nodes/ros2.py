@@ -12,8 +12,10 @@ calls are the ``loopact_interfaces/action/ExecuteTool`` action (cancellable, wit
 
 rclpy comes from a sourced ROS 2 installation (Humble, Jazzy, Kilted) or from the Kilted wheels
 (``pip install 'loopact[ros2]'`` then ``make ros2``). Before the first context starts, the
-connector sets ``FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA`` unless already set: with it, 640x480
-images at 30 Hz arrive reliably between processes.
+connector sets ``FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA`` unless already set (with it, 640x480
+images at 30 Hz arrive reliably between processes) and ``FASTDDS_DEFAULT_PROFILES_FILE`` to
+``fastdds_discovery.xml`` (participants announced every 0.5 s: a new node is found in well
+under a second instead of up to 3 s).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -233,6 +236,8 @@ class Ros2Connector(Connector):
         domain_id: ``ROS_DOMAIN_ID`` override (None: the environment's).
         num_threads: Executor threads (each running served call holds one).
         large_data: Set ``FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA`` if unset.
+        fast_discovery: Use loopact's Fast DDS participant profile (announcements every 0.5 s)
+            unless ``FASTDDS_DEFAULT_PROFILES_FILE`` is set.
 
     Attributes:
         node: The rclpy node (after :meth:`start`), for ROS-specific users such as
@@ -248,12 +253,14 @@ class Ros2Connector(Connector):
         domain_id: int | None = None,
         num_threads: int = 8,
         large_data: bool = True,
+        fast_discovery: bool = True,
     ) -> None:
         self.node_name = node_name
         self.namespace = namespace
         self.domain_id = domain_id
         self.num_threads = num_threads
         self.large_data = large_data
+        self.fast_discovery = fast_discovery
         self.node: Any = None
         self._context: Any = None
         self._executor: Any = None
@@ -282,6 +289,9 @@ class Ros2Connector(Connector):
         self._loop = asyncio.get_running_loop()
         if self.large_data:
             os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "LARGE_DATA")
+        if self.fast_discovery:
+            profile = resources.files("loopact.nodes").joinpath("fastdds_discovery.xml")
+            os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(profile))
         try:
             rclpy = ros_module("rclpy")
             ReentrantCallbackGroup = ros_types("rclpy.callback_groups", "ReentrantCallbackGroup")
