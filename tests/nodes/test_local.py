@@ -417,3 +417,26 @@ async def test_node_tool_failure_reaches_the_agent_as_failed_result() -> None:
     assert not res.ok and "RuntimeError: boom" in (res.error or "")
     assert res.metadata["exit_code"] == 1
     await discovery.stop()
+
+
+async def test_builtin_inputs_messages_and_system_status(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Any node may publish text on /<agent>/input/messages; system_status is a latest input."""
+    server = scripted_server([{"text": "noted"}])
+    agent, _rec = make_agent(server, tmp_path)
+    bus = LocalBus()
+    nodes = await attach_nodes(agent, LocalConnector(bus), text_channel=False)
+    await until(lambda: {"messages", "system_status"} <= set(nodes.hub.inputs))
+    await until(lambda: nodes.hub.latest("system_status") is not None)
+    status = nodes.hub.latest("system_status")
+    assert status is not None and "cpu" in json.dumps(status[0]).lower()
+    await LocalConnector(bus).publish("/loopact/input/messages", "the door is open")
+    await until(lambda: nodes.hub.inputs["messages"].received == 1)
+    outcome = await asyncio.wait_for(agent.run_task("anything new?"), 10)
+    assert outcome.status == "completed"
+    sent = json.dumps(server.requests[0].body["messages"])
+    assert sent.count("messages: the door is open") == 1
+    assert "system_status (json, latest" in sent
+    await nodes.close()
+    await agent.close()

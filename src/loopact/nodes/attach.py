@@ -8,8 +8,9 @@
 
 Starts :class:`~loopact.nodes.discovery.ToolDiscovery` on ``agent.registry``, an
 :class:`~loopact.nodes.inputs.InputHub` whose snapshots the agent injects at round boundaries
-(``agent.add_input_source``), the input tools (``read_input``; ``seewhat`` from a camera input
-when the robot has no camera of its own) and, optionally, the text channel.
+(``agent.add_input_source``), the built-in inputs ``system_status`` (latest, every 10 s) and
+``messages`` (accumulate text), the input tools (``read_input``; ``seewhat`` from a camera
+input when the robot has no camera of its own) and, optionally, the text channel.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loopact.channels.ros2_text import Ros2TextChannel
 from loopact.nodes.connector import Connector
 from loopact.nodes.discovery import ToolDiscovery
+from loopact.nodes.input import InputNode, InputSource
 from loopact.nodes.inputs import InputHub, make_input_tools
 
 logger = logging.getLogger(__name__)
@@ -44,9 +47,16 @@ class NodeAttachment:
     channel: Ros2TextChannel | None
     input_tools: list[str]
     registry: Any
+    builtin: list[tuple[InputNode, asyncio.Task[None] | None]] = field(default_factory=list)
 
     async def close(self) -> None:
         """Stop everything that was started (the connector is the caller's)."""
+        for node, task in self.builtin:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await node.stop()
         if self.channel is not None:
             with contextlib.suppress(Exception):
                 await self.channel.stop()
@@ -91,10 +101,44 @@ async def attach_nodes(
             continue
         agent.registry.add(t)
         added.append(t.name)
+    builtin = await _start_builtin_inputs(connector, agent_name, agent.options.workspace)
     channel = None
     if text_channel:
         channel = Ros2TextChannel(agent, connector, agent_name)
         await channel.start()
     if settle_s > 0:
         await asyncio.sleep(settle_s)
-    return NodeAttachment(discovery, hub, channel, added, agent.registry)
+    return NodeAttachment(discovery, hub, channel, added, agent.registry, builtin)
+
+
+async def _start_builtin_inputs(
+    connector: Connector, agent_name: str, workspace: Path
+) -> list[tuple[InputNode, asyncio.Task[None] | None]]:
+    """The built-in inputs (SPEC C3, C6): ``system_status`` (latest, every 10 s) and
+    ``messages`` (accumulate text: any node may publish ``std_msgs/String`` on
+    ``/<agent>/input/messages`` to have it injected)."""
+    from loopact.tools.builtin.system import system_status_data
+
+    async def status() -> dict[str, Any]:
+        return await system_status_data(workspace)
+
+    source = InputSource(
+        status, "system_status", "this machine's status", "latest", "json", period_s=10.0
+    )
+    status_node = InputNode(
+        "system_status", connector, agent_name, source.description, "latest", "json"
+    )
+    messages = InputNode(
+        "messages",
+        connector,
+        agent_name,
+        "text messages from people and other nodes",
+        "accumulate",
+        "text",
+    )
+    await status_node.start()
+    await messages.start()
+    task = asyncio.get_running_loop().create_task(
+        source.run(status_node), name="loopact-input-system-status"
+    )
+    return [(status_node, task), (messages, None)]
