@@ -45,6 +45,7 @@ PY_VER="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
+mkdir -p "$BUILD"
 cmake -S "$PKG" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
   -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
   -DPython3_EXECUTABLE="$PY" -DPYTHON_EXECUTABLE="$PY" >"$BUILD.log" 2>&1 \
