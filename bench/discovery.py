@@ -239,6 +239,7 @@ async def bench_watchdog(env: dict[str, str], runs: int) -> None:
                         "--api-key",
                         "x",
                         "--yes",
+                        "--no-web",
                     ],
                     env,
                 )

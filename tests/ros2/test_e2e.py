@@ -59,6 +59,7 @@ def run_agent(spawn: Any, server: Any, log: str) -> Any:
         "--api-key",
         "sk-test",
         "--yes",
+        "--no-web",
         log=log,
     )
 

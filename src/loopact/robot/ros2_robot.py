@@ -135,11 +135,14 @@ class Ros2Robot:
         topics = self.profile.topics
         sensor_qos = c.qos(depth=2)
         self._subs += [
+            # Sensor state is updated on the executor thread as messages arrive (a reference
+            # assignment), so its freshness never depends on the event loop being free; the
+            # loop callback only wakes waiters.
             c.subscribe_msg(
-                Odometry, topics.odom, c.qos(depth=10), self._on_odom, convert=_odom_tuple
+                Odometry, topics.odom, c.qos(depth=10), self._woken, convert=self._take_odom
             ),
-            c.subscribe_msg(RosImage, topics.image, sensor_qos, self._on_image),
-            c.subscribe_msg(RosImage, topics.depth, sensor_qos, self._on_depth),
+            c.subscribe_msg(RosImage, topics.image, sensor_qos, self._woken, self._take_image),
+            c.subscribe_msg(RosImage, topics.depth, sensor_qos, self._woken, self._take_depth),
             c.subscribe_msg(
                 CameraInfo, topics.camera_info, c.qos(depth=1), self._on_info, convert=_info_dict
             ),
@@ -166,21 +169,21 @@ class Ros2Robot:
             self._head_pub = c.publisher(Float64MultiArray, head_topic, c.qos(depth=10))
 
     # ---------------------------------------------------------------- callbacks (loop)
-    def _on_odom(self, data: tuple[float, float, float, float, float]) -> None:
-        x, y, yaw, lin, ang = data
+    def _take_odom(self, msg: Any) -> None:
+        """Executor thread: the newest pose, stamped on arrival."""
+        x, y, yaw, lin, ang = _odom_tuple(msg)
         self._pose = Pose(x, y, yaw, frame="odom", stamp_s=self.clock.now())
         self._velocity = (lin, ang)
-        self._arrived.set()
 
-    def _on_image(self, msg: Any) -> None:
-        # Kept raw: converted only when a tool asks (images arrive far more often than read).
+    def _take_image(self, msg: Any) -> None:
+        """Executor thread: keep the raw message; it is converted only when a tool asks."""
         self._raw_frame = (msg, self.clock.now())
-        self._frame = None
-        self._arrived.set()
 
-    def _on_depth(self, msg: Any) -> None:
+    def _take_depth(self, msg: Any) -> None:
+        """Executor thread: keep the raw depth message."""
         self._raw_depth = (msg, self.clock.now())
-        self._depth = None
+
+    def _woken(self, _value: Any) -> None:
         self._arrived.set()
 
     def _on_info(self, info: dict[str, Any]) -> None:
