@@ -324,7 +324,9 @@ def node(
 @app.command()
 def base(
     profile: str = typer.Option("sim", "--profile", help="Hardware profile (topics, limits)."),
-    site: str | None = typer.Option("sim_room", "--site", help="Site map for the geofence."),
+    site: str | None = typer.Option(
+        None, "--site", help="Site map whose geofence to enforce (default: no geofence)."
+    ),
     agent_name: str = typer.Option("loopact", "--agent-name", help="Agent whose requests to take."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:

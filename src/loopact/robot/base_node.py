@@ -294,9 +294,7 @@ def _twist(msg: Any) -> Twist:
     return Twist(float(msg.linear.x), float(msg.angular.z), float(msg.linear.y))
 
 
-async def run_base(
-    profile: str = "sim", site: str | None = "sim_room", agent: str = "loopact"
-) -> int:
+async def run_base(profile: str = "sim", site: str | None = None, agent: str = "loopact") -> int:
     """``loopact base``: run the governor node until SIGINT/SIGTERM; returns the exit code.
 
     Raises:
