@@ -247,13 +247,22 @@ async def test_invalid_heartbeats_are_reported_once_and_nothing_is_added() -> No
             json.dumps({"type": "function", "function": {"name": "add"}}),
             latched=True,
         )
+        bad_schema = {"type": "object", "properties": {"x": {"type": "integr"}}}
+        await pub.publish(
+            "/loopact/output/typo/info",
+            json.dumps(
+                {"type": "function", "function": {"name": "typo", "parameters": bad_schema}}
+            ),
+            latched=True,
+        )
         await asyncio.sleep(0.01)
-    await until(lambda: len(events.of("node_error")) >= 2)
+    await until(lambda: len(events.of("node_error")) >= 3)
     await asyncio.sleep(0.05)
     errors = {e.data["topic"]: e.data["message"] for e in events.of("node_error")}
-    assert len(events.of("node_error")) == 2
+    assert len(events.of("node_error")) == 3  # each reported once, not per heartbeat
     assert "not JSON" in errors["/loopact/output/broken/info"]
     assert "already exists" in errors["/loopact/output/add/info"]
+    assert "invalid parameter schema" in errors["/loopact/output/typo/info"]
     assert registry.names == ["add"] and registry.get("add") is add
     await discovery.stop()
 
