@@ -120,13 +120,16 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             brain = LocalBrain.from_config(cfg.local)
             stack.push_async_callback(brain.stop)
             local_url = await brain.start()
-            cfg = cfg.model_copy(
-                update={
-                    "model": cfg.model.model_copy(
-                        update={"model": brain.model_path.name, "base_url": local_url}
-                    )
-                }
-            )
+            update: dict[str, Any] = {
+                "model": cfg.model.model_copy(
+                    update={"model": brain.model_path.name, "base_url": local_url}
+                )
+            }
+            if getattr(cfg.agent, "tool_calling", "auto") == "auto":
+                # Tools go in the request so that the provider can constrain the call with
+                # a grammar (measured in docs/performance.md, "Local brain").
+                update["agent"] = cfg.agent.model_copy(update={"tool_calling": "native"})
+            cfg = cfg.model_copy(update=update)
         robot_info: dict[str, Any] | None = None
         stop_hooks: list[Any] = []
         state_provider = None

@@ -23,8 +23,9 @@ import openai
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.accumulate import accumulate_chunk, finish_stream, new_state
-from loopact.llm.base import Capabilities, ModelEvent, ModelRequest, ToolSpec
-from loopact.llm.messages import Image, ImagePart, Message, TextPart
+from loopact.llm.base import Capabilities, ModelEvent, ModelRequest, ResponseDone, ToolSpec
+from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
+from loopact.llm.toolprompt import answer_only_grammar, describe_tools_compact, tool_call_grammar
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +86,9 @@ class OpenAIChatModel:
             request: Canonical messages and tools.
 
         Returns:
-            A JSON-able dict: ``model``, ``messages``, and ``tools``, ``stream_options``,
-            ``max_tokens``, ``temperature`` when they apply.
+            A JSON-able dict: ``model``, ``messages``, and ``tools``, ``grammar`` (text tool
+            calls with ``constrained_decoding``), ``stream_options``, ``max_tokens``,
+            ``temperature`` when they apply.
         """
         caps = self.capabilities
         body: dict[str, Any] = {
@@ -100,6 +102,12 @@ class OpenAIChatModel:
         }
         if request.tools and caps.native_tool_calls:
             body["tools"] = [t.openai() for t in request.tools]
+        elif request.tools and caps.constrained_decoding:
+            # llama.cpp-style servers accept a GBNF ``grammar``: only answer text or
+            # well-formed calls of offered tools can be generated (issue 6, SPEC B7).
+            body["grammar"] = tool_call_grammar(
+                request.tools, max_calls=3 if caps.parallel_tool_calls else 1
+            )
         if caps.stream_usage:
             body["stream_options"] = {"include_usage": True}
         if request.max_output_tokens is not None:
@@ -110,6 +118,12 @@ class OpenAIChatModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
+
+        With grammar-constrained text calls (``constrained_decoding`` without native tool
+        calls), a response that only repeats the call(s) the previous round just made is
+        not passed on: small models tend to repeat a finished action forever, so the same
+        request is sent once more with an answer-only grammar and that answer is yielded
+        instead (issue 6). Such follow-up responses are therefore not streamed.
 
         Yields:
             ``ReasoningDelta``, ``TextDelta`` and ``ToolCallReady`` events, then one
@@ -122,6 +136,31 @@ class OpenAIChatModel:
             ModelFatalError: any other HTTP error (400, 401, 403, 404, 422, ...).
         """
         body = self.build_body(request)
+        previous = previous_calls(request.messages) if "grammar" in body else ()
+        if not previous:
+            async for event in self._stream_body(request, body):
+                yield event
+            return
+        events = [event async for event in self._stream_body(request, body)]
+        done = events[-1]
+        if (
+            isinstance(done, ResponseDone)
+            and done.message.tool_calls
+            and all(_repeats(c, previous) for c in done.message.tool_calls)
+        ):
+            logger.info("model repeated its previous call; asking for the answer instead")
+            events = [
+                event
+                async for event in self._stream_body(
+                    request, {**body, "grammar": answer_only_grammar()}
+                )
+            ]
+        for event in events:
+            yield event
+
+    async def _stream_body(
+        self, request: ModelRequest, body: dict[str, Any]
+    ) -> AsyncIterator[ModelEvent]:
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         extra.update(self.extra_body)
         state = new_state(
@@ -263,16 +302,34 @@ def to_openai_messages(
 
 
 def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
-    """A system-prompt section offering ``tools`` to a model without native tool calls."""
-    lines = [
-        "You can call these tools. To call one, write exactly one block per call:",
-        '<tool_call>{"name": "<tool name>", "arguments": {<arguments as JSON>}}</tool_call>',
-        "Tools:",
-    ]
-    for t in tools:
-        schema = t.parameters or {"type": "object", "properties": {}}
-        lines.append(f"- {t.name}: {t.description} Parameters: {json.dumps(schema)}")
-    return "\n".join(lines)
+    """A system-prompt section offering ``tools`` to a model without native tool calls.
+
+    The Hermes layout with one compact JSON object per tool (see
+    :func:`loopact.llm.toolprompt.describe_tools_compact`): fewer tokens than raw JSON Schema,
+    and small models pick the right tool more often with it (issue 6).
+    """
+    return describe_tools_compact(tools)
+
+
+def previous_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCall, ...]:
+    """The calls of the last assistant message when only their results follow it.
+
+    Returns:
+        Those calls, or ``()`` when the history does not end with tool results.
+    """
+    saw_result = False
+    for msg in reversed(messages):
+        if msg.role == "tool":
+            saw_result = True
+            continue
+        if msg.role == "assistant" and msg.tool_calls and saw_result:
+            return msg.tool_calls
+        return ()
+    return ()
+
+
+def _repeats(call: ToolCall, previous: tuple[ToolCall, ...]) -> bool:
+    return any(call.name == p.name and call.arguments == p.arguments for p in previous)
 
 
 def image_url_part(image: Image) -> dict[str, Any]:

@@ -1,0 +1,400 @@
+"""How good a robot brain is the local model? (issue 6)
+
+Runs robot instructions in English and Chinese through the whole runtime — the real agent
+loop, the OpenAI-compatible provider, the local llama.cpp brain, the tool registry and the
+MuJoCo simulated robot (a fresh one per instruction) — and compares the tool calls the agent
+made with the expected ones (names in order, numeric arguments within a tolerance).
+
+Prints, per tool-calling mode:
+
+- fully correct %: the executed calls match one of the accepted call sequences exactly
+  (read-only look-ups like ``get_current_pose`` that were not asked for are ignored);
+- valid-call %: instructions where the brain made at least one call and every call it made
+  named a known tool with schema-valid arguments;
+- median time to first motion (task start to the first motion tool call) and median task time.
+
+Usage::
+
+    .venv/bin/python bench/local_brain.py                   # the pinned 0.5B model
+    .venv/bin/python bench/local_brain.py --model-path other.gguf --modes native,text
+    .venv/bin/python bench/local_brain.py --only single --limit 10 --json out.json
+    .venv/bin/python bench/local_brain.py --base-url http://host/v1 --model NAME  # any endpoint
+
+Modes: ``native`` = tools in the request, written as ``<tool_call>`` text by the provider
+(grammar-constrained when the endpoint supports it); ``text`` = the agent's action-text mode
+(SPEC A5) when the runtime has it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent.prompt import build_system_prompt
+from loopact.config import LocalConfig
+from loopact.llm.base import Capabilities
+from loopact.llm.local import LocalBrain, local_capabilities
+from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.tools.base import SafetyClass
+from loopact.tools.builtin import make_builtin_tools
+from loopact.tools.registry import ToolRegistry
+
+IGNORED = {"get_current_pose"}
+"""Read-only look-ups that do not count against a case unless it expects them."""
+
+Num = tuple[float, float]  # (expected value, absolute tolerance)
+
+
+@dataclass(frozen=True)
+class Call:
+    """An expected call: ``args`` maps a name to a value (str/bool) or a (value, tol) pair."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One instruction and the call sequences accepted as fully correct."""
+
+    text: str
+    accept: tuple[tuple[Call, ...], ...]
+    kind: str = "single"  # single or multi
+
+
+def C(name: str, **args: Any) -> Call:  # noqa: N802 - short constructor for the table
+    return Call(name, args)
+
+
+def one(*calls: Call) -> tuple[Call, ...]:
+    return tuple(calls)
+
+
+def S(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
+    return Case(text, tuple(accept), "single")
+
+
+def M(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
+    return Case(text, tuple(accept), "multi")
+
+
+D1 = (1.0, 0.05)
+LOOK = (one(C("seewhat")), one(C("detect_objects")))
+AROUND = (one(C("observe_surroundings")),)
+
+CASES: list[Case] = [
+    # --- English, single step
+    S("move forward one meter", one(C("move_forward", distance_m=D1))),
+    S("Go forward 2 meters.", one(C("move_forward", distance_m=(2.0, 0.05)))),
+    S("move forward 50 centimeters", one(C("move_forward", distance_m=(0.5, 0.02)))),
+    S("drive ahead 0.3 m", one(C("move_forward", distance_m=(0.3, 0.02)))),
+    S("back up half a meter", one(C("move_backward", distance_m=(0.5, 0.02)))),
+    S("move backward 1 meter", one(C("move_backward", distance_m=D1))),
+    S("turn left 90 degrees", one(C("turn_left", angle_deg=(90, 1)))),
+    S("turn right 90 degrees", one(C("turn_right", angle_deg=(90, 1)))),
+    S("turn left by 45 degrees", one(C("turn_left", angle_deg=(45, 1)))),
+    S("rotate right 30 degrees", one(C("turn_right", angle_deg=(30, 1)))),
+    S(
+        "turn around",
+        one(C("turn_left", angle_deg=(180, 1))),
+        one(C("turn_right", angle_deg=(180, 1))),
+    ),
+    S("go to the kitchen", one(C("navigation", waypoint="kitchen"))),
+    S("navigate to the door", one(C("navigation", waypoint="door"))),
+    S("go back to the charger", one(C("navigation", waypoint="charger"))),
+    S("stop", one(C("stop"))),
+    S("Stop moving now!", one(C("stop"))),
+    S("what do you see?", *LOOK),
+    S("look around", *AROUND),
+    S("look 30 degrees to the left", one(C("servo_move", pan_deg=(30, 1), tilt_deg=(0, 1)))),
+    S("center your camera", one(C("servo_init"))),
+    S("nod your head", one(C("servo_nod"))),
+    S("shake your head", one(C("servo_shake"))),
+    S("where are you?", one(C("get_current_pose"))),
+    # --- Chinese, single step
+    S("前进一米", one(C("move_forward", distance_m=D1))),
+    S("向前走两米", one(C("move_forward", distance_m=(2.0, 0.05)))),
+    S("往前走50厘米", one(C("move_forward", distance_m=(0.5, 0.02)))),
+    S("后退一米", one(C("move_backward", distance_m=D1))),
+    S("左转90度", one(C("turn_left", angle_deg=(90, 1)))),
+    S("向右转45度", one(C("turn_right", angle_deg=(45, 1)))),
+    S("去厨房", one(C("navigation", waypoint="kitchen"))),
+    S("到门口去", one(C("navigation", waypoint="door"))),
+    S("停下", one(C("stop"))),
+    S("你看到了什么？", *LOOK),
+    S("环顾四周", *AROUND),
+    S("点头", one(C("servo_nod"))),
+    S("摇头", one(C("servo_shake"))),
+    S("摄像头回到中间", one(C("servo_init"))),
+    # --- multi-step
+    M(
+        "move forward one meter, then turn left 90 degrees",
+        one(C("move_forward", distance_m=D1), C("turn_left", angle_deg=(90, 1))),
+    ),
+    M(
+        "turn right 90 degrees and then move forward 0.5 meters",
+        one(C("turn_right", angle_deg=(90, 1)), C("move_forward", distance_m=(0.5, 0.02))),
+    ),
+    M(
+        "go to the kitchen and tell me what you see",
+        one(C("navigation", waypoint="kitchen"), C("seewhat")),
+        one(C("navigation", waypoint="kitchen"), C("detect_objects")),
+    ),
+    M(
+        "先前进一米，再左转90度",
+        one(C("move_forward", distance_m=D1), C("turn_left", angle_deg=(90, 1))),
+    ),
+    M(
+        "去门口，然后停下",
+        one(C("navigation", waypoint="door"), C("stop")),
+        one(C("navigation", waypoint="door")),
+    ),
+    M(
+        "move backward 0.5 meters and nod",
+        one(C("move_backward", distance_m=(0.5, 0.02)), C("servo_nod")),
+    ),
+]
+
+
+def matches(got: list[tuple[str, dict[str, Any]]], accept: tuple[Call, ...]) -> bool:
+    """True when the executed calls are exactly the accepted sequence (within tolerances)."""
+    wanted_names = {c.name for c in accept}
+    got = [g for g in got if g[0] not in IGNORED or g[0] in wanted_names]
+    if len(got) != len(accept):
+        return False
+    for (name, args), exp in zip(got, accept, strict=True):
+        if name != exp.name:
+            return False
+        for key, want in exp.args.items():
+            have = args.get(key)
+            if isinstance(want, tuple):
+                if not isinstance(have, (int, float)) or abs(float(have) - want[0]) > want[1]:
+                    return False
+            elif isinstance(want, str):
+                if not isinstance(have, str) or have.strip().lower() != want:
+                    return False
+            elif have != want:
+                return False
+    return True
+
+
+@dataclass
+class Result:
+    case: Case
+    mode: str
+    calls: list[tuple[str, dict[str, Any]]]
+    valid: bool
+    correct: bool
+    first_motion_s: float | None
+    task_s: float
+    status: str
+    reply: str
+
+
+async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> Result:
+    from loopact.robot.session import open_robot
+
+    workspace = Path(tempfile.mkdtemp(prefix="loopact-bench-"))
+    session = await open_robot("sim", "sim", "sim_room", speed=sim_speed)
+    try:
+        registry = ToolRegistry(make_builtin_tools(workspace))
+        for t in session.tools:
+            registry.add(t)
+        motion = {t.name for t in registry if t.safety is SafetyClass.MOTION}
+        robot_info = {
+            "profile": session.profile.name,
+            "waypoints": sorted(session.site.waypoints),
+            "max_linear_mps": session.profile.limits.max_linear_mps,
+            "max_angular_dps": session.profile.limits.max_angular_dps,
+        }
+        opts: dict[str, Any] = {
+            "bounds": Bounds(max_rounds=4, request_timeout_s=120, task_timeout_s=240),
+            "system_prompt": build_system_prompt(robot_info, None),
+            "workspace": workspace,
+            "auto_approve": True,
+            "interactive": False,
+            "stop_hooks": (session.stop,),
+            "state_provider": session.state,
+        }
+        if "tool_calling" in AgentOptions.__dataclass_fields__:
+            opts["tool_calling"] = mode
+        agent = Agent(make_model(), registry, AgentOptions(**opts))  # closed with the agent
+        calls: list[tuple[str, dict[str, Any]]] = []
+        valid = True
+        first_motion: list[float] = []
+        t0 = time.perf_counter()
+
+        def on_event(ev: Any) -> None:
+            nonlocal valid
+            if ev.type == "tool_call" and ev.data.get("name") in motion and not first_motion:
+                first_motion.append(time.perf_counter() - t0)
+            if ev.type == "tool_result":
+                kind = (ev.data.get("metadata") or {}).get("error_kind")
+                if kind in ("unknown_tool", "arguments"):
+                    valid = False
+                else:
+                    calls.append((ev.data["name"], dict(ev.data.get("_args", {}))))
+
+        args_by_id: dict[str, dict[str, Any]] = {}
+
+        def on_call(ev: Any) -> None:
+            if ev.type == "tool_call":
+                args_by_id[ev.data["id"]] = dict(ev.data.get("arguments") or {})
+            if ev.type == "tool_result":
+                ev.data.setdefault("_args", args_by_id.get(ev.data["id"], {}))
+            on_event(ev)
+
+        agent.bus.subscribe(on_call)
+        try:
+            outcome = await asyncio.wait_for(agent.run_task(case.text), 300)
+            status, reply = outcome.status, outcome.reply
+        except Exception as exc:  # the bench records every failure and goes on
+            status, reply = f"error: {type(exc).__name__}: {exc}", ""
+        task_s = time.perf_counter() - t0
+        await agent.close()
+    finally:
+        await session.close()
+    correct = any(matches(calls, acc) for acc in case.accept)
+    return Result(
+        case=case,
+        mode=mode,
+        calls=calls,
+        valid=valid and bool(calls),
+        correct=correct,
+        first_motion_s=first_motion[0] if first_motion else None,
+        task_s=task_s,
+        status=status,
+        reply=reply,
+    )
+
+
+def pct(n: int, d: int) -> str:
+    return f"{100.0 * n / d:.0f}% ({n}/{d})" if d else "n/a"
+
+
+def summarise(results: list[Result], mode: str) -> dict[str, Any]:
+    rs = [r for r in results if r.mode == mode]
+    single = [r for r in rs if r.case.kind == "single"]
+    multi = [r for r in rs if r.case.kind == "multi"]
+    fm = [r.first_motion_s for r in rs if r.first_motion_s is not None]
+    return {
+        "mode": mode,
+        "n": len(rs),
+        "fully_correct_single": pct(sum(r.correct for r in single), len(single)),
+        "fully_correct_multi": pct(sum(r.correct for r in multi), len(multi)),
+        "fully_correct_all": pct(sum(r.correct for r in rs), len(rs)),
+        "valid_call": pct(sum(r.valid for r in rs), len(rs)),
+        "median_first_motion_s": round(statistics.median(fm), 2) if fm else None,
+        "median_task_s": round(statistics.median([r.task_s for r in rs]), 2) if rs else None,
+        "crashes": sum(r.status.startswith("error") for r in rs),
+    }
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    cases = [c for c in CASES if args.only in ("all", c.kind)][: args.limit or None]
+    brain: LocalBrain | None = None
+    if args.base_url:
+        base_url = args.base_url
+        caps = Capabilities(
+            vision=False, native_tool_calls=False, parallel_tool_calls=False, stream_usage=False
+        )
+        name = args.model
+    else:
+        cfg = LocalConfig(
+            model_path=Path(args.model_path) if args.model_path else None,
+            context_tokens=args.ctx,
+        )
+        brain = LocalBrain.from_config(cfg)
+        t0 = time.perf_counter()
+        base_url = await brain.start()
+        print(f"local brain {brain.model_path.name} ready in {time.perf_counter() - t0:.1f} s")
+        caps = local_capabilities(args.ctx)
+        name = "local"
+    if args.no_grammar:
+        caps = Capabilities(**{**caps.__dict__, "constrained_decoding": False})
+
+    def make_model() -> OpenAIChatModel:
+        return OpenAIChatModel(
+            name,
+            base_url=base_url,
+            capabilities=caps,
+            extra_body={"temperature": 0.0, "max_tokens": args.max_tokens},
+            request_timeout_s=120,
+        )
+
+    results: list[Result] = []
+    try:
+        for mode in args.modes.split(","):
+            for i, case in enumerate(cases, 1):
+                r = await run_case(make_model, case, mode, args.sim_speed)
+                results.append(r)
+                mark = "OK " if r.correct else ("val" if r.valid else "BAD")
+                print(
+                    f"[{mode} {i:2d}/{len(cases)}] {mark} {r.task_s:5.1f}s {case.text!r} -> "
+                    f"{[(n, a) for n, a in r.calls]} {r.status} | {r.reply[:80]!r}",
+                    flush=True,
+                )
+    finally:
+        if brain is not None:
+            await brain.stop()
+    summary = [summarise(results, m) for m in args.modes.split(",")]
+    for s in summary:
+        print(json.dumps(s, ensure_ascii=False))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "summary": summary,
+                    "results": [
+                        {
+                            "text": r.case.text,
+                            "mode": r.mode,
+                            "kind": r.case.kind,
+                            "calls": r.calls,
+                            "correct": r.correct,
+                            "valid": r.valid,
+                            "first_motion_s": r.first_motion_s,
+                            "task_s": r.task_s,
+                            "status": r.status,
+                            "reply": r.reply,
+                        }
+                        for r in results
+                    ],
+                },
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model-path", help="A GGUF file (default: the pinned local brain).")
+    p.add_argument("--base-url", help="Benchmark any OpenAI-compatible endpoint instead.")
+    p.add_argument("--model", default="local", help="Model name for --base-url.")
+    p.add_argument("--modes", default="native", help="Comma list of: native, text.")
+    p.add_argument("--only", choices=["all", "single", "multi"], default="all")
+    p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
+    p.add_argument("--ctx", type=int, default=8192, help="Context size of the local brain.")
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--sim-speed", type=float, default=4.0, help="Sim time per real second.")
+    p.add_argument("--no-grammar", action="store_true", help="Turn constrained decoding off.")
+    p.add_argument("--json", help="Write every result here.")
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

