@@ -114,7 +114,14 @@ async def test_agent_call_tool_runs_a_plan_inside_a_task(
     ]
     server = scripted_server(
         [
-            {"tool_calls": [call("agent_call", {"task": "measure and report"}, "ac")]},
+            # streamed slowly, so the nested planning request runs while this response is
+            # still streaming (stream-early dispatch, X1)
+            {
+                "tool_calls": [call("agent_call", {"task": "measure and report"}, "ac")],
+                "text": "",
+                "usage_chunk": True,
+                "chunk_delay_s": 0.1,
+            },
             {"text": plan_text(steps), "expect": {"no_tools": True}},
             {"text": "Done: reported 1.25.", "expect": {"contains": "reported t"}},
         ]

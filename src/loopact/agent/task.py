@@ -93,7 +93,11 @@ class TaskOutcome:
 
 
 @dataclass
-class _Partial:
+class _RoundState:
+    """What one model request has produced so far (local to its round: an ``agent_call``
+    tool may run a nested planning request while the outer response still streams)."""
+
+    dispatcher: RoundDispatcher | None
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
 
@@ -144,8 +148,6 @@ class TaskRun:
         self.rounds = 0
         self._bounds = agent.options.bounds
         self._lang = agent.options.lang
-        self._dispatcher: RoundDispatcher | None = None
-        self._partial = _Partial()
 
     # ----------------------------------------------------------------- the loop
     async def body(self) -> str:
@@ -284,19 +286,16 @@ class TaskRun:
                 continue
             call = parse.call
             dispatcher = self.agent.new_dispatcher(self.state)
-            self._dispatcher = dispatcher
             try:
                 dispatcher.add(call)
                 ((call, result),) = await dispatcher.gather()
             except BaseException:
-                self._dispatcher = None
                 outcomes = await dispatcher.cancel()
                 result = outcomes[0][1]
                 self.agent.append(
                     Message.user(observation_text(call, False, result_text(result), parse))
                 )
                 raise
-            self._dispatcher = None
             self.state.invalid_streak = self.state.invalid_streak + 1 if dispatcher.invalid else 0
             if result.images:
                 self.agent.remember_images(call.id, list(result.images))
@@ -459,15 +458,14 @@ class TaskRun:
         attempt = 0
         while True:
             attempt += 1
-            self._partial = _Partial()
-            self._dispatcher = agent.new_dispatcher(self.state) if specs else None
+            rs = _RoundState(agent.new_dispatcher(self.state) if specs else None)
             try:
-                done = await self._stream(request)
+                done = await self._stream(request, rs)
                 break
             except ModelRetryableError as exc:
-                if self._dispatcher is not None and self._dispatcher.started_any:
+                if rs.dispatcher is not None and rs.dispatcher.started_any:
                     # X1: never replay a stream whose calls already ran; go on from them.
-                    done = self._cut_response(str(exc))
+                    done = self._cut_response(str(exc), rs)
                     break
                 if attempt >= b.max_tries:
                     raise
@@ -480,7 +478,7 @@ class TaskRun:
                 )
                 await asyncio.sleep(delay)
             except BaseException:
-                await self._abort_round()
+                await self._abort_round(rs)
                 raise
 
         usage = done.usage
@@ -503,7 +501,7 @@ class TaskRun:
             usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
         )
 
-        dispatcher = self._dispatcher
+        dispatcher = rs.dispatcher
         if dispatcher is None:
             if commit:
                 agent.append(dataclasses.replace(done.message, tool_calls=()))
@@ -516,13 +514,12 @@ class TaskRun:
                 dispatcher.add_refused(call, t("tool.truncated", self._lang, name=call.name))
             outcomes = await dispatcher.gather()
         except BaseException:
-            await self._abort_round(done.message)
+            await self._abort_round(rs, done.message)
             raise
-        self._dispatcher = None
         self._commit_round(done.message, outcomes)
         return done, outcomes, dispatcher.invalid
 
-    async def _stream(self, request: ModelRequest) -> ResponseDone:
+    async def _stream(self, request: ModelRequest, rs: _RoundState) -> ResponseDone:
         """Consume one streamed response, dispatching ready calls (X1), under the timeouts."""
         agent = self.agent
         b = self._bounds
@@ -534,14 +531,14 @@ class TaskRun:
                 async for event in stream:
                     reschedule(deadline, loop.time() + b.stream_idle_timeout_s)
                     if isinstance(event, TextDelta):
-                        self._partial.text.append(event.text)
+                        rs.text.append(event.text)
                         emit("text_delta", self.task_id, text=event.text)
                     elif isinstance(event, ReasoningDelta):
-                        self._partial.reasoning.append(event.text)
+                        rs.reasoning.append(event.text)
                         emit("reasoning_delta", self.task_id, text=event.text)
                     elif isinstance(event, ToolCallReady):
-                        if self._dispatcher is not None:
-                            self._dispatcher.add(event.call)
+                        if rs.dispatcher is not None:
+                            rs.dispatcher.add(event.call)
                     elif isinstance(event, ResponseDone):
                         return event
         except (TimeoutError, asyncio.TimeoutError) as exc:
@@ -553,31 +550,31 @@ class TaskRun:
             await _aclose_quietly(stream)
         raise ModelRetryableError("the model stream ended without a final event")
 
-    def _cut_response(self, error: str) -> ResponseDone:
+    def _cut_response(self, error: str, rs: _RoundState) -> ResponseDone:
         """Build the response from what arrived before a cut, once calls were dispatched."""
-        assert self._dispatcher is not None
+        assert rs.dispatcher is not None
         self.agent.bus.emit(
             "error",
             self.task_id,
             message=f"{error}; continuing from the calls that were already started",
         )
         msg = Message.assistant(
-            "".join(self._partial.text),
-            tool_calls=self._dispatcher.calls,
-            reasoning="".join(self._partial.reasoning) or None,
+            "".join(rs.text),
+            tool_calls=rs.dispatcher.calls,
+            reasoning="".join(rs.reasoning) or None,
         )
         return ResponseDone(message=msg, finish_reason="cut", usage=Usage())
 
-    async def _abort_round(self, message: Message | None = None) -> None:
+    async def _abort_round(self, rs: _RoundState, message: Message | None = None) -> None:
         """On cancellation or failure: stop running tools, keep the history consistent."""
-        dispatcher, self._dispatcher = self._dispatcher, None
+        dispatcher, rs.dispatcher = rs.dispatcher, None
         if dispatcher is None or not dispatcher.entries:
             return
         outcomes = await dispatcher.cancel()
         if message is None:
             message = Message.assistant(
-                "".join(self._partial.text),
-                reasoning="".join(self._partial.reasoning) or None,
+                "".join(rs.text),
+                reasoning="".join(rs.reasoning) or None,
             )
         self._commit_round(message, outcomes)
 
