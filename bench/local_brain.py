@@ -387,7 +387,7 @@ def main() -> int:
     p.add_argument("--only", choices=["all", "single", "multi"], default="all")
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
     p.add_argument("--ctx", type=int, default=8192, help="Context size of the local brain.")
-    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--max-tokens", type=int, default=LocalConfig().max_output_tokens)
     p.add_argument("--sim-speed", type=float, default=4.0, help="Sim time per real second.")
     p.add_argument("--no-grammar", action="store_true", help="Turn constrained decoding off.")
     p.add_argument("--json", help="Write every result here.")

@@ -133,7 +133,7 @@ class LocalConfig(pydantic.BaseModel):
     context_tokens: int = pydantic.Field(8192, ge=1024)
     threads: int | None = pydantic.Field(None, ge=1)
     chat_format: str | None = None
-    max_output_tokens: int = pydantic.Field(384, ge=16)
+    max_output_tokens: int = pydantic.Field(256, ge=16)
     temperature: float = pydantic.Field(0.0, ge=0, le=2)
     start_timeout_s: float = pydantic.Field(180.0, gt=0)
     source_packages: list[str] = pydantic.Field(

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,49 @@ async def test_server_that_never_answers_times_out(tmp_path: Path) -> None:
     with pytest.raises(ModelFatalError, match=r"did not answer .* within 2 s(.|\n)*loading\.\.\."):
         await brain.start()
     assert not brain.running  # the child was stopped
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_server_dies_when_loopact_is_killed(tmp_path: Path, fake_llama: dict[str, str]) -> None:
+    model = gguf(tmp_path / "m.gguf")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, json, os, sys, time
+        from pathlib import Path
+        from loopact.llm.local import LocalBrain
+        async def main():
+            brain = LocalBrain(model_path=Path({str(model)!r}), start_timeout_s=30,
+                               log_path=Path({str(tmp_path / "s.log")!r}),
+                               extra_env={fake_llama!r})
+            await brain.start()
+            print(brain._proc.pid, flush=True)
+            time.sleep(60)
+        asyncio.run(main())
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        os.kill(child, 0)  # the server runs
+        parent.kill()  # SIGKILL: no cleanup code runs in the parent
+        parent.wait(10)
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            try:
+                os.waitpid(child, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.1)
+        else:
+            os.kill(child, 9)
+            pytest.fail("the llama.cpp server outlived the killed loopact process")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
 
 
 def test_model_path_errors_name_the_key_and_the_fix(

@@ -168,13 +168,14 @@ def test_provider_sends_grammar_only_for_constrained_text_calls() -> None:
     assert "grammar" not in native and native["tools"][0]["function"]["name"] == "move_forward"
 
 
-def _after_call(args: dict[str, Any]) -> tuple[Message, ...]:
+def _after_call(args: dict[str, Any], ok: bool = True) -> tuple[Message, ...]:
     call = ToolCall(id="call_1", name="move_forward", arguments=args)
+    result = '{"ok": true, "data": {"x_m": 0.997}}' if ok else '{"ok": false, "error": "fence"}'
     return (
         Message.system("sys"),
         Message.user("move forward one meter"),
         Message.assistant("", tool_calls=[call]),
-        Message.tool("call_1", "move_forward", '{"result": "move_forward done"}'),
+        Message.tool("call_1", "move_forward", result),
     )
 
 
@@ -196,7 +197,8 @@ async def _run(server: Any, messages: tuple[Message, ...]) -> ResponseDone:
 
 
 async def test_repeated_call_after_its_result_becomes_an_answer(scripted_server: Any) -> None:
-    repeat = '{"name": "move_forward", "arguments": {"distance_m": 1}}'
+    # Arguments copied from the result (0.997) still count as a repeat of the same tool.
+    repeat = '{"name": "move_forward", "arguments": {"distance_m": 0.997}}'
     server = scripted_server([{"text": repeat}, {"text": "I moved forward one metre."}])
     done = await _run(server, _after_call({"distance_m": 1}))
     assert done.message.tool_calls == ()
@@ -208,11 +210,18 @@ async def test_repeated_call_after_its_result_becomes_an_answer(scripted_server:
 
 
 async def test_a_new_call_after_a_result_goes_through(scripted_server: Any) -> None:
-    other = '{"name": "move_forward", "arguments": {"distance_m": 2}}'
-    server = scripted_server([{"text": other}])
+    server = scripted_server([{"text": '{"name": "stop", "arguments": {}}'}])
     done = await _run(server, _after_call({"distance_m": 1}))
+    assert [(c.name, c.arguments) for c in done.message.tool_calls] == [("stop", {})]
+    assert len(server.requests) == 1
+
+
+async def test_retrying_a_failed_call_goes_through(scripted_server: Any) -> None:
+    retry = '{"name": "move_forward", "arguments": {"distance_m": 0.5}}'
+    server = scripted_server([{"text": retry}])
+    done = await _run(server, _after_call({"distance_m": 50}, ok=False))
     assert [(c.name, c.arguments) for c in done.message.tool_calls] == [
-        ("move_forward", {"distance_m": 2})
+        ("move_forward", {"distance_m": 0.5})
     ]
     assert len(server.requests) == 1
 
@@ -222,3 +231,4 @@ def test_previous_calls_only_when_results_end_the_history() -> None:
     assert [c.name for c in previous_calls(history)] == ["move_forward"]
     assert previous_calls(history[:3]) == ()  # the call has no result yet
     assert previous_calls((*history, Message.user("and now?"))) == ()
+    assert previous_calls(_after_call({"distance_m": 50}, ok=False)) == ()

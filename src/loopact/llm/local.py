@@ -194,6 +194,21 @@ def server_command(
     return cmd
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, get SIGTERM when loopact dies, even by SIGKILL."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _tail(path: Path, lines: int = _STDERR_TAIL_LINES) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -329,6 +344,7 @@ class LocalBrain:
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
                 env={**os.environ, **(self.extra_env or {})},
+                preexec_fn=_die_with_parent,
             )
         try:
             await self._wait_ready(t0)

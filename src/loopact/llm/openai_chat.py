@@ -120,10 +120,10 @@ class OpenAIChatModel:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
 
         With grammar-constrained text calls (``constrained_decoding`` without native tool
-        calls), a response that only repeats the call(s) the previous round just made is
-        not passed on: small models tend to repeat a finished action forever, so the same
-        request is sent once more with an answer-only grammar and that answer is yielded
-        instead (issue 6). Such follow-up responses are therefore not streamed.
+        calls), a response that only calls again the tool(s) that the previous round just ran
+        successfully is not passed on: small models tend to repeat a finished action forever,
+        so the same request is sent once more with an answer-only grammar and that answer is
+        yielded instead (issue 6). Such follow-up responses are therefore not streamed.
 
         Yields:
             ``ReasoningDelta``, ``TextDelta`` and ``ToolCallReady`` events, then one
@@ -312,24 +312,40 @@ def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
 
 
 def previous_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCall, ...]:
-    """The calls of the last assistant message when only their results follow it.
+    """The calls of the last assistant message that succeeded, when only results follow it.
+
+    A result counts as failed when its text is a JSON object with ``"ok": false`` (the
+    agent's tool message format); anything else counts as success.
 
     Returns:
         Those calls, or ``()`` when the history does not end with tool results.
     """
+    failed: set[str] = set()
     saw_result = False
     for msg in reversed(messages):
         if msg.role == "tool":
             saw_result = True
+            if _reports_failure(msg.text):
+                failed.add(msg.tool_call_id or "")
             continue
         if msg.role == "assistant" and msg.tool_calls and saw_result:
-            return msg.tool_calls
+            return tuple(c for c in msg.tool_calls if c.id not in failed)
         return ()
     return ()
 
 
+def _reports_failure(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("ok") is False
+
+
 def _repeats(call: ToolCall, previous: tuple[ToolCall, ...]) -> bool:
-    return any(call.name == p.name and call.arguments == p.arguments for p in previous)
+    # Same tool again right after it succeeded: small models echo the finished call, often
+    # with numbers copied from its result, so the arguments are not compared.
+    return any(call.name == p.name for p in previous)
 
 
 def image_url_part(image: Image) -> dict[str, Any]:
