@@ -216,6 +216,14 @@ async def test_a_new_call_after_a_result_goes_through(scripted_server: Any) -> N
     assert len(server.requests) == 1
 
 
+async def test_the_exact_failed_call_again_becomes_an_answer(scripted_server: Any) -> None:
+    same = '{"name": "move_forward", "arguments": {"distance_m": 50}}'
+    server = scripted_server([{"text": same}, {"text": "That is outside the fence."}])
+    done = await _run(server, _after_call({"distance_m": 50}, ok=False))
+    assert done.message.tool_calls == () and done.message.text == "That is outside the fence."
+    assert len(server.requests) == 2
+
+
 async def test_retrying_a_failed_call_goes_through(scripted_server: Any) -> None:
     retry = '{"name": "move_forward", "arguments": {"distance_m": 0.5}}'
     server = scripted_server([{"text": retry}])
@@ -228,7 +236,8 @@ async def test_retrying_a_failed_call_goes_through(scripted_server: Any) -> None
 
 def test_previous_calls_only_when_results_end_the_history() -> None:
     history = _after_call({"distance_m": 1})
-    assert [c.name for c in previous_calls(history)] == ["move_forward"]
+    assert [(c.name, ok) for c, ok in previous_calls(history)] == [("move_forward", True)]
     assert previous_calls(history[:3]) == ()  # the call has no result yet
     assert previous_calls((*history, Message.user("and now?"))) == ()
-    assert previous_calls(_after_call({"distance_m": 50}, ok=False)) == ()
+    failed = previous_calls(_after_call({"distance_m": 50}, ok=False))
+    assert [(c.name, ok) for c, ok in failed] == [("move_forward", False)]

@@ -120,10 +120,11 @@ class OpenAIChatModel:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
 
         With grammar-constrained text calls (``constrained_decoding`` without native tool
-        calls), a response that only calls again the tool(s) that the previous round just ran
-        successfully is not passed on: small models tend to repeat a finished action forever,
-        so the same request is sent once more with an answer-only grammar and that answer is
-        yielded instead (issue 6). Such follow-up responses are therefore not streamed.
+        calls), a response that only calls again a tool the previous round just ran
+        successfully, or repeats exactly a call that just failed, is not passed on: small
+        models tend to repeat a finished action forever, so the same request is sent once
+        more with an answer-only grammar and that answer is yielded instead (issue 6). Such
+        follow-up responses are therefore not streamed.
 
         Yields:
             ``ReasoningDelta``, ``TextDelta`` and ``ToolCallReady`` events, then one
@@ -311,14 +312,16 @@ def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
     return describe_tools_compact(tools)
 
 
-def previous_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCall, ...]:
-    """The calls of the last assistant message that succeeded, when only results follow it.
+def previous_calls(
+    messages: tuple[Message, ...] | list[Message],
+) -> tuple[tuple[ToolCall, bool], ...]:
+    """The calls of the last assistant message with their success, when only results follow.
 
     A result counts as failed when its text is a JSON object with ``"ok": false`` (the
     agent's tool message format); anything else counts as success.
 
     Returns:
-        Those calls, or ``()`` when the history does not end with tool results.
+        ``(call, succeeded)`` pairs, or ``()`` when the history does not end with results.
     """
     failed: set[str] = set()
     saw_result = False
@@ -329,7 +332,7 @@ def previous_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolC
                 failed.add(msg.tool_call_id or "")
             continue
         if msg.role == "assistant" and msg.tool_calls and saw_result:
-            return tuple(c for c in msg.tool_calls if c.id not in failed)
+            return tuple((c, c.id not in failed) for c in msg.tool_calls)
         return ()
     return ()
 
@@ -342,10 +345,10 @@ def _reports_failure(text: str) -> bool:
     return isinstance(value, dict) and value.get("ok") is False
 
 
-def _repeats(call: ToolCall, previous: tuple[ToolCall, ...]) -> bool:
-    # Same tool again right after it succeeded: small models echo the finished call, often
-    # with numbers copied from its result, so the arguments are not compared.
-    return any(call.name == p.name for p in previous)
+def _repeats(call: ToolCall, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:
+    # The same tool right after it succeeded (small models echo the finished call, often with
+    # numbers copied from its result), or exactly the call that just failed.
+    return any(call.name == p.name and (ok or call.arguments == p.arguments) for p, ok in previous)
 
 
 def image_url_part(image: Image) -> dict[str, Any]:
