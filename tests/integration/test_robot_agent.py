@@ -227,7 +227,7 @@ async def test_same_robot_task_over_three_protocols(scripted_server: Any, tmp_pa
         },
         {"text": "I am near the red object.\nfinishtask()"},
     ]
-    results: dict[str, tuple[list[tuple[str, dict[str, Any]]], tuple[float, float, float]]] = {}
+    results: dict[str, Any] = {}
     for provider in ("openai", "anthropic", "dify"):
         session = await open_robot("sim", "sim", "sim_room", speed=4.0)
         try:
@@ -255,14 +255,15 @@ async def test_same_robot_task_over_three_protocols(scripted_server: Any, tmp_pa
             await agent.close()
             assert outcome.status == "completed", (provider, outcome)
             calls = [(e.data["name"], e.data["arguments"]) for e in rec.of("tool_call")]
+            achieved = [e.data["metadata"].get("achieved") for e in rec.of("tool_result")]
             st = rec.of("robot_state")[0].data
-            results[provider] = (calls, (st["x_m"], st["y_m"], st["yaw_rad"]))
+            results[provider] = (calls, (st["x_m"], st["y_m"], st["yaw_rad"]), achieved)
         finally:
             await session.close()
-    base_calls, base_pose = results["openai"]
+    base_calls, base_pose, _ = results["openai"]
     assert [c[0] for c in base_calls] == ["observe_surroundings", "turn_right", "move_forward"]
     for provider in ("anthropic", "dify"):
-        calls, pose = results[provider]
+        calls, pose, achieved = results[provider]
         assert calls == base_calls, provider
-        assert math.dist(pose[:2], base_pose[:2]) < 0.05, (provider, pose, base_pose)
+        assert math.dist(pose[:2], base_pose[:2]) < 0.05, (provider, pose, base_pose, achieved)
         assert abs(pose[2] - base_pose[2]) < math.radians(3), provider
