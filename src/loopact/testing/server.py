@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import signal
 import socket
 import threading
 import time
@@ -661,12 +662,20 @@ def serve_forever(script_path: str, host: str = "127.0.0.1", port: int = 8000) -
         flush=True,
     )
     stop = threading.Event()
+    # Ctrl-C and SIGTERM both stop it, even when started from a shell that ignores SIGINT
+    # for background jobs (the handlers run on this, the main, thread).
+    previous = {
+        sig: signal.signal(sig, lambda _signum, _frame: stop.set())
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         while not stop.wait(3600.0):
             pass
     except KeyboardInterrupt:
         pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.stop()
     try:
         server.assert_consumed()
