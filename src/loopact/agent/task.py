@@ -526,9 +526,11 @@ class TaskRun:
         loop = asyncio.get_running_loop()
         emit = agent.bus.emit
         stream = agent.model.stream(request)
+        started = False
         try:
             async with timeout_after(b.request_timeout_s) as deadline:
                 async for event in stream:
+                    started = True
                     reschedule(deadline, loop.time() + b.stream_idle_timeout_s)
                     if isinstance(event, TextDelta):
                         rs.text.append(event.text)
@@ -542,10 +544,11 @@ class TaskRun:
                     elif isinstance(event, ResponseDone):
                         return event
         except (TimeoutError, asyncio.TimeoutError) as exc:
-            raise ModelRetryableError(
-                f"the model sent nothing for {b.stream_idle_timeout_s:g} s "
-                f"(first event within {b.request_timeout_s:g} s)"
-            ) from exc
+            if started:
+                what = f"the model's stream went silent for {b.stream_idle_timeout_s:g} s"
+            else:
+                what = f"the model did not start answering within {b.request_timeout_s:g} s"
+            raise ModelRetryableError(what) from exc
         finally:
             await _aclose_quietly(stream)
         raise ModelRetryableError("the model stream ended without a final event")
