@@ -118,6 +118,8 @@ DEFAULT_LOCAL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6
 """sha256 of Qwen2.5-Coder-0.5B-Instruct Q4_K_M as assembled from those parts (491400064 B)."""
 LLAMA_CPP_VERSION = "0.3.36"
 """The llama-cpp-python release the local brain is built from (``make local-brain``)."""
+LLAMA_CPP_SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+"""sha256 of that release's sdist on PyPI; pip refuses any other file (``--require-hashes``)."""
 
 
 class LocalConfig(pydantic.BaseModel):
@@ -141,6 +143,7 @@ class LocalConfig(pydantic.BaseModel):
     )
     source_sha256: str = pydantic.Field(DEFAULT_LOCAL_SHA256, pattern=r"^[0-9a-f]{64}$")
     llama_cpp_version: str = LLAMA_CPP_VERSION
+    llama_cpp_sha256: str | None = pydantic.Field(LLAMA_CPP_SDIST_SHA256, pattern=r"^[0-9a-f]{64}$")
 
 
 class WebConfig(pydantic.BaseModel):

@@ -144,12 +144,14 @@ def _pip(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
 
 
-def build_wheel(version: str, console: Console) -> Path:
+def build_wheel(version: str, console: Console, sdist_sha256: str | None = None) -> Path:
     """Build the llama-cpp-python wheel from its sdist and keep it in the cache (once).
 
     Args:
         version: The pinned llama-cpp-python version.
         console: Where progress goes.
+        sdist_sha256: The sdist's pinned sha256; pip refuses any other file. None skips
+            the check (only for a version whose hash was not pinned).
 
     Returns:
         The cached wheel.
@@ -168,7 +170,15 @@ def build_wheel(version: str, console: Console) -> Path:
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="loopact-wheel-") as tmp:
-        cmd = _pip(["wheel", "-v", "--no-deps", f"llama-cpp-python=={version}", "-w", tmp])
+        req = f"llama-cpp-python=={version}"
+        if sdist_sha256:
+            req_file = Path(tmp) / "requirements.txt"
+            req_file.write_text(f"{req} --hash=sha256:{sdist_sha256}\n", encoding="utf-8")
+            source = ["--require-hashes", "--no-binary", "llama-cpp-python", "-r", str(req_file)]
+        else:
+            source = [req]
+        out_dir = Path(tmp) / "out"
+        cmd = _pip(["wheel", "-v", "--no-deps", *source, "-w", str(out_dir)])
         console.print(
             f"Building llama-cpp-python {version} from source (once; ~10 min on 2 cores). "
             f"Log: {log_path}"
@@ -189,7 +199,7 @@ def build_wheel(version: str, console: Console) -> Path:
                 f"building llama-cpp-python {version} failed (exit {code}). "
                 f"The log {log_path} ends with:\n{_tail(log_path)}"
             )
-        built = sorted(Path(tmp).glob("llama_cpp_python-*.whl"))
+        built = sorted(out_dir.glob("llama_cpp_python-*.whl"))
         if not built:
             raise InstallError(f"pip built no llama-cpp-python wheel; see {log_path}")
         wheels.mkdir(parents=True, exist_ok=True)
@@ -238,7 +248,7 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def ensure_llama_cpp(version: str, console: Console) -> str:
+def ensure_llama_cpp(version: str, console: Console, sdist_sha256: str | None = None) -> str:
     """Make ``llama-cpp-python[server]`` of ``version`` importable in this Python.
 
     Returns:
@@ -254,7 +264,7 @@ def ensure_llama_cpp(version: str, console: Console) -> str:
     wheel = cached_wheel(version)
     action = "installed from cache"
     if wheel is None:
-        wheel = build_wheel(version, console)
+        wheel = build_wheel(version, console, sdist_sha256)
         action = "built and installed"
     console.print(f"Installing {wheel.name} with its server extra ...")
     out = subprocess.run(
@@ -489,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         cfg, _ = load_config(args.config)
-        llama = ensure_llama_cpp(cfg.local.llama_cpp_version, console)
+        llama = ensure_llama_cpp(cfg.local.llama_cpp_version, console, cfg.local.llama_cpp_sha256)
         path, model = ensure_model(cfg.local, console)
     except InstallError as exc:
         console.print(f"loopact local-brain: {exc}", markup=False)
