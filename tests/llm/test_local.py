@@ -375,6 +375,7 @@ def test_cli_once_without_endpoint_moves_the_sim_robot(tmp_path: Path) -> None:
         if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
     }
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")  # memory and diaries stay in tmp
     trace = tmp_path / "t.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "loopact", "run", "--once", "move forward one meter"]
