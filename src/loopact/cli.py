@@ -2,10 +2,10 @@
 
 ``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
 ``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
-``loopact scripted-server`` replays a script over the OpenAI protocol; ``loopact sim`` works with
-the simulator. Exit codes of ``run --once``: 0 the task ended with a reply, 3 it ended on a
-bound (the fallback text is printed), 1 an error (message on stderr), 2 a usage or
-configuration error, 130 Ctrl-C.
+``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
+``loopact sim`` works with the simulator. Exit codes of ``run --once``: 0 the task ended
+with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
+stderr), 2 a usage or configuration error, 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def scripted_server(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8000, "--port"),
 ) -> None:
-    """Serve a script over the OpenAI protocol (demos and replays)."""
+    """Serve a script over the OpenAI, Anthropic and Dify protocols (demos, replays)."""
     from loopact.testing.server import serve_forever
 
     if not script.is_file():
