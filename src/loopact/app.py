@@ -58,6 +58,7 @@ def make_model(cfg: Config, local_base_url: str | None = None) -> Model:
                 "max_tokens": cfg.local.max_output_tokens,
             },
             request_timeout_s=cfg.agent.bounds.request_timeout_s,
+            current_task_only=not cfg.local.keep_history,
         )
     caps = Capabilities(**cfg.model.capabilities.model_dump())
     provider = cfg.model.provider

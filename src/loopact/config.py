@@ -138,6 +138,7 @@ class LocalConfig(pydantic.BaseModel):
     max_output_tokens: int = pydantic.Field(256, ge=16)
     temperature: float = pydantic.Field(0.0, ge=0, le=2)
     start_timeout_s: float = pydantic.Field(180.0, gt=0)
+    keep_history: bool = False
     source_packages: list[str] = pydantic.Field(
         default_factory=lambda: list(DEFAULT_LOCAL_PACKAGES)
     )

@@ -241,3 +241,21 @@ def test_previous_calls_only_when_results_end_the_history() -> None:
     assert previous_calls((*history, Message.user("and now?"))) == ()
     failed = previous_calls(_after_call({"distance_m": 50}, ok=False))
     assert [(c.name, ok) for c, ok in failed] == [("move_forward", False)]
+
+
+def test_current_task_only_drops_earlier_tasks() -> None:
+    first = _after_call({"distance_m": 1})
+    history = (*first, Message.assistant("Moved 1 m."), Message.user("turn left 90 degrees"))
+    model = OpenAIChatModel(
+        "m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS, current_task_only=True
+    )
+    sent = model.build_body(ModelRequest(messages=history, tools=(MOVE,)))["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[1]["content"] == "turn left 90 degrees"
+    # Within the current task, calls and their results are kept.
+    within = (*history, Message.assistant("", tool_calls=[ToolCall(id="c2", name="stop")]))
+    within = (*within, Message.tool("c2", "stop", '{"ok": true}'))
+    sent = model.build_body(ModelRequest(messages=within, tools=(MOVE,)))["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    full = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    assert len(full.build_body(ModelRequest(messages=history, tools=(MOVE,)))["messages"]) == 6

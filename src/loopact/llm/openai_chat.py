@@ -46,6 +46,9 @@ class OpenAIChatModel:
         extra_body: Extra JSON fields merged into every request body (e.g.
             ``{"enable_thinking": False}`` for Qwen on DashScope).
         request_timeout_s: Timeout in seconds for connecting and for each read of the stream.
+        current_task_only: Send only the system message(s) and the messages from the last
+            user message on, not the earlier tasks of the conversation. For small models,
+            which copy earlier answers instead of acting on the new instruction (issue 6).
     """
 
     provider = "openai"
@@ -58,6 +61,7 @@ class OpenAIChatModel:
         capabilities: Capabilities = Capabilities(),
         extra_body: dict[str, Any] | None = None,
         request_timeout_s: float = 60.0,
+        current_task_only: bool = False,
     ) -> None:
         if not model:
             raise ValueError("OpenAIChatModel needs a model name")
@@ -68,6 +72,7 @@ class OpenAIChatModel:
         self.capabilities = capabilities
         self.extra_body = dict(extra_body or {})
         self.request_timeout_s = request_timeout_s
+        self.current_task_only = current_task_only
         self._api_key = api_key or _PLACEHOLDER_KEY
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key,
@@ -94,7 +99,7 @@ class OpenAIChatModel:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
-                request.messages,
+                current_task(request.messages) if self.current_task_only else request.messages,
                 vision=caps.vision,
                 native_tool_calls=caps.native_tool_calls,
                 tools=request.tools,
@@ -310,6 +315,13 @@ def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
     and small models pick the right tool more often with it (issue 6).
     """
     return describe_tools_compact(tools)
+
+
+def current_task(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
+    """The system message(s) and everything from the last user message on."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    system = [m for m in messages[:last_user] if m.role == "system"]
+    return [*system, *messages[last_user:]]
 
 
 def previous_calls(
