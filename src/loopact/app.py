@@ -126,10 +126,6 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
                     update={"model": brain.model_path.name, "base_url": local_url}
                 )
             }
-            if getattr(cfg.agent, "tool_calling", "auto") == "auto":
-                # Tools go in the request so that the provider can constrain the call with
-                # a grammar (measured in docs/performance.md, "Local brain").
-                update["agent"] = cfg.agent.model_copy(update={"tool_calling": "native"})
             cfg = cfg.model_copy(update=update)
         robot_info: dict[str, Any] | None = None
         stop_hooks: list[Any] = []

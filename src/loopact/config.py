@@ -339,7 +339,8 @@ agent:
   hourly_tokens: 400000       # continuous mode: tokens per rolling hour
   tool_calling: auto          # native (the API's tools), text (action lines such as
                               # move_forward(1.0), for Dify apps and models without tool
-                              # calling) or auto (text when the endpoint has no tool calling)
+                              # calling) or auto (text when the endpoint has neither tool
+                              # calling nor constrained decoding)
   lang: en                    # en or zh: language of messages for people
   workspace: workspace        # file tools are confined to this folder
   # system_prompt: "..."      # extra instructions appended to the built-in prompt

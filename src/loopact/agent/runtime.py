@@ -315,9 +315,18 @@ class Agent:
 
     @property
     def action_text(self) -> bool:
-        """Whether tools go to the model as action text (SPEC A5) rather than native calls."""
+        """Whether tools go to the model as action text (SPEC A5) rather than native calls.
+
+        ``auto`` picks action text for endpoints with neither native tool calls nor
+        constrained decoding (Dify apps, plain text models). An endpoint that can constrain
+        its output (llama.cpp) gets the tools in the request and writes grammar-constrained
+        calls instead, which measured better for small models (docs/performance.md).
+        """
         mode = self.options.tool_calling
-        return mode == "text" or (mode == "auto" and not self.model.capabilities.native_tool_calls)
+        if mode != "auto":
+            return mode == "text"
+        caps = self.model.capabilities
+        return not caps.native_tool_calls and not caps.constrained_decoding
 
     def status(self) -> dict[str, Any]:
         """What the agent is doing: ``{busy, task_id, provider, model, n_messages, tools}``."""
