@@ -39,9 +39,13 @@ async def test_messages_during_work_are_injected_and_each_acknowledged(
                     call("patrol", {}, "p1"),
                 ]
             },
-            # the two messages that arrived during the patrol come in one snapshot
+            # the two messages that arrived during the patrol come in one snapshot;
+            # each is acknowledged on its own
             {
-                **ack("Got both: the door and the lights.", "a2"),
+                "tool_calls": [
+                    call("send_message", {"text": "OK, I will check the door."}, "a2"),
+                    call("send_message", {"text": "OK, lights off after the patrol."}, "a2b"),
+                ],
                 "expect": {"contains": "check the door"},
             },
             {**ack("Patrol done.", "a3"), "expect": {"contains": "patrolled"}},
@@ -65,7 +69,12 @@ async def test_messages_during_work_are_injected_and_each_acknowledged(
     runner.cancel()
 
     messages = [e.data["text"] for e in rec.of("message")]
-    assert messages == ["On it: patrolling.", "Got both: the door and the lights.", "Patrol done."]
+    assert messages == [
+        "On it: patrolling.",
+        "OK, I will check the door.",
+        "OK, lights off after the patrol.",
+        "Patrol done.",
+    ]
     ends = rec.of("task_end")
     assert len(ends) == 1 and ends[0].data["status"] == "completed" and ends[0].task_id == first
     assert not rec.of("reply")
