@@ -18,6 +18,7 @@ Usage::
     .venv/bin/python bench/local_brain.py                   # the pinned 0.5B model
     .venv/bin/python bench/local_brain.py --model-path other.gguf --modes native,text
     .venv/bin/python bench/local_brain.py --only single --limit 10 --json out.json
+    .venv/bin/python bench/local_brain.py --grep centimet --grep 厘米   # selected cases
     .venv/bin/python bench/local_brain.py --base-url http://host/v1 --model NAME  # any endpoint
 
 Modes: ``native`` = tools in the request, written as ``<tool_call>`` text by the provider
@@ -31,6 +32,7 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import statistics
 import sys
 import tempfile
@@ -239,11 +241,16 @@ async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> 
             if ev.type == "tool_call" and ev.data.get("name") in motion and not first_motion:
                 first_motion.append(time.perf_counter() - t0)
             if ev.type == "tool_result":
-                kind = (ev.data.get("metadata") or {}).get("error_kind")
+                meta = ev.data.get("metadata") or {}
+                kind = meta.get("error_kind")
                 if kind in ("unknown_tool", "arguments"):
                     valid = False
                 else:
-                    calls.append((ev.data["name"], dict(ev.data.get("_args", {}))))
+                    # the arguments the tool ran with: the model's, after unit normalisation
+                    args = dict(ev.data.get("_args", {}))
+                    for key, change in (meta.get("normalized") or {}).items():
+                        args[key] = change["to"]
+                    calls.append((ev.data["name"], args))
 
         args_by_id: dict[str, dict[str, Any]] = {}
 
@@ -301,7 +308,11 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    cases = [c for c in CASES if args.only in ("all", c.kind)][: args.limit or None]
+    cases = [c for c in CASES if args.only in ("all", c.kind)]
+    if args.grep:
+        pats = [re.compile(g, re.IGNORECASE) for g in args.grep]
+        cases = [c for c in cases if any(p.search(c.text) for p in pats)]
+    cases = cases[: args.limit or None]
     brain: LocalBrain | None = None
     if args.base_url:
         base_url = args.base_url
@@ -386,6 +397,13 @@ def main() -> int:
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
     p.add_argument("--only", choices=["all", "single", "multi"], default="all")
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
+    p.add_argument(
+        "--grep",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="Run only the cases whose instruction matches (repeatable; any match selects).",
+    )
     p.add_argument("--ctx", type=int, default=8192, help="Context size of the local brain.")
     p.add_argument("--max-tokens", type=int, default=LocalConfig().max_output_tokens)
     p.add_argument("--sim-speed", type=float, default=4.0, help="Sim time per real second.")

@@ -31,6 +31,7 @@ from loopact.i18n import t
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
+from loopact.tools.units import normalize_units
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ class TaskState:
         readonly_results: ``(name, arguments_json)`` -> (state_version, call id, result future).
         tokens: Tokens used by the task's model requests so far.
         invalid_streak: Invalid rounds in a row.
+        instruction: The user's instruction text, for unit-aware argument normalisation
+            (:mod:`loopact.tools.units`; empty: none).
     """
 
     task_id: str
@@ -56,6 +59,7 @@ class TaskState:
     )
     tokens: int = 0
     invalid_streak: int = 0
+    instruction: str = ""
 
 
 @dataclass
@@ -100,6 +104,7 @@ class RoundDispatcher:
         self.entries: list[_Entry] = []
         self.invalid = False
         self._ids: set[str] = set()
+        self._normalized: dict[str, dict[str, Any]] = {}
 
     @property
     def started_any(self) -> bool:
@@ -121,6 +126,7 @@ class RoundDispatcher:
         task_id = self.state.task_id
         tool = self.registry.get(call.name)
         self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
+        call = self._normalise_units(call, tool)
         try:
             arguments = self.registry.validate(call)
         except ToolError as exc:
@@ -153,6 +159,24 @@ class RoundDispatcher:
         elif tool.safety.changes_state:
             self.state.state_version += 1
 
+    def _normalise_units(self, call: ToolCall, tool: Tool | None) -> ToolCall:
+        """Convert numbers the model copied from the instruction without their unit (B7).
+
+        "move forward 50 centimeters" answered with ``distance_m: 50`` runs as 0.5; the
+        ``tool_call`` event keeps the model's arguments and the result's metadata says what
+        was converted (``normalized``). See :func:`loopact.tools.units.normalize_units`.
+        """
+        if tool is None or call.error or not self.state.instruction:
+            return call
+        if not isinstance(call.arguments, dict):
+            return call
+        arguments, normalized = normalize_units(call.arguments, self.state.instruction)
+        if not normalized:
+            return call
+        self._normalized[call.id] = normalized
+        log.info("unit normalisation of %s: %s", call.name, normalized)
+        return ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
+
     def add_refused(self, call: ToolCall, error: str) -> None:
         """Add a call that must not run (e.g. truncated by the length limit) with its error."""
         self._ids.add(call.id)
@@ -183,6 +207,7 @@ class RoundDispatcher:
         return task
 
     def _add_done(self, call: ToolCall, tool: Tool | None, result: ToolResult) -> None:
+        result = self._annotate(call, result)
         self._emit_result(call, result)
         fut: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
         fut.set_result(result)
@@ -224,8 +249,22 @@ class RoundDispatcher:
             task_id=self.state.task_id, call_id=call.id, workspace=self.workspace, progress=progress
         )
         result = await self.registry.execute(call, ctx, self.bounds.tool_timeout_s)
+        result = self._annotate(call, result)
         self._emit_result(call, result)
         return result
+
+    def _annotate(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """The result with ``metadata.normalized`` when the call's units were converted."""
+        normalized = self._normalized.get(call.id)
+        if not normalized:
+            return result
+        return ToolResult(
+            ok=result.ok,
+            data=result.data,
+            metadata={**result.metadata, "normalized": normalized},
+            error=result.error,
+            images=result.images,
+        )
 
     def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
         self.bus.emit(

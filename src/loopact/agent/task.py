@@ -144,7 +144,7 @@ class TaskRun:
         self.task_id = task_id
         self.text = text
         self.images = images
-        self.state = TaskState(task_id)
+        self.state = TaskState(task_id, instruction=text)
         self.rounds = 0
         self._bounds = agent.options.bounds
         self._lang = agent.options.lang

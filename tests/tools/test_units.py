@@ -1,0 +1,137 @@
+"""Unit-aware argument normalisation (loopact.tools.units; SPEC B7, issue 6)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from loopact.tools.units import find_quantities, normalize_units, unit_of
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind", "factor"),
+    [
+        ("move forward 50 centimeters", 50, "length", 0.01),
+        ("move forward 50 cm", 50, "length", 0.01),
+        ("往前走50厘米", 50, "length", 0.01),
+        ("往前走五十厘米", 50, "length", 0.01),
+        ("走一百二十厘米", 120, "length", 0.01),
+        ("向前走两米", 2, "length", 1.0),
+        ("go 500 mm", 500, "length", 0.001),
+        ("move fifty cm", 50, "length", 0.01),
+        ("move twenty five centimetres", 25, "length", 0.01),
+        ("back up 3 feet", 3, "length", 0.3048),
+        ("turn 90°", 90, "angle", 1.0),
+        ("转十五度", 15, "angle", 1.0),
+        ("wait 2 minutes", 2, "time", 60.0),
+        ("hold it for 1500 ms", 1500, "time", 0.001),
+        ("drive at 30 cm/s", 30, "speed", 0.01),
+        ("drive at 30 centimeters per second", 30, "speed", 0.01),
+        ("以30厘米每秒前进", 30, "speed", 0.01),
+    ],
+)
+def test_find_quantities_reads_number_and_unit(
+    text: str, value: float, kind: str, factor: float
+) -> None:
+    qs = find_quantities(text)
+    assert len(qs) == 1, qs
+    assert qs[0].value == value
+    assert qs[0].kind == kind
+    assert math.isclose(qs[0].factor, factor)
+
+
+def test_find_quantities_several_in_order() -> None:
+    qs = find_quantities("drive 2 m at 30 cm/s, then turn 1.5 rad")
+    assert [(q.value, q.kind) for q in qs] == [(2, "length"), (30, "speed"), (1.5, "angle")]
+    assert math.isclose(qs[2].factor, 180 / math.pi)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "move 2 in the hallway",  # "in" is a word, not inches
+        "turn left 90 in place",
+        "someone said hello",
+        "go to the kitchen",
+        "move 1,000 forward",
+    ],
+)
+def test_find_quantities_ignores_numbers_without_units(text: str) -> None:
+    assert find_quantities(text) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("distance_m", ("length", 1.0)),
+        ("speed_mps", ("speed", 1.0)),
+        ("angle_deg", ("angle", 1.0)),
+        ("pan_deg", ("angle", 1.0)),
+        ("duration_s", ("time", 1.0)),
+        ("speed_dps", ("angular_speed", 1.0)),
+        ("offset_cm", ("length", 0.01)),
+        ("delay_ms", ("time", 0.001)),
+        ("color", None),
+        ("m", None),
+    ],
+)
+def test_unit_of_reads_the_argument_suffix(name: str, expected: tuple[str, float] | None) -> None:
+    assert unit_of(name) == expected
+
+
+def test_centimetres_for_a_metre_argument_become_metres() -> None:
+    args, norm = normalize_units(
+        {"distance_m": 50, "speed_mps": 0.2}, "move forward 50 centimeters"
+    )
+    assert args == {"distance_m": 0.5, "speed_mps": 0.2}
+    assert norm == {"distance_m": {"from": 50, "to": 0.5, "unit": "m", "because": "50 centimeters"}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text", "expected"),
+    [
+        ({"distance_m": 50}, "往前走50厘米", {"distance_m": 0.5}),
+        ({"distance_m": 500.0}, "go 500 mm ahead", {"distance_m": 0.5}),
+        ({"distance_m": 3}, "back up 3 feet", {"distance_m": 0.9144}),
+        ({"duration_s": 2}, "drive for 2 minutes", {"duration_s": 120}),
+        ({"speed_mps": 30}, "drive 2 m at 30 cm/s", {"speed_mps": 0.3}),
+        ({"angle_deg": 2}, "旋转两圈", {"angle_deg": 720}),
+        ({"linear_mps": -30}, "reverse at 30 cm/s", {"linear_mps": -0.3}),
+    ],
+)
+def test_other_units_are_converted(
+    arguments: dict[str, float], text: str, expected: dict[str, float]
+) -> None:
+    args, norm = normalize_units(arguments, text)
+    assert args == expected
+    assert set(norm) == set(expected)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({"distance_m": 0.5}, "move forward 50 centimeters"),  # already converted
+        ({"distance_m": 1}, "move forward 1 meter"),  # same unit
+        ({"distance_m": 50}, "move 50 cm, then 50 m"),  # also written in the field's unit
+        ({"distance_m": 50}, "move 50 cm or 50 mm"),  # two other units: ambiguous
+        ({"duration_s": 50}, "move forward 50 centimeters"),  # other kind of quantity
+        ({"distance": 50}, "move forward 50 centimeters"),  # no unit in the name
+        ({"distance_m": "50"}, "move forward 50 centimeters"),  # not a number
+        ({"enabled_s": True}, "wait 1 minute"),  # bools are not numbers
+        ({"distance_m": 50}, ""),  # no instruction
+    ],
+)
+def test_nothing_changes_without_a_clear_unit_mismatch(
+    arguments: dict[str, object], text: str
+) -> None:
+    args, norm = normalize_units(arguments, text)
+    assert args == arguments
+    assert norm == {}
+
+
+def test_arguments_are_not_modified_in_place() -> None:
+    original = {"distance_m": 50}
+    args, _ = normalize_units(original, "50 cm")
+    assert original == {"distance_m": 50}
+    assert args == {"distance_m": 0.5}
