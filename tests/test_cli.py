@@ -233,3 +233,60 @@ def test_console_beyond_loopback_needs_a_token(scripted_server: Any, tmp_path: P
     proc = _chat(server, tmp_path, "/quit\n", "--web-host", "0.0.0.0", "--web-port", "0")
     assert proc.returncode == 2
     assert "web.token" in proc.stderr
+
+
+def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
+    """QA findings: every one of these is a usage error (exit 2) with a message, no traceback."""
+    (tmp_path / "bad.yaml").write_text("model: 5\n")
+    (tmp_path / "broken.yaml").write_text("model:\n  base_url: [unclosed\n")
+    cases = [
+        (["run", "--once", "hi", "--config", str(tmp_path / "bad.yaml")], "'model'"),
+        (["run", "--once", "hi", "--config", str(tmp_path / "broken.yaml")], "broken.yaml"),
+        (["run", "--once", "hi", "--robot", "marsrover"], "command line: 'robot.kind'"),
+        (["run", "--once", "hi", "--base-url", "not a url"], "http:// or https:// URL"),
+        (["run", "--once", "   "], "needs an instruction"),
+        (
+            ["run", "--once", "hi", "--agent-name", "bad/name", "--api-key", "k"],
+            "^[a-zA-Z][a-zA-Z0-9_]{0,63}$",
+        ),
+        (
+            [
+                "run",
+                "--once",
+                "hi",
+                "--api-key",
+                "k",
+                "--robot",
+                "none",
+                "--no-memory",
+                "--workspace",
+                "/dev/null",
+            ],
+            "agent.workspace",
+        ),
+        (["trace", str(tmp_path / "bad.yaml")], "cannot read trace"),
+        (["scripted-server", str(tmp_path)], "is not a file"),
+    ]
+    for args, expected in cases:
+        proc = run_cli(args, tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert expected in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_unwritable_outputs_are_usage_errors(scripted_server: Any, tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"ts": 1.0, "type": "model_response", "task_id": "t", "text": "hi"}\n')
+    for args in (
+        ["trace", str(trace), "--to-script", "/proc/nope/out.json"],
+        ["sim", "--snapshot", "/proc/nope"],
+    ):
+        proc = run_cli(args, tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+    busy = scripted_server([])
+    port = busy.base_url.rsplit(":", 1)[1].split("/")[0]
+    script = tmp_path / "s.json"
+    script.write_text('{"turns": [{"text": "x"}]}')
+    proc = run_cli(["scripted-server", str(script), "--port", port], tmp_path)
+    assert proc.returncode == 2 and "cannot listen" in proc.stderr

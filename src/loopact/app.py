@@ -108,7 +108,14 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
     from loopact.trace import TraceWriter
 
     workspace = cfg.agent.workspace.expanduser().resolve()
-    workspace.mkdir(parents=True, exist_ok=True)
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"agent.workspace {workspace} cannot be used as a folder: {exc.strerror or exc} "
+            "(set --workspace DIR)",
+            key="agent.workspace",
+        ) from None
     registry = ToolRegistry(make_builtin_tools(workspace))
 
     async with AsyncExitStack() as stack:
@@ -240,7 +247,8 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             if outcome.status == "bounded":
                 print(outcome.reply)
                 return 3
-            print(f"loopact: {outcome.error or outcome.status}", file=sys.stderr)
+            if not printer.errors_shown:  # an error event was already printed otherwise
+                print(f"loopact: {outcome.error or outcome.status}", file=sys.stderr)
             return 1
 
         from loopact.i18n import t
@@ -406,4 +414,6 @@ async def _serve_web(
         console.print(f"[yellow]web console not started: {exc}[/]")
         return None
     stack.push_async_callback(web.stop)
+    if token:
+        return f"{web.url} (open {web.url}/?token=<your --web-token> once; it sets a cookie)"
     return str(web.url)

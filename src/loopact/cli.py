@@ -130,10 +130,14 @@ def run(
     from loopact.config import load_config
     from loopact.i18n import t
 
+    if once is not None and not once.strip():
+        err.print("loopact: --once needs an instruction (got an empty one)", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+
     try:
         cfg, source = load_config(config, overrides=overrides)
     except ConfigError as exc:
-        err.print(f"[red]loopact: {exc}[/]", highlight=False)
+        err.print(f"loopact: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     if not cfg.endpoint_configured:
         # Issue 6: no endpoint means the local llama.cpp brain; one line says so.
@@ -198,7 +202,11 @@ def init(
     if path.exists() and not force:
         err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
         raise typer.Exit(EXIT_USAGE)
-    path.write_text(STARTER_CONFIG, encoding="utf-8")
+    try:
+        path.write_text(STARTER_CONFIG, encoding="utf-8")
+    except OSError as exc:
+        err.print(f"loopact: cannot write {path}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
     typer.echo(f"wrote {path}; edit model.base_url / model.model, then: loopact run")
 
 
@@ -224,7 +232,11 @@ def trace_cmd(
         except ValueError as exc:
             err.print(f"loopact: {exc}", markup=False)
             raise typer.Exit(EXIT_ERROR) from None
-        to_script.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n")
+        try:
+            to_script.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            err.print(f"loopact: cannot write {to_script}: {exc.strerror or exc}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
         typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
         return
     for line in timeline(events):
@@ -241,12 +253,16 @@ def scripted_server(
     from loopact.testing.server import serve_forever
 
     if not script.is_file():
-        err.print(f"loopact: script {script} does not exist", markup=False)
+        what = "is not a file" if script.exists() else "does not exist"
+        err.print(f"loopact: script {script} {what}", markup=False)
         raise typer.Exit(EXIT_USAGE)
     try:
         serve_forever(str(script), host=host, port=port)
     except LoopactError as exc:
         err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except OSError as exc:
+        err.print(f"loopact: cannot listen on {host}:{port}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_OK) from None
@@ -288,6 +304,9 @@ def sim(
     except LoopactError as exc:
         err.print(f"loopact: {exc}", markup=False)
         raise typer.Exit(EXIT_ERROR) from None
+    except OSError as exc:
+        err.print(f"loopact: cannot write the snapshot into {snapshot}: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
     for p in paths:
         typer.echo(str(p))
 

@@ -47,7 +47,7 @@ class ModelConfig(pydantic.BaseModel):
 
     model_config = _STRICT
     provider: Literal["openai", "anthropic", "dify"] = "openai"
-    base_url: str | None = None
+    base_url: str | None = pydantic.Field(None, pattern=r"^https?://\S+$")
     model: str = "gpt-4o-mini"
     api_key: pydantic.SecretStr | None = None
     capabilities: CapabilitiesConfig = CapabilitiesConfig()
@@ -208,6 +208,8 @@ def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
     elif kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         msg = f"{source}: '{key}' must be one of {expected}; got {err.get('input')!r}."
+    elif kind == "string_pattern_mismatch" and key.endswith("base_url"):
+        msg = f"{source}: '{key}' must be an http:// or https:// URL; got {err.get('input')!r}."
     else:
         msg = f"{source}: '{key}': {err['msg']} (got {err.get('input')!r})."
     more = len(exc.errors()) - 1
@@ -258,18 +260,24 @@ def load_config(
         source = next((p for p in default_config_paths(cwd) if p.is_file()), None)
     if source is not None:
         try:
-            loaded = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+            with source.open(encoding="utf-8") as stream:
+                loaded = yaml.safe_load(stream) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {source} cannot be read: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{source} must be a mapping of sections (model:, agent:, ...)")
         data = loaded
 
     env_over: dict[str, Any] = {"model": {}, "robot": {}, "agent": {}}
+    model_data = data.get("model")
+    over_model = (overrides or {}).get("model")
     provider = str(
-        (overrides or {}).get("model", {}).get("provider")
+        (over_model.get("provider") if isinstance(over_model, Mapping) else None)
         or env.get("LOOPACT_PROVIDER")
-        or data.get("model", {}).get("provider", "openai")
+        or (model_data.get("provider") if isinstance(model_data, Mapping) else None)
+        or "openai"
     )
     if env.get("LOOPACT_PROVIDER"):
         env_over["model"]["provider"] = env["LOOPACT_PROVIDER"]
@@ -286,14 +294,31 @@ def load_config(
         env_over["robot"]["profile"] = env["LOOPACT_ROBOT_PROFILE"]
     if env.get("LOOPACT_LANG"):
         env_over["agent"]["lang"] = env["LOOPACT_LANG"]
-    data = _merge(data, {k: v for k, v in env_over.items() if v})
-    if overrides:
-        data = _merge(data, _drop_none(overrides))
+    env_given = {k: v for k, v in env_over.items() if v}
+    flags_given = _drop_none(overrides) if overrides else {}
+    data = _merge(data, env_given)
+    data = _merge(data, flags_given)
     try:
         return Config.model_validate(data), source
     except pydantic.ValidationError as exc:
-        where = str(source) if source else "configuration"
+        loc = exc.errors()[0]["loc"]
+        if _has_path(flags_given, loc):
+            where = "command line"
+        elif _has_path(env_given, loc):
+            where = "environment"
+        else:
+            where = str(source) if source else "configuration"
         raise _format_error(exc, where) from None
+
+
+def _has_path(data: Mapping[str, Any], loc: tuple[int | str, ...]) -> bool:
+    """Whether the nested ``data`` sets the value at ``loc`` (or a parent of it)."""
+    node: Any = data
+    for part in loc:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:

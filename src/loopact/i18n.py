@@ -26,8 +26,11 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "zh": "已停止：任务运行超过了 {limit} 秒的时间上限。",
     },
     "bound.invalid_rounds": {
-        "en": "I stopped: the model kept making invalid tool calls ({limit} rounds in a row).",
-        "zh": "已停止：模型连续 {limit} 轮给出了无效的工具调用。",
+        "en": (
+            "I stopped: {limit} rounds in a row had tool calls that could not run "
+            "(unknown tools, bad arguments, or a tool called more often than allowed)."
+        ),
+        "zh": "已停止：连续 {limit} 轮的工具调用无法执行（工具不存在、参数错误或调用次数超过上限）。",
     },
     "bound.hourly": {
         "en": (
@@ -97,6 +100,7 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "The model request failed: {error}",
         "zh": "模型请求失败：{error}",
     },
+    "task.done": {"en": "Done.", "zh": "完成。"},
     "task.stopped": {
         "en": "Stopped.",
         "zh": "已停止。",

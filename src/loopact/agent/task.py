@@ -277,7 +277,7 @@ class TaskRun:
             done, _, _ = await self._round(self.rounds, (), system=system)
             parse = parse_actions(done.message.text, specs)
             if parse.finished:
-                return parse.progress.strip() or done.message.text
+                return parse.progress.strip() or t("task.done", self._lang)
             if parse.call is None:
                 if not parse.has_action:
                     return done.message.text

@@ -53,6 +53,7 @@ class ProgressPrinter:
         self.lang = lang
         self._streamed: dict[str, list[str]] = {}
         self._in_text = False
+        self.errors_shown = 0
 
     def _end_text(self) -> None:
         if self._in_text:
@@ -76,6 +77,8 @@ class ProgressPrinter:
             self._streamed.pop(ev.task_id or "", None)
             return
         if typ == "model_retry":
+            # the partial text of the failed attempt is not part of the reply
+            self._streamed.pop(ev.task_id or "", None)
             self._end_text()
             self.console.print(
                 f"[yellow]  model request failed ({escape(str(d['error']))}); "
@@ -106,7 +109,11 @@ class ProgressPrinter:
             self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")
         elif typ == "error":
             self._end_text()
+            self.errors_shown += 1
             self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
+        elif typ == "stop":
+            self._end_text()
+            self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")
         elif typ == "reply":
             if self.stream_text:
                 streamed = "".join(self._streamed.pop(ev.task_id or "", []))
