@@ -421,6 +421,20 @@ async def test_late_page_gets_open_confirmations(console: Any) -> None:
     assert console.web.state.hub.open_confirmations == []
 
 
+async def test_reloaded_page_gets_the_recent_history(console: Any) -> None:
+    bus = console.agent.bus
+    bus.emit("task_start", "t7", text="look around", source="web")
+    bus.emit("text_delta", "t7", text="Loo")  # live only: not replayed
+    bus.emit("tool_call", "t7", id="c7", name="seewhat", arguments={})
+    bus.emit("reply", "t7", text="I see a red cube.")
+    asked = bus.emit("confirm_request", "t7", id="cf7", name="save", arguments={}, timeout_s=60)
+    async with ws_connect(f"ws://127.0.0.1:{console.web.port}/ws") as ws:
+        got = [await _recv(ws) for _ in range(4)]
+    assert [m["type"] for m in got] == ["task_start", "tool_call", "reply", "confirm_request"]
+    assert got[2]["text"] == "I see a red cube."
+    assert got[3] == json.loads(json.dumps(asked.to_json()))
+
+
 async def test_event_from_a_worker_thread_reaches_the_page(console: Any) -> None:
     async with ws_connect(f"ws://127.0.0.1:{console.web.port}/ws") as ws:
         await _wait_for(lambda: console.web.state.hub.n_clients == 1)

@@ -83,7 +83,7 @@ def test_pil_image_input() -> None:
     [
         (b"", "empty"),
         (b"\x89PNG\r\n\x1a\n" + b"garbage" * 50, "corrupt"),
-        (b"not an image at all", "corrupt"),
+        (b"not an image at all", "not an image file"),
         (np.zeros((10, 10, 3), np.float32), "uint8"),
         (np.zeros((10, 10, 5), np.uint8), "HxWx3"),
         ("a string", "unsupported"),

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from PIL import Image as PILImage
+from PIL import UnidentifiedImageError
 
 from loopact.llm.messages import Image
 
@@ -132,6 +133,10 @@ class ImageGate:
                     raise _Rejected("image too large (decompression bomb)") from None
                 except _Rejected:
                     raise
+                except UnidentifiedImageError:
+                    raise _Rejected(
+                        "not an image file that can be read (PNG, JPEG, WebP, BMP, GIF, TIFF)"
+                    ) from None
                 except Exception as exc:
                     raise _Rejected(f"corrupt or unsupported image data: {exc}") from None
             return pil

@@ -108,19 +108,29 @@ class ClientQueue:
 class EventHub:
     """Subscribes to the agent's bus and fans events out to the connected pages.
 
-    With no page connected an event costs one type check: nothing is encoded or queued. Open
-    confirmation requests (SPEC C5) are remembered until answered or their task ends, and a
-    page that connects later gets them first, so it can still answer with Allow / Deny.
+    With no page connected an event costs one type check and a place in the recent-history
+    ring (no encoding, no queueing). A page that connects (or reloads) first gets the recent
+    history (the last ``history_size`` trace events: the conversation, tool calls and
+    results), then the confirmation requests still open (SPEC C5), so it can still answer
+    with Allow / Deny.
 
     Args:
         bus: The agent's :class:`~loopact.events.EventBus` (anything with ``subscribe``).
         queue_size: Per-client queue bound (events).
         max_open_confirmations: Most unanswered confirmation requests remembered.
+        history_size: Recent trace events (not text deltas) replayed to a new page.
     """
 
-    def __init__(self, bus: _Bus, queue_size: int = 1000, max_open_confirmations: int = 50) -> None:
+    def __init__(
+        self,
+        bus: _Bus,
+        queue_size: int = 1000,
+        max_open_confirmations: int = 50,
+        history_size: int = 200,
+    ) -> None:
         self._queue_size = queue_size
         self._max_open = max_open_confirmations
+        self._history: deque[Event] = deque(maxlen=history_size)
         self._clients: set[ClientQueue] = set()
         self._open: OrderedDict[str, tuple[str | None, str]] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -153,6 +163,9 @@ class EventHub:
         if self._loop is None:
             self._bind_loop()
         queue = ClientQueue(self._queue_size)
+        for past in list(self._history):  # a copy: worker threads may append
+            if past.type not in ("confirm_request", "confirm_response"):
+                queue.put(past.type, encode_event(past))
         for _task_id, text in self._open.values():
             queue.put("confirm_request", text)
         self._clients.add(queue)
@@ -172,6 +185,8 @@ class EventHub:
     def _on_event(self, event: Event) -> None:
         if not forwarded(event.type):
             return
+        if event.type not in LIVE_ONLY_TYPES:
+            self._history.append(event)
         if not self._clients and event.type not in _TRACKED:
             return  # nobody is watching: no encoding, no queueing
         text = encode_event(event)
