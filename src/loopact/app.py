@@ -7,6 +7,7 @@ down in reverse order so that the robot is stopped whatever happens.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from contextlib import AsyncExitStack
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from loopact.memory.recorder import MemoryRecorder
 
 log = logging.getLogger(__name__)
+
+#: Model timeouts for the local CPU brain (issue 6), in seconds, unless configured higher.
+LOCAL_REQUEST_TIMEOUT_S = 300.0
+LOCAL_IDLE_TIMEOUT_S = 120.0
 
 
 def make_model(cfg: Config, local_base_url: str | None = None) -> Model:
@@ -57,7 +62,7 @@ def make_model(cfg: Config, local_base_url: str | None = None) -> Model:
                 "temperature": cfg.local.temperature,
                 "max_tokens": cfg.local.max_output_tokens,
             },
-            request_timeout_s=cfg.agent.bounds.request_timeout_s,
+            request_timeout_s=max(cfg.agent.bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
             current_task_only=not cfg.local.keep_history,
         )
     caps = Capabilities(**cfg.model.capabilities.model_dump())
@@ -177,9 +182,17 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
                 cfg.agent.context_limit,
                 checkpoint=recorder.checkpoint if recorder is not None else None,
             )
-        b = cfg.agent.bounds
+        bounds = Bounds(**cfg.agent.bounds.model_dump())
+        if local_url is not None:
+            # A CPU model reads a long prompt slowly (minutes on a busy 2-core machine): give
+            # the first token and the stream more time than a hosted endpoint needs.
+            bounds = dataclasses.replace(
+                bounds,
+                request_timeout_s=max(bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
+                stream_idle_timeout_s=max(bounds.stream_idle_timeout_s, LOCAL_IDLE_TIMEOUT_S),
+            )
         options = AgentOptions(
-            bounds=Bounds(**b.model_dump()),
+            bounds=bounds,
             system_prompt=build_system_prompt(
                 robot_info,
                 cfg.agent.system_prompt,
