@@ -297,6 +297,13 @@ def sim(
     if snapshot is None:
         err.print("loopact sim: give --snapshot DIR or --ros2", markup=False)
         raise typer.Exit(EXIT_USAGE)
+    if (profile, site) != ("sim", "sim_room"):
+        err.print(
+            "loopact sim: --profile and --site only apply with --ros2; the snapshot shows the "
+            "built-in room and robot",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_USAGE)
     from loopact.sim import write_snapshot
 
     try:
