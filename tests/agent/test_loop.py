@@ -353,6 +353,7 @@ async def test_endpoint_down_is_a_clear_failure(tmp_path: Path) -> None:
     await agent.close()
     assert outcome.status == "failed"
     assert outcome.error and "model request failed" in outcome.error.lower()
+    assert "cannot reach http://127.0.0.1:9/v1" in outcome.error
 
 
 async def test_tool_starts_before_stream_ends_and_results_in_call_order(

@@ -190,7 +190,7 @@ class OpenAIChatModel:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
             raise ModelRetryableError(
-                self._scrub(f"model connection error: {_describe(exc)}")
+                self._scrub(f"cannot reach {self._client.base_url}: {_describe(exc)}")
             ) from None
         except openai.OpenAIError as exc:
             raise ModelFatalError(self._scrub(f"model request failed: {exc}")) from None
