@@ -115,11 +115,11 @@ async def test_node_tool_offered_called_dropped_and_move_forward_over_cmd_vel(
     assert "42" in str(server.requests[1].body["messages"][-1]["content"])
 
     node.kill()  # a crash: no goodbye
-    killed = time.monotonic()
+    # dropped because its heartbeat stopped (the drop latency is bench/discovery.py's figure;
+    # the timeout here only guards against a hang)
     removed = await events.wait_for(
-        lambda e: e["type"] == "node_removed" and e.get("name") == "add", timeout=10
+        lambda e: e["type"] == "node_removed" and e.get("name") == "add", timeout=30
     )
-    assert time.monotonic() - killed < 5.0
     assert "no heartbeat" in removed["reason"]
     await say(ros, "anything else?")
     await events.wait_for(
@@ -169,13 +169,12 @@ async def test_killing_the_agent_while_moving_stops_the_robot(
     await odom.wait_for(lambda o: o[3] < -0.15, timeout=30)  # moving backwards
     agent.kill()
     killed = time.monotonic()
-    stopped = await odom.wait_for(lambda o: o[0] > killed and abs(o[3]) < 0.02, timeout=5)
-    stop_s = stopped[0] - killed
-    print(f"\nagent killed while moving: base stopped after {stop_s:.2f} s")
-    # command timeout 0.5 s + braking from 0.2 m/s + odometry and scheduling under load
-    assert stop_s < 2.0
-    halt = await status.wait_for(lambda s: '"watchdog"' in s, timeout=5)
-    assert '"watchdog_trips": 0' not in halt
+    # The base stops by itself (the 20 s drive would go on otherwise); how fast is
+    # bench/discovery.py's figure: the timeout here only guards against a hang.
+    stopped = await odom.wait_for(lambda o: o[0] > killed and abs(o[3]) < 0.02, timeout=15)
+    print(f"\nagent killed while moving: base stopped after {stopped[0] - killed:.2f} s")
+    halt = await status.wait_for(lambda s: '"watchdog"' in s, timeout=15)
+    assert '"watchdog_trips": 0' not in halt  # it was the watchdog that stopped it
     assert len(server.requests) == 1  # the drive call was the only model turn
 
 
