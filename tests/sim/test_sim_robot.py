@@ -175,3 +175,24 @@ def test_importing_the_package_does_not_import_mujoco() -> None:
     code = "import sys, loopact.sim; assert 'mujoco' not in sys.modules, 'mujoco imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
+
+
+async def test_simulated_time_waits_for_a_slow_render(robot: SimRobot) -> None:
+    """A render that takes long on a loaded CPU costs no simulated time (SPEC D6)."""
+    real_submit = robot._renderer.submit
+
+    def slow_submit(*args: object, **kwargs: object) -> object:
+        import time
+
+        time.sleep(0.5)  # half a second of wall time = 2 s of simulated time at speed 4
+        return real_submit(*args, **kwargs)
+
+    robot._renderer.submit = slow_submit  # type: ignore[method-assign]
+    await robot.send_twist(Twist(0.3, 0.0))
+    await robot.clock.sleep(1.0)  # up to speed
+    before = robot.clock.now()
+    frame = await robot.get_depth()
+    after = robot.clock.now()
+    await robot.send_twist(Twist())
+    assert after - before < 0.05  # time stood still while it rendered
+    assert frame.stamp_s >= before - 0.05  # and the image shows that moment

@@ -108,13 +108,16 @@ class SimRobot:
     async def _render(self, kind: RenderKind) -> tuple[float, npt.NDArray[Any]]:
         """Render the current state; returns (sim stamp, image)."""
         self._check_open()
-        st = self.sim.state()
-        fut = self._renderer.submit(kind, st.qpos, st.stamp_s)
+        self.sim.hold()  # simulated time waits for the image (Simulator.hold)
         try:
+            st = self.sim.state()
+            fut = self._renderer.submit(kind, st.qpos, st.stamp_s)
             img = await asyncio.wait_for(asyncio.wrap_future(fut), RENDER_TIMEOUT_S)
             return st.stamp_s, img
         except asyncio.TimeoutError as exc:
             raise RobotError(f"rendering {kind} took longer than {RENDER_TIMEOUT_S} s") from exc
+        finally:
+            self.sim.release()
 
     async def get_frame(self) -> CameraFrame:
         """Render the head camera now (cached per sim timestamp) (SPEC F6).

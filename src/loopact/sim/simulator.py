@@ -173,6 +173,7 @@ class Simulator:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._error: str | None = None
+        self._holds = 0
         self.steps_taken = 0
 
     # -- public API ---------------------------------------------------------------------------
@@ -190,6 +191,21 @@ class Simulator:
                 return
             self._thread = threading.Thread(target=self._run, name="loopact-sim", daemon=True)
             self._thread.start()
+
+    def hold(self) -> None:
+        """Freeze simulated time until the matching :meth:`release` (sensor rendering).
+
+        A camera or depth image is rendered while simulated time stands still, so what the
+        robot sees is as fresh on its clock however long the CPU takes to render: results
+        do not depend on machine load (SPEC D6). Holds nest.
+        """
+        with self._lock:
+            self._holds += 1
+
+    def release(self) -> None:
+        """End one :meth:`hold`."""
+        with self._lock:
+            self._holds = max(0, self._holds - 1)
 
     @property
     def running(self) -> bool:
@@ -369,6 +385,11 @@ class Simulator:
         warned = 0
         try:
             while not self._stop.is_set():
+                if self._holds:
+                    # time stands still while a sensor image renders; no catch-up after
+                    self._stop.wait(0.0005)
+                    wall0, sim0 = time.perf_counter(), float(d.time)
+                    continue
                 self._control(tick_s)
                 mj.mj_step(m, d, CONTROL_STEPS)
                 self.steps_taken += CONTROL_STEPS
