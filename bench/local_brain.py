@@ -71,7 +71,7 @@ class Case:
 
     text: str
     accept: tuple[tuple[Call, ...], ...]
-    kind: str = "single"  # single or multi
+    kind: str = "single"  # single, multi, or chat (no call wanted)
 
 
 def C(name: str, **args: Any) -> Call:  # noqa: N802 - short constructor for the table
@@ -88,6 +88,11 @@ def S(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
 
 def M(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
     return Case(text, tuple(accept), "multi")
+
+
+def H(text: str) -> Case:  # noqa: N802
+    """Small talk: correct when the brain answers without any robot call."""
+    return Case(text, ((),), "chat")
 
 
 D1 = (1.0, 0.05)
@@ -165,6 +170,10 @@ CASES: list[Case] = [
         "move backward 0.5 meters and nod",
         one(C("move_backward", distance_m=(0.5, 0.02)), C("servo_nod")),
     ),
+    # --- small talk: a text answer, no call (guards against forcing calls)
+    H("hello, who are you?"),
+    H("你好"),
+    H("thank you!"),
 ]
 
 
@@ -293,14 +302,17 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
     rs = [r for r in results if r.mode == mode]
     single = [r for r in rs if r.case.kind == "single"]
     multi = [r for r in rs if r.case.kind == "multi"]
+    chat = [r for r in rs if r.case.kind == "chat"]
+    acting = [r for r in rs if r.case.kind != "chat"]
     fm = [r.first_motion_s for r in rs if r.first_motion_s is not None]
     return {
         "mode": mode,
         "n": len(rs),
         "fully_correct_single": pct(sum(r.correct for r in single), len(single)),
         "fully_correct_multi": pct(sum(r.correct for r in multi), len(multi)),
-        "fully_correct_all": pct(sum(r.correct for r in rs), len(rs)),
-        "valid_call": pct(sum(r.valid for r in rs), len(rs)),
+        "fully_correct_all": pct(sum(r.correct for r in acting), len(acting)),
+        "chat_answered_without_call": pct(sum(r.correct for r in chat), len(chat)),
+        "valid_call": pct(sum(r.valid for r in acting), len(acting)),
         "median_first_motion_s": round(statistics.median(fm), 2) if fm else None,
         "median_task_s": round(statistics.median([r.task_s for r in rs]), 2) if rs else None,
         "crashes": sum(r.status.startswith("error") for r in rs),
@@ -395,7 +407,7 @@ def main() -> int:
     p.add_argument("--base-url", help="Benchmark any OpenAI-compatible endpoint instead.")
     p.add_argument("--model", default="local", help="Model name for --base-url.")
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
-    p.add_argument("--only", choices=["all", "single", "multi"], default="all")
+    p.add_argument("--only", choices=["all", "single", "multi", "chat"], default="all")
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
     p.add_argument(
         "--grep",

@@ -100,7 +100,8 @@ def test_catalogue_lists_every_tool_in_the_hermes_layout() -> None:
         "move_forward",
         "navigation",
     ]
-    assert "<tool_call></tool_call>" in text and "50 cm -> 0.5" in text
+    assert "<tool_call></tool_call>" in text and "centimetres: divide by 100" in text
+    assert "turn around -> 180" in text and "calling a function first" in text
     # The provider's text-tool section is this compact form, without raw-schema noise.
     assert describe_tools_as_text((STOP, MOVE, NAV)) == text
     assert '"additionalProperties"' not in text

@@ -123,9 +123,10 @@ def describe_tools_compact(tools: Sequence[ToolSpec]) -> str:
         "</tool_call>",
         "",
         "Arguments are JSON numbers in the unit the argument name ends with (_m metres, "
-        "_deg degrees, _s seconds): convert first, e.g. 50 cm -> 0.5, 2 m -> 2, "
-        "a quarter turn -> 90. When no function is needed or the task is done, answer in "
-        "plain text.",
+        "_deg degrees, _s seconds): convert first (centimetres: divide by 100; "
+        "a quarter turn -> 90; turn around -> 180). Questions about what you see or where you "
+        "are are answered by calling a function first, never guessed. "
+        "When no function is needed or the task is done, answer in plain text.",
     ]
     return "\n".join(lines)
 

@@ -65,7 +65,7 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=15)
     async def servo_move(pan_deg: float, tilt_deg: float) -> ToolResult:
-        """Point the camera head.
+        """Turn only the camera head to look left/right/up/down (robot stays put). 转动摄像头。
 
         Args:
             pan_deg: Pan in degrees, left positive.
@@ -80,12 +80,12 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=15)
     async def servo_init() -> ToolResult:
-        """Re-centre the camera head to its home position."""
+        """Centre the camera: turn the camera head back to its home position. 摄像头回正。"""
         return await _sequence(env, "servo_init", [home(env)])
 
     @tool(safety=SafetyClass.MOTION, timeout_s=20)
     async def servo_shake() -> ToolResult:
-        """Shake the head (gesture for "no")."""
+        """Shake the head (gesture for "no"). 摇头。"""
         p, t = home(env)
         a = min(SHAKE_PAN_DEG, lim.pan_limits_deg[1] - p, p - lim.pan_limits_deg[0])
         return await _sequence(
@@ -94,7 +94,7 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=20)
     async def servo_nod() -> ToolResult:
-        """Nod the head (gesture for "yes")."""
+        """Nod the head (gesture for "yes"). 点头。"""
         p, t = home(env)
         a = min(NOD_TILT_DEG, lim.tilt_limits_deg[1] - t, t - lim.tilt_limits_deg[0])
         return await _sequence(env, "servo_nod", [(p, t + a), (p, t - a), (p, t + a), (p, t)])

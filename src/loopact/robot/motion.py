@@ -364,7 +364,7 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
     async def move_forward(
         ctx: ToolContext, distance_m: float, speed_mps: float = 0.2
     ) -> ToolResult:
-        """Drive straight ahead by a distance, closed-loop on odometry; stops for obstacles.
+        """Drive straight ahead by a distance, closed-loop on odometry; stops for obstacles. 前进。
 
         Args:
             distance_m: How far to drive, in metres (> 0).
@@ -376,7 +376,7 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
     async def move_backward(
         ctx: ToolContext, distance_m: float, speed_mps: float = 0.2
     ) -> ToolResult:
-        """Drive straight backwards by a distance (there is no rear obstacle sensor: go slowly).
+        """Drive straight backwards by a distance (no rear obstacle sensor: go slowly). 后退。
 
         Args:
             distance_m: How far to back up, in metres (> 0).
@@ -386,7 +386,7 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
     async def turn_left(ctx: ToolContext, angle_deg: float, speed_dps: float = 45) -> ToolResult:
-        """Turn in place to the left (counter-clockwise) by an angle.
+        """Turn the whole robot in place to the left (counter-clockwise) by an angle. 左转。
 
         Args:
             angle_deg: Angle in degrees (> 0, at most 720).
@@ -396,7 +396,7 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
     async def turn_right(ctx: ToolContext, angle_deg: float, speed_dps: float = 45) -> ToolResult:
-        """Turn in place to the right (clockwise) by an angle.
+        """Turn the whole robot in place to the right (clockwise) by an angle. 右转。
 
         Args:
             angle_deg: Angle in degrees (> 0, at most 720).
@@ -408,7 +408,7 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
     async def drive(
         ctx: ToolContext, linear_mps: float, angular_dps: float, duration_s: float
     ) -> ToolResult:
-        """Drive with a free velocity command for a time (values clamped to the robot's limits).
+        """Drive at a free velocity for a time (clamped to the robot's limits). 按速度行驶。
 
         Args:
             linear_mps: Forward speed in metres per second (negative: backwards).
@@ -419,13 +419,13 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=5, reentrant=True)
     async def stop() -> ToolResult:
-        """Stop the robot now: zero the base and cancel any running motion."""
+        """Stop the robot now: zero the base and cancel any running motion. 停止。"""
         await env.governor.stop_all("stop tool")
         return ToolResult.success({"result": "stopped"})
 
     @tool(safety=SafetyClass.READ_ONLY, timeout_s=5, reentrant=True)
     async def get_current_pose() -> ToolResult:
-        """The robot's current position (metres) and heading (degrees, counter-clockwise)."""
+        """Where the robot is: position (metres) and heading (degrees, left positive). 当前位置。"""
         try:
             pose = await env.pose()
         except RobotError as exc:

@@ -115,7 +115,7 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=120)
     async def navigation(ctx: ToolContext, waypoint: str) -> ToolResult:
-        """Go to a named place of the site map, stopping for obstacles.
+        """Go to a named place of the site map, stopping for obstacles. 去某个地点。
 
         Args:
             waypoint: The place's name.

@@ -125,7 +125,7 @@ def make_perception_tools(env: RobotEnv, ranges: ColorRanges | None = None) -> l
 
     @tool(safety=SafetyClass.READ_ONLY, timeout_s=20)
     async def seewhat() -> ToolResult:
-        """Look through the camera now: returns the newest image and the coloured objects seen."""
+        """Look through the camera now: newest image and coloured objects seen. 看看前面有什么。"""
         try:
             view, images = await _view(env, col, "camera")
         except RobotError as exc:
@@ -134,7 +134,7 @@ def make_perception_tools(env: RobotEnv, ranges: ColorRanges | None = None) -> l
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
     async def observe_surroundings() -> ToolResult:
-        """Look all around: turn the robot in four 90-degree steps and return the four views."""
+        """Look all around: turn in four 90-degree steps, return the four views. 四处看看。"""
         views: list[dict[str, Any]] = []
         images: list[Image] = []
         labels = ["front", "left", "behind", "right"]
@@ -159,7 +159,7 @@ def make_perception_tools(env: RobotEnv, ranges: ColorRanges | None = None) -> l
 
     @tool(safety=SafetyClass.READ_ONLY, timeout_s=20)
     async def detect_objects(color: str | None = None) -> ToolResult:
-        """Find coloured objects in the camera view with their distance and bearing.
+        """Find coloured objects in the camera view with their distance and bearing. 找彩色物体。
 
         Bearings are in degrees relative to the robot's heading, left positive; distances in
         metres from the camera; bbox is [x1, y1, x2, y2] in pixels.
