@@ -285,20 +285,15 @@ class TaskRun:
                 self.agent.append(Message.user(parse.feedback()))
                 continue
             call = parse.call
-            dispatcher = self.agent.new_dispatcher(self.state)
             try:
-                dispatcher.add(call)
-                ((call, result),) = await dispatcher.gather()
+                result, invalid = await self._dispatch_one(call)
             except BaseException:
-                outcomes = await dispatcher.cancel()
-                result = outcomes[0][1]
+                cancelled = ToolResult.failure(t("tool.cancelled", self._lang))
                 self.agent.append(
-                    Message.user(observation_text(call, False, result_text(result), parse))
+                    Message.user(observation_text(call, False, result_text(cancelled), parse))
                 )
                 raise
-            self.state.invalid_streak = self.state.invalid_streak + 1 if dispatcher.invalid else 0
-            if result.images:
-                self.agent.remember_images(call.id, list(result.images))
+            self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             text = observation_text(call, result.ok, result_text(result), parse)
             self.agent.append(Message.user(text, result.images))
             self._check_tokens()
@@ -345,8 +340,17 @@ class TaskRun:
         return await run_plan(plan, self._run_one, emit)
 
     async def _run_one(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run one tool call through the dispatcher (guards, confirmation, timeouts)."""
+        """Run one plan step's tool call (guards, confirmation, timeouts)."""
         call = ToolCall(f"step_{uuid.uuid4().hex[:8]}", name, arguments)
+        result, _ = await self._dispatch_one(call)
+        return result
+
+    async def _dispatch_one(self, call: ToolCall) -> tuple[ToolResult, bool]:
+        """Run one call through a fresh dispatcher; returns its result and round validity.
+
+        Raises:
+            asyncio.CancelledError: The task was cancelled; the tool was stopped first.
+        """
         dispatcher = self.agent.new_dispatcher(self.state)
         dispatcher.add(call)
         try:
@@ -356,7 +360,7 @@ class TaskRun:
             raise
         if result.images:
             self.agent.remember_images(call.id, list(result.images))
-        return result
+        return result, dispatcher.invalid
 
     # ----------------------------------------------------------------- context (E1)
     async def _maybe_compress(self) -> None:
