@@ -62,10 +62,9 @@ typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP_DEV)
-	$(VENV)/bin/pytest -q -m "not ros2_e2e" $(ARGS)
+	$(VENV)/bin/pytest -q $(ARGS)
 
-# The three-process ROS 2 acceptance runs (issue 4): kept out of `make test` while a ~1 s
-# odometry stall in the agent process makes them fail often (see tests/ros2/test_e2e.py).
+# The three-process ROS 2 acceptance runs (issue 4) alone; `make test` runs them too.
 test-ros2-e2e: $(STAMP_ROS2)
 	$(VENV)/bin/pytest -q -m ros2_e2e tests/ros2/test_e2e.py $(ARGS)
 

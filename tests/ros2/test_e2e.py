@@ -19,12 +19,7 @@ from loopact.nodes.ros2 import Ros2Connector
 
 from .conftest import Topic, events_topic
 
-# Known defect, left open (issue 4): the agent process stops receiving odometry for about
-# 0.5-1.2 s mid-motion (its own governor's watchdog trips and move_forward fails with "pose is
-# 1.0 s old"); in the last runs of session 1 this happened in most runs, also at the ROS 2
-# helper's own final commit, so it is environmental or timing-dependent, not yet understood.
-# These end-to-end tests therefore run with `make test-ros2-e2e`, not in `make test`.
-pytestmark = pytest.mark.ros2_e2e
+pytestmark = pytest.mark.ros2_e2e  # also run alone by `make test-ros2-e2e`
 
 MY_TOOL = '''
 from loopact import tool

@@ -196,3 +196,22 @@ async def test_simulated_time_waits_for_a_slow_render(robot: SimRobot) -> None:
     await robot.send_twist(Twist())
     assert after - before < 0.05  # time stood still while it rendered
     assert frame.stamp_s >= before - 0.05  # and the image shows that moment
+
+
+async def test_time_runs_on_while_rendering_when_freezing_is_off(robot: SimRobot) -> None:
+    """``loopact sim --ros2`` streams its camera on wall time: renders do not pause the robot."""
+    real_submit = robot._renderer.submit
+
+    def slow_submit(*args: object, **kwargs: object) -> object:
+        import time
+
+        time.sleep(0.5)  # = 2 s of simulated time at speed 4
+        return real_submit(*args, **kwargs)
+
+    robot._renderer.submit = slow_submit  # type: ignore[method-assign]
+    robot.freeze_time_while_rendering = False
+    before = robot.clock.now()
+    frame = await robot.get_frame()
+    after = robot.clock.now()
+    assert after - before > 1.0  # simulated time kept running during the slow render
+    assert frame.stamp_s < after

@@ -1,9 +1,11 @@
 """The ROS 2 connector (rclpy): nodes across processes and machines (SPEC C4, X4).
 
-It owns one rclpy context and node, spins a ``MultiThreadedExecutor`` in its own thread, and
-hands every message and result to the asyncio loop with ``call_soon_threadsafe`` (no
-``spin_once`` polling). Shutdown follows the order that keeps rclpy from aborting:
-``executor.shutdown()``, join the spin thread, ``node.destroy_node()``, ``rclpy.shutdown()``.
+It owns one rclpy context and node, waits for ready callbacks in its own thread and runs them in
+a small thread pool (see :meth:`Ros2Connector._spin` for why not rclpy's
+``MultiThreadedExecutor``), and hands every message and result to the asyncio loop with
+``call_soon_threadsafe`` (no ``spin_once`` polling). Shutdown follows the order that keeps
+rclpy from aborting: ``executor.shutdown()``, join the spin thread, ``node.destroy_node()``,
+``rclpy.shutdown()``.
 
 Mapping of the neutral verbs: string payloads are ``std_msgs/String``, images
 ``sensor_msgs/Image`` (``rgb8``); latched topics use reliable + transient local, depth 1; long
@@ -264,6 +266,8 @@ class Ros2Connector(Connector):
         self.node: Any = None
         self._context: Any = None
         self._executor: Any = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._slots = threading.BoundedSemaphore(num_threads)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publishers: dict[tuple[str, str, bool], Any] = {}
@@ -295,7 +299,7 @@ class Ros2Connector(Connector):
         try:
             rclpy = ros_module("rclpy")
             ReentrantCallbackGroup = ros_types("rclpy.callback_groups", "ReentrantCallbackGroup")
-            MultiThreadedExecutor = ros_types("rclpy.executors", "MultiThreadedExecutor")
+            SingleThreadedExecutor = ros_types("rclpy.executors", "SingleThreadedExecutor")
             Node = ros_types("rclpy.node", "Node")
             SignalHandlerOptions = ros_types("rclpy.signals", "SignalHandlerOptions")
         except ImportError:
@@ -310,8 +314,11 @@ class Ros2Connector(Connector):
             self._context = ctx
             self.node = Node(self.node_name, namespace=self.namespace or None, context=ctx)
             self._group = ReentrantCallbackGroup()
-            self._executor = MultiThreadedExecutor(num_threads=self.num_threads, context=ctx)
+            self._executor = SingleThreadedExecutor(context=ctx)
             self._executor.add_node(self.node)
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self.num_threads, thread_name_prefix="loopact-ros2-cb"
+            )
         except Exception as exc:
             raise NodeError(f"could not start ROS 2: {exc}") from exc
         self._thread = threading.Thread(target=self._spin, name="loopact-ros2-spin", daemon=True)
@@ -320,11 +327,56 @@ class Ros2Connector(Connector):
         logger.info("ROS 2 node %s started", self.node_name)
 
     def _spin(self) -> None:
+        """Wait for ready callbacks and run each in the pool (executor thread).
+
+        rclpy's ``MultiThreadedExecutor`` (up to at least rclpy 9.1, Kilted) yields a callback
+        again while it still waits in the pool's queue, so its spin thread busy-loops holding the
+        GIL for as long as any callback is queued (ros2/rclpy#1452): with odometry at 30 Hz and
+        camera images in one process that starved the asyncio loop for up to 0.8 s, and the
+        odometry went stale mid-motion. Here the spin thread takes a free pool slot first and
+        waits until the callback has started before it waits for the next one, so a callback is
+        never handed out twice and the thread sleeps in the wait set when there is nothing to do.
+        A served long call holds its slot until it ends (``num_threads`` at once).
+        """
+        ex = ros_module("rclpy.executors")
+        pool = self._pool
+        assert pool is not None
+        idle = (ex.TimeoutException, ex.ConditionReachedException)
+        stopped = (ex.ShutdownException, ex.ExternalShutdownException)
         try:
-            self._executor.spin()
-        except Exception as exc:  # ExternalShutdownException and friends at shutdown
+            while not self._closed:
+                while not self._slots.acquire(timeout=0.2):
+                    if self._closed:
+                        return
+                try:
+                    handler, _entity, _node = self._executor.wait_for_ready_callbacks(
+                        timeout_sec=0.2
+                    )
+                except idle:
+                    self._slots.release()
+                    continue
+                started = threading.Event()
+                pool.submit(self._run_callback, handler, started)
+                started.wait(1.0)
+        except stopped:
+            pass
+        except Exception as exc:
             if not self._closed:
                 logger.error("ROS 2 executor stopped: %r", exc)
+
+    def _run_callback(self, handler: Any, started: threading.Event) -> None:
+        """Pool thread: run one rclpy callback task; its exception is logged, not lost."""
+        try:
+            started.set()
+            handler()
+            exc = handler.exception() if handler.done() else None
+            if exc is not None and not self._closed:
+                logger.error("ROS 2 callback failed: %r", exc)
+        except Exception as exc:
+            if not self._closed:
+                logger.error("ROS 2 callback failed: %r", exc)
+        finally:
+            self._slots.release()
 
     async def shutdown(self) -> None:
         """Stop in the safe order: executor, spin thread, node, context (idempotent)."""
@@ -348,6 +400,8 @@ class Ros2Connector(Connector):
             self._executor.shutdown(timeout_sec=2.0)
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(Exception):
             self.node.destroy_node()
         with contextlib.suppress(Exception):

@@ -41,6 +41,10 @@ class SimRobot:
         camera_hfov_deg: Horizontal field of view of the head camera in degrees.
         width: Camera width in pixels.
         height: Camera height in pixels.
+        freeze_time_while_rendering: Hold simulated time while a camera or depth image renders
+            (:meth:`Simulator.hold`; default True, so what the robot sees does not depend on
+            machine load). ``loopact sim --ros2`` turns it off: ROS 2 consumers run on wall
+            time, and a camera streaming at 10 Hz would otherwise slow the robot's motion.
     """
 
     has_head: bool = True
@@ -53,6 +57,7 @@ class SimRobot:
         self.height = sim.height
         self._renderer = renderer
         self._closed = False
+        self.freeze_time_while_rendering = True
 
     @classmethod
     async def create(cls, speed: float = 1.0, width: int = 640, height: int = 480) -> SimRobot:
@@ -108,7 +113,9 @@ class SimRobot:
     async def _render(self, kind: RenderKind) -> tuple[float, npt.NDArray[Any]]:
         """Render the current state; returns (sim stamp, image)."""
         self._check_open()
-        self.sim.hold()  # simulated time waits for the image (Simulator.hold)
+        hold = self.freeze_time_while_rendering
+        if hold:
+            self.sim.hold()  # simulated time waits for the image (Simulator.hold)
         try:
             st = self.sim.state()
             fut = self._renderer.submit(kind, st.qpos, st.stamp_s)
@@ -117,7 +124,8 @@ class SimRobot:
         except asyncio.TimeoutError as exc:
             raise RobotError(f"rendering {kind} took longer than {RENDER_TIMEOUT_S} s") from exc
         finally:
-            self.sim.release()
+            if hold:
+                self.sim.release()
 
     async def get_frame(self) -> CameraFrame:
         """Render the head camera now (cached per sim timestamp) (SPEC F6).

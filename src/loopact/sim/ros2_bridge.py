@@ -58,6 +58,7 @@ class SimRos2Bridge:
         cmd_timeout_s: float = 0.5,
     ) -> None:
         self.robot = robot
+        robot.freeze_time_while_rendering = False  # ROS 2 runs on wall time (SimRobot)
         self.connector = connector
         self.profile = profile
         self.camera_hz = camera_hz
