@@ -12,6 +12,8 @@ from loopact.llm.base import Capabilities, ModelRequest, ResponseDone, ToolSpec
 from loopact.llm.messages import Message, ToolCall
 from loopact.llm.openai_chat import OpenAIChatModel, describe_tools_as_text, previous_calls
 from loopact.llm.toolprompt import (
+    MAX_EXAMPLES,
+    REPLY_TOOL,
     answer_only_grammar,
     compact_schema,
     describe_tool,
@@ -160,9 +162,12 @@ def test_provider_sends_grammar_only_for_constrained_text_calls() -> None:
         native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
     )
     body = _body(text_caps, (MOVE, STOP))
-    assert body["grammar"] == tool_call_grammar((MOVE, STOP), max_calls=1)
+    # First round of a task: a call is required; the reply pseudo-tool keeps words possible.
+    assert body["grammar"] == tool_call_grammar((MOVE, STOP, REPLY_TOOL), require_call=True)
+    assert body["grammar"].startswith("root ::= call\n")
     assert "tools" not in body
     assert describe_tool(MOVE) in body["messages"][0]["content"]
+    assert describe_tool(REPLY_TOOL) in body["messages"][0]["content"]
     assert "grammar" not in _body(text_caps, ())  # the final, tool-less round is free text
     assert "grammar" not in _body(Capabilities(native_tool_calls=False), (MOVE,))
     native = _body(Capabilities(constrained_decoding=True), (MOVE,))
@@ -205,7 +210,7 @@ async def test_repeated_call_after_its_result_becomes_an_answer(scripted_server:
     assert done.message.tool_calls == ()
     assert done.message.text == "I moved forward one metre."
     first, second = (r.json() for r in server.requests)
-    assert first["grammar"] == tool_call_grammar((MOVE, STOP), max_calls=1)
+    assert first["grammar"] == tool_call_grammar((MOVE, STOP, REPLY_TOOL), max_calls=1)
     assert second["grammar"] == answer_only_grammar()
     assert second["messages"] == first["messages"]
 
@@ -260,3 +265,89 @@ def test_current_task_only_drops_earlier_tasks() -> None:
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     full = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
     assert len(full.build_body(ModelRequest(messages=history, tools=(MOVE,)))["messages"]) == 6
+
+
+def test_a_call_is_required_only_in_the_first_round_of_a_task() -> None:
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    first = ModelRequest(messages=(Message.system("sys"), Message.user("go")), tools=(MOVE,))
+    later = ModelRequest(messages=_after_call({"distance_m": 1}), tools=(MOVE,))
+    assert model.requires_call(first) and not model.requires_call(later)
+    # later rounds: text or a call, same catalogue (llama.cpp keeps its prompt cache)
+    assert model.build_body(later)["grammar"] == tool_call_grammar((MOVE, REPLY_TOOL))
+    assert (
+        model.build_body(later)["messages"][0]["content"]
+        == model.build_body(first)["messages"][0]["content"]
+    )
+    # a new instruction after a finished task starts a new first round
+    again = ModelRequest(messages=(*later.messages, Message.user("stop")), tools=(MOVE,))
+    assert model.requires_call(again)
+    # a user tool named "reply" wins: no pseudo-tool, no required call
+    own = ToolSpec("reply", "Send a reply to the operator.", {"type": "object"})
+    assert not model.requires_call(ModelRequest(messages=first.messages, tools=(MOVE, own)))
+    # native tool calls and unconstrained text calls are never forced
+    for caps in (Capabilities(constrained_decoding=True), Capabilities(native_tool_calls=False)):
+        m = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=caps)
+        assert not m.requires_call(first)
+
+
+async def _first_round(server: Any) -> list[Any]:
+    model = OpenAIChatModel(
+        "m", base_url=server.base_url, capabilities=TEXT_CAPS, request_timeout_s=10
+    )
+    req = ModelRequest(messages=(Message.system("s"), Message.user("hi")), tools=(MOVE, STOP))
+    events = [e async for e in model.stream(req)]
+    await model.aclose()
+    return events
+
+
+async def test_a_reply_call_comes_back_as_answer_text(scripted_server: Any) -> None:
+    reply = '{"name": "reply", "arguments": {"text": "Hello! How can I help?"}}'
+    server = scripted_server([{"text": reply}])
+    events = await _first_round(server)
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.message.tool_calls == () and done.message.text == "Hello! How can I help?"
+    assert done.finish_reason == "stop"
+    assert [e.text for e in events if e.kind == "text_delta"] == ["Hello! How can I help?"]
+    assert not any(e.kind == "tool_call_ready" for e in events)
+    assert server.requests[0].json()["grammar"].startswith("root ::= call")
+
+
+async def test_a_robot_call_in_the_first_round_goes_through(scripted_server: Any) -> None:
+    server = scripted_server([{"text": '{"name": "move_forward", "arguments": {"distance_m": 1}}'}])
+    events = await _first_round(server)
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert [(c.name, c.arguments) for c in done.message.tool_calls] == [
+        ("move_forward", {"distance_m": 1})
+    ]
+    ready = [e for e in events if e.kind == "tool_call_ready"]
+    assert [e.call.name for e in ready] == ["move_forward"]
+
+
+def test_tool_examples_are_listed_after_the_catalogue() -> None:
+    look = ToolSpec(
+        "seewhat",
+        "Look through the camera.",
+        {"type": "object", "properties": {}},
+        examples=(("what is in front of you?", {}),),
+    )
+    text = describe_tools_compact((MOVE, look))
+    tail = text.split("Examples:", 1)[1].strip().splitlines()
+    assert tail == ["User: what is in front of you?", '{"name": "seewhat", "arguments": {}}']
+    assert "Examples:" not in describe_tools_compact((MOVE,))
+    many = ToolSpec("t", "T.", {}, examples=tuple((f"do {i}", {}) for i in range(30)))
+    listed = describe_tools_compact((many,)).split("Examples:", 1)[1]
+    assert listed.count("User: ") == MAX_EXAMPLES
+    assert "examples" not in json.dumps(look.openai())  # not sent to native tool APIs
+
+
+def test_the_tool_decorator_carries_examples() -> None:
+    from loopact.tools.base import tool
+
+    @tool(examples=[("add two and three", {"a": 2, "b": 3})])
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert add.spec().examples == (("add two and three", {"a": 2, "b": 3}),)

@@ -45,17 +45,21 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool as the model sees it: the OpenAI function object's three fields.
+    """A tool as the model sees it: the OpenAI function object's three fields, plus examples.
 
     Attributes:
         name: Tool name (``^[a-zA-Z0-9_-]{1,64}$``).
         description: One or two sentences for the model.
         parameters: JSON Schema (``type: object``) of the arguments.
+        examples: ``(instruction, arguments)`` pairs showing when and how to call it. Shown to
+            models that write calls as text (the compact catalogue of
+            :mod:`loopact.llm.toolprompt`, issue 6); not part of the OpenAI function object.
     """
 
     name: str
     description: str
     parameters: dict[str, Any] = field(default_factory=dict)
+    examples: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def openai(self) -> dict[str, Any]:
         """The OpenAI ``tools[]`` entry: ``{"type": "function", "function": {...}}``."""

@@ -12,6 +12,7 @@ converts requests, drives the SDK stream and maps errors onto the loopact except
 from __future__ import annotations
 
 import base64
+import dataclasses
 import email.utils
 import json
 import logging
@@ -23,9 +24,22 @@ import openai
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.accumulate import accumulate_chunk, finish_stream, new_state
-from loopact.llm.base import Capabilities, ModelEvent, ModelRequest, ResponseDone, ToolSpec
+from loopact.llm.base import (
+    Capabilities,
+    ModelEvent,
+    ModelRequest,
+    ResponseDone,
+    TextDelta,
+    ToolCallReady,
+    ToolSpec,
+)
 from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
-from loopact.llm.toolprompt import answer_only_grammar, describe_tools_compact, tool_call_grammar
+from loopact.llm.toolprompt import (
+    REPLY_TOOL,
+    answer_only_grammar,
+    describe_tools_compact,
+    tool_call_grammar,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -96,13 +110,15 @@ class OpenAIChatModel:
             ``temperature`` when they apply.
         """
         caps = self.capabilities
+        require_call = self.requires_call(request)
+        offered = (*request.tools, REPLY_TOOL) if self.offers_reply(request) else request.tools
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
                 current_task(request.messages) if self.current_task_only else request.messages,
                 vision=caps.vision,
                 native_tool_calls=caps.native_tool_calls,
-                tools=request.tools,
+                tools=offered,
             ),
         }
         if request.tools and caps.native_tool_calls:
@@ -111,7 +127,9 @@ class OpenAIChatModel:
             # llama.cpp-style servers accept a GBNF ``grammar``: only answer text or
             # well-formed calls of offered tools can be generated (issue 6, SPEC B7).
             body["grammar"] = tool_call_grammar(
-                request.tools, max_calls=3 if caps.parallel_tool_calls else 1
+                offered,
+                max_calls=3 if caps.parallel_tool_calls else 1,
+                require_call=require_call,
             )
         if caps.stream_usage:
             body["stream_options"] = {"include_usage": True}
@@ -121,6 +139,31 @@ class OpenAIChatModel:
             body["temperature"] = request.temperature
         return body
 
+    def offers_reply(self, request: ModelRequest) -> bool:
+        """Whether :data:`~loopact.llm.toolprompt.REPLY_TOOL` is offered with the tools.
+
+        True on endpoints with grammar-constrained text calls when the request has tools and
+        none of them is itself named ``reply``. It is offered in every round, so the catalogue
+        (the start of the prompt) stays the same and llama.cpp reuses its prompt cache; a call
+        to it comes back as answer text.
+        """
+        caps = self.capabilities
+        if not request.tools or caps.native_tool_calls or not caps.constrained_decoding:
+            return False
+        return not any(t.name == REPLY_TOOL.name for t in request.tools)
+
+    def requires_call(self, request: ModelRequest) -> bool:
+        """Whether this request's response must be a call (issue 6).
+
+        True in the first round of a task (no tool result since the last user message) when
+        :meth:`offers_reply`: small models otherwise answer "what do you see?" from
+        imagination, or echo an instruction instead of acting on it; the reply pseudo-tool
+        keeps words possible (greetings, thanks).
+        """
+        if not self.offers_reply(request):
+            return False
+        return not any(m.role == "tool" for m in current_task(request.messages))
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
 
@@ -128,8 +171,9 @@ class OpenAIChatModel:
         calls), a response that only calls again a tool the previous round just ran
         successfully, or repeats exactly a call that just failed, is not passed on: small
         models tend to repeat a finished action forever, so the same request is sent once
-        more with an answer-only grammar and that answer is yielded instead (issue 6). Such
-        follow-up responses are therefore not streamed.
+        more with an answer-only grammar and that answer is yielded instead (issue 6). On such
+        endpoints a call to the reply pseudo-tool (:meth:`offers_reply`) is yielded as answer
+        text; their responses are therefore collected, not streamed.
 
         Yields:
             ``ReasoningDelta``, ``TextDelta`` and ``ToolCallReady`` events, then one
@@ -142,12 +186,16 @@ class OpenAIChatModel:
             ModelFatalError: any other HTTP error (400, 401, 403, 404, 422, ...).
         """
         body = self.build_body(request)
+        reply = (REPLY_TOOL,) if self.offers_reply(request) else ()
         previous = previous_calls(request.messages) if "grammar" in body else ()
-        if not previous:
+        if not previous and not reply:
             async for event in self._stream_body(request, body):
                 yield event
             return
-        events = [event async for event in self._stream_body(request, body)]
+        # Collected, not streamed: a reply call becomes answer text, a repeat is re-asked.
+        events = [event async for event in self._stream_body(request, body, *reply)]
+        if reply:
+            events = _reply_as_text(events)
         done = events[-1]
         if (
             isinstance(done, ResponseDone)
@@ -165,12 +213,12 @@ class OpenAIChatModel:
             yield event
 
     async def _stream_body(
-        self, request: ModelRequest, body: dict[str, Any]
+        self, request: ModelRequest, body: dict[str, Any], *more_tools: ToolSpec
     ) -> AsyncIterator[ModelEvent]:
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         extra.update(self.extra_body)
         state = new_state(
-            tool_names=[t.name for t in request.tools],
+            tool_names=[t.name for t in (*request.tools, *more_tools)],
             native_tool_calls=self.capabilities.native_tool_calls,
         )
         logger.debug(
@@ -322,6 +370,27 @@ def current_task(messages: tuple[Message, ...] | list[Message]) -> list[Message]
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
     system = [m for m in messages[:last_user] if m.role == "system"]
     return [*system, *messages[last_user:]]
+
+
+def _reply_as_text(events: list[ModelEvent]) -> list[ModelEvent]:
+    """Turn a response whose calls are all to :data:`REPLY_TOOL` into an answer-text one."""
+    done = events[-1] if events else None
+    if not (
+        isinstance(done, ResponseDone)
+        and done.message.tool_calls
+        and all(c.name == REPLY_TOOL.name for c in done.message.tool_calls)
+    ):
+        return events
+    text = " ".join(
+        str(c.arguments.get("text", "")).strip() for c in done.message.tool_calls
+    ).strip()
+    kept = [e for e in events[:-1] if not isinstance(e, (ToolCallReady, TextDelta))]
+    message = Message.assistant(text, reasoning=done.message.reasoning)
+    return [
+        *kept,
+        *([TextDelta(text)] if text else []),
+        dataclasses.replace(done, message=message, finish_reason="stop"),
+    ]
 
 
 def previous_calls(

@@ -13,7 +13,11 @@ Both are derived from the tools' JSON Schemas, so they help every model and spec
   tool and whose arguments have the schema's keys and JSON types (non-negative where the
   schema says ``minimum >= 0``; ``enum`` values are the only choices). Invalid JSON, unknown
   tools and misspelt keys become impossible; which tool and which value stay the model's
-  choice. :func:`answer_only_grammar` allows the answer text only.
+  choice. :func:`answer_only_grammar` allows the answer text only. With ``require_call`` the
+  response must be a call; :data:`REPLY_TOOL` is then offered so that words stay possible
+  (greetings, thanks) as a call the provider turns back into answer text.
+* Tools' ``examples`` (instruction -> call) are listed after the catalogue, at most
+  :data:`MAX_EXAMPLES`, in the same bare-JSON form the grammar produces.
 """
 
 from __future__ import annotations
@@ -27,6 +31,22 @@ from loopact.llm.base import ToolSpec
 
 _MAX_DESC_CHARS = 160
 _RULE_SAFE = re.compile(r"[^a-zA-Z0-9-]")
+MAX_EXAMPLES = 12
+"""At most this many tool examples go into one catalogue (tokens are precious on a CPU)."""
+
+REPLY_TOOL = ToolSpec(
+    "reply",
+    "Answer the user in words only: greetings, thanks, questions about yourself. Not for "
+    "what you see or where you are: call a robot function for those.",
+    {
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "The answer."}},
+        "required": ["text"],
+    },
+    examples=(("hi there", {"text": "Hello! How can I help?"}),),
+)
+"""The pseudo-tool offered when a call is required (first round of a task on a constrained
+endpoint): its call is not run but becomes the answer text (issue 6)."""
 
 
 # --- compact catalogue ------------------------------------------------------------------
@@ -128,6 +148,13 @@ def describe_tools_compact(tools: Sequence[ToolSpec]) -> str:
         "are are answered by calling a function first, never guessed. "
         "When no function is needed or the task is done, answer in plain text.",
     ]
+    examples = [
+        (text, {"name": t.name, "arguments": args}) for t in tools for text, args in t.examples
+    ][:MAX_EXAMPLES]
+    if examples:
+        lines += ["", "Examples:"]
+        for text, call in examples:
+            lines += [f"User: {text}", json.dumps(call, ensure_ascii=False)]
     return "\n".join(lines)
 
 
@@ -238,13 +265,17 @@ def answer_only_grammar() -> str:
     return "root ::= answer\n" + _PRIMITIVES.strip() + "\n"
 
 
-def tool_call_grammar(tools: Sequence[ToolSpec], max_calls: int = 1) -> str:
-    """A GBNF grammar: plain answer text, or up to ``max_calls`` ``<tool_call>`` blocks.
+def tool_call_grammar(
+    tools: Sequence[ToolSpec], max_calls: int = 1, require_call: bool = False
+) -> str:
+    """A GBNF grammar: plain answer text, or up to ``max_calls`` JSON call objects.
 
     Args:
         tools: The tools offered (at least one).
-        max_calls: How many blocks one response may hold (1 unless the endpoint runs calls
+        max_calls: How many calls one response may hold (1 unless the endpoint runs calls
             in parallel).
+        require_call: No plain text: the response must be a call (offer :data:`REPLY_TOOL`
+            among ``tools`` so that the model can still answer in words).
 
     Returns:
         Grammar text for llama.cpp's ``grammar`` request field (root rule ``root``).
@@ -269,6 +300,6 @@ def tool_call_grammar(tools: Sequence[ToolSpec], max_calls: int = 1) -> str:
     # models that know <tool_call> as one special token derail when made to spell it.
     b.rules["call"] = " | ".join(alts)
     more = f' ( "\\n" call ){{0,{max_calls - 1}}}' if max_calls > 1 else ""
-    lines = [f"root ::= answer | call{more}"]
+    lines = [f"root ::= call{more}" if require_call else f"root ::= answer | call{more}"]
     lines += [f"{name} ::= {body}" for name, body in b.rules.items()]
     return "\n".join(lines) + "\n" + _PRIMITIVES.strip() + "\n"

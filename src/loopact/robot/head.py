@@ -63,7 +63,14 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
         return []
     lim = env.profile.head
 
-    @tool(safety=SafetyClass.MOTION, timeout_s=15)
+    @tool(
+        safety=SafetyClass.MOTION,
+        timeout_s=15,
+        examples=[
+            ("look to the right 20 degrees", {"pan_deg": -20, "tilt_deg": 0}),
+            ("抬头看", {"pan_deg": 0, "tilt_deg": -20}),
+        ],
+    )
     async def servo_move(pan_deg: float, tilt_deg: float) -> ToolResult:
         """Turn only the camera head to look left/right/up/down (robot stays put). 转动摄像头。
 

@@ -360,7 +360,11 @@ async def drive_for(
 def make_motion_tools(env: RobotEnv) -> list[Tool]:
     """The motion tools bound to ``env`` (SPEC D2)."""
 
-    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    @tool(
+        safety=SafetyClass.MOTION,
+        timeout_s=90,
+        examples=[("roll forward 0.8 m", {"distance_m": 0.8})],
+    )
     async def move_forward(
         ctx: ToolContext, distance_m: float, speed_mps: float = 0.2
     ) -> ToolResult:

@@ -123,4 +123,7 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
         return await go_to(env, waypoint, ctx.progress)
 
     navigation.description += f" Known places: {names}."
+    if env.site.waypoints:
+        place = sorted(env.site.waypoints)[-1]  # an example with a real place of this site
+        navigation.examples = ((f"head over to the {place}", {"waypoint": place}),)
     return [navigation]

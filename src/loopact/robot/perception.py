@@ -123,7 +123,11 @@ def make_perception_tools(env: RobotEnv, ranges: ColorRanges | None = None) -> l
     col = ranges or ColorRanges()
     known = ", ".join(col.names)
 
-    @tool(safety=SafetyClass.READ_ONLY, timeout_s=20)
+    @tool(
+        safety=SafetyClass.READ_ONLY,
+        timeout_s=20,
+        examples=[("what is in front of you?", {}), ("你前面有什么？", {})],
+    )
     async def seewhat() -> ToolResult:
         """Look through the camera now: newest image and coloured objects seen. 看看前面有什么。"""
         try:

@@ -26,7 +26,7 @@ import asyncio
 import enum
 import inspect
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints, overload
@@ -134,6 +134,8 @@ class Tool:
         safety: Safety class (SPEC C5).
         reentrant: True if calls may overlap; otherwise a tool's calls queue (SPEC C2, X1).
         timeout_s: Per-call timeout in seconds, None for the loop's default (SPEC A2).
+        examples: ``(instruction, arguments)`` pairs for models that write calls as text
+            (:attr:`loopact.llm.base.ToolSpec.examples`).
     """
 
     name: str
@@ -142,10 +144,11 @@ class Tool:
     safety: SafetyClass = SafetyClass.READ_ONLY
     reentrant: bool = False
     timeout_s: float | None = None
+    examples: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def spec(self) -> ToolSpec:
         """The :class:`ToolSpec` offered to the model."""
-        return ToolSpec(self.name, self.description, self.parameters)
+        return ToolSpec(self.name, self.description, self.parameters, self.examples)
 
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the tool with schema-valid ``arguments``.
@@ -180,6 +183,8 @@ class FunctionTool(Tool):
         safety: Safety class, a :class:`SafetyClass` or its value.
         reentrant: Whether calls may overlap.
         timeout_s: Per-call timeout in seconds.
+        examples: ``(instruction, arguments)`` pairs, e.g.
+            ``[("what is in front of you?", {})]``; shown to models that write calls as text.
 
     Raises:
         ValueError: Bad name, missing type hint, or a parameter type pydantic cannot describe.
@@ -194,8 +199,10 @@ class FunctionTool(Tool):
         safety: SafetyClass | str = SafetyClass.READ_ONLY,
         reentrant: bool = False,
         timeout_s: float | None = None,
+        examples: Sequence[tuple[str, dict[str, Any]]] = (),
     ) -> None:
         self.fn = fn
+        self.examples = tuple((str(text), dict(args)) for text, args in examples)
         self.name = name or fn.__name__
         if not _NAME_RE.match(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_NAME_RE.pattern}")
@@ -297,6 +304,7 @@ def tool(
     safety: SafetyClass | str = SafetyClass.READ_ONLY,
     reentrant: bool = False,
     timeout_s: float | None = None,
+    examples: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -309,6 +317,7 @@ def tool(
     safety: SafetyClass | str = SafetyClass.READ_ONLY,
     reentrant: bool = False,
     timeout_s: float | None = None,
+    examples: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a :class:`FunctionTool` from a typed function (SPEC C1); exported as ``loopact.tool``.
 
@@ -324,6 +333,7 @@ def tool(
             safety=safety,
             reentrant=reentrant,
             timeout_s=timeout_s,
+            examples=examples,
         )
 
     if fn is not None:
