@@ -37,7 +37,8 @@ run: $(STAMP_RUN)
 
 # The offline brain (docs/local-brain.md): builds llama-cpp-python once (cached in the user
 # cache folder), assembles and verifies the pinned GGUF. `make run` uses it only when no
-# model endpoint is configured; `make test` never builds it.
+# model endpoint is configured; `make test` never builds it, but installs the cached build
+# when it and the model exist, so that the local-model tests run.
 local-brain: $(STAMP_RUN)
 	$(PY) scripts/install-local-brain.py
 
@@ -62,6 +63,7 @@ typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP_DEV)
+	@$(PY) scripts/install-local-brain.py --if-cached
 	$(VENV)/bin/pytest -q $(ARGS)
 
 # The three-process ROS 2 acceptance runs (issue 4) alone; `make test` runs them too.
