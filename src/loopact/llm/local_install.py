@@ -267,6 +267,17 @@ def ensure_llama_cpp(version: str, console: Console, sdist_sha256: str | None = 
         wheel = build_wheel(version, console, sdist_sha256)
         action = "built and installed"
     console.print(f"Installing {wheel.name} with its server extra ...")
+    install_wheel(wheel)
+    return action
+
+
+def install_wheel(wheel: Path) -> None:
+    """``pip install WHEEL[server]`` into this Python.
+
+    Raises:
+        InstallError: pip failed (the message ends with pip's last 15 lines).
+        subprocess.TimeoutExpired: pip took longer than its time limit.
+    """
     out = subprocess.run(
         _pip(["install", "--quiet", f"{wheel}[server]"]),
         capture_output=True,
@@ -279,7 +290,6 @@ def ensure_llama_cpp(version: str, console: Console, sdist_sha256: str | None = 
             f"pip could not install {wheel} (exit {out.returncode}):\n"
             + "\n".join((out.stderr or out.stdout).splitlines()[-15:])
         )
-    return action
 
 
 # --- the model ---------------------------------------------------------------------------
@@ -507,14 +517,9 @@ def install_if_cached(cfg: LocalConfig, console: Console) -> bool:
                 skip.format("no cached llama-cpp-python build"), markup=False, soft_wrap=True
             )
             return False
-        out = subprocess.run(
-            _pip(["install", "--quiet", f"{wheel}[server]"]),
-            capture_output=True,
-            text=True,
-            timeout=_PIP_TIMEOUT_S,
-            check=False,
-        )
-        if out.returncode != 0:
+        try:
+            install_wheel(wheel)
+        except InstallError:
             reason = f"pip could not install the cached {wheel.name}"
             console.print(skip.format(reason), markup=False, soft_wrap=True)
             return False

@@ -366,17 +366,17 @@ class Ros2Connector(Connector):
 
     def _run_callback(self, handler: Any, started: threading.Event) -> None:
         """Pool thread: run one rclpy callback task; its exception is logged, not lost."""
+        error: BaseException | None = None
         try:
             started.set()
-            handler()
-            exc = handler.exception() if handler.done() else None
-            if exc is not None and not self._closed:
-                logger.error("ROS 2 callback failed: %r", exc)
+            handler()  # an rclpy Task keeps its callback's exception
+            error = handler.exception() if handler.done() else None
         except Exception as exc:
-            if not self._closed:
-                logger.error("ROS 2 callback failed: %r", exc)
+            error = exc
         finally:
             self._slots.release()
+        if error is not None and not self._closed:
+            logger.error("ROS 2 callback failed: %r", error)
 
     async def shutdown(self) -> None:
         """Stop in the safe order: executor, spin thread, node, context (idempotent)."""
