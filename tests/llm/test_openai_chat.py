@@ -26,8 +26,9 @@ from loopact.llm.base import (
     ToolCallReady,
     ToolSpec,
 )
+from loopact.llm.httperrors import parse_retry_after
 from loopact.llm.messages import Image, Message, ToolCall, Usage
-from loopact.llm.openai_chat import NO_VISION_NOTE, OpenAIChatModel, parse_retry_after
+from loopact.llm.openai_chat import NO_VISION_NOTE, OpenAIChatModel
 from loopact.testing import ScriptedModelServer
 
 Factory = Callable[[Any], ScriptedModelServer]

@@ -25,10 +25,8 @@ the agent loop owns retries.
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +45,7 @@ from loopact.llm.base import (
     TextDelta,
     ToolCallReady,
 )
+from loopact.llm.httperrors import status_error
 from loopact.llm.messages import (
     Image,
     Message,
@@ -70,7 +69,6 @@ _FINISH = {
     "refusal": "content_filter",
     "pause_turn": "",
 }
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 _NO_VISION_NOTE = "[image omitted: this model has no vision]"
 _EMPTY_RESULT = "(no output)"
@@ -508,10 +506,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
         err = exc.body.get("error") if isinstance(exc.body, dict) else None
         return _stream_error(err if err is not None else {"message": detail})
     message = f"Anthropic endpoint answered HTTP {status}: {detail}"
-    if status in _RETRYABLE_STATUS or status >= 500:
-        retry_after = _retry_after(exc.response.headers.get("retry-after"))
-        return ModelRetryableError(message, status=status, retry_after_s=retry_after)
-    return ModelFatalError(message, status=status)
+    return status_error(status, message, exc.response.headers)
 
 
 def _error_detail(exc: anthropic.APIStatusError) -> str:
@@ -521,18 +516,3 @@ def _error_detail(exc: anthropic.APIStatusError) -> str:
         if isinstance(err, dict) and err.get("message"):
             return f"{err.get('type', 'error')}: {err['message']}"
     return str(exc.message)
-
-
-def _retry_after(value: str | None) -> float | None:
-    """``Retry-After`` in seconds (a number or an HTTP date), None when absent or invalid."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

@@ -23,10 +23,8 @@ a stream cut before ``message_end`` are retryable, everything else is fatal.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -41,6 +39,7 @@ from loopact.llm.base import (
     ResponseDone,
     TextDelta,
 )
+from loopact.llm.httperrors import status_error
 from loopact.llm.messages import Image, Message, TextPart, Usage
 from loopact.llm.think import ThinkSplitter
 
@@ -57,7 +56,6 @@ DIFY_CAPABILITIES = Capabilities(
 )
 """What a Dify chat app can do: images via uploads, no native tool calls."""
 
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
 _ANSWER_EVENTS = frozenset({"message", "agent_message"})
 _NO_VISION_NOTE = "[image omitted: this model has no vision]"
 _EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp", "image/gif": "gif"}
@@ -358,22 +356,4 @@ def _http_error(response: httpx2.Response, what: str) -> ModelError:
     else:
         detail = response.text[:200] or response.reason_phrase
     message = f"Dify {what} answered HTTP {status}: {detail}"
-    if status in _RETRYABLE_STATUS or status >= 500:
-        return ModelRetryableError(
-            message, status=status, retry_after_s=_retry_after(response.headers.get("retry-after"))
-        )
-    return ModelFatalError(message, status=status)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return status_error(status, message, response.headers)

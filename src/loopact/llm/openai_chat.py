@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import email.utils
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -33,6 +31,7 @@ from loopact.llm.base import (
     ToolCallReady,
     ToolSpec,
 )
+from loopact.llm.httperrors import status_error
 from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
 from loopact.llm.toolprompt import (
     REPLY_TOOL,
@@ -44,7 +43,6 @@ from loopact.llm.toolprompt import (
 logger = logging.getLogger(__name__)
 
 NO_VISION_NOTE = "[image omitted: this model has no vision]"
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
 _PLACEHOLDER_KEY = "none"
 _MIN_SCRUB_LEN = 6
 
@@ -280,15 +278,12 @@ class OpenAIChatModel:
         """Nothing to forget: chat completions keep no server-side conversation."""
 
     def _status_error(self, exc: openai.APIStatusError) -> ModelError:
-        status = exc.status_code
         message = self._scrub(_server_message(exc))
-        if status in _RETRYABLE_STATUS or status >= 500:
-            return ModelRetryableError(
-                f"model endpoint returned HTTP {status}: {message}",
-                status=status,
-                retry_after_s=parse_retry_after(exc.response.headers),
-            )
-        return ModelFatalError(f"model endpoint returned HTTP {status}: {message}", status=status)
+        return status_error(
+            exc.status_code,
+            f"model endpoint returned HTTP {exc.status_code}: {message}",
+            exc.response.headers,
+        )
 
     def _scrub(self, text: str) -> str:
         # Keys shorter than a few characters are placeholders; scrubbing them would mangle
@@ -515,38 +510,6 @@ def _chunk_dict(chunk: object) -> Mapping[str, Any]:
     if isinstance(chunk, Mapping):
         return chunk
     raise ModelRetryableError("model stream was cut: malformed chunk: not a JSON object")
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date).
-
-    Args:
-        headers: Response headers (case-insensitive mapping or lower-case keys).
-
-    Returns:
-        Seconds (>= 0), or None when the server sent no usable value.
-    """
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after") or headers.get("Retry-After")
-    if not raw:
-        return None
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
