@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopact.events import EventBus
-from loopact.nodes.connector import CallHandle, Connector, NodeError, Payload, Subscription
+from loopact.nodes.connector import CallHandle, Connector, NodeError, Payload
+from loopact.nodes.heartbeat import HeartbeatWatch
 from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
     DROP_AFTER_S,
@@ -139,7 +140,7 @@ class _Entry:
     conflict_reported: bool = False
 
 
-class ToolDiscovery:
+class ToolDiscovery(HeartbeatWatch):
     """Discover output nodes and keep the registry in step (SPEC C2).
 
     Args:
@@ -150,6 +151,13 @@ class ToolDiscovery:
         drop_after_s: Heartbeat silence after which a tool is dropped, seconds.
     """
 
+    _kind = "output"
+    _logger = logger
+    _error_log = "node on %s: %s"
+    _check_failed_log = "discovery check failed"
+    _reaper_name = "loopact-discovery-reaper"
+    _reap_period_s = 0.1
+
     def __init__(
         self,
         connector: Connector,
@@ -158,52 +166,14 @@ class ToolDiscovery:
         bus: EventBus | None = None,
         drop_after_s: float = DROP_AFTER_S,
     ) -> None:
-        self.connector = connector
+        super().__init__(connector, agent, bus, drop_after_s)
         self.registry = registry
-        self.agent = agent
-        self.bus = bus
-        self.drop_after_s = drop_after_s
         self.tools: dict[str, _Entry] = {}
-        self._errors: dict[str, str] = {}
-        self._sub: Subscription | None = None
-        self._reaper: asyncio.Task[None] | None = None
 
-    @property
-    def prefix(self) -> str:
-        """``/<agent>/output/``."""
-        return f"/{self.agent}/output/"
-
-    async def start(self) -> None:
-        """Subscribe to every output heartbeat and start the drop timer."""
-        await self.connector.start()
-        self._sub = self.connector.subscribe_pattern(
-            self.prefix, "/info", "string", self._on_heartbeat, latched=True
-        )
-        self._reaper = asyncio.get_running_loop().create_task(
-            self._reap(), name="loopact-discovery-reaper"
-        )
-
-    async def stop(self) -> None:
-        """Stop watching and remove every discovered tool from the registry."""
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
-        if self._sub is not None:
-            self._sub.close()
+    def _release(self) -> None:
+        """Remove every discovered tool from the registry (on :meth:`stop`)."""
         for name in list(self.tools):
             self._drop(name, "discovery stopped")
-
-    def _emit(self, type_: str, **data: Any) -> None:
-        if self.bus is not None:
-            self.bus.emit(type_, None, **data)
-
-    def _report_error(self, topic: str, message: str) -> None:
-        if self._errors.get(topic) == message:
-            return  # reported already; a node repeats its heartbeat every 0.5 s
-        self._errors[topic] = message
-        logger.warning("node on %s: %s", topic, message)
-        self._emit("node_error", topic=topic, message=message)
 
     def _on_heartbeat(self, topic: str, payload: Payload) -> None:
         name = name_from_topic(topic, self.prefix, "/info")
@@ -316,11 +286,3 @@ class ToolDiscovery:
             silent = now - entry.last_s
             if silent > self.drop_after_s:
                 self._drop(name, f"no heartbeat for {silent:.1f} s")
-
-    async def _reap(self) -> None:
-        while True:
-            await asyncio.sleep(0.1)
-            try:
-                self.check()
-            except Exception:
-                logger.exception("discovery check failed")

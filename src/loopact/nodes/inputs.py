@@ -12,8 +12,6 @@ along in every round.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -24,6 +22,7 @@ from typing import Any
 from loopact.events import EventBus
 from loopact.llm.messages import Image, Message
 from loopact.nodes.connector import Connector, ImageData, Payload, PayloadKind, Subscription
+from loopact.nodes.heartbeat import HeartbeatWatch
 from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
     DROP_AFTER_S,
@@ -54,16 +53,23 @@ class _Input:
     injected_latest_s: float = 0.0
 
 
-class InputHub:
+class InputHub(HeartbeatWatch):
     """Discover inputs, cache their data, build snapshot messages (SPEC C3).
 
     Args:
         connector: The transport.
         agent: The agent name (topic prefix).
-        bus: Where to emit ``input_*`` events (None: log only).
+        bus: Where to emit ``node_*`` events (None: log only).
         max_accumulate: Messages kept per accumulate-mode input between injections.
         drop_after_s: Heartbeat silence after which an input is forgotten, seconds.
     """
+
+    _kind = "input"
+    _logger = logger
+    _error_log = "input on %s: %s"
+    _check_failed_log = "input check failed"
+    _reaper_name = "loopact-inputs-reaper"
+    _reap_period_s = 0.25
 
     def __init__(
         self,
@@ -73,55 +79,16 @@ class InputHub:
         max_accumulate: int = 50,
         drop_after_s: float = DROP_AFTER_S,
     ) -> None:
-        self.connector = connector
-        self.agent = agent
-        self.bus = bus
+        super().__init__(connector, agent, bus, drop_after_s)
         self.max_accumulate = max_accumulate
-        self.drop_after_s = drop_after_s
         self.inputs: dict[str, _Input] = {}
-        self._errors: dict[str, str] = {}
-        self._sub: Subscription | None = None
-        self._reaper: asyncio.Task[None] | None = None
 
-    @property
-    def prefix(self) -> str:
-        """``/<agent>/input/``."""
-        return f"/{self.agent}/input/"
-
-    async def start(self) -> None:
-        """Subscribe to every input heartbeat."""
-        await self.connector.start()
-        self._sub = self.connector.subscribe_pattern(
-            self.prefix, "/info", "string", self._on_heartbeat, latched=True
-        )
-        self._reaper = asyncio.get_running_loop().create_task(
-            self._reap(), name="loopact-inputs-reaper"
-        )
-
-    async def _reap(self) -> None:
-        while True:
-            await asyncio.sleep(0.25)
-            try:
-                self.check()
-            except Exception:
-                logger.exception("input check failed")
-
-    async def stop(self) -> None:
-        """Unsubscribe everything."""
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
-        if self._sub is not None:
-            self._sub.close()
+    def _release(self) -> None:
+        """Unsubscribe every input's data topic and forget the inputs (on :meth:`stop`)."""
         for inp in self.inputs.values():
             if inp.sub is not None:
                 inp.sub.close()
         self.inputs.clear()
-
-    def _emit(self, type_: str, **data: Any) -> None:
-        if self.bus is not None:
-            self.bus.emit(type_, None, **data)
 
     def _on_heartbeat(self, topic: str, payload: Payload) -> None:
         name = name_from_topic(topic, self.prefix, "/info")
@@ -130,11 +97,7 @@ class InputHub:
                 raise ProtocolError("heartbeat is not a string message")
             info = InputInfo.parse(payload, name)
         except ProtocolError as exc:
-            message = f"invalid input heartbeat, input ignored: {exc}"
-            if self._errors.get(topic) != message:
-                self._errors[topic] = message
-                logger.warning("input on %s: %s", topic, message)
-                self._emit("node_error", topic=topic, message=message)
+            self._report_error(topic, f"invalid input heartbeat, input ignored: {exc}")
             return
         self._errors.pop(topic, None)
         now = time.monotonic()
