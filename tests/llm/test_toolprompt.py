@@ -351,3 +351,21 @@ def test_the_tool_decorator_carries_examples() -> None:
         return a + b
 
     assert add.spec().examples == (("add two and three", {"a": 2, "b": 3}),)
+
+
+def test_tool_results_reach_text_call_models_as_tool_response_blocks() -> None:
+    messages = _after_call({"distance_m": 1})
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    sent = model.build_body(ModelRequest(messages=messages, tools=(MOVE,)))["messages"]
+    assert sent[-1]["role"] == "user"
+    assert sent[-1]["content"] == (
+        '<tool_response>\n{"ok": true, "data": {"x_m": 0.997}}\n</tool_response>\n'
+        "Tell the user in one short sentence what this result shows."
+    )
+    native = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    sent = native.build_body(ModelRequest(messages=messages, tools=(MOVE,)))["messages"]
+    assert sent[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": '{"ok": true, "data": {"x_m": 0.997}}',
+    }

@@ -43,6 +43,15 @@ from loopact.llm.toolprompt import (
 logger = logging.getLogger(__name__)
 
 NO_VISION_NOTE = "[image omitted: this model has no vision]"
+TOOL_RESULT_AS_TEXT = (
+    "<tool_response>\n{text}\n</tool_response>\n"
+    "Tell the user in one short sentence what this result shows."
+)
+"""A tool result for a model without native tool calls: the Hermes ``<tool_response>`` block
+many open models are trained on, and what to do with it. Measured with the 0.5B local brain
+(issue 6): with a bare "Result of tool ..." line it re-called the tool and the answer-only
+re-ask wrote "Here's the response in plain text: ..." or an unrelated apology; with this it
+answers "The robot turned left 90 degrees." in the same round."""
 _PLACEHOLDER_KEY = "none"
 _MIN_SCRUB_LEN = 6
 
@@ -487,10 +496,7 @@ def _tool_message(
         pending_images.extend(image_url_part(i) for i in images)
     if native_tool_calls:
         return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text}
-    return {
-        "role": "user",
-        "content": f"Result of tool {msg.name or 'unknown'} (call {msg.tool_call_id}):\n{text}",
-    }
+    return {"role": "user", "content": TOOL_RESULT_AS_TEXT.format(text=text)}
 
 
 def _text(text: str) -> dict[str, Any]:
