@@ -8,7 +8,9 @@ made with the expected ones (names in order, numeric arguments within a toleranc
 Prints, per tool-calling mode:
 
 - fully correct %: the executed calls match one of the accepted call sequences exactly
-  (read-only look-ups like ``get_current_pose`` that were not asked for are ignored);
+  (read-only look-ups like ``get_current_pose`` that were not asked for are ignored; calls the
+  runtime refused before running them for their units, ``error_kind: "units"``, did not run
+  and are not counted);
 - valid-call %: instructions where the brain made at least one call and every call it made
   named a known tool with schema-valid arguments;
 - median time to first motion (task start to the first motion tool call) and median task time.
@@ -254,6 +256,8 @@ async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> 
                 kind = meta.get("error_kind")
                 if kind in ("unknown_tool", "arguments"):
                     valid = False
+                elif kind == "units":
+                    pass  # refused before running (a quantity in the wrong kind of argument)
                 else:
                     # the arguments the tool ran with: the model's, after unit normalisation
                     args = dict(ev.data.get("_args", {}))

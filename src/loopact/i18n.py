@@ -54,6 +54,25 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "result unchanged, answer now",
         "zh": "结果没有变化，请直接回答",
     },
+    "guard.units": {
+        "en": (
+            'Not run: "{said}" is a {said_kind}, but {name}.{argument} is a {kind}. '
+            "Call a function that takes a {said_kind}: {takers}."
+        ),
+        "zh": "未执行：“{said}”是{said_kind}，但 {name}.{argument} 是{kind}。请调用接受{said_kind}的函数：{takers}。",
+    },
+    "guard.units_none": {
+        "en": (
+            'Not run: "{said}" is a {said_kind}, but {name}.{argument} is a {kind}, '
+            "and no function takes a {said_kind}. Tell the user."
+        ),
+        "zh": "未执行：“{said}”是{said_kind}，但 {name}.{argument} 是{kind}，且没有函数接受{said_kind}。请告诉用户。",
+    },
+    "unit.length": {"en": "length", "zh": "长度"},
+    "unit.angle": {"en": "angle", "zh": "角度"},
+    "unit.time": {"en": "time", "zh": "时间"},
+    "unit.speed": {"en": "speed", "zh": "速度"},
+    "unit.angular_speed": {"en": "turn rate", "zh": "角速度"},
     "guard.too_many": {
         "en": "refused: {name} was already called {count} times in this task (limit {limit})",
         "zh": "已拒绝：本任务中 {name} 已被调用 {count} 次（上限 {limit}）",

@@ -73,3 +73,54 @@ async def test_arguments_in_the_right_unit_are_left_alone(
     assert outcome.status == "completed"
     assert received == [0.5]
     assert "normalized" not in rec.of("tool_result")[0].data["metadata"]
+
+
+async def test_a_length_given_to_a_speed_is_refused_and_the_model_chooses_again(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    ran: list[tuple[str, float]] = []
+
+    @tool(safety=SafetyClass.MOTION)
+    async def move_forward(distance_m: float) -> ToolResult:
+        """Drive straight ahead.
+
+        Args:
+            distance_m: How far, in metres.
+        """
+        ran.append(("move_forward", distance_m))
+        return ToolResult.success({"moved_m": distance_m})
+
+    @tool(safety=SafetyClass.MOTION)
+    async def drive(linear_mps: float, duration_s: float) -> ToolResult:
+        """Drive at a velocity for a time.
+
+        Args:
+            linear_mps: Speed in metres per second.
+            duration_s: How long, in seconds.
+        """
+        ran.append(("drive", linear_mps))
+        return ToolResult.success({})
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("drive", {"linear_mps": 0.3, "duration_s": 1})]},
+            {
+                "tool_calls": [call("move_forward", {"distance_m": 0.3})],
+                "expect": {"contains": "Call a function that takes a length: move_forward"},
+            },
+            {"text": "Moved 0.3 m."},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path / "ws", tools=[move_forward, drive], auto_approve=True)
+    outcome = await agent.run_task("drive ahead 0.3 m")
+    await agent.close()
+
+    assert outcome.status == "completed"
+    assert ran == [("move_forward", 0.3)]  # drive never ran
+    refused = rec.of("tool_result")[0].data
+    assert refused["name"] == "drive" and refused["ok"] is False
+    assert refused["metadata"]["error_kind"] == "units"
+    assert refused["error"] == (
+        'Not run: "0.3 m" is a length, but drive.linear_mps is a speed. '
+        "Call a function that takes a length: move_forward(distance_m)."
+    )

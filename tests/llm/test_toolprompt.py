@@ -230,6 +230,24 @@ async def test_the_exact_failed_call_again_becomes_an_answer(scripted_server: An
     assert len(server.requests) == 2
 
 
+def test_a_call_is_required_again_after_a_refusal_for_units() -> None:
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    call = ToolCall(id="c1", name="move_forward", arguments={"distance_m": 2, "speed_mps": 10})
+    units = json.dumps({"ok": False, "error": "Not run: ...", "metadata": {"error_kind": "units"}})
+    refused = (
+        Message.system("sys"),
+        Message.user("go 2 meters in 10 seconds"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("c1", "move_forward", units),
+    )
+    body = model.build_body(ModelRequest(messages=refused, tools=(MOVE, STOP)))
+    assert body["grammar"].startswith("root ::= call\n")
+    # after any other result (here a failure the tool itself reported) words are free again
+    for messages in (_after_call({"distance_m": 1}), _after_call({"distance_m": 50}, ok=False)):
+        body = model.build_body(ModelRequest(messages=messages, tools=(MOVE, STOP)))
+        assert body["grammar"].startswith("root ::= answer | call\n")
+
+
 async def test_retrying_a_failed_call_goes_through(scripted_server: Any) -> None:
     retry = '{"name": "move_forward", "arguments": {"distance_m": 0.5}}'
     server = scripted_server([{"text": retry}])

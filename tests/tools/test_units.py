@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from loopact.tools.units import find_quantities, normalize_units, unit_of
+from loopact.tools.units import (
+    UnitConflict,
+    find_quantities,
+    normalize_units,
+    unit_conflicts,
+    unit_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -135,3 +141,37 @@ def test_arguments_are_not_modified_in_place() -> None:
     args, _ = normalize_units(original, "50 cm")
     assert original == {"distance_m": 50}
     assert args == {"distance_m": 0.5}
+
+
+def test_a_length_given_to_a_speed_argument_is_a_conflict() -> None:
+    drive = {"linear_mps": 0.3, "angular_dps": 0, "duration_s": 1}
+    assert unit_conflicts(drive, "drive ahead 0.3 m") == [
+        UnitConflict("linear_mps", 0.3, "speed", "0.3 m", "length")
+    ]
+    assert unit_conflicts({"linear_mps": 0.4, "duration_s": 1}, "前进0.4米") == [
+        UnitConflict("linear_mps", 0.4, "speed", "0.4米", "length")
+    ]
+    # a time in a speed argument: the call has no time argument to hold "10 seconds"
+    assert unit_conflicts({"distance_m": 2, "speed_mps": 10}, "go 2 meters in 10 seconds") == [
+        UnitConflict("speed_mps", 10.0, "speed", "10 seconds", "time")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({"linear_mps": 0.3, "duration_s": 2}, "drive at 0.3 m/s for 2 seconds"),  # right kinds
+        ({"distance_m": 2, "speed_mps": 2}, "go 2 meters at 2 m/s"),  # also a speed
+        ({"angle_deg": 90, "speed_dps": 90}, "turn left 90 degrees"),  # 90 deg is held
+        ({"linear_mps": 0.3, "duration_s": 1}, "drive 0.3 m at speed 0.3"),  # also bare
+        ({"distance_m": 50}, "move forward 50 centimeters"),  # same kind: normalisation's job
+        ({"speed": 0.3}, "drive ahead 0.3 m"),  # no unit in the name
+        ({"linear_mps": 0.2}, "drive ahead 0.3 m"),  # not the user's number
+        ({"linear_mps": 0.3}, ""),  # no instruction
+        ({"linear_mps": True}, "drive ahead 1 m"),  # bools are not numbers
+    ],
+)
+def test_no_conflict_when_the_quantity_fits_or_is_not_the_users(
+    arguments: dict[str, object], text: str
+) -> None:
+    assert unit_conflicts(arguments, text) == []

@@ -13,6 +13,13 @@ Results go back in call order regardless of finishing order. Guards (SPEC A3): a
 identical to an earlier one in the task with no state-changing call in between is answered
 from the earlier result with "result unchanged, answer now"; a tool called more than its
 class's limit is refused and makes the round invalid.
+
+Arguments are checked against the user's own words (SPEC B7,
+:mod:`loopact.tools.units`): a number written with another unit of the same kind is converted
+("50 centimeters" as ``distance_m: 50`` runs as 0.5), and a call that puts a number the user
+wrote as one kind of quantity into an argument of another kind ("drive ahead 0.3 m" as
+``drive(linear_mps=0.3, ...)``) is not run: its result (``error_kind: "units"``) names the
+functions that take that kind, so that the model can choose again.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from loopact.i18n import t
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
-from loopact.tools.units import normalize_units
+from loopact.tools.units import normalize_units, unit_conflicts, unit_of
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +139,10 @@ class RoundDispatcher:
         except ToolError as exc:
             self._add_done(call, tool, ToolResult.failure(str(exc)))
             return
+        refusal = self._unit_conflict(call)
+        if refusal is not None:
+            self._add_done(call, tool, refusal)
+            return
         assert tool is not None  # validate() raised for unknown tools
         if arguments != call.arguments:
             call = ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
@@ -176,6 +187,51 @@ class RoundDispatcher:
         self._normalized[call.id] = normalized
         log.info("unit normalisation of %s: %s", call.name, normalized)
         return ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
+
+    def _unit_conflict(self, call: ToolCall) -> ToolResult | None:
+        """A refusal when the call gives a quantity the user said to an argument of another kind.
+
+        See :func:`loopact.tools.units.unit_conflicts`. The error names the tools whose
+        arguments take the user's kind of quantity, e.g. ``"0.3 m" is a length, but
+        drive.linear_mps is a speed. Call a function that takes a length: move_forward
+        (distance_m), move_backward(distance_m).``
+
+        Returns:
+            A failed result with ``metadata.error_kind == "units"``, or None (no conflict).
+        """
+        if not self.state.instruction or not isinstance(call.arguments, dict):
+            return None
+        conflicts = unit_conflicts(call.arguments, self.state.instruction)
+        if not conflicts:
+            return None
+        c = conflicts[0]
+        takers = [
+            f"{spec.name}({arg})"
+            for spec in self.registry.specs()
+            for arg in (spec.parameters.get("properties") or {})
+            if (unit_of(arg) or ("",))[0] == c.said_kind
+        ]
+        kind = t("unit." + c.kind, self.lang)
+        said_kind = t("unit." + c.said_kind, self.lang)
+        key = "guard.units" if takers else "guard.units_none"
+        msg = t(
+            key,
+            self.lang,
+            said=c.said,
+            said_kind=said_kind,
+            name=call.name,
+            argument=c.argument,
+            kind=kind,
+            takers=", ".join(takers),
+        )
+        log.info("refused %s: %s", call.name, msg)
+        return ToolResult.failure(
+            msg,
+            error_kind="units",
+            conflicts=[
+                {"argument": x.argument, "value": x.value, "said": x.said} for x in conflicts
+            ],
+        )
 
     def add_refused(self, call: ToolCall, error: str) -> None:
         """Add a call that must not run (e.g. truncated by the length limit) with its error."""

@@ -165,11 +165,16 @@ class OpenAIChatModel:
         True in the first round of a task (no tool result since the last user message) when
         :meth:`offers_reply`: small models otherwise answer "what do you see?" from
         imagination, or echo an instruction instead of acting on it; the reply pseudo-tool
-        keeps words possible (greetings, thanks).
+        keeps words possible (greetings, thanks). Also true while every result of the task so
+        far is a call the runtime refused for its units before running it (``error_kind``
+        ``"units"``, :mod:`loopact.tools.units`): that result names the functions to choose
+        from, and given free text small models describe the refusal instead of choosing.
         """
         if not self.offers_reply(request):
             return False
-        return not any(m.role == "tool" for m in current_task(request.messages))
+        return all(
+            _refused_for_units(m.text) for m in current_task(request.messages) if m.role == "tool"
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
@@ -428,6 +433,17 @@ def _reports_failure(text: str) -> bool:
     except ValueError:
         return False
     return isinstance(value, dict) and value.get("ok") is False
+
+
+def _refused_for_units(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(value, dict) or value.get("ok") is not False:
+        return False
+    meta = value.get("metadata")
+    return isinstance(meta, dict) and meta.get("error_kind") == "units"
 
 
 def _repeats(call: ToolCall, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:

@@ -15,8 +15,9 @@ errors included (SPEC A1). Only :class:`asyncio.CancelledError` escapes :meth:`e
 cancelling the caller cancels the tool.
 
 Failed results carry ``metadata["error_kind"]``, one of ``unknown_tool``, ``arguments``,
-``tool_error``, ``timeout``, ``robot``, ``safety`` or ``exception``, so the loop can count
-invalid rounds (SPEC A3) or react to a safety stop without parsing text.
+``tool_error``, ``timeout``, ``robot``, ``safety`` or ``exception`` (the loop's dispatcher
+adds ``units`` and ``cancelled``), so the loop can count invalid rounds (SPEC A3) or react
+to a safety stop without parsing text.
 """
 
 from __future__ import annotations

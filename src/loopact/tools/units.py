@@ -348,3 +348,78 @@ def normalize_units(
             "because": q.text,
         }
     return out, normalized
+
+
+@dataclass(frozen=True)
+class UnitConflict:
+    """A number the user wrote as one kind of quantity, given to an argument of another kind.
+
+    Attributes:
+        argument: The argument's name (``linear_mps``).
+        value: The value the model gave it (0.3).
+        kind: The argument's kind by its name (``speed``).
+        said: The user's words for that number (``"0.3 m"``).
+        said_kind: Their kind (``length``).
+    """
+
+    argument: str
+    value: float
+    kind: str
+    said: str
+    said_kind: str
+
+
+_DIGITS = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![0-9])")
+
+
+def unit_conflicts(arguments: Mapping[str, Any], instruction: str) -> list[UnitConflict]:
+    """Numbers the user wrote with a unit of one kind, put into an argument of another kind.
+
+    "drive ahead 0.3 m" answered with ``drive(linear_mps=0.3, ...)`` puts a length into a
+    speed: the call cannot mean what the user said, whatever its other arguments are, because
+    none of them takes a length. An argument is reported when its name declares a kind
+    (:func:`unit_of`), its value equals a number the instruction wrote only with units of
+    other kinds (never with a unit of the argument's kind, never without a unit), and no
+    argument of the call with such another kind holds that quantity. Same-kind mix-ups
+    ("50 centimeters" as ``distance_m: 50``) are :func:`normalize_units`' job, not conflicts.
+
+    Args:
+        arguments: The call's arguments, after :func:`normalize_units`.
+        instruction: The user's instruction text for the task.
+
+    Returns:
+        One :class:`UnitConflict` per such argument, in argument order (empty: no conflict).
+    """
+    if not instruction or not arguments:
+        return []
+    quantities = find_quantities(instruction)
+    if not quantities:
+        return []
+    kinds: dict[str, list[tuple[float, float]]] = {}  # kind -> (value, factor) of arguments
+    for name, value in arguments.items():
+        declared = unit_of(name)
+        if declared and isinstance(value, (int, float)) and not isinstance(value, bool):
+            kinds.setdefault(declared[0], []).append((float(value), declared[1]))
+    bare = [float(m.group(0)) for m in _DIGITS.finditer(instruction)]
+    out: list[UnitConflict] = []
+    for name, value in arguments.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(float(value)) or value == 0:
+            continue
+        declared = unit_of(name)
+        if declared is None:
+            continue
+        number = abs(float(value))
+        same = [q for q in quantities if _same(q.value, number)]
+        if not same or any(q.kind == declared[0] for q in same):
+            continue
+        written = [q for q in same if q.text[:1].isdigit()]
+        if sum(_same(b, number) for b in bare) > len(written):
+            continue  # the number also stands without a unit somewhere
+        q = same[0]
+        held = any(_same(abs(v) * f, q.value * q.factor) for v, f in kinds.get(q.kind, []))
+        if held:
+            continue
+        out.append(UnitConflict(name, float(value), declared[0], q.text, q.kind))
+    return out
