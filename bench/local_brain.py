@@ -5,7 +5,8 @@ loop, the OpenAI-compatible provider, the local llama.cpp brain, the tool regist
 MuJoCo simulated robot (a fresh one per instruction) — and compares the tool calls the agent
 made with the expected ones (names in order, numeric arguments within a tolerance).
 
-Prints, per tool-calling mode:
+Prints, per tool-calling mode and per kind of case (single-step, multi-step, held-out
+single-step paraphrases that nothing was tuned on, small talk):
 
 - fully correct %: the executed calls match one of the accepted call sequences exactly
   (read-only look-ups like ``get_current_pose`` that were not asked for are ignored; calls the
@@ -73,7 +74,7 @@ class Case:
 
     text: str
     accept: tuple[tuple[Call, ...], ...]
-    kind: str = "single"  # single, multi, or chat (no call wanted)
+    kind: str = "single"  # single, multi, heldout (single-step), or chat (no call wanted)
 
 
 def C(name: str, **args: Any) -> Call:  # noqa: N802 - short constructor for the table
@@ -90,6 +91,11 @@ def S(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
 
 def M(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
     return Case(text, tuple(accept), "multi")
+
+
+def P(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
+    """A held-out single-step instruction: nothing in the runtime was tuned on it."""
+    return Case(text, tuple(accept), "heldout")
 
 
 def H(text: str) -> Case:  # noqa: N802
@@ -172,6 +178,28 @@ CASES: list[Case] = [
         "move backward 0.5 meters and nod",
         one(C("move_backward", distance_m=(0.5, 0.02)), C("servo_nod")),
     ),
+    # --- held-out single-step paraphrases: written in session 3 before any
+    # change was measured on them; nothing in the runtime or the tools was tuned on them.
+    P("go forward 1.5 meters", one(C("move_forward", distance_m=(1.5, 0.05)))),
+    P("move ahead 70 cm", one(C("move_forward", distance_m=(0.7, 0.02)))),
+    P("reverse 0.4 meters", one(C("move_backward", distance_m=(0.4, 0.02)))),
+    P("turn 60 degrees to the right", one(C("turn_right", angle_deg=(60, 1)))),
+    P("spin left 180 degrees", one(C("turn_left", angle_deg=(180, 1)))),
+    P("head to the kitchen", one(C("navigation", waypoint="kitchen"))),
+    P("return to the start", one(C("navigation", waypoint="start"))),
+    P("halt", one(C("stop"))),
+    P("tell me what you can see", *LOOK),
+    P("look right 45 degrees", one(C("servo_move", pan_deg=(-45, 1), tilt_deg=(0, 1)))),
+    P("look down 15 degrees", one(C("servo_move", pan_deg=(0, 1), tilt_deg=(15, 1)))),
+    P("what is your current position?", one(C("get_current_pose"))),
+    P("后退半米", one(C("move_backward", distance_m=(0.5, 0.02)))),
+    P("右转九十度", one(C("turn_right", angle_deg=(90, 1)))),
+    P("向左转30度", one(C("turn_left", angle_deg=(30, 1)))),
+    P("去充电桩", one(C("navigation", waypoint="charger"))),
+    P("停止", one(C("stop"))),
+    P("看看周围", *AROUND),
+    P("你能看到什么", *LOOK),
+    P("去窗户那边", one(C("navigation", waypoint="window"))),
     # --- small talk: a text answer, no call (guards against forcing calls)
     H("hello, who are you?"),
     H("你好"),
@@ -306,6 +334,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
     rs = [r for r in results if r.mode == mode]
     single = [r for r in rs if r.case.kind == "single"]
     multi = [r for r in rs if r.case.kind == "multi"]
+    heldout = [r for r in rs if r.case.kind == "heldout"]
     chat = [r for r in rs if r.case.kind == "chat"]
     acting = [r for r in rs if r.case.kind != "chat"]
     fm = [r.first_motion_s for r in rs if r.first_motion_s is not None]
@@ -314,6 +343,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
         "n": len(rs),
         "fully_correct_single": pct(sum(r.correct for r in single), len(single)),
         "fully_correct_multi": pct(sum(r.correct for r in multi), len(multi)),
+        "fully_correct_heldout": pct(sum(r.correct for r in heldout), len(heldout)),
         "fully_correct_all": pct(sum(r.correct for r in acting), len(acting)),
         "chat_answered_without_call": pct(sum(r.correct for r in chat), len(chat)),
         "valid_call": pct(sum(r.valid for r in acting), len(acting)),
@@ -411,7 +441,7 @@ def main() -> int:
     p.add_argument("--base-url", help="Benchmark any OpenAI-compatible endpoint instead.")
     p.add_argument("--model", default="local", help="Model name for --base-url.")
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
-    p.add_argument("--only", choices=["all", "single", "multi", "chat"], default="all")
+    p.add_argument("--only", choices=["all", "single", "multi", "heldout", "chat"], default="all")
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
     p.add_argument(
         "--grep",
