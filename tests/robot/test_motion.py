@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 
 import pytest
 from tests.robot.rig import Rig
@@ -20,6 +21,10 @@ async def test_move_forward_one_metre(rig: Rig) -> None:
     ach = res.metadata["achieved"]
     assert ach["stopped_by"] == "target"
     assert abs(ach["distance_m"] - 1.0) <= 0.05
+    # one plain sentence of what happened, from the achieved distance (models retell it)
+    assert re.fullmatch(
+        r"moved forward (0\.9[5-9]|1\.0[0-5]) m and reached the target", res.data["result"]
+    )
     assert "clamped" not in res.metadata
     assert rig.robot.commanded.is_zero
     assert rig.governor.watchdog_trips == 0
@@ -28,6 +33,7 @@ async def test_move_forward_one_metre(rig: Rig) -> None:
 async def test_move_backward(rig: Rig) -> None:
     res = await rig.call("move_backward", distance_m=0.5, speed_mps=0.3)
     assert res.ok, res.error
+    assert res.data["result"].startswith("moved backward 0.")
     assert abs((await rig.pose()).x_m + 0.5) <= 0.05
 
 
@@ -36,10 +42,15 @@ async def test_turn_left_and_right(rig: Rig) -> None:
     assert res.ok, res.error
     assert abs((await rig.pose()).yaw_deg - 90) <= 5
     assert abs(res.metadata["achieved"]["angle_deg"] - 90) <= 5
+    assert re.fullmatch(
+        r"turned left (8[5-9]|9[0-5])\.\d degrees and reached the target", res.data["result"]
+    )
     res = await rig.call("turn_right", angle_deg=45, speed_dps=200)
     assert res.ok, res.error
     assert abs((await rig.pose()).yaw_deg - 45) <= 5
     assert res.metadata["clamped"]["speed_dps"] == {"requested": 200, "applied": 90}
+    assert res.data["result"].startswith("turned right 4")
+    assert res.data["result"].endswith("(speed clamped to the robot's limit)")
 
 
 async def test_speed_clamp_never_shortens_distance(rig: Rig) -> None:
@@ -93,6 +104,7 @@ async def test_navigation_to_kitchen(rig: Rig) -> None:
     assert math.hypot(pose.x_m - 4.5, pose.y_m - 2.0) <= 0.3
     assert res.metadata["achieved"]["stopped_by"] == "target"
     assert res.metadata["goal"]["waypoint"] == "kitchen"
+    assert res.data["result"].startswith("reached the kitchen after ")
     assert rig.governor.watchdog_trips == 0
 
 

@@ -111,9 +111,15 @@ async def test_head_tools(rig: Rig) -> None:
     head = await rig.robot.get_head()
     assert abs(math.degrees(head.pan_rad) - 40) < 2.5
     assert abs(math.degrees(head.tilt_rad) + 10) < 2.5
+    said = {
+        "servo_nod": 'nodded ("yes")',
+        "servo_shake": 'shook the head ("no")',
+        "servo_init": "centred the camera",
+    }
     for name in ("servo_nod", "servo_shake", "servo_init"):
         res = await rig.call(name)
         assert res.ok, (name, res.error)
+        assert res.data["result"] == said[name]
     head = await rig.robot.get_head()
     assert abs(math.degrees(head.pan_rad)) < 2.5
     assert abs(math.degrees(head.tilt_rad) - rig.profile.head.home_tilt_deg) < 2.5

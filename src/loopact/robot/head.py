@@ -19,7 +19,11 @@ SHAKE_PAN_DEG = 25.0
 NOD_TILT_DEG = 15.0
 
 
-async def _sequence(env: RobotEnv, name: str, targets: list[tuple[float, float]]) -> ToolResult:
+async def _sequence(
+    env: RobotEnv, name: str, targets: list[tuple[float, float]], summary: str | None = None
+) -> ToolResult:
+    """Move the head through ``targets`` (pan, tilt in degrees); ``summary`` becomes
+    ``data.result`` on success (a plain sentence models can retell)."""
     gov = env.governor
     try:
         for pan, tilt in targets:
@@ -48,6 +52,8 @@ async def _sequence(env: RobotEnv, name: str, targets: list[tuple[float, float]]
         return ToolResult.failure(f"{name} interrupted: {lease.detail}", data=data)
     if not reached:
         return ToolResult.failure(f"{name}: the head did not reach its target in time", data=data)
+    if summary:
+        data["result"] = summary
     return ToolResult.success(data)
 
 
@@ -88,7 +94,7 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
     @tool(safety=SafetyClass.MOTION, timeout_s=15)
     async def servo_init() -> ToolResult:
         """Centre the camera: turn the camera head back to its home position. 摄像头回正。"""
-        return await _sequence(env, "servo_init", [home(env)])
+        return await _sequence(env, "servo_init", [home(env)], "centred the camera")
 
     @tool(safety=SafetyClass.MOTION, timeout_s=20)
     async def servo_shake() -> ToolResult:
@@ -96,7 +102,10 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
         p, t = home(env)
         a = min(SHAKE_PAN_DEG, lim.pan_limits_deg[1] - p, p - lim.pan_limits_deg[0])
         return await _sequence(
-            env, "servo_shake", [(p + a, t), (p - a, t), (p + a, t), (p - a, t), (p, t)]
+            env,
+            "servo_shake",
+            [(p + a, t), (p - a, t), (p + a, t), (p - a, t), (p, t)],
+            'shook the head ("no")',
         )
 
     @tool(safety=SafetyClass.MOTION, timeout_s=20)
@@ -104,6 +113,8 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
         """Nod the head (gesture for "yes"). 点头。"""
         p, t = home(env)
         a = min(NOD_TILT_DEG, lim.tilt_limits_deg[1] - t, t - lim.tilt_limits_deg[0])
-        return await _sequence(env, "servo_nod", [(p, t + a), (p, t - a), (p, t + a), (p, t)])
+        return await _sequence(
+            env, "servo_nod", [(p, t + a), (p, t - a), (p, t + a), (p, t)], 'nodded ("yes")'
+        )
 
     return [servo_move, servo_init, servo_shake, servo_nod]

@@ -86,8 +86,22 @@ def motion_result(
     angle_deg: float,
     pose: Pose,
     clamped: dict[str, Any],
+    summary: str | None = None,
 ) -> ToolResult:
-    """Build the result of a finished motion: ok only when it reached its target."""
+    """Build the result of a finished motion: ok only when it reached its target.
+
+    Args:
+        what: The motion's name for messages (``"move_forward"``, ``"navigation to door"``).
+        lease: The finished motion's lease (``stopped_by``, ``detail``, ``clamped``).
+        distance_m: Distance achieved, metres (signed for straight motions).
+        angle_deg: Angle turned, degrees, left positive.
+        pose: The pose at the end.
+        clamped: Arguments the tool clamped to the limits.
+        summary: On success, ``data.result``: one plain sentence of what happened ("moved
+            forward 0.998 m and reached the target"). Models, small ones above all, retell
+            it; with a bare "move_forward done" the 0.5B local brain told users the robot had
+            "stopped for obstacles" (issue 6). Default ``"<what> done"``.
+    """
     stopped_by = lease.stopped_by or "target"
     meta: dict[str, Any] = {"achieved": achieved(distance_m, angle_deg, stopped_by)}
     all_clamped = {**lease.clamped, **clamped}
@@ -102,7 +116,7 @@ def motion_result(
         }
     }
     if stopped_by == "target":
-        note = f"{what} done"
+        note = summary or f"{what} done"
         if all_clamped:
             note += " (speed clamped to the robot's limit)"
         data["result"] = note
@@ -235,7 +249,9 @@ async def straight(
     dx, dy = pose.x_m - start.x_m, pose.y_m - start.y_m
     travelled = sign * (dx * math.cos(start.yaw_rad) + dy * math.sin(start.yaw_rad))
     turned = math.degrees(normalize_angle(pose.yaw_rad - start.yaw_rad))
-    return motion_result(name, lease, travelled, turned, pose, clamped)
+    way = "forward" if sign > 0 else "backward"
+    summary = f"moved {way} {abs(travelled):.2f} m and reached the target"
+    return motion_result(name, lease, travelled, turned, pose, clamped, summary)
 
 
 async def rotate(
@@ -290,7 +306,9 @@ async def rotate(
         return failed(str(exc))
     turned += sign * normalize_angle(pose.yaw_rad - last_yaw)
     moved = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
-    return motion_result(name, lease, moved, sign * math.degrees(turned), pose, clamped)
+    way = "left" if sign > 0 else "right"
+    summary = f"turned {way} {abs(math.degrees(turned)):.1f} degrees and reached the target"
+    return motion_result(name, lease, moved, sign * math.degrees(turned), pose, clamped, summary)
 
 
 async def drive_for(
@@ -354,6 +372,7 @@ async def drive_for(
         math.degrees(turned),
         pose,
         clamped,
+        f"drove for {dur:g} s: {path:.2f} m, turned {math.degrees(turned):.1f} degrees",
     )
 
 

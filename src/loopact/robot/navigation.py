@@ -103,7 +103,10 @@ async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) 
         return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
     turned += normalize_angle(pose.yaw_rad - last_yaw)
     travelled = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
-    result = motion_result(f"navigation to {key}", lease, travelled, math.degrees(turned), pose, {})
+    summary = f"reached the {key} after {travelled:.2f} m"
+    result = motion_result(
+        f"navigation to {key}", lease, travelled, math.degrees(turned), pose, {}, summary
+    )
     result.metadata["goal"] = {"waypoint": key, "x_m": wp.x_m, "y_m": wp.y_m}
     result.metadata["remaining_m"] = round(math.hypot(wp.x_m - pose.x_m, wp.y_m - pose.y_m), 3)
     return result
