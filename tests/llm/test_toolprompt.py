@@ -10,7 +10,13 @@ import pytest
 
 from loopact.llm.base import Capabilities, ModelRequest, ResponseDone, ToolSpec
 from loopact.llm.messages import Message, ToolCall
-from loopact.llm.openai_chat import OpenAIChatModel, describe_tools_as_text, previous_calls
+from loopact.llm.openai_chat import (
+    REFUSAL_AS_TEXT,
+    TOOL_RESULT_AS_TEXT,
+    OpenAIChatModel,
+    describe_tools_as_text,
+    previous_calls,
+)
 from loopact.llm.toolprompt import (
     MAX_EXAMPLES,
     REPLY_TOOL,
@@ -242,10 +248,18 @@ def test_a_call_is_required_again_after_a_refusal_for_units() -> None:
     )
     body = model.build_body(ModelRequest(messages=refused, tools=(MOVE, STOP)))
     assert body["grammar"].startswith("root ::= call\n")
+    # the refusal goes back as the bare result block: it was not run, there is nothing to tell
+    assert body["messages"][-1] == {
+        "role": "user",
+        "content": REFUSAL_AS_TEXT.format(text=units),
+    }
+    assert "Tell the user" not in body["messages"][-1]["content"]
     # after any other result (here a failure the tool itself reported) words are free again
     for messages in (_after_call({"distance_m": 1}), _after_call({"distance_m": 50}, ok=False)):
         body = model.build_body(ModelRequest(messages=messages, tools=(MOVE, STOP)))
         assert body["grammar"].startswith("root ::= answer | call\n")
+        result = messages[-1].text
+        assert body["messages"][-1]["content"] == TOOL_RESULT_AS_TEXT.format(text=result)
 
 
 async def test_retrying_a_failed_call_goes_through(scripted_server: Any) -> None:

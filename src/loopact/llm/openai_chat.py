@@ -52,6 +52,13 @@ many open models are trained on, and what to do with it. Measured with the 0.5B 
 (issue 6): with a bare "Result of tool ..." line it re-called the tool and the answer-only
 re-ask wrote "Here's the response in plain text: ..." or an unrelated apology; with this it
 answers "The robot turned left 90 degrees." in the same round."""
+REFUSAL_AS_TEXT = "<tool_response>\n{text}\n</tool_response>\nCall one of those functions instead."
+"""A call the runtime refused before running it for its units, for the same models (its error
+names the functions that take the user's quantity). Measured with the 0.5B brain on three
+refused calls (issue 6): with the "tell the user" line it chose the right function, but after
+that had run it called it again and the answer-only re-ask wrote garbage; with no line it
+answered with an apology instead of choosing; with this line it chose right and then answered
+"The robot moved forward 0.3 meters and reached the target." (3 of 3)."""
 _PLACEHOLDER_KEY = "none"
 _MIN_SCRUB_LEN = 6
 
@@ -512,7 +519,8 @@ def _tool_message(
         pending_images.extend(image_url_part(i) for i in images)
     if native_tool_calls:
         return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text}
-    return {"role": "user", "content": TOOL_RESULT_AS_TEXT.format(text=text)}
+    template = REFUSAL_AS_TEXT if _refused_for_units(text) else TOOL_RESULT_AS_TEXT
+    return {"role": "user", "content": template.format(text=text)}
 
 
 def _text(text: str) -> dict[str, Any]:
