@@ -124,3 +124,36 @@ async def test_a_length_given_to_a_speed_is_refused_and_the_model_chooses_again(
         'Not run: "0.3 m" is a length, but drive.linear_mps is a speed. '
         "Call a function that takes a length: move_forward(distance_m)."
     )
+
+
+async def test_a_pan_against_the_users_direction_word_runs_flipped(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    received: list[float] = []
+
+    @tool(safety=SafetyClass.MOTION, directions={"pan_deg": ("left", "right")})
+    async def servo_move(pan_deg: float) -> ToolResult:
+        """Turn the camera head.
+
+        Args:
+            pan_deg: Pan in degrees, left positive.
+        """
+        received.append(pan_deg)
+        return ToolResult.success({"pan_deg": pan_deg})
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("servo_move", {"pan_deg": 45})]},
+            {"text": "Looking right.", "expect": {"contains": "left positive"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path / "ws", tools=[servo_move], auto_approve=True)
+    outcome = await agent.run_task("look right 45 degrees")
+    await agent.close()
+
+    assert outcome.status == "completed"
+    assert received == [-45]
+    assert rec.of("tool_call")[0].data["arguments"] == {"pan_deg": 45}
+    assert rec.of("tool_result")[0].data["metadata"]["normalized"] == {
+        "pan_deg": {"from": 45, "to": -45, "because": "right", "convention": "left positive"}
+    }

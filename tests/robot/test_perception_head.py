@@ -185,3 +185,15 @@ async def test_profile_without_head_has_no_servo_tools() -> None:
     finally:
         await rig.governor.close()
         await rig.robot.close()
+
+
+async def test_signed_robot_arguments_declare_their_convention(rig: Rig) -> None:
+    # REP 103 for the base (forward and left positive); the head's pan left, tilt down.
+    assert dict(rig.tools["servo_move"].directions) == {
+        "pan_deg": ("left", "right"),
+        "tilt_deg": ("down", "up"),
+    }
+    assert dict(rig.tools["drive"].directions) == {
+        "linear_mps": ("forward", "backward"),
+        "angular_dps": ("left", "right"),
+    }

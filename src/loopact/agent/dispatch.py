@@ -14,10 +14,12 @@ identical to an earlier one in the task with no state-changing call in between i
 from the earlier result with "result unchanged, answer now"; a tool called more than its
 class's limit is refused and makes the round invalid.
 
-Arguments are checked against the user's own words (SPEC B7,
-:mod:`loopact.tools.units`): a number written with another unit of the same kind is converted
-("50 centimeters" as ``distance_m: 50`` runs as 0.5), and a call that puts a number the user
-wrote as one kind of quantity into an argument of another kind ("drive ahead 0.3 m" as
+Arguments are checked against the user's own words (SPEC B7, :mod:`loopact.tools.units`,
+:mod:`loopact.tools.directions`): a number written with another unit of the same kind is
+converted ("50 centimeters" as ``distance_m: 50`` runs as 0.5), a sign that contradicts the
+user's one direction word is flipped ("look right" as ``pan_deg: 45`` runs as -45), and a call
+that puts a number the user wrote as one kind of quantity into an argument of another kind
+("drive ahead 0.3 m" as
 ``drive(linear_mps=0.3, ...)``) is not run: its result (``error_kind: "units"``) names the
 functions that take that kind, so that the model can choose again.
 """
@@ -37,6 +39,7 @@ from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.directions import normalize_directions
 from loopact.tools.registry import ToolRegistry
 from loopact.tools.units import normalize_units, unit_conflicts, unit_of
 
@@ -171,17 +174,25 @@ class RoundDispatcher:
             self.state.state_version += 1
 
     def _normalise_units(self, call: ToolCall, tool: Tool | None) -> ToolCall:
-        """Convert numbers the model copied from the instruction without their unit (B7).
+        """Convert numbers the model copied from the instruction without their unit, and flip
+        signs that contradict the user's direction word (B7).
 
-        "move forward 50 centimeters" answered with ``distance_m: 50`` runs as 0.5; the
-        ``tool_call`` event keeps the model's arguments and the result's metadata says what
-        was converted (``normalized``). See :func:`loopact.tools.units.normalize_units`.
+        "move forward 50 centimeters" answered with ``distance_m: 50`` runs as 0.5, "look
+        right 45 degrees" answered with ``pan_deg: 45`` runs as -45 (the tool declares pan
+        left positive); the ``tool_call`` event keeps the model's arguments and the result's
+        metadata says what was changed (``normalized``). See
+        :func:`loopact.tools.units.normalize_units` and
+        :func:`loopact.tools.directions.normalize_directions`.
         """
         if tool is None or call.error or not self.state.instruction:
             return call
         if not isinstance(call.arguments, dict):
             return call
         arguments, normalized = normalize_units(call.arguments, self.state.instruction)
+        arguments, flipped = normalize_directions(
+            arguments, tool.directions, self.state.instruction
+        )
+        normalized.update(flipped)
         if not normalized:
             return call
         self._normalized[call.id] = normalized

@@ -44,7 +44,7 @@ async def _sequence(
     finally:
         gov.end_head(lease)
     head = await env.robot.get_head()
-    data = {
+    data: dict[str, float | str] = {
         "pan_deg": round(math.degrees(head.pan_rad), 1),
         "tilt_deg": round(math.degrees(head.tilt_rad), 1),
     }
@@ -76,6 +76,7 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
             ("look to the right 20 degrees", {"pan_deg": -20, "tilt_deg": 0}),
             ("抬头看", {"pan_deg": 0, "tilt_deg": -20}),
         ],
+        directions={"pan_deg": ("left", "right"), "tilt_deg": ("down", "up")},
     )
     async def servo_move(pan_deg: float, tilt_deg: float) -> ToolResult:
         """Turn only the camera head to look left/right/up/down (robot stays put). 转动摄像头。

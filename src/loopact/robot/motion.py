@@ -427,7 +427,11 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
         """
         return await rotate(env, "turn_right", angle_deg, speed_dps, -1, ctx.progress)
 
-    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    @tool(
+        safety=SafetyClass.MOTION,
+        timeout_s=90,
+        directions={"linear_mps": ("forward", "backward"), "angular_dps": ("left", "right")},
+    )
     async def drive(
         ctx: ToolContext, linear_mps: float, angular_dps: float, duration_s: float
     ) -> ToolResult:

@@ -26,9 +26,10 @@ import asyncio
 import enum
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar, get_type_hints, overload
 
 import docstring_parser
@@ -37,6 +38,7 @@ import pydantic
 from loopact.errors import ToolArgumentError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image
+from loopact.tools.directions import check_directions
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -136,6 +138,10 @@ class Tool:
         timeout_s: Per-call timeout in seconds, None for the loop's default (SPEC A2).
         examples: ``(instruction, arguments)`` pairs for models that write calls as text
             (:attr:`loopact.llm.base.ToolSpec.examples`).
+        directions: Sign conventions of signed arguments, argument name -> (direction of
+            positive values, of negative values), e.g. ``{"pan_deg": ("left", "right")}``;
+            the loop flips a sign that contradicts the user's one direction word
+            (:mod:`loopact.tools.directions`). Not shown to the model.
     """
 
     name: str
@@ -145,6 +151,7 @@ class Tool:
     reentrant: bool = False
     timeout_s: float | None = None
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
+    directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
     def spec(self) -> ToolSpec:
         """The :class:`ToolSpec` offered to the model."""
@@ -185,9 +192,13 @@ class FunctionTool(Tool):
         timeout_s: Per-call timeout in seconds.
         examples: ``(instruction, arguments)`` pairs, e.g.
             ``[("what is in front of you?", {})]``; shown to models that write calls as text.
+        directions: Sign conventions, e.g. ``{"pan_deg": ("left", "right")}`` (see
+            :attr:`Tool.directions`).
 
     Raises:
-        ValueError: Bad name, missing type hint, or a parameter type pydantic cannot describe.
+        ValueError: Bad name, missing type hint, a parameter type pydantic cannot describe,
+            or ``directions`` naming an unknown argument or not a pair of opposite
+            directions.
     """
 
     def __init__(
@@ -200,9 +211,12 @@ class FunctionTool(Tool):
         reentrant: bool = False,
         timeout_s: float | None = None,
         examples: Sequence[tuple[str, dict[str, Any]]] = (),
+        directions: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.fn = fn
         self.examples = tuple((str(text), dict(args)) for text, args in examples)
+        self.directions = MappingProxyType(dict(directions or {}))
+        check_directions(self.directions)
         self.name = name or fn.__name__
         if not _NAME_RE.match(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_NAME_RE.pattern}")
@@ -243,6 +257,11 @@ class FunctionTool(Tool):
         schema = _strip_titles(self._model.model_json_schema())
         schema.setdefault("properties", {})
         self.parameters = schema
+        unknown = set(self.directions) - set(schema.get("properties") or {})
+        if unknown:
+            raise ValueError(
+                f"tool {self.name}: directions name unknown arguments {sorted(unknown)}"
+            )
         self._is_async = inspect.iscoroutinefunction(fn)
 
     def parse_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -305,6 +324,7 @@ def tool(
     reentrant: bool = False,
     timeout_s: float | None = None,
     examples: Sequence[tuple[str, dict[str, Any]]] = (),
+    directions: Mapping[str, tuple[str, str]] | None = None,
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -318,6 +338,7 @@ def tool(
     reentrant: bool = False,
     timeout_s: float | None = None,
     examples: Sequence[tuple[str, dict[str, Any]]] = (),
+    directions: Mapping[str, tuple[str, str]] | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a :class:`FunctionTool` from a typed function (SPEC C1); exported as ``loopact.tool``.
 
@@ -334,6 +355,7 @@ def tool(
             reentrant=reentrant,
             timeout_s=timeout_s,
             examples=examples,
+            directions=directions,
         )
 
     if fn is not None:
