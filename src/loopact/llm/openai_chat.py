@@ -434,22 +434,21 @@ def previous_calls(
     return ()
 
 
-def _reports_failure(text: str) -> bool:
+def _failure(text: str) -> dict[str, Any] | None:
+    """The result as a dict when ``text`` is the agent's JSON for a failed result, else None."""
     try:
         value = json.loads(text)
     except ValueError:
-        return False
-    return isinstance(value, dict) and value.get("ok") is False
+        return None
+    return value if isinstance(value, dict) and value.get("ok") is False else None
+
+
+def _reports_failure(text: str) -> bool:
+    return _failure(text) is not None
 
 
 def _refused_for_units(text: str) -> bool:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return False
-    if not isinstance(value, dict) or value.get("ok") is not False:
-        return False
-    meta = value.get("metadata")
+    meta = (_failure(text) or {}).get("metadata")
     return isinstance(meta, dict) and meta.get("error_kind") == "units"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,6 +284,20 @@ def unit_of(name: str) -> tuple[str, float] | None:
     return None
 
 
+def _unit_arguments(
+    arguments: Mapping[str, Any],
+) -> Iterator[tuple[str, int | float, tuple[str, float]]]:
+    """``(name, value, (kind, factor))`` of each finite non-zero number whose name has a unit."""
+    for name, value in arguments.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(float(value)) or value == 0:
+            continue
+        declared = unit_of(name)
+        if declared is not None:
+            yield name, value, declared
+
+
 def _same(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
@@ -319,15 +333,7 @@ def normalize_units(
     if not instruction or not arguments:
         return out, normalized
     quantities: list[Quantity] | None = None
-    for name, value in arguments.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if not math.isfinite(float(value)) or value == 0:
-            continue
-        declared = unit_of(name)
-        if declared is None:
-            continue
-        kind, field_factor = declared
+    for name, value, (kind, field_factor) in _unit_arguments(arguments):
         if quantities is None:
             quantities = find_quantities(instruction)
         same_number = [
@@ -402,14 +408,7 @@ def unit_conflicts(arguments: Mapping[str, Any], instruction: str) -> list[UnitC
             kinds.setdefault(declared[0], []).append((float(value), declared[1]))
     bare = [float(m.group(0)) for m in _DIGITS.finditer(instruction)]
     out: list[UnitConflict] = []
-    for name, value in arguments.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if not math.isfinite(float(value)) or value == 0:
-            continue
-        declared = unit_of(name)
-        if declared is None:
-            continue
+    for name, value, declared in _unit_arguments(arguments):
         number = abs(float(value))
         same = [q for q in quantities if _same(q.value, number)]
         if not same or any(q.kind == declared[0] for q in same):
