@@ -20,6 +20,7 @@ import json
 import logging
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -237,6 +238,15 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     owner: ScriptedModelServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Log instead of printing a traceback: clients that hang up mid-response (a cancelled
+        or timed-out request) are normal here."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            logger.debug("scripted server: client %s went away: %r", client_address, exc)
+            return
+        logger.exception("scripted server: error in a request from %s", client_address)
 
 
 class ScriptedModelServer:
