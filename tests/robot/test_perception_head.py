@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from PIL import Image as PILImage
 from tests.robot.rig import Rig
 
 from loopact.errors import ConfigError
+from loopact.robot.head import looks
 from loopact.robot.interface import CameraFrame
 from loopact.robot.session import open_robot
 from loopact.vision.gate import ImageGate
@@ -108,6 +110,12 @@ async def test_observe_surroundings_four_views(rig: Rig) -> None:
 async def test_head_tools(rig: Rig) -> None:
     res = await rig.call("servo_move", pan_deg=40, tilt_deg=-10)
     assert res.ok, res.error
+    # the words say where the head really is (within the 2.5-degree tolerance below)
+    words = re.fullmatch(
+        r"the camera now looks (\d+) degrees left and (\d+) degrees up", res.data["result"]
+    )
+    assert words, res.data["result"]
+    assert abs(int(words[1]) - 40) <= 3 and abs(int(words[2]) - 10) <= 3
     head = await rig.robot.get_head()
     assert abs(math.degrees(head.pan_rad) - 40) < 2.5
     assert abs(math.degrees(head.tilt_rad) + 10) < 2.5
@@ -197,3 +205,8 @@ async def test_signed_robot_arguments_declare_their_convention(rig: Rig) -> None
         "linear_mps": ("forward", "backward"),
         "angular_dps": ("left", "right"),
     }
+
+
+def test_where_the_camera_looks_in_words() -> None:
+    assert looks(-43.6, 0.5) == "the camera now looks 44 degrees right and 0 degrees down"
+    assert looks(0.4, -20) == "the camera now looks straight ahead and 20 degrees up"

@@ -23,7 +23,8 @@ async def _sequence(
     env: RobotEnv, name: str, targets: list[tuple[float, float]], summary: str | None = None
 ) -> ToolResult:
     """Move the head through ``targets`` (pan, tilt in degrees); ``summary`` becomes
-    ``data.result`` on success (a plain sentence models can retell)."""
+    ``data.result`` on success (a plain sentence models can retell), by default where the
+    camera now looks ("the camera now looks 44 degrees right and 0 degrees down")."""
     gov = env.governor
     try:
         for pan, tilt in targets:
@@ -52,9 +53,19 @@ async def _sequence(
         return ToolResult.failure(f"{name} interrupted: {lease.detail}", data=data)
     if not reached:
         return ToolResult.failure(f"{name}: the head did not reach its target in time", data=data)
-    if summary:
-        data["result"] = summary
+    data["result"] = summary or looks(float(data["pan_deg"]), float(data["tilt_deg"]))
     return ToolResult.success(data)
+
+
+def looks(pan_deg: float, tilt_deg: float) -> str:
+    """Where the camera looks, in words: pan left positive, tilt down positive (degrees)."""
+    pan = (
+        "straight ahead"
+        if abs(pan_deg) < 1
+        else (f"{abs(pan_deg):.0f} degrees {'left' if pan_deg > 0 else 'right'}")
+    )
+    tilt = f"{abs(tilt_deg):.0f} degrees {'down' if tilt_deg >= 0 else 'up'}"
+    return f"the camera now looks {pan} and {tilt}"
 
 
 def home(env: RobotEnv) -> tuple[float, float]:
