@@ -23,6 +23,7 @@ under a second instead of up to 3 s).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import json
@@ -57,6 +58,8 @@ logger = logging.getLogger(__name__)
 
 _MAX_PATTERN_TOPICS = 512
 _GRAPH_POLL_S = 0.2
+MAX_WAIT_FAILURES = 50
+"""Failed waits in a row (each retried after 10 ms) before the spin thread gives up."""
 
 INSTALL_HINT = (
     "ROS 2 (rclpy) is not available: source a ROS 2 installation, or install the wheels with "
@@ -278,6 +281,8 @@ class Ros2Connector(Connector):
         self._lock = threading.Lock()
         self._closed = False
         self._group: Any = None
+        self._deferred: collections.deque[Callable[[], None]] = collections.deque()
+        self._wake: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -316,6 +321,8 @@ class Ros2Connector(Connector):
             self._group = ReentrantCallbackGroup()
             self._executor = SingleThreadedExecutor(context=ctx)
             self._executor.add_node(self.node)
+            # wakes the spin thread's wait so that deferred work runs at once (_on_spin_thread)
+            self._wake = self.node.create_guard_condition(lambda: None, self._group)
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 self.num_threads, thread_name_prefix="loopact-ros2-cb"
             )
@@ -343,8 +350,10 @@ class Ros2Connector(Connector):
         assert pool is not None
         idle = (ex.TimeoutException, ex.ConditionReachedException)
         stopped = (ex.ShutdownException, ex.ExternalShutdownException)
+        failures = 0
         try:
             while not self._closed:
+                self._run_deferred()
                 while not self._slots.acquire(timeout=0.2):
                     if self._closed:
                         return
@@ -355,6 +364,17 @@ class Ros2Connector(Connector):
                 except idle:
                     self._slots.release()
                     continue
+                except stopped:
+                    raise
+                except Exception as exc:  # e.g. an entity created while the wait set was built
+                    self._slots.release()
+                    failures += 1
+                    if failures >= MAX_WAIT_FAILURES:
+                        raise
+                    logger.warning("ROS 2 wait failed (%r); waiting again", exc)
+                    time.sleep(0.01)
+                    continue
+                failures = 0
                 started = threading.Event()
                 pool.submit(self._run_callback, handler, started)
                 started.wait(1.0)
@@ -438,17 +458,51 @@ class Ros2Connector(Connector):
         rclpy_future.add_done_callback(settle)
         return await fut
 
+    def _on_spin_thread(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the spin thread between two waits (or now, when it is not running).
+
+        rclpy entities must not be destroyed while the executor builds its wait set from them:
+        an action client destroyed from the asyncio thread at that moment made rcl fail with
+        "action client pointer is invalid", and the spin thread stopped for good (seen when a
+        tool node was dropped, issue 4).
+        """
+        thread = self._thread
+        if thread is None or not thread.is_alive() or threading.current_thread() is thread:
+            fn()
+            return
+        self._deferred.append(fn)
+        if self._wake is not None:
+            with contextlib.suppress(Exception):
+                self._wake.trigger()
+
+    def _run_deferred(self) -> None:
+        while self._deferred:
+            fn = self._deferred.popleft()
+            try:
+                fn()
+            except Exception as exc:
+                logger.debug("deferred ROS 2 clean-up failed: %r", exc)
+
     def _destroy_sub(self, handle: Any) -> None:
         if self.node is None or self._closed:
             return
-        with contextlib.suppress(Exception):
-            self.node.destroy_subscription(handle)
+        node = self.node
+
+        def destroy() -> None:
+            with contextlib.suppress(Exception):
+                node.destroy_subscription(handle)
+
+        self._on_spin_thread(destroy)
 
     def _destroy_action(self, entity: Any) -> None:
         if self.node is None or self._closed:
             return
-        with contextlib.suppress(Exception):
-            entity.destroy()
+
+        def destroy() -> None:
+            with contextlib.suppress(Exception):
+                entity.destroy()
+
+        self._on_spin_thread(destroy)
 
     @staticmethod
     def qos(latched: bool = False, depth: int = 10, reliable: bool = True) -> Any:
