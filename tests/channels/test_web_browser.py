@@ -309,6 +309,8 @@ async def test_stop_button_halts_a_running_motion(
         pic2 = await _camera_pixels(page)
         assert pic1 != pic2
 
+        # the premise: the drive still runs (if it ended by itself, say how, not "4 == 1")
+        assert not rec.of("tool_result"), [e.data for e in rec.of("tool_result")]
         await page.click("#stop")
         await page.locator(".event.warn", has_text="stopped from web").wait_for()
         await page.locator(".event.end.preempted").wait_for()

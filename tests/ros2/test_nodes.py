@@ -217,6 +217,17 @@ async def test_crash_mid_call_restart_and_bad_output(
     await agent.close()
 
 
+async def round_trip(ros: Any, topic: str, text: str) -> bool:
+    """Publish ``text`` on ``topic`` until this process's own subscription gets it (20 s max)."""
+    got = Topic()
+    ros.subscribe(topic, "string", lambda s: got(str(s)))
+    end = time.monotonic() + 20
+    while not got.items and time.monotonic() < end:
+        await ros.publish(topic, text)
+        await asyncio.sleep(0.1)
+    return text in got.items
+
+
 async def test_action_clients_dropped_while_spinning_leave_the_executor_running(ros: Any) -> None:
     # Dropping a node destroys its action client; done from the asyncio thread while the spin
     # thread built its wait set, that once stopped the executor for good ("action client
@@ -242,13 +253,7 @@ async def test_action_clients_dropped_while_spinning_leave_the_executor_running(
         task.cancel()
     assert noise.items, "the chatter never arrived: the test proved nothing"
     assert ros._thread is not None and ros._thread.is_alive()
-    got = Topic()
-    ros.subscribe("/loopact_test_alive", "string", lambda s: got(str(s)))
-    end = time.monotonic() + 20
-    while not got.items and time.monotonic() < end:
-        await ros.publish("/loopact_test_alive", "still spinning")
-        await asyncio.sleep(0.1)
-    assert "still spinning" in got.items
+    assert await round_trip(ros, "/loopact_test_alive", "still spinning")
 
 
 async def test_a_failed_wait_is_retried_instead_of_stopping_the_executor(ros: Any) -> None:
@@ -262,12 +267,6 @@ async def test_a_failed_wait_is_retried_instead_of_stopping_the_executor(ros: An
         return real(*args, **kwargs)
 
     ros._executor.wait_for_ready_callbacks = flaky
-    got = Topic()
-    ros.subscribe("/loopact_test_retry", "string", lambda s: got(str(s)))
-    end = time.monotonic() + 20
-    while not got.items and time.monotonic() < end:
-        await ros.publish("/loopact_test_retry", "after three failed waits")
-        await asyncio.sleep(0.1)
+    assert await round_trip(ros, "/loopact_test_retry", "after three failed waits")
     assert left == [0]  # the failures happened
-    assert "after three failed waits" in got.items
     assert ros._thread is not None and ros._thread.is_alive()
