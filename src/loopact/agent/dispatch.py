@@ -136,7 +136,7 @@ class RoundDispatcher:
         task_id = self.state.task_id
         tool = self.registry.get(call.name)
         self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
-        call = self._normalise_units(call, tool)
+        call = self._normalise_arguments(call, tool)
         try:
             arguments = self.registry.validate(call)
         except ToolError as exc:
@@ -173,7 +173,7 @@ class RoundDispatcher:
         elif tool.safety.changes_state:
             self.state.state_version += 1
 
-    def _normalise_units(self, call: ToolCall, tool: Tool | None) -> ToolCall:
+    def _normalise_arguments(self, call: ToolCall, tool: Tool | None) -> ToolCall:
         """Convert numbers the model copied from the instruction without their unit, and flip
         signs that contradict the user's direction word (B7).
 
@@ -196,7 +196,7 @@ class RoundDispatcher:
         if not normalized:
             return call
         self._normalized[call.id] = normalized
-        log.info("unit normalisation of %s: %s", call.name, normalized)
+        log.info("argument normalisation of %s: %s", call.name, normalized)
         return ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
 
     def _unit_conflict(self, call: ToolCall) -> ToolResult | None:
@@ -220,7 +220,7 @@ class RoundDispatcher:
             f"{spec.name}({arg})"
             for spec in self.registry.specs()
             for arg in (spec.parameters.get("properties") or {})
-            if (unit_of(arg) or ("",))[0] == c.said_kind
+            if (declared := unit_of(arg)) is not None and declared[0] == c.said_kind
         ]
         kind = t("unit." + c.kind, self.lang)
         said_kind = t("unit." + c.said_kind, self.lang)

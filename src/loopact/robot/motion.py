@@ -86,7 +86,7 @@ def motion_result(
     angle_deg: float,
     pose: Pose,
     clamped: dict[str, Any],
-    summary: str | None = None,
+    summary: str,
 ) -> ToolResult:
     """Build the result of a finished motion: ok only when it reached its target.
 
@@ -100,7 +100,7 @@ def motion_result(
         summary: On success, ``data.result``: one plain sentence of what happened ("moved
             forward 0.998 m and reached the target"). Models, small ones above all, retell
             it; with a bare "move_forward done" the 0.5B local brain told users the robot had
-            "stopped for obstacles" (issue 6). Default ``"<what> done"``.
+            "stopped for obstacles" (issue 6).
     """
     stopped_by = lease.stopped_by or "target"
     meta: dict[str, Any] = {"achieved": achieved(distance_m, angle_deg, stopped_by)}
@@ -116,7 +116,7 @@ def motion_result(
         }
     }
     if stopped_by == "target":
-        note = summary or f"{what} done"
+        note = summary
         if all_clamped:
             note += " (speed clamped to the robot's limit)"
         data["result"] = note

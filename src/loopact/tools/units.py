@@ -402,10 +402,8 @@ def unit_conflicts(arguments: Mapping[str, Any], instruction: str) -> list[UnitC
     if not quantities:
         return []
     kinds: dict[str, list[tuple[float, float]]] = {}  # kind -> (value, factor) of arguments
-    for name, value in arguments.items():
-        declared = unit_of(name)
-        if declared and isinstance(value, (int, float)) and not isinstance(value, bool):
-            kinds.setdefault(declared[0], []).append((float(value), declared[1]))
+    for _name, value, (kind, factor) in _unit_arguments(arguments):
+        kinds.setdefault(kind, []).append((float(value), factor))
     bare = [float(m.group(0)) for m in _DIGITS.finditer(instruction)]
     out: list[UnitConflict] = []
     for name, value, declared in _unit_arguments(arguments):
