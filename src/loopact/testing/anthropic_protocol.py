@@ -102,12 +102,29 @@ class AnthropicMessagesProtocol(Protocol):
             stream=bool(body.get("stream")),
         )
 
+    def reject(self, request: RecordedRequest) -> str | None:
+        """What the real API refuses with HTTP 400 (and a test must not get past): a text
+        content block of a message that is empty or only whitespace."""
+        body = request.body if isinstance(request.body, dict) else {}
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(content, list):
+                continue
+            for block in content:
+                if (
+                    isinstance(block, dict)
+                    and block.get("type") == "text"
+                    and not str(block.get("text", "")).strip()
+                ):
+                    return "messages: text content blocks must contain non-whitespace text"
+        return None
+
     def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
         """Render ``turn`` as a message (JSON) or an event stream (SSE), as the request asks."""
         body = request.json()
         model = str(body.get("model") or "scripted")
         ident = f"msg_scripted_{request.index + 1}"
-        if body.get("stream"):
+        if body.get("stream") and not turn.stream_as_json:
             return ResponsePlan(
                 content_type="text/event-stream",
                 chunks=self._stream(turn, request, ident, model),

@@ -112,7 +112,7 @@ class DifyProtocol(Protocol):
         }
         answer = self._answer(turn)
         usage = self._usage(turn, request, answer)
-        if body.get("response_mode") == "streaming":
+        if body.get("response_mode") == "streaming" and not turn.stream_as_json:
             return ResponsePlan(
                 content_type="text/event-stream",
                 chunks=self._stream(turn, extra, ids, answer, usage),

@@ -9,10 +9,15 @@ deltas; for each tool call, a first chunk with ``index``, ``id``, ``type``, ``fu
 and empty ``function.arguments``, then chunks with only ``index`` and argument pieces; a chunk
 with an empty delta and the finish reason; a usage chunk with ``choices: []`` when asked for;
 then ``[DONE]``.
+
+Extras under ``extras.openai``: ``interleave_calls`` (declare every call first, then send
+their argument pieces by turns, index 0, 1, 0, 1, ..., as servers streaming parallel calls
+do) and ``reuse_index`` (every call on ``index`` 0, told apart only by its new ``id``).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -80,7 +85,7 @@ class OpenAIChatProtocol(Protocol):
         model = str(body.get("model") or "scripted")
         ident = f"chatcmpl-scripted-{request.index + 1}"
         created = int(time.time())
-        if body.get("stream"):
+        if body.get("stream") and not turn.stream_as_json:
             chunks = self._stream(turn, request, body, ident, created, model)
             return ResponsePlan(
                 content_type="text/event-stream",
@@ -211,18 +216,32 @@ class OpenAIChatProtocol(Protocol):
         out = [chunk({"role": "assistant", "content": ""})]
         out += [chunk({turn.reasoning_field: p}) for p in _pieces(turn.reasoning, size)]
         out += [chunk({"content": p}) for p in _pieces(turn.text, size)]
+        extra = turn.extra("openai")
+        heads: list[list[bytes]] = []
+        pieces: list[list[bytes]] = []
         for i, call in enumerate(turn.tool_calls):
+            index = 0 if extra.get("reuse_index") else i
             head = {
-                "index": i,
+                "index": index,
                 "id": self._call_id(turn, request, i),
                 "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }
-            out.append(chunk({"tool_calls": [head]}))
-            out += [
-                chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
-                for p in _pieces(call.arguments_text(), size)
-            ]
+            heads.append([chunk({"tool_calls": [head]})])
+            pieces.append(
+                [
+                    chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
+                    for p in _pieces(call.arguments_text(), size)
+                ]
+            )
+        if extra.get("interleave_calls"):
+            # Every call declared first, then argument pieces by turns: index 0, 1, 0, 1, ...
+            out += [c for declared in heads for c in declared]
+            for row in itertools.zip_longest(*pieces):
+                out += [c for c in row if c is not None]
+        else:
+            for declared, rest in zip(heads, pieces, strict=True):
+                out += declared + rest
         finish = turn.resolved_finish_reason()
         if finish is not None:
             out.append(chunk({}, finish))

@@ -21,11 +21,13 @@ from loopact.errors import ScriptError
 
 __all__ = [
     "Expect",
+    "SSEShape",
     "Script",
     "ScriptToolCall",
     "ScriptUsage",
     "Turn",
     "TurnError",
+    "WireBytes",
 ]
 
 
@@ -84,6 +86,9 @@ class TurnError(_Strict):
         retry_after: Value of the ``Retry-After`` header (seconds or an HTTP date); None omits it.
         type: The error ``type`` field; None lets the protocol pick one from the status.
         code: The error ``code`` field; None omits it.
+        body: Send this text as the whole error body instead of the protocol's JSON error
+            (an HTML page from a proxy, a plain-text message).
+        content_type: The ``Content-Type`` of ``body``; default ``text/html; charset=utf-8``.
     """
 
     status: int = Field(ge=400, le=599)
@@ -91,6 +96,8 @@ class TurnError(_Strict):
     retry_after: str | None = None
     type: str | None = None
     code: str | None = None
+    body: str | None = None
+    content_type: str | None = None
 
     @field_validator("retry_after", mode="before")
     @classmethod
@@ -98,6 +105,54 @@ class TurnError(_Strict):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)
         return value
+
+
+class WireBytes(_Strict):
+    """Raw bytes in a :attr:`Turn.wire` body, written as hex (``{"hex": "ff"}``).
+
+    Attributes:
+        hex: The bytes as hexadecimal digits; spaces are ignored (``"e4 b8"``).
+    """
+
+    hex: str = Field(pattern=r"^[0-9a-fA-F ]*$")
+
+    def data(self) -> bytes:
+        """The bytes."""
+        return bytes.fromhex(self.hex.replace(" ", ""))
+
+
+class SSEShape(_Strict):
+    """Extra server-sent-event lines around a rendered stream (real servers send them).
+
+    None of them carries data, so by the SSE specification none dispatches an event.
+
+    Attributes:
+        retry_ms: Send a ``retry: <ms>`` block (field line and blank line) before the first
+            event.
+        event_ids: Give every event an ``id: <n>`` line (1, 2, ...).
+        comment_every: After every n-th event send a comment block (``: ping`` and a blank
+            line); None sends none.
+        comment: The comment text (``ping``).
+    """
+
+    retry_ms: int | None = Field(default=None, ge=0)
+    event_ids: bool = False
+    comment_every: int | None = Field(default=None, ge=1)
+    comment: str = "ping"
+
+    def apply(self, chunks: list[bytes]) -> list[bytes]:
+        """The stream with the extra lines; the number of chunks (HTTP writes) is unchanged:
+        the ``retry`` block joins the first chunk, each comment the event before it."""
+        out: list[bytes] = []
+        for i, chunk in enumerate(chunks):
+            if self.event_ids:
+                chunk = b"id: %d\n" % (i + 1) + chunk
+            if i == 0 and self.retry_ms is not None:
+                chunk = b"retry: %d\n\n" % self.retry_ms + chunk
+            if self.comment_every is not None and (i + 1) % self.comment_every == 0:
+                chunk += b": " + self.comment.encode() + b"\n\n"
+            out.append(chunk)
+        return out
 
 
 class Expect(_Strict):
@@ -140,6 +195,15 @@ class Turn(_Strict):
             ending the body (the client sees a transport error). Non-streaming: headers only.
         raw_chunks: Send exactly these strings as the stream's data payloads (then the end
             marker); non-streaming, their concatenation is the body.
+        wire: Send exactly this body, one HTTP write per item (a string, UTF-8 encoded, or
+            :class:`WireBytes`), with status 200, whatever the protocol: SSE framing, comment
+            and ``retry:`` lines, invalid UTF-8, anything a real server may send.
+        write_size: Split every write (stream chunk or body) into TCP writes of this many
+            bytes, each flushed on its own: lines, JSON and UTF-8 characters arrive cut.
+        sse: Extra data-less SSE lines around the rendered stream (:class:`SSEShape`).
+        stream_as_json: Answer a streaming request with the protocol's whole JSON response
+            (``Content-Type: application/json``), as some gateways do.
+        content_type: Send this ``Content-Type`` instead of the protocol's.
         usage_chunk: Send a final usage-only chunk; None means "when the request asks for it"
             (``stream_options.include_usage``).
         expect: Checks on the incoming request.
@@ -158,6 +222,11 @@ class Turn(_Strict):
     error: TurnError | None = None
     cut_after_chunks: int | None = Field(default=None, ge=0)
     raw_chunks: list[str] | None = None
+    wire: list[str | WireBytes] | None = None
+    write_size: int | None = Field(default=None, ge=1)
+    sse: SSEShape | None = None
+    stream_as_json: bool = False
+    content_type: str | None = None
     usage_chunk: bool | None = None
     expect: Expect | None = None
     extras: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -167,6 +236,12 @@ class Turn(_Strict):
         if "finish_reason" in self.model_fields_set:
             return self.finish_reason
         return "tool_calls" if self.tool_calls else "stop"
+
+    def wire_chunks(self) -> list[bytes] | None:
+        """The :attr:`wire` body as bytes, one item per write; None when not set."""
+        if self.wire is None:
+            return None
+        return [p.encode() if isinstance(p, str) else p.data() for p in self.wire]
 
     def extra(self, protocol: str) -> dict[str, Any]:
         """The protocol-specific fields for ``protocol`` (an empty dict when there are none)."""

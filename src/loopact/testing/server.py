@@ -142,6 +142,8 @@ class ResponsePlan:
         chunk_delay_s: Seconds to wait between chunks.
         cut_after_chunks: Close the connection abruptly after this many chunks (streamed) or
             right after the headers (whole body); None ends the response normally.
+        write_size: Split every chunk (or the body) into TCP writes of at most this many
+            bytes, each flushed on its own; None writes each chunk at once.
     """
 
     status: int = 200
@@ -152,6 +154,7 @@ class ResponsePlan:
     delay_s: float = 0.0
     chunk_delay_s: float = 0.0
     cut_after_chunks: int | None = None
+    write_size: int | None = None
 
 
 class Protocol:
@@ -195,6 +198,13 @@ class Protocol:
     def render_static(self, request: RecordedRequest) -> ResponsePlan:
         """Answer a request that consumes no turn (for example a file upload)."""
         return self.render_error(404, "not served", request)
+
+    def reject(self, request: RecordedRequest) -> str | None:
+        """Why the real service would refuse ``request`` with HTTP 400, or None.
+
+        The turn is still consumed; the answer is :meth:`render_error` with status 400.
+        """
+        return None
 
 
 def default_protocols() -> list[Protocol]:
@@ -491,10 +501,10 @@ class ScriptedModelServer:
                 return proto.render_static(request)
             if turn.expect is not None:
                 self._check_expect(proto, turn.expect, request)
-            if turn.error is not None:
-                plan = proto.render_error(turn.error.status, turn.error.message, request, turn)
-            else:
-                plan = proto.render(turn, request)
+            refusal = proto.reject(request)
+            if refusal is not None:
+                return proto.render_error(400, refusal, request)
+            plan = _shape(turn, self._render_turn(proto, turn, request))
         except Exception as exc:  # a bug in a protocol or a malformed request body
             logger.debug("scripted server: cannot render request %d", request.index, exc_info=True)
             with self._lock:
@@ -503,6 +513,29 @@ class ScriptedModelServer:
                 )
             return proto.render_error(400, f"scripted model server: {exc}", request)
         return plan
+
+    def _render_turn(self, proto: Protocol, turn: Turn, request: RecordedRequest) -> ResponsePlan:
+        error = turn.error
+        if error is not None and error.body is not None:
+            plan = proto.render_error(error.status, error.message, request, turn)
+            return dataclasses.replace(
+                plan,
+                content_type=error.content_type or "text/html; charset=utf-8",
+                body=error.body.encode(),
+            )
+        if error is not None:
+            return proto.render_error(error.status, error.message, request, turn)
+        wire = turn.wire_chunks()
+        if wire is not None:
+            streamed = proto.summarize(request).stream
+            return ResponsePlan(
+                content_type="text/event-stream" if streamed else "application/json",
+                chunks=wire,
+                delay_s=turn.delay_s,
+                chunk_delay_s=turn.chunk_delay_s,
+                cut_after_chunks=turn.cut_after_chunks,
+            )
+        return proto.render(turn, request)
 
     def _check_expect(self, proto: Protocol, expect: Expect, request: RecordedRequest) -> None:
         summary = proto.summarize(request)
@@ -533,6 +566,18 @@ class ScriptedModelServer:
                     f"turn {turn_no} (request {request.index + 1}) expect failed: "
                     + ", ".join(diffs)
                 )
+
+
+def _shape(turn: Turn, plan: ResponsePlan) -> ResponsePlan:
+    """Apply the turn's wire-level knobs (``sse``, ``content_type``, ``write_size``)."""
+    changes: dict[str, Any] = {}
+    if turn.sse is not None and plan.chunks is not None and turn.wire is None:
+        changes["chunks"] = turn.sse.apply(list(plan.chunks))
+    if turn.content_type is not None:
+        changes["content_type"] = turn.content_type
+    if turn.write_size is not None:
+        changes["write_size"] = turn.write_size
+    return dataclasses.replace(plan, **changes) if changes else plan
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -615,8 +660,9 @@ def _write_body(handler: _Handler, plan: ResponsePlan) -> None:
         handler.wfile.flush()
         _cut(handler)
         return
-    handler.wfile.write(plan.body)
-    handler.wfile.flush()
+    for piece in _split(plan.body, plan.write_size):
+        handler.wfile.write(piece)
+        handler.wfile.flush()
 
 
 def _write_chunks(handler: _Handler, plan: ResponsePlan, stopping: threading.Event) -> None:
@@ -633,14 +679,23 @@ def _write_chunks(handler: _Handler, plan: ResponsePlan, stopping: threading.Eve
         if sent and plan.chunk_delay_s and stopping.wait(plan.chunk_delay_s):
             _cut(handler)
             return
-        if chunk:
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        for piece in _split(chunk, plan.write_size):
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             handler.wfile.flush()
     if plan.cut_after_chunks is not None:
         _cut(handler)
         return
     handler.wfile.write(b"0\r\n\r\n")
     handler.wfile.flush()
+
+
+def _split(data: bytes, size: int | None) -> list[bytes]:
+    """``data`` in pieces of at most ``size`` bytes (one piece when ``size`` is None)."""
+    if not data:
+        return []
+    if size is None:
+        return [data]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def _cut(handler: _Handler) -> None:
