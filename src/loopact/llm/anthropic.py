@@ -45,7 +45,7 @@ from loopact.llm.base import (
     TextDelta,
     ToolCallReady,
 )
-from loopact.llm.httperrors import status_error
+from loopact.llm.httperrors import describe_body, status_error
 from loopact.llm.messages import (
     Image,
     Message,
@@ -55,6 +55,7 @@ from loopact.llm.messages import (
     Usage,
 )
 from loopact.llm.repair import parse_tool_arguments
+from loopact.llm.wire import JSONBody, SSEData, decode_event_json, read_body
 
 __all__ = ["AnthropicModel", "AnthropicStreamState", "to_anthropic_messages"]
 
@@ -467,13 +468,19 @@ class AnthropicModel:
         state = AnthropicStreamState()
         logger.debug("anthropic request: model=%s messages=%d", self.model, len(params["messages"]))
         try:
-            response = await self._client.messages.create(**params, stream=True)
-            async with response:
-                async for event in response:
-                    for out in state.feed(event.model_dump(mode="json")):
-                        yield out
-                    if state.done:
-                        return
+            async with self._client.messages.with_streaming_response.create(
+                **params, stream=True
+            ) as raw:
+                async for item in read_body(raw.http_response, what="the Anthropic endpoint"):
+                    if isinstance(item, JSONBody):
+                        events = message_events(item.value)  # a whole message (issue 22)
+                    else:
+                        events = [_event_dict(item)]
+                    for event in events:
+                        for out in state.feed(event):
+                            yield out
+                        if state.done:
+                            return
         except ModelError:
             raise
         except anthropic.APIStatusError as exc:
@@ -487,6 +494,61 @@ class AnthropicModel:
         except (ValueError, KeyError, TypeError) as exc:
             raise ModelFatalError(f"malformed Anthropic stream: {exc}") from None
         raise ModelRetryableError("model stream was cut: it ended before message_stop")
+
+
+def _event_dict(item: SSEData) -> dict[str, Any]:
+    """One stream event's data as a dict; its ``type`` is the SSE event name when missing."""
+    data = decode_event_json(item.data, "Anthropic")
+    if not isinstance(data, dict):
+        raise ModelFatalError(f"malformed Anthropic stream: an event is not an object: {data!r}")
+    data.setdefault("type", item.event)
+    return data
+
+
+def message_events(body: Any) -> list[dict[str, Any]]:
+    """The stream events equivalent to a whole ``message`` (or ``error``) JSON body.
+
+    Some gateways answer a stream request with the non-streaming response (issue 22); feeding
+    these events to :class:`AnthropicStreamState` reads it like a stream.
+
+    Raises:
+        ModelRetryableError: ``body`` is neither a message nor an error object.
+    """
+    if isinstance(body, dict) and body.get("type") == "error":
+        return [body]
+    if not isinstance(body, dict) or body.get("type") != "message":
+        clip = json.dumps(body, ensure_ascii=False)[:200]
+        raise ModelRetryableError(
+            f"the Anthropic endpoint answered HTTP 200 with JSON that is not a message: {clip}"
+        )
+    usage: dict[str, Any] = body["usage"] if isinstance(body.get("usage"), dict) else {}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**body, "content": [], "usage": usage}}
+    ]
+    for index, block in enumerate(body.get("content") or []):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        start = dict(block)
+        delta: dict[str, Any] | None = None
+        if kind == "text":
+            start["text"], delta = "", {"type": "text_delta", "text": block.get("text", "")}
+        elif kind == "thinking":
+            start["thinking"] = ""
+            delta = {"type": "thinking_delta", "thinking": block.get("thinking", "")}
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        if delta is not None:
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": body.get("stop_reason")},
+            "usage": {"output_tokens": usage.get("output_tokens", 0)},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
 
 
 def _tools_used(messages: list[dict[str, Any]]) -> list[str]:
@@ -515,4 +577,6 @@ def _error_detail(exc: anthropic.APIStatusError) -> str:
         err = body.get("error")
         if isinstance(err, dict) and err.get("message"):
             return f"{err.get('type', 'error')}: {err['message']}"
+    if isinstance(body, str) and body:
+        return describe_body(body, exc.response.headers.get("content-type"))
     return str(exc.message)

@@ -39,9 +39,10 @@ from loopact.llm.base import (
     ResponseDone,
     TextDelta,
 )
-from loopact.llm.httperrors import status_error
+from loopact.llm.httperrors import describe_body, status_error
 from loopact.llm.messages import Image, Message, TextPart, Usage
 from loopact.llm.think import ThinkSplitter
+from loopact.llm.wire import JSONBody, read_body
 
 __all__ = ["DIFY_CAPABILITIES", "DifyModel"]
 
@@ -280,16 +281,8 @@ class DifyModel:
                     out.append(TextDelta(piece))
             return out
 
-        async for sse in httpx2.EventSource(response):
-            if not sse.data.strip():
-                continue  # ping and keep-alive frames
-            try:
-                data = json.loads(sse.data)
-            except ValueError as exc:
-                raise ModelFatalError(f"malformed Dify event: {exc}: {sse.data[:120]!r}") from None
-            if not isinstance(data, dict):
-                continue
-            kind = str(data.get("event") or sse.event)
+        async for event_name, data in _payloads(response):
+            kind = str(data.get("event") or event_name)
             for key in ("conversation_id", "message_id", "task_id"):
                 if data.get(key):
                     meta[key] = str(data[key])
@@ -334,6 +327,42 @@ class DifyModel:
                 logger.debug("dify event %s ignored", kind)
 
 
+async def _payloads(response: httpx2.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """``(event name, data)`` of each event, or of the events a blocking JSON answer stands
+    for (a gateway answering a stream request with the whole answer, issue 22)."""
+    async for item in read_body(response, what="Dify"):
+        if isinstance(item, JSONBody):
+            for data in _blocking_events(item.value):
+                yield str(data.get("event") or "message"), data
+            continue
+        if not item.data.strip():
+            continue  # keep-alive frames
+        try:
+            data = json.loads(item.data)
+        except (ValueError, RecursionError) as exc:
+            raise ModelFatalError(f"malformed Dify event: {exc}: {item.data[:120]!r}") from None
+        if isinstance(data, dict):
+            yield item.event, data
+
+
+def _blocking_events(body: Any) -> list[dict[str, Any]]:
+    """The stream events equivalent to a blocking-mode answer (or error) JSON body.
+
+    Raises:
+        ModelRetryableError: ``body`` is neither an answer nor an error.
+    """
+    if isinstance(body, dict) and "answer" in body:
+        ids = {k: body[k] for k in ("conversation_id", "message_id", "task_id") if k in body}
+        return [
+            {**ids, "event": "message", "answer": body.get("answer") or ""},
+            {**ids, "event": "message_end", "metadata": body.get("metadata") or {}},
+        ]
+    if isinstance(body, dict) and (body.get("code") or body.get("event") == "error"):
+        return [{**body, "event": "error"}]
+    clip = json.dumps(body, ensure_ascii=False)[:200]
+    raise ModelRetryableError(f"Dify answered HTTP 200 with JSON that is not an answer: {clip}")
+
+
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -354,6 +383,6 @@ def _http_error(response: httpx2.Response, what: str) -> ModelError:
     if isinstance(body, dict) and (body.get("code") or body.get("message")):
         detail = f"{body.get('code') or 'error'}: {body.get('message') or ''}".rstrip(": ")
     else:
-        detail = response.text[:200] or response.reason_phrase
+        detail = describe_body(response.text, response.headers.get("content-type"))
     message = f"Dify {what} answered HTTP {status}: {detail}"
     return status_error(status, message, response.headers)

@@ -7,6 +7,8 @@ server's ``Retry-After``); any other status is fatal (:class:`ModelFatalError`).
 from __future__ import annotations
 
 import email.utils
+import html
+import re
 import time
 from collections.abc import Mapping
 
@@ -14,6 +16,56 @@ from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """Statuses below 500 that are retried."""
+MAX_DETAIL_CHARS = 300
+"""Longest error body text quoted in an error message."""
+
+_TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_HIDDEN_RE = re.compile(
+    r"<(script|style|head)\b[^>]*>.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL
+)
+_TAG_RE = re.compile(r"<[^>]*>")
+
+
+def looks_like_html(text: str, content_type: str | None = None) -> bool:
+    """Whether an error body is an HTML page (a proxy's or load balancer's error page)."""
+    if content_type and "html" in content_type.lower():
+        return True
+    head = text.lstrip()[:200].lower()
+    return head.startswith(("<!doctype html", "<html")) or "<title" in head
+
+
+def describe_body(text: str, content_type: str | None = None) -> str:
+    """A short readable account of an HTTP response body for an error message (SPEC B6).
+
+    An HTML page (a proxy's 502 or 503 page) is told by its ``<title>``, or else its first
+    line of visible text, never by its markup; any other body by its first
+    :data:`MAX_DETAIL_CHARS` characters.
+
+    Args:
+        text: The body as text.
+        content_type: The ``Content-Type`` header, if any.
+
+    Returns:
+        E.g. ``"502 Bad Gateway (an HTML page)"``; ``"(empty body)"`` when there is nothing.
+    """
+    if looks_like_html(text, content_type):
+        title = _TITLE_RE.search(text)
+        words = _squash(html.unescape(_TAG_RE.sub(" ", title.group(1)))) if title else ""
+        if not words:
+            visible = _TAG_RE.sub("\n", _HIDDEN_RE.sub(" ", text))
+            lines = (_squash(html.unescape(line)) for line in visible.splitlines())
+            words = next((line for line in lines if line), "")
+        return f"{_clip(words) or 'no text'} (an HTML page)"
+    text = text.strip()
+    return _clip(text) if text else "(empty body)"
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 3] + "..."
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

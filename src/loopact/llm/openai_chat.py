@@ -5,8 +5,11 @@ through the official ``openai`` SDK, which covers OpenAI, Qwen/DashScope, DeepSe
 vLLM, Ollama, llama.cpp server and LM Studio. The SDK never retries (``max_retries=0``): the
 agent loop owns retries because only it knows whether a call was already dispatched (X1).
 
-Stream parsing lives in :mod:`loopact.llm.accumulate` (pure, chunk by chunk); this module only
-converts requests, drives the SDK stream and maps errors onto the loopact exception tree.
+The SDK sends the request and maps HTTP errors; the response body is read by
+:mod:`loopact.llm.wire` (server-sent events per the specification, or one JSON
+``chat.completion`` when a gateway answers a stream request with a whole response) and parsed
+by :mod:`loopact.llm.accumulate` (pure, chunk by chunk). This module converts requests, drives
+the two and maps errors onto the loopact exception tree.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import httpx2
 import openai
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
@@ -31,7 +35,7 @@ from loopact.llm.base import (
     ToolCallReady,
     ToolSpec,
 )
-from loopact.llm.httperrors import status_error
+from loopact.llm.httperrors import describe_body, status_error
 from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
 from loopact.llm.toolprompt import (
     REPLY_TOOL,
@@ -39,6 +43,7 @@ from loopact.llm.toolprompt import (
     describe_tools_compact,
     tool_call_grammar,
 )
+from loopact.llm.wire import SSEData, decode_event_json, read_body
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +206,8 @@ class OpenAIChatModel:
         Raises:
             ModelRetryableError: connection error or timeout, HTTP 408/409/429/5xx (with
                 ``retry_after_s`` from ``Retry-After``), a stream cut mid-way or a malformed
-                chunk ("model stream was cut: ...").
+                chunk ("model stream was cut: ..."), an error object in the stream, a 200
+                response with neither completion chunks nor a JSON completion.
             ModelFatalError: any other HTTP error (400, 401, 403, 404, 422, ...).
         """
         body = self.build_body(request)
@@ -247,49 +253,46 @@ class OpenAIChatModel:
             len(request.tools),
         )
         try:
-            sdk_stream = await self._client.chat.completions.create(
+            async with self._client.chat.completions.with_streaming_response.create(
                 model=self.model,
                 messages=body["messages"],
                 stream=True,
                 extra_body=extra,
-            )
+            ) as raw:
+                async for item in read_body(raw.http_response, what="the model endpoint"):
+                    if isinstance(item, SSEData):
+                        if item.data.startswith("[DONE]"):
+                            break
+                        chunk = decode_event_json(item.data, "model")
+                    else:
+                        chunk = _completion_body(item.value)  # a whole chat.completion
+                    _raise_error_object(chunk)
+                    for event in accumulate_chunk(chunk, state):
+                        yield event
+        except ModelError as exc:
+            raise self._scrub_error(exc) from None
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
             raise ModelRetryableError(
                 self._scrub(f"cannot reach {self._client.base_url}: {_describe(exc)}")
             ) from None
+        except httpx2.TimeoutException as exc:
+            raise ModelRetryableError(
+                self._scrub(f"model stream was cut: timed out reading it ({_describe(exc)})")
+            ) from None
+        except (httpx2.TransportError, httpx2.StreamError) as exc:
+            raise ModelRetryableError(
+                self._scrub(f"model stream was cut: {_describe(exc)}")
+            ) from None
         except openai.OpenAIError as exc:
             raise ModelFatalError(self._scrub(f"model request failed: {exc}")) from None
-        try:
-            iterator = sdk_stream.__aiter__()
-            while True:
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                except ModelError:
-                    raise
-                except openai.APIStatusError as exc:
-                    raise self._status_error(exc) from None
-                except openai.APIConnectionError as exc:
-                    raise ModelRetryableError(
-                        self._scrub(f"model stream was cut: {_describe(exc)}")
-                    ) from None
-                except openai.APIError as exc:  # an error object sent inside the stream
-                    raise ModelRetryableError(
-                        self._scrub(f"model stream reported an error: {exc.message}")
-                    ) from None
-                except Exception as exc:  # malformed SSE data, bad chunk shape
-                    raise ModelRetryableError(
-                        self._scrub(f"model stream was cut: malformed chunk: {exc}")
-                    ) from None
-                for event in accumulate_chunk(_chunk_dict(chunk), state):
-                    yield event
-            for event in finish_stream(state):
-                yield event
-        finally:
-            await sdk_stream.close()
+        if state.chunks == 0:
+            raise ModelRetryableError(
+                "the model endpoint answered HTTP 200 without any completion chunk"
+            )
+        for event in finish_stream(state):
+            yield event
 
     async def aclose(self) -> None:
         """Release the HTTP connections."""
@@ -305,6 +308,14 @@ class OpenAIChatModel:
             f"model endpoint returned HTTP {exc.status_code}: {message}",
             exc.response.headers,
         )
+
+    def _scrub_error(self, exc: ModelError) -> ModelError:
+        text = self._scrub(str(exc))
+        if text == str(exc):
+            return exc
+        if isinstance(exc, ModelRetryableError):
+            return ModelRetryableError(text, exc.status, exc.retry_after_s)
+        return type(exc)(text, exc.status)
 
     def _scrub(self, text: str) -> str:
         # Keys shorter than a few characters are placeholders; scrubbing them would mangle
@@ -529,16 +540,35 @@ def _text(text: str) -> dict[str, Any]:
 # --- responses and errors ---------------------------------------------------------------
 
 
-def _chunk_dict(chunk: object) -> Mapping[str, Any]:
-    """The chunk as the server sent it (the SDK keeps unknown fields like ``reasoning``)."""
-    to_dict = getattr(chunk, "to_dict", None)
-    if callable(to_dict):
-        result = to_dict(warnings=False)
-        if isinstance(result, Mapping):
-            return result
-    if isinstance(chunk, Mapping):
-        return chunk
-    raise ModelRetryableError("model stream was cut: malformed chunk: not a JSON object")
+def _completion_body(value: object) -> object:
+    """A whole JSON body sent for a stream request: a ``chat.completion`` (its ``message`` is
+    read like one big delta, issue 22) or an error object.
+
+    Raises:
+        ModelRetryableError: The JSON is neither.
+    """
+    if isinstance(value, Mapping) and ("choices" in value or value.get("error")):
+        return value
+    text = json.dumps(value, ensure_ascii=False)[:200]
+    raise ModelRetryableError(
+        f"the model endpoint answered HTTP 200 with JSON that is not a chat completion: {text}"
+    )
+
+
+def _raise_error_object(chunk: object) -> None:
+    """An error object sent with status 200 (in the stream, or as the whole body).
+
+    Raises:
+        ModelRetryableError: ``chunk`` is ``{"error": ...}`` ("model stream reported an
+            error: ...").
+    """
+    if not isinstance(chunk, Mapping) or not chunk.get("error"):
+        return
+    error = chunk["error"]
+    message = error.get("message") if isinstance(error, Mapping) else error
+    raise ModelRetryableError(
+        f"model stream reported an error: {message or 'An error occurred during streaming'}"
+    )
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -550,7 +580,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
         if isinstance(body.get("message"), str):
             return str(body["message"])
     if isinstance(body, str) and body:
-        return body[:500]
+        return describe_body(body, exc.response.headers.get("content-type"))
     return exc.message
 
 

@@ -1,0 +1,169 @@
+"""Reading a model response body the way real servers send it (SPEC B5, B6, issue 22).
+
+One reader for every provider. The answer to a streaming request is taken for what it is, not
+for what its ``Content-Type`` claims: a body whose first non-blank byte opens a JSON value is
+one JSON document (gateways that answer a stream request with a whole ``chat.completion``);
+anything else is read as server-sent events. A body with neither (an empty body, an HTML page,
+SSE lines that carry no data) is a malformed response worth a retry.
+
+Server-sent events are decoded by ``httpx2.EventSource`` (the httpx-sse code, which follows
+the WHATWG specification): lines may end in CR, LF or CRLF and may arrive cut anywhere
+(tiny TCP writes); the bytes are decoded as UTF-8 incrementally, with an invalid byte replaced
+by U+FFFD instead of failing the request. By the specification a block that carries no
+``data`` (a ``retry:`` block, an ``id:`` line followed by a ``: ping`` comment) dispatches no
+event; ``httpx2`` still yields those as events with empty data, so they are dropped here. The
+``openai`` SDK's own decoder gets this wrong (it dispatches such blocks, and then every blank
+line after an ``id:`` line, and its JSON decoding of the empty data fails): see
+``docs/scripted-server.md``, "The openai SDK and data-less SSE blocks".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+from loopact.errors import ModelFatalError, ModelRetryableError
+from loopact.llm.httperrors import describe_body
+
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "MAX_JSON_BODY_BYTES",
+    "JSONBody",
+    "SSEData",
+    "decode_event_json",
+    "read_body",
+]
+
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""Longest single server-sent event accepted, in bytes (larger: a fatal error)."""
+MAX_JSON_BODY_BYTES = 32 * 1024 * 1024
+"""Longest whole-JSON response body accepted, in bytes (larger: a fatal error)."""
+_SAMPLE_BYTES = 2048
+_WHITESPACE = b" \t\r\n\xef\xbb\xbf"  # a UTF-8 byte-order mark counts as blank too
+
+
+@dataclass(frozen=True)
+class SSEData:
+    """One server-sent event that carries data.
+
+    Attributes:
+        event: The event type (``message`` when the block named none).
+        data: The data lines joined with ``\\n`` (never empty).
+    """
+
+    event: str
+    data: str
+
+
+@dataclass(frozen=True)
+class JSONBody:
+    """The whole body was one JSON document.
+
+    Attributes:
+        value: The decoded document.
+    """
+
+    value: Any
+
+
+async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SSEData | JSONBody]:
+    """Yield the events of a 200 response, or its one JSON document.
+
+    Args:
+        response: An open streaming response with status 200.
+        what: Who answered, for error messages (``"the model endpoint"``).
+
+    Yields:
+        :class:`SSEData` for every event with data, in order; or exactly one
+        :class:`JSONBody`.
+
+    Raises:
+        ModelRetryableError: The body is empty, is neither events nor JSON, or carried no
+            event with data ("... answered HTTP 200 without any stream events ...").
+        ModelFatalError: An event or the JSON body is larger than its limit.
+        httpx2.TransportError: The connection failed or timed out while reading (the caller
+            maps it; a cut stream is retryable).
+    """
+    chunks = response.aiter_bytes()
+    prefix = b""
+    async for chunk in chunks:
+        prefix += chunk
+        if prefix.lstrip(_WHITESPACE):
+            break
+    start = prefix.lstrip(_WHITESPACE)[:1]
+    if not start:
+        raise ModelRetryableError(f"{what} answered HTTP 200 with an empty body")
+    if start in (b"{", b"["):
+        yield JSONBody(await _json_document(prefix, chunks, what))
+        return
+    sample = bytearray()
+
+    async def replay() -> AsyncIterator[bytes]:
+        sample.extend(prefix[:_SAMPLE_BYTES])
+        yield prefix
+        async for piece in chunks:
+            if len(sample) < _SAMPLE_BYTES:
+                sample.extend(piece[: _SAMPLE_BYTES - len(sample)])
+            yield piece
+
+    events = httpx2.Response(
+        200,
+        headers={"content-type": "text/event-stream; charset=utf-8"},
+        content=replay(),
+        request=response.request,
+    )
+    seen = 0
+    try:
+        async for sse in httpx2.EventSource(events, max_event_size=MAX_EVENT_BYTES):
+            if not sse.data:
+                continue  # a data-less block dispatches no event (SSE specification)
+            seen += 1
+            yield SSEData(sse.event or "message", sse.data)
+    except httpx2.SSEError as exc:
+        raise ModelFatalError(f"{what} sent a stream event too large to read: {exc}") from None
+    if not seen:
+        text = bytes(sample).decode("utf-8", errors="replace")
+        content_type = response.headers.get("content-type", "")
+        raise ModelRetryableError(
+            f"{what} answered HTTP 200 without any stream events or JSON response "
+            f"(Content-Type {content_type or 'none'!r}): {describe_body(text, content_type)}"
+        )
+
+
+async def _json_document(prefix: bytes, chunks: AsyncIterator[bytes], what: str) -> Any:
+    parts = [prefix]
+    size = len(prefix)
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_JSON_BODY_BYTES:
+            raise ModelFatalError(
+                f"{what} answered with a JSON body larger than {MAX_JSON_BODY_BYTES} bytes"
+            )
+        parts.append(chunk)
+    text = b"".join(parts).decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ModelRetryableError(
+            f"{what} answered HTTP 200 with a body that is neither stream events nor JSON "
+            f"({exc}): {describe_body(text, 'application/json')}"
+        ) from None
+
+
+def decode_event_json(data: str, what: str) -> Any:
+    """The JSON payload of one event.
+
+    Raises:
+        ModelRetryableError: ``data`` is not JSON ("model stream was cut: malformed chunk").
+    """
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        clip = data if len(data) <= 120 else data[:120] + "..."
+        raise ModelRetryableError(
+            f"{what} stream was cut: malformed chunk: {exc}: {clip!r}"
+        ) from None
