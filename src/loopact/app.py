@@ -20,7 +20,7 @@ from loopact import __version__
 from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
-from loopact.agent.runtime import AgentCallTool, make_send_message_tool
+from loopact.agent.tools import AgentCallTool, make_send_message_tool
 from loopact.config import Config
 from loopact.errors import ConfigError, LoopactError
 from loopact.llm.base import Capabilities, Model

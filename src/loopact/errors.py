@@ -4,17 +4,27 @@
 
     LoopactError
     ├── ConfigError            the user's configuration is wrong (names the key and the fix)
+    │   └── SkillFileError         a skill file that cannot be used (also a ValueError)
+    ├── InstallError           the local brain could not be installed (issue 6)
     ├── ModelError             a model request failed
     │   ├── ModelRetryableError    connection error, 408/409/429/5xx, stream cut: worth a retry
     │   └── ModelFatalError        4xx that cannot succeed, malformed response
     ├── ToolError              a tool failed; becomes a failed tool result for the model
-    │   └── ToolArgumentError      arguments that are not JSON or fail the tool's schema
+    │   ├── ToolArgumentError      arguments that are not JSON, fail the schema or a range check
+    │   ├── PlanError              a plan that cannot be parsed, validated or resolved (A4)
+    │   └── NodeError              a node call or transport failed (C2)
+    ├── ProtocolError          a heartbeat or result off the node protocol (also a ValueError)
+    ├── TaskFailed             the task cannot go on (a rejected plan, a failed plan step)
+    ├── BoundReached           a bound tripped; carries the fallback text (A2; inside the loop)
     ├── RobotError             the robot link or hardware is unusable (raised, handled by the loop)
     │   ├── StaleDataError         sensor data older than the configured maximum age
     │   └── SafetyError            the safety governor refused or stopped a command (X3)
     │       └── EmergencyStopError     the latched emergency stop is active
+    ├── PushRejected           the memory remote moved on since the fetch (E4): merge, push again
     └── ScriptError            the scripted model server was misused (X2): exhausted or unconsumed
 
+Argument checks that are not a safety decision (a distance that must be positive) raise
+:class:`ToolArgumentError`; :class:`SafetyError` is for what the governor refuses or stops.
 Exceptions never log themselves; the layer that handles an error decides whether to log it.
 """
 
@@ -36,6 +46,14 @@ class ConfigError(LoopactError):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class SkillFileError(ConfigError, ValueError):
+    """A skill file that cannot be used (the message names the file and the problem, E3)."""
+
+
+class InstallError(LoopactError):
+    """The local brain could not be installed; the message says what is missing (issue 6)."""
 
 
 class ModelError(LoopactError):
@@ -80,7 +98,48 @@ class ToolError(LoopactError):
 
 
 class ToolArgumentError(ToolError):
-    """Tool-call arguments that are not JSON (after repair, SPEC B7) or fail the schema."""
+    """Tool-call arguments that are not JSON (after repair, SPEC B7), fail the schema, or fail
+    a tool's own range check (a distance that must be positive)."""
+
+
+class PlanError(ToolError):
+    """A plan that cannot be parsed, validated or resolved (SPEC A4).
+
+    The message names what is valid (the available tools, the earlier steps, the available
+    keys) so the model can fix the plan. A :class:`ToolError`, so raised inside a planning
+    tool it becomes a failed result for the model.
+    """
+
+
+class NodeError(ToolError):
+    """A node call or transport failed (no server, rejected goal, link lost; SPEC C2).
+
+    Becomes a failed tool result for the model.
+    """
+
+
+class ProtocolError(LoopactError, ValueError):
+    """A heartbeat or result that does not follow the node protocol (the message says why)."""
+
+
+class TaskFailed(LoopactError):
+    """The task cannot go on (a rejected plan, a failed plan step); the text says why."""
+
+
+class BoundReached(LoopactError):
+    """A bound tripped (SPEC A2); carries the fallback text for the user.
+
+    Raised and handled inside the agent loop: a task that hits a bound ends ``bounded``.
+
+    Args:
+        name: The bound (``max_rounds``, ``tokens``, ``invalid_rounds``, ``hourly_budget``).
+        text: The fallback text for the user.
+    """
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(text)
+        self.name = name
+        self.text = text
 
 
 class RobotError(LoopactError):
@@ -106,6 +165,10 @@ class SafetyError(RobotError):
 
 class EmergencyStopError(SafetyError):
     """The latched emergency stop is active; it needs an explicit reset (SPEC X3)."""
+
+
+class PushRejected(LoopactError):
+    """The memory remote moved on since the fetch (SPEC E4): fetch, merge and push again."""
 
 
 class ScriptError(LoopactError):

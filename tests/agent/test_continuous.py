@@ -10,7 +10,7 @@ from tests.agent.helpers import call, make_agent
 
 from loopact.agent.compress import is_summary, pairing_problems
 from loopact.agent.context import ContextManager
-from loopact.agent.runtime import make_send_message_tool
+from loopact.agent.tools import make_send_message_tool
 from loopact.tools.base import tool
 
 

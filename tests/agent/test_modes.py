@@ -9,7 +9,7 @@ from typing import Any
 from tests.agent.helpers import Recorder, call, make_agent
 
 from loopact.agent import Agent, AgentOptions
-from loopact.agent.runtime import AgentCallTool
+from loopact.agent.tools import AgentCallTool
 from loopact.llm.anthropic import AnthropicModel
 from loopact.llm.dify import DifyModel
 from loopact.llm.openai_chat import OpenAIChatModel

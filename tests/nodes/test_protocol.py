@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
+from loopact.errors import ProtocolError
 from loopact.llm.messages import Image
 from loopact.nodes.protocol import (
     InputInfo,
     OutputInfo,
-    ProtocolError,
     decode_result,
     encode_result,
     input_data_topic,

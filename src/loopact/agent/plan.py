@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import json_repair
 
-from loopact.errors import ToolError
+from loopact.errors import PlanError, ToolError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Message
 from loopact.tools.base import ToolResult
@@ -62,15 +62,6 @@ _MAX_PLAN_STEPS = 50
 _MAX_RESOLVE_DEPTH = 16
 
 StepStatus = Literal["ok", "failed", "skipped", "not_run"]
-
-
-class PlanError(ToolError):
-    """A plan that cannot be parsed, validated or resolved (SPEC A4).
-
-    The message names what is valid (the available tools, the earlier steps, the available
-    keys) so the model can fix the plan. A :class:`~loopact.errors.ToolError`, so raised inside
-    a planning tool it becomes a failed result for the model.
-    """
 
 
 @dataclass(frozen=True)

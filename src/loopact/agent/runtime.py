@@ -13,23 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from loopact.agent.confirm import ConfirmationBroker
+from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
-from loopact.agent.task import BoundReached, TaskFailed, TaskOutcome, TaskRun
-from loopact.errors import ModelError, ToolError
+from loopact.agent.state import Conversation, HourlyBudget, InputSource
+from loopact.agent.task import TaskEnv, TaskOutcome, TaskRun
+from loopact.errors import BoundReached, ModelError, TaskFailed
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
 from loopact.llm.messages import Image, Message
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -39,40 +38,11 @@ _CARRY_OVER = frozenset({"openai", "anthropic"})
 
 #: Messages that are a stop request on any channel (SPEC A6).
 STOP_WORDS = frozenset({"/stop", "stop", "停", "停止"})
-_KEEP_IMAGES = 20
 
 
 def is_stop(text: str) -> bool:
     """True when ``text`` is only a stop word (case, spaces and final punctuation ignored)."""
     return text.strip().strip(".!。！").strip().lower() in STOP_WORDS
-
-
-@dataclass(frozen=True)
-class Input:
-    """A message or sensor event waiting to be injected into the conversation (A7, C3).
-
-    Attributes:
-        id: Its command id.
-        source: Channel or input node name (``terminal``, ``web``, ``ros2``, a sensor).
-        text: The text (JSON-encoded for sensor data).
-        images: Images sent with it.
-        ts: Arrival time (unix seconds).
-    """
-
-    id: str
-    source: str
-    text: str
-    images: tuple[Image, ...] = ()
-    ts: float = 0.0
-
-
-def format_inputs(inputs: list[Input]) -> str:
-    """One snapshot user message for a batch of inputs (SPEC C3), one line per input."""
-    lines = []
-    for i in inputs:
-        clock = time.strftime("%H:%M:%S", time.localtime(i.ts))
-        lines.append(f"[{clock} {i.source}] {i.text}")
-    return "\n".join(lines)
 
 
 @dataclass
@@ -92,6 +62,10 @@ class Agent:
         registry: The tools offered to the model.
         options: Bounds, prompt, confirmation policy, hooks.
         bus: The event bus channels and the trace subscribe to (a new one if None).
+
+    Attributes:
+        conversation: The history, pending inputs, recent images and hourly budget
+            (:class:`~loopact.agent.state.Conversation`).
     """
 
     def __init__(
@@ -105,69 +79,49 @@ class Agent:
         self.registry = registry
         self.options = options or AgentOptions()
         self.bus = bus or EventBus()
-        self.history: list[Message] = []
+        opts = self.options
+        self.conversation = Conversation(
+            opts.system_prompt, self.bus, HourlyBudget(opts.hourly_rounds, opts.hourly_tokens)
+        )
         self.broker = ConfirmationBroker(
             self.bus,
-            auto_approve=self.options.auto_approve,
-            allow=self.options.allow,
-            interactive=self.options.interactive,
-            timeout_s=self.options.confirm_timeout_s,
-            lang=self.options.lang,
+            auto_approve=opts.auto_approve,
+            allow=opts.allow,
+            interactive=opts.interactive,
+            timeout_s=opts.confirm_timeout_s,
+            lang=opts.lang,
         )
         self._inbox: asyncio.Queue[_Command] = asyncio.Queue()
         self._queued: list[_Command] = []
         self._current: asyncio.Task[TaskOutcome] | None = None
         self._current_id: str | None = None
-        self._background: set[asyncio.Future[Any]] = set()
-        self._images: OrderedDict[str, list[Image]] = OrderedDict()
-        self._closed = False
         self._current_run: TaskRun | None = None
-        self._input_sources: list[Callable[[], Message | None]] = []
-        self._inputs: list[Input] = []
-        self._wake = asyncio.Event()
-        self._rounds_window: deque[tuple[float, int]] = deque()
-        self.reset_history()
+        self._background: set[asyncio.Future[Any]] = set()
+        self._closed = False
 
-    # ---------------------------------------------------------------- history
+    # ---------------------------------------------------------------- state
+    @property
+    def history(self) -> list[Message]:
+        """The conversation's messages, system message first."""
+        return self.conversation.history
+
     def reset_history(self) -> None:
         """Start a new conversation: only the system message stays."""
-        self.history = (
-            [Message.system(self.options.system_prompt)] if (self.options.system_prompt) else []
-        )
+        self.conversation.reset()
 
     def append(self, message: Message) -> None:
         """Append a message to the conversation."""
-        self.history.append(message)
+        self.conversation.append(message)
 
-    def add_input_source(self, source: Callable[[], Message | None]) -> None:
+    def add_input_source(self, source: InputSource) -> None:
         """Register a source of pending input snapshots (SPEC C3).
 
         ``source()`` returns one user message with the sensor data that arrived since it was
         last asked (accumulate-mode inputs, see ``loopact.nodes.inputs.InputHub``), or None.
+        It is asked at every round boundary; in continuous mode, call :meth:`wake` when it
+        has new data so that an idle agent starts working on it (SPEC A7).
         """
-        self._input_sources.append(source)
-
-    def inject_pending_inputs(self) -> int:
-        """Append every source's pending snapshot to the history (SPEC C3).
-
-        Called by the loop before each model request, at a round boundary, so a snapshot
-        never splits a tool call from its result. A failing source is logged and skipped.
-
-        Returns:
-            How many snapshot messages were appended.
-        """
-        added = 0
-        for source in self._input_sources:
-            try:
-                message = source()
-            except Exception:
-                log.exception("input source %r failed", source)
-                continue
-            if message is not None:
-                self.history.append(message)
-                self.bus.emit("input_snapshot", self._current_id, text=message.text)
-                added += 1
-        return added
+        self.conversation.add_source(source)
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """The tools offered in the next request (the live catalogue)."""
@@ -185,15 +139,30 @@ class Agent:
             lang=self.options.lang,
         )
 
-    def remember_images(self, call_id: str, images: list[Image]) -> None:
-        """Keep a tool call's images for live channels (the last 20 calls)."""
-        self._images[call_id] = images
-        while len(self._images) > _KEEP_IMAGES:
-            self._images.popitem(last=False)
-
     def last_images(self, call_id: str) -> list[Image]:
         """Images a recent tool call returned (empty when unknown or expired)."""
-        return self._images.get(call_id, [])
+        return self.conversation.last_images(call_id)
+
+    @property
+    def current_run(self) -> TaskRun | None:
+        """The running task's rounds, or None between tasks (``agent_call`` plans in it)."""
+        return self._current_run
+
+    def context_manager(self) -> ContextManager | None:
+        """When the next request compresses the history (SPEC E1), or None to never."""
+        return self.options.context
+
+    def _task_env(self) -> TaskEnv:
+        return TaskEnv(
+            conversation=self.conversation,
+            options=self.options,
+            bus=self.bus,
+            model=lambda: self.model,
+            tool_specs=self.tool_specs,
+            new_dispatcher=self.new_dispatcher,
+            context=self.context_manager,
+            action_text=self.action_text,
+        )
 
     # ---------------------------------------------------------------- commands
     def submit(
@@ -221,41 +190,15 @@ class Agent:
         model request of the running task; in continuous mode it also wakes the agent.
         Never preempts. Returns the input's id.
         """
-        item = Input(uuid.uuid4().hex[:12], source, text, tuple(images), time.time())
-        self._inputs.append(item)
-        self.bus.emit("input", self._current_id, id=item.id, source=source, text=text)
-        self._wake.set()
-        return item.id
+        return self.conversation.add_input(text, source, images, task_id=self._current_id).id
 
     def wake(self) -> None:
-        """Tell a waiting continuous-mode agent that an input source has new data (A7, C3)."""
-        self._wake.set()
+        """Tell a waiting continuous-mode agent that an input source has new data (A7, C3).
 
-    def take_inputs(self) -> list[Input]:
-        """Remove and return the inputs waiting to be injected."""
-        items, self._inputs = self._inputs, []
-        return items
-
-    @property
-    def has_inputs(self) -> bool:
-        """True when inputs wait to be injected."""
-        return bool(self._inputs)
-
-    def record_round(self, tokens: int) -> None:
-        """Count a model round and its tokens in the rolling hour (continuous budget)."""
-        self._rounds_window.append((time.monotonic(), tokens))
-
-    def hourly_budget_wait(self) -> float:
-        """Seconds until the rolling-hour budget allows another round (0 when it does)."""
-        now = time.monotonic()
-        window = self._rounds_window
-        while window and window[0][0] < now - 3600:
-            window.popleft()
-        rounds = len(window)
-        tokens = sum(n for _, n in window)
-        if rounds < self.options.hourly_rounds and tokens < self.options.hourly_tokens:
-            return 0.0
-        return max(0.1, window[0][0] + 3600 - now)
+        Safe to call at any time on the event loop thread; an agent in task mode or one that
+        is busy takes the data in at its next round boundary anyway.
+        """
+        self.conversation.notify()
 
     def stop(self, source: str = "terminal") -> None:
         """Stop the current task and the robot now, without asking the model (SPEC A6)."""
@@ -285,7 +228,7 @@ class Agent:
     def reset(self) -> None:
         """New conversation: stop what runs, clear the history, reset provider state."""
         self._preempt("reset")
-        self.reset_history()
+        self.conversation.reset()
         self.model.reset()
 
     def set_model(self, model: Model) -> bool:
@@ -303,7 +246,7 @@ class Agent:
         self._background.add(fut)
         fut.add_done_callback(self._background.discard)
         if not carried:
-            self.reset_history()
+            self.conversation.reset()
         self.bus.emit(
             "provider_switch",
             self._current_id,
@@ -336,7 +279,7 @@ class Agent:
             "task_id": self._current_id if busy else None,
             "provider": self.model.provider,
             "model": self.model.model,
-            "n_messages": len(self.history),
+            "n_messages": len(self.conversation.history),
             "tools": self.registry.names,
             "pending_confirmations": self.broker.pending,
         }
@@ -390,30 +333,40 @@ class Agent:
                 await asyncio.sleep(0.01)
 
     async def _run_continuous(self) -> None:
+        conv = self.conversation
+        cmd: _Command | None = None
         while not self._closed:
-            await self._wake.wait()
-            self._wake.clear()
-            if not self._inputs:
-                # Data from pull-based input sources (sensor snapshots) also starts work.
-                if not self.inject_pending_inputs():
+            if cmd is None:
+                await conv.arrived.wait()
+                conv.arrived.clear()
+                cmd = self._continuous_command()
+                if cmd is None:
                     continue
-                self._inputs.append(Input(uuid.uuid4().hex[:12], "inputs", "sensor data"))
-            wait_s = self.hourly_budget_wait()
+            wait_s = conv.budget.wait_s()
             if wait_s > 0:
-                self.bus.emit("bound", None, name="hourly_budget", limit=self.options.hourly_rounds)
+                self.bus.emit("bound", None, name="hourly_budget", limit=conv.budget.rounds)
                 await asyncio.sleep(wait_s)
-                self._wake.set()
                 continue
-            first = self._inputs[0]
-            cmd = _Command(first.id, first.text, (), first.source)
             self._current_id = cmd.id
             self._current = asyncio.ensure_future(self._execute(cmd, continuous=True))
+            cmd = None
             await asyncio.wait({self._current})
+
+    def _continuous_command(self) -> _Command | None:
+        """The work an arrival starts: the oldest queued input, or the sensor snapshots that
+        the input sources had (already in the history), or None when nothing is new."""
+        conv = self.conversation
+        first = conv.first_input
+        if first is not None:
+            return _Command(first.id, first.text, (), first.source)
+        if conv.pull_sources(None):
+            return _Command(uuid.uuid4().hex[:12], "sensor data", (), "inputs")
+        return None
 
     async def _execute(self, cmd: _Command, continuous: bool = False) -> TaskOutcome:
         bus = self.bus
         bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
-        run = TaskRun(self, cmd.id, cmd.text, cmd.images)
+        run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images)
         self._current_run = run
         outcome = TaskOutcome(cmd.id, "failed")
         lang = self.options.lang
@@ -476,71 +429,3 @@ class Agent:
         if self._background:
             await asyncio.wait(self._background, timeout=5)
         await self.model.aclose()
-
-
-class AgentCallTool(Tool):
-    """``agent_call(task)``: plan a complex request as JSON steps and run them (SPEC A4).
-
-    In task mode the model calls it when one request needs several tools in a fixed order
-    whose outputs feed each other. Its steps go through the same guards, confirmations and
-    safety as direct calls. It counts as state-changing (its steps may move or write).
-
-    Args:
-        agent: The agent whose current task runs the plan.
-    """
-
-    name = "agent_call"
-    description = (
-        "Plan and run a multi-step task: give the whole task in words; it is split into "
-        "tool steps that pass data to each other, run in order, and summarised."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {"task": {"type": "string", "description": "The whole task, in words."}},
-        "required": ["task"],
-        "additionalProperties": False,
-    }
-    safety = SafetyClass.MOTION
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.timeout_s = agent.options.bounds.task_timeout_s
-
-    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Plan and run ``arguments["task"]``; the result's data is the plan's summary."""
-        run = self.agent._current_run
-        if run is None:
-            return ToolResult.failure("agent_call only works inside a task")
-        specs = tuple(s for s in self.agent.tool_specs() if s.name != self.name)
-        try:
-            outcome = await run.run_plan_for(str(arguments["task"]), specs)
-        except TaskFailed as exc:
-            return ToolResult.failure(str(exc))
-        return ToolResult(
-            ok=outcome.ok,
-            data=outcome.summary(),
-            metadata={"files": list(outcome.files)},
-            error=None if outcome.ok else outcome.summary(),
-        )
-
-
-def make_send_message_tool(agent: Agent) -> Tool:
-    """``send_message(text)``: how the agent talks to people in continuous mode (A7, C6).
-
-    Emits a ``message {text, source: "agent"}`` event that every channel shows (terminal,
-    web, ROS 2 text output) and the trace records.
-    """
-    from loopact.tools.base import FunctionTool
-
-    async def send_message(text: str, ctx: ToolContext) -> str:
-        """Send a message to the people you work with (acknowledge, ask, report).
-
-        Args:
-            text: The message, short and plain.
-        """
-        if not text.strip():
-            raise ToolError("send_message needs some text")
-        agent.bus.emit("message", ctx.task_id, text=text, source="agent")
-        return "delivered"
-
-    return FunctionTool(send_message, safety=SafetyClass.IDEMPOTENT, reentrant=True)

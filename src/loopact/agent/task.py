@@ -6,21 +6,21 @@ results (in call order) and appends them; the task ends when the model answers i
 bound trips and one last request without tools asks for a final answer. Retries (B6) happen
 here rather than in providers, because only the loop knows whether a call was already
 dispatched from a stream that was then cut: such a stream is never replayed (X1).
+
+A task does not hold its agent: it gets a :class:`TaskEnv` with the conversation it changes
+(:class:`~loopact.agent.state.Conversation`) and the few services it calls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
-import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
-from loopact._compat import reschedule, timeout_after
 from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
 from loopact.agent.compress import (
     accept_summary,
@@ -29,48 +29,35 @@ from loopact.agent.compress import (
     summary_request_messages,
 )
 from loopact.agent.compress import estimate_tokens as estimate_history_tokens
+from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
+from loopact.agent.options import AgentOptions
 from loopact.agent.plan import (
-    PlanError,
     PlanOutcome,
     parse_plan,
     plan_request_messages,
     run_plan,
     validate_plan,
 )
-from loopact.errors import LoopactError, ModelError, ModelRetryableError
-from loopact.i18n import t
-from loopact.llm.base import (
-    ModelRequest,
-    ReasoningDelta,
-    ResponseDone,
-    TextDelta,
-    ToolCallReady,
-    ToolSpec,
+from loopact.agent.state import Conversation
+from loopact.agent.stream import (
+    RoundState,
+    cut_response,
+    estimate_tokens,
+    result_text,
+    retry_delay_s,
+    stream_response,
 )
+from loopact.errors import BoundReached, ModelError, ModelRetryableError, PlanError, TaskFailed
+from loopact.events import EventBus
+from loopact.i18n import t
+from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolSpec
 from loopact.llm.messages import Image, Message, ToolCall, Usage, history_summary
 from loopact.tools.base import ToolResult
 
-if TYPE_CHECKING:
-    from loopact.agent.runtime import Agent
-
 log = logging.getLogger(__name__)
 
-#: Longest tool-result text sent to the model, in characters.
-MAX_RESULT_CHARS = 16_000
-
-
-class TaskFailed(LoopactError):
-    """The task cannot go on (a rejected plan, a failed plan step); the text says why."""
-
-
-class BoundReached(Exception):
-    """A bound tripped; carries the fallback text for the user (SPEC A2)."""
-
-    def __init__(self, name: str, text: str) -> None:
-        super().__init__(text)
-        self.name = name
-        self.text = text
+Outcomes = list[tuple[ToolCall, ToolResult]]
 
 
 @dataclass
@@ -92,62 +79,51 @@ class TaskOutcome:
     rounds: int = 0
 
 
-@dataclass
-class _RoundState:
-    """What one model request has produced so far (local to its round: an ``agent_call``
-    tool may run a nested planning request while the outer response still streams)."""
+@dataclass(frozen=True)
+class TaskEnv:
+    """What a task needs from its agent, and nothing more.
 
-    dispatcher: RoundDispatcher | None
-    text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
+    Attributes:
+        conversation: The history, inputs, images and hourly budget the task changes.
+        options: Bounds, mode, language, tracing.
+        bus: Where the task's events go.
+        model: The model of the next request (it may be switched between requests, B4).
+        tool_specs: The live tool catalogue.
+        new_dispatcher: A dispatcher for one round of the task's guard state.
+        context: The context-window manager of the next request (E1), or None.
+        action_text: Tools go to the model as action text (SPEC A5).
+    """
 
-
-def result_text(result: ToolResult, limit: int = MAX_RESULT_CHARS) -> str:
-    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``."""
-    body: dict[str, Any] = {"ok": result.ok}
-    if result.data is not None:
-        body["data"] = result.data
-    if result.error:
-        body["error"] = result.error
-    if result.metadata:
-        body["metadata"] = result.metadata
-    if result.images:
-        body["images"] = len(result.images)
-    text = json.dumps(body, ensure_ascii=False, default=str)
-    if len(text) > limit:
-        text = text[:limit] + f'... [truncated: {len(text)} characters in all]"'
-    return text
-
-
-def estimate_tokens(messages: tuple[Message, ...] | list[Message]) -> int:
-    """Rough token count (characters / 4, 800 per image) for endpoints that report no usage."""
-    chars = 0
-    images = 0
-    for m in messages:
-        chars += len(m.text) + sum(len(c.raw_arguments or c.arguments_json()) for c in m.tool_calls)
-        images += len(m.images)
-    return chars // 4 + 800 * images
+    conversation: Conversation
+    options: AgentOptions
+    bus: EventBus
+    model: Callable[[], Model]
+    tool_specs: Callable[[], tuple[ToolSpec, ...]]
+    new_dispatcher: Callable[[TaskState], RoundDispatcher]
+    context: Callable[[], ContextManager | None] = lambda: None
+    action_text: bool = False
 
 
 class TaskRun:
     """The rounds of one task. Created and driven by :class:`~loopact.agent.runtime.Agent`.
 
     Args:
-        agent: The agent (model, registry, history, options, bus).
+        env: The conversation and services of the agent.
         task_id: The command id.
         text: The user's instruction.
         images: Images sent with it (already through the image gate).
     """
 
-    def __init__(self, agent: Agent, task_id: str, text: str, images: tuple[Image, ...]) -> None:
-        self.agent = agent
+    def __init__(self, env: TaskEnv, task_id: str, text: str, images: tuple[Image, ...]) -> None:
+        self.env = env
+        self.conv = env.conversation
         self.task_id = task_id
         self.text = text
         self.images = images
         self.state = TaskState(task_id, instruction=text)
         self.rounds = 0
-        self._bounds = agent.options.bounds
-        self._lang = agent.options.lang
+        self._bounds = env.options.bounds
+        self._lang = env.options.lang
 
     # ----------------------------------------------------------------- the loop
     async def body(self) -> str:
@@ -156,19 +132,20 @@ class TaskRun:
         Raises:
             BoundReached: A bound tripped (the fallback text is in the exception).
             ModelError: The model failed after its retries.
+            TaskFailed: Plan mode: the plan was rejected or a step failed.
             asyncio.CancelledError: The task was preempted (history is left consistent).
         """
-        self.agent.append(Message.user(self.text, self.images))
-        if self.agent.options.mode == "plan":
+        self.conv.append(Message.user(self.text, self.images))
+        if self.env.options.mode == "plan":
             return await self._plan_body()
-        if self.agent.action_text:
+        if self.env.action_text:
             return await self._action_body()
         b = self._bounds
         while True:
             await self._check_rounds(self.rounds, b.max_rounds)
             self.rounds += 1
-            self.agent.inject_pending_inputs()
-            done, outcomes, invalid = await self._round(self.rounds, self.agent.tool_specs())
+            self.conv.pull_sources(self.task_id)
+            done, outcomes, invalid = await self._round(self.rounds, self.env.tool_specs())
             if not outcomes:
                 return done.message.text
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
@@ -213,16 +190,6 @@ class TaskRun:
             answer = ""
         raise BoundReached(name, f"{notice}\n\n{answer}" if answer else notice)
 
-    def _inject_inputs(self) -> None:
-        """Add waiting messages and sensor events as one snapshot user message (A7, C3)."""
-        from loopact.agent.runtime import format_inputs
-
-        inputs = self.agent.take_inputs()
-        if inputs:
-            images = tuple(img for i in inputs for img in i.images)
-            self.agent.append(Message.user(format_inputs(inputs), images))
-        self.agent.inject_pending_inputs()
-
     # ----------------------------------------------------------------- continuous (A7)
     async def continuous_body(self) -> str:
         """Work on the waiting inputs, taking in new ones as they come, until idle (A7).
@@ -234,34 +201,30 @@ class TaskRun:
             BoundReached: The rolling-hour budget or the invalid-round guard tripped.
         """
         b = self._bounds
+        budget = self.conv.budget
         since_input = 0
         while True:
-            if self.agent.has_inputs:
+            if self.conv.has_inputs:
                 since_input = 0
             await self._check_rounds(since_input, b.max_rounds * 4)
-            if self.agent.hourly_budget_wait() > 0:
-                self._bound_event("hourly_budget", self.agent.options.hourly_rounds)
+            if budget.wait_s() > 0:
+                self._bound_event("hourly_budget", budget.rounds)
                 raise BoundReached(
                     "hourly_budget",
-                    t(
-                        "bound.hourly",
-                        self._lang,
-                        rounds=self.agent.options.hourly_rounds,
-                        tokens=self.agent.options.hourly_tokens,
-                    ),
+                    t("bound.hourly", self._lang, rounds=budget.rounds, tokens=budget.tokens),
                 )
             self.rounds += 1
             since_input += 1
             tokens_before = self.state.tokens
-            done, outcomes, invalid = await self._round(self.rounds, self.agent.tool_specs())
-            self.agent.record_round(self.state.tokens - tokens_before)
+            done, outcomes, invalid = await self._round(self.rounds, self.env.tool_specs())
+            budget.record(self.state.tokens - tokens_before)
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             if outcomes:
                 continue
             text = done.message.text.strip()
             if text:
-                self.agent.bus.emit("message", self.task_id, text=text, source="agent")
-            if not self.agent.has_inputs:
+                self.env.bus.emit("message", self.task_id, text=text, source="agent")
+            if not self.conv.has_inputs:
                 return ""
 
     # ----------------------------------------------------------------- action text (A5)
@@ -271,8 +234,8 @@ class TaskRun:
         while True:
             await self._check_rounds(self.rounds, b.max_rounds)
             self.rounds += 1
-            self.agent.inject_pending_inputs()
-            specs = self.agent.tool_specs()
+            self.conv.pull_sources(self.task_id)
+            specs = self.env.tool_specs()
             system = self._system_with(render_catalogue(specs))
             done, _, _ = await self._round(self.rounds, (), system=system)
             parse = parse_actions(done.message.text, specs)
@@ -282,37 +245,33 @@ class TaskRun:
                 if not parse.has_action:
                     return done.message.text
                 self.state.invalid_streak += 1
-                self.agent.append(Message.user(parse.feedback()))
+                self.conv.append(Message.user(parse.feedback()))
                 continue
             call = parse.call
             try:
                 result, invalid = await self._dispatch_one(call)
             except BaseException:
                 cancelled = ToolResult.failure(t("tool.cancelled", self._lang))
-                self.agent.append(
+                self.conv.append(
                     Message.user(observation_text(call, False, result_text(cancelled), parse))
                 )
                 raise
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             text = observation_text(call, result.ok, result_text(result), parse)
-            self.agent.append(Message.user(text, result.images))
+            self.conv.append(Message.user(text, result.images))
             self._check_tokens()
 
     def _system_with(self, section: str) -> Message:
-        base = (
-            self.agent.history[0].text
-            if self.agent.history and (self.agent.history[0].role == "system")
-            else ""
-        )
+        base = self.conv.system_text
         return Message.system(f"{base}\n\n{section}" if base else section)
 
     # ----------------------------------------------------------------- plan (A4)
     async def _plan_body(self) -> str:
         """Plan mode: ask for a JSON plan, validate it, run its steps, summarise."""
-        specs = tuple(s for s in self.agent.tool_specs() if s.name != "agent_call")
+        specs = tuple(s for s in self.env.tool_specs() if s.name != "agent_call")
         outcome = await self.run_plan_for(self.text, specs)
         summary = outcome.summary()
-        self.agent.append(Message.assistant(summary))
+        self.conv.append(Message.assistant(summary))
         if not outcome.ok:
             raise TaskFailed(summary)
         return summary
@@ -332,7 +291,7 @@ class TaskRun:
             validate_plan(plan, specs)
         except PlanError as exc:
             raise TaskFailed(f"the plan was rejected before running anything: {exc}") from None
-        bus = self.agent.bus
+        bus = self.env.bus
 
         def emit(typ: str, data: dict[str, Any]) -> None:
             bus.emit(typ, self.task_id, **data)
@@ -351,7 +310,7 @@ class TaskRun:
         Raises:
             asyncio.CancelledError: The task was cancelled; the tool was stopped first.
         """
-        dispatcher = self.agent.new_dispatcher(self.state)
+        dispatcher = self.env.new_dispatcher(self.state)
         dispatcher.add(call)
         try:
             ((_, result),) = await dispatcher.gather()
@@ -359,53 +318,58 @@ class TaskRun:
             await dispatcher.cancel()
             raise
         if result.images:
-            self.agent.remember_images(call.id, list(result.images))
+            self.conv.remember_images(call.id, list(result.images))
         return result, dispatcher.invalid
 
     # ----------------------------------------------------------------- context (E1)
-    async def _maybe_compress(self) -> None:
+    async def _maybe_compress(self, ctx: ContextManager) -> None:
         """Compress the history when the prompt has passed the threshold (SPEC E1)."""
-        ctx = self.agent.options.context
-        assert ctx is not None
-        history = self.agent.history
+        history = self.conv.history
         before = ctx.prompt_tokens(history)
         if before <= ctx.limit_tokens:
             return
         method = "kept"
-        new_history: list[Message] | None = None
-        plan = plan_compression(history, ctx.keep_recent_turns)
-        if plan is not None:
-            if ctx.checkpoint is not None:
-                await ctx.checkpoint(self._checkpoint_text())
-            self.rounds += 1
-            request = tuple(summary_request_messages(plan, self.text))
-            try:
-                done, _, _ = await self._round(self.rounds, (), messages=request)
-                new_history = accept_summary(
-                    plan, done.message, done.finish_reason, estimate_history_tokens
-                )
-            except ModelError as exc:
-                log.info("summary request failed, history kept: %s", exc)
-            if new_history is not None:
-                method = "summary"
-        if new_history is None and before > ctx.hard_limit:
+        new_history = await self._summarised(ctx, history)
+        if new_history is not None:
+            method = "summary"
+        elif before > ctx.hard_limit:
             new_history = hard_trim(history, ctx.hard_limit, estimate_history_tokens)
             method = "trim"
         if new_history is not None:
-            self.agent.history[:] = new_history
-        self.agent.bus.emit(
+            self.conv.replace(new_history)
+        self.env.bus.emit(
             "context_compressed",
             self.task_id,
             method=method,
             before_tokens=before,
-            after_tokens=ctx.prompt_tokens(self.agent.history),
+            after_tokens=ctx.prompt_tokens(self.conv.history),
             limit=ctx.limit_tokens,
         )
 
+    async def _summarised(
+        self, ctx: ContextManager, history: list[Message]
+    ) -> list[Message] | None:
+        """The history with older turns replaced by a model-written summary, or None when
+        there is nothing to summarise or the summary was not usable (SPEC E1)."""
+        plan = plan_compression(history, ctx.keep_recent_turns)
+        if plan is None:
+            return None
+        if ctx.checkpoint is not None:
+            await ctx.checkpoint(self._checkpoint_text())
+        self.rounds += 1
+        request = tuple(summary_request_messages(plan, self.text))
+        try:
+            done, _, _ = await self._round(self.rounds, (), messages=request)
+        except ModelError as exc:
+            log.info("summary request failed, history kept: %s", exc)
+            return None
+        return accept_summary(plan, done.message, done.finish_reason, estimate_history_tokens)
+
     def _checkpoint_text(self) -> str:
         """The task's state for memory before compressing: goal, progress, last replies."""
-        done = [f"{m.name}: {m.text[:80]}" for m in self.agent.history[-12:] if m.role == "tool"]
-        said = [m.text[:160] for m in self.agent.history[-12:] if m.role == "assistant" and m.text]
+        recent = self.conv.history[-12:]
+        done = [f"{m.name}: {m.text[:80]}" for m in recent if m.role == "tool"]
+        said = [m.text[:160] for m in recent if m.role == "assistant" and m.text]
         parts = [f"checkpoint of task {self.task_id}: goal: {self.text}"]
         if done:
             parts.append("recent actions: " + "; ".join(done[-5:]))
@@ -414,7 +378,7 @@ class TaskRun:
         return " | ".join(parts)
 
     def _bound_event(self, name: str, limit: int) -> None:
-        self.agent.bus.emit("bound", self.task_id, name=name, limit=limit)
+        self.env.bus.emit("bound", self.task_id, name=name, limit=limit)
 
     # ----------------------------------------------------------------- one round
     async def _round(
@@ -425,7 +389,7 @@ class TaskRun:
         *,
         system: Message | None = None,
         messages: tuple[Message, ...] | None = None,
-    ) -> tuple[ResponseDone, list[tuple[ToolCall, ToolResult]], bool]:
+    ) -> tuple[ResponseDone, Outcomes, bool]:
         """One model request and its tool calls.
 
         Args:
@@ -433,65 +397,59 @@ class TaskRun:
             specs: Tools offered (empty: a request without tools).
             extra: Messages appended to the history for this request only.
             system: Replaces the history's system message for this request only.
-            messages: A separate conversation (planning); nothing is added to the history.
+            messages: A separate conversation (planning, summaries); nothing is added to
+                the history.
+
+        Returns:
+            The response, the ``(call, result)`` pairs in call order, and whether the round
+            was invalid (SPEC A3).
         """
-        agent = self.agent
         commit = messages is None
+        ctx = self.env.context() if commit else None
         if commit:
-            self._inject_inputs()
-        if commit and agent.options.context is not None:
-            await self._maybe_compress()
+            self.conv.inject_inputs(self.task_id)
+            if ctx is not None:
+                await self._maybe_compress(ctx)
         if messages is None:
-            history = agent.history
-            if system is not None:
-                rest = history[1:] if history and history[0].role == "system" else history
-                messages = (system, *rest, *extra)
-            else:
-                messages = (*history, *extra)
+            messages = self._prompt(extra, system)
         request = ModelRequest(messages=messages, tools=specs)
-        fields: dict[str, Any] = {
-            "round": round_no,
-            "n_messages": len(request.messages),
-            "tools": [s.name for s in specs],
-        }
-        if agent.options.trace_full:
-            fields["messages"] = history_summary(request.messages)
-        agent.bus.emit("model_request", self.task_id, **fields)
-
-        b = self._bounds
-        attempt = 0
-        while True:
-            attempt += 1
-            rs = _RoundState(agent.new_dispatcher(self.state) if specs else None)
-            try:
-                done = await self._stream(request, rs)
-                break
-            except ModelRetryableError as exc:
-                if rs.dispatcher is not None and rs.dispatcher.started_any:
-                    # X1: never replay a stream whose calls already ran; go on from them.
-                    done = self._cut_response(str(exc), rs)
-                    break
-                if attempt >= b.max_tries:
-                    raise
-                delay = b.backoff_base_s * (2 ** (attempt - 1)) * (0.8 + 0.4 * random.random())
-                if exc.retry_after_s is not None:
-                    delay = max(delay, exc.retry_after_s)
-                delay = min(delay, b.backoff_max_s)
-                agent.bus.emit(
-                    "model_retry", self.task_id, attempt=attempt, error=str(exc), delay_s=delay
-                )
-                await asyncio.sleep(delay)
-            except BaseException:
-                await self._abort_round(rs)
-                raise
-
+        self._emit_request(round_no, request)
+        done, rs = await self._respond(request)
         usage = done.usage
-        if commit and agent.options.context is not None:
-            agent.options.context.note_usage(request.messages, usage.input_tokens)
+        if ctx is not None:
+            ctx.note_usage(request.messages, usage.input_tokens)
         if usage.total_tokens == 0:
             usage = Usage(estimate_tokens(request.messages), estimate_tokens([done.message]))
         self.state.tokens += usage.total_tokens
-        agent.bus.emit(
+        self._emit_response(round_no, done, usage)
+        if rs.dispatcher is None:
+            if commit:
+                self.conv.append(dataclasses.replace(done.message, tool_calls=()))
+            return done, [], False
+        outcomes = await self._finish_calls(done, rs)
+        return done, outcomes, rs.dispatcher.invalid
+
+    def _prompt(self, extra: tuple[Message, ...], system: Message | None) -> tuple[Message, ...]:
+        """The history as this request's messages, with its system message replaced by
+        ``system`` and ``extra`` appended, for this request only."""
+        history = self.conv.history
+        if system is None:
+            return (*history, *extra)
+        rest = history[1:] if history and history[0].role == "system" else history
+        return (system, *rest, *extra)
+
+    def _emit_request(self, round_no: int, request: ModelRequest) -> None:
+        fields: dict[str, Any] = {
+            "round": round_no,
+            "n_messages": len(request.messages),
+            "tools": [s.name for s in request.tools],
+        }
+        if self.env.options.trace_full:
+            fields["messages"] = history_summary(request.messages)
+        self.env.bus.emit("model_request", self.task_id, **fields)
+
+    def _emit_response(self, round_no: int, done: ResponseDone, usage: Usage) -> None:
+        self.env.bus.emit(
             "model_response",
             self.task_id,
             round=round_no,
@@ -505,11 +463,47 @@ class TaskRun:
             usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
         )
 
+    async def _respond(self, request: ModelRequest) -> tuple[ResponseDone, RoundState]:
+        """Stream the response, retrying retryable failures with backoff (SPEC B6) unless a
+        call of the failed response already ran (X1: then go on from those calls).
+
+        Raises:
+            ModelError: The last try failed, or the failure is not retryable.
+            asyncio.CancelledError: The task was preempted; running tools were stopped and
+                the history was left consistent.
+        """
+        b = self._bounds
+        env = self.env
+        attempt = 0
+        while True:
+            attempt += 1
+            rs = RoundState(env.new_dispatcher(self.state) if request.tools else None)
+            try:
+                done = await stream_response(env.model(), request, rs, b, env.bus, self.task_id)
+                return done, rs
+            except ModelRetryableError as exc:
+                if rs.started_calls:
+                    env.bus.emit(
+                        "error",
+                        self.task_id,
+                        message=f"{exc}; continuing from the calls that were already started",
+                    )
+                    return cut_response(rs), rs
+                if attempt >= b.max_tries:
+                    raise
+                delay = retry_delay_s(b, attempt, exc)
+                env.bus.emit(
+                    "model_retry", self.task_id, attempt=attempt, error=str(exc), delay_s=delay
+                )
+                await asyncio.sleep(delay)
+            except BaseException:
+                await self._abort_round(rs)
+                raise
+
+    async def _finish_calls(self, done: ResponseDone, rs: RoundState) -> Outcomes:
+        """Add the calls the stream did not start, wait for every result, commit the round."""
         dispatcher = rs.dispatcher
-        if dispatcher is None:
-            if commit:
-                agent.append(dataclasses.replace(done.message, tool_calls=()))
-            return done, [], False
+        assert dispatcher is not None
         try:
             for call in done.message.tool_calls:
                 if not dispatcher.has(call.id):
@@ -521,90 +515,23 @@ class TaskRun:
             await self._abort_round(rs, done.message)
             raise
         self._commit_round(done.message, outcomes)
-        return done, outcomes, dispatcher.invalid
+        return outcomes
 
-    async def _stream(self, request: ModelRequest, rs: _RoundState) -> ResponseDone:
-        """Consume one streamed response, dispatching ready calls (X1), under the timeouts."""
-        agent = self.agent
-        b = self._bounds
-        loop = asyncio.get_running_loop()
-        emit = agent.bus.emit
-        stream = agent.model.stream(request)
-        started = False
-        try:
-            async with timeout_after(b.request_timeout_s) as deadline:
-                async for event in stream:
-                    started = True
-                    reschedule(deadline, loop.time() + b.stream_idle_timeout_s)
-                    if isinstance(event, TextDelta):
-                        rs.text.append(event.text)
-                        emit("text_delta", self.task_id, text=event.text)
-                    elif isinstance(event, ReasoningDelta):
-                        rs.reasoning.append(event.text)
-                        emit("reasoning_delta", self.task_id, text=event.text)
-                    elif isinstance(event, ToolCallReady):
-                        if rs.dispatcher is not None:
-                            rs.dispatcher.add(event.call)
-                    elif isinstance(event, ResponseDone):
-                        return event
-        except (TimeoutError, asyncio.TimeoutError) as exc:
-            if started:
-                what = f"the model's stream went silent for {b.stream_idle_timeout_s:g} s"
-            else:
-                what = f"the model did not start answering within {b.request_timeout_s:g} s"
-            raise ModelRetryableError(what) from exc
-        finally:
-            await _aclose_quietly(stream)
-        raise ModelRetryableError("the model stream ended without a final event")
-
-    def _cut_response(self, error: str, rs: _RoundState) -> ResponseDone:
-        """Build the response from what arrived before a cut, once calls were dispatched."""
-        assert rs.dispatcher is not None
-        self.agent.bus.emit(
-            "error",
-            self.task_id,
-            message=f"{error}; continuing from the calls that were already started",
-        )
-        msg = Message.assistant(
-            "".join(rs.text),
-            tool_calls=rs.dispatcher.calls,
-            reasoning="".join(rs.reasoning) or None,
-        )
-        return ResponseDone(message=msg, finish_reason="cut", usage=Usage())
-
-    async def _abort_round(self, rs: _RoundState, message: Message | None = None) -> None:
+    async def _abort_round(self, rs: RoundState, message: Message | None = None) -> None:
         """On cancellation or failure: stop running tools, keep the history consistent."""
         dispatcher, rs.dispatcher = rs.dispatcher, None
         if dispatcher is None or not dispatcher.entries:
             return
         outcomes = await dispatcher.cancel()
-        if message is None:
-            message = Message.assistant(
-                "".join(rs.text),
-                reasoning="".join(rs.reasoning) or None,
-            )
-        self._commit_round(message, outcomes)
+        self._commit_round(message or rs.partial_message(), outcomes)
 
-    def _commit_round(self, message: Message, outcomes: list[tuple[ToolCall, ToolResult]]) -> None:
+    def _commit_round(self, message: Message, outcomes: Outcomes) -> None:
         """Append the assistant message and one tool message per call, in call order."""
         calls = tuple(call for call, _ in outcomes)
-        self.agent.append(dataclasses.replace(message, tool_calls=calls))
+        self.conv.append(dataclasses.replace(message, tool_calls=calls))
         for call, result in outcomes:
-            self.agent.append(
+            self.conv.append(
                 Message.tool(call.id, call.name, result_text(result), images=result.images)
             )
             if result.images:
-                self.agent.remember_images(call.id, list(result.images))
-
-
-async def _aclose_quietly(stream: Any) -> None:
-    aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
-    if aclose is None:
-        return
-    try:
-        # Not asyncio.wait_for: it can swallow a cancellation that arrives as the inner
-        # awaitable finishes, and a preempted task must always see its cancellation.
-        async with timeout_after(5.0):
-            await aclose()
-    except Exception as exc:  # closing a broken stream must not hide the real error
-        log.debug("closing the model stream failed: %r", exc)
+                self.conv.remember_images(call.id, list(result.images))

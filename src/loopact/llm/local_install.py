@@ -47,7 +47,7 @@ from rich.progress import (
 )
 
 from loopact.config import LocalConfig
-from loopact.errors import LoopactError
+from loopact.errors import InstallError, LoopactError
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,6 @@ _PIP_TIMEOUT_S = 1800
 _BUILD_TIMEOUT_S = 3600
 _STEP_RE = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _PERCENT_RE = re.compile(r"\[\s*(\d{1,3})%\]")
-
-
-class InstallError(LoopactError):
-    """The local brain could not be installed; the message says what is missing."""
 
 
 def cache_dir() -> Path:

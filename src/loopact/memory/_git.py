@@ -18,6 +18,7 @@ from dulwich.file import FileLocked
 from dulwich.graph import find_merge_base
 from dulwich.repo import Repo
 
+from loopact.errors import PushRejected
 from loopact.memory._fs import atomic_write, remove_file
 from loopact.memory.merge import merge_file
 
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BRANCH = cast("Ref", b"refs/heads/main")
-
-
-class PushRejected(Exception):
-    """The remote moved on since the fetch: fetch, merge and push again."""
 
 
 @dataclass(frozen=True)

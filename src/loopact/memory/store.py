@@ -39,6 +39,7 @@ from typing import Literal
 import platformdirs
 from dulwich.repo import Repo
 
+from loopact.errors import PushRejected
 from loopact.llm.messages import Message
 from loopact.memory import _git
 from loopact.memory._fs import TEMP_MARKER, atomic_write, remove_file
@@ -526,7 +527,7 @@ class GitMemory:
                         )
                         pushed = True
                     return SyncResult(True, kind, pushed, conflicts)
-                except _git.PushRejected as exc:
+                except PushRejected as exc:
                     log.info("memory push rejected (attempt %d): %s", attempt + 1, exc)
                     # Back off a little, jittered, so two robots do not collide again.
                     await asyncio.sleep(random.uniform(0.05, 0.2) * (attempt + 1))

@@ -3,7 +3,8 @@
 See ``docs/ros2.md`` for the node protocol.
 """
 
-from loopact.nodes.connector import CallReply, Connector, ImageData, NodeError
+from loopact.errors import NodeError
+from loopact.nodes.connector import CallReply, Connector, ImageData
 from loopact.nodes.input import InputNode, InputSource, input_source
 from loopact.nodes.local import LocalBus, LocalConnector
 from loopact.nodes.output import OutputNode

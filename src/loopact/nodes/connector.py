@@ -30,14 +30,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from loopact.errors import ToolError
-
 PayloadKind = Literal["string", "image"]
-
-
-class NodeError(ToolError):
-    """A node call or transport failed (no server, rejected goal, link lost). Becomes a failed
-    tool result for the model (proposed for ``loopact.errors``: ``ToolError -> NodeError``)."""
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from loopact.errors import NodeError, ProtocolError
 from loopact.events import EventBus
-from loopact.nodes.connector import CallHandle, Connector, NodeError, Payload
+from loopact.nodes.connector import CallHandle, Connector, Payload
 from loopact.nodes.heartbeat import HeartbeatWatch
 from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
     DROP_AFTER_S,
     HEARTBEAT_PERIOD_S,
     OutputInfo,
-    ProtocolError,
     decode_result,
     name_from_topic,
     output_endpoint,

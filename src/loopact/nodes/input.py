@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from loopact.errors import ProtocolError
 from loopact.nodes.connector import Connector, ImageData
 from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
@@ -32,7 +33,6 @@ from loopact.nodes.protocol import (
     InputInfo,
     InputKind,
     InputMode,
-    ProtocolError,
     check_name,
     input_data_topic,
     input_info_topic,

@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopact.errors import ProtocolError
 from loopact.events import EventBus
 from loopact.llm.messages import Image, Message
 from loopact.nodes.connector import Connector, ImageData, Payload, PayloadKind, Subscription
@@ -27,7 +28,6 @@ from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
     DROP_AFTER_S,
     InputInfo,
-    ProtocolError,
     input_data_topic,
     name_from_topic,
 )

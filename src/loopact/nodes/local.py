@@ -13,13 +13,13 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
+from loopact.errors import NodeError
 from loopact.nodes.connector import (
     Callback,
     CallHandle,
     CallReply,
     Connector,
     Handler,
-    NodeError,
     Payload,
     PayloadKind,
     ProgressFn,

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from loopact.errors import ProtocolError
 from loopact.llm.messages import Image
 from loopact.tools.base import SafetyClass, Tool, ToolResult
 
@@ -52,10 +53,6 @@ _NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,63}$")
 
 InputMode = Literal["accumulate", "latest"]
 InputKind = Literal["text", "image", "json"]
-
-
-class ProtocolError(ValueError):
-    """A heartbeat or result that does not follow the node protocol (the message says why)."""
 
 
 def check_name(name: str, what: str = "node name") -> str:

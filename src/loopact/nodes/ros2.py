@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from loopact.errors import NodeError
 from loopact.nodes._ros import ros_module, ros_types
 from loopact.nodes.connector import (
     Callback,
@@ -46,7 +47,6 @@ from loopact.nodes.connector import (
     Connector,
     Handler,
     ImageData,
-    NodeError,
     Payload,
     PayloadKind,
     ProgressFn,

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loopact.errors import RobotError, SafetyError, StaleDataError
+from loopact.errors import RobotError, SafetyError, StaleDataError, ToolArgumentError
 from loopact.robot.governor import MotionLease, SafetyGovernor
 from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
 from loopact.robot.profile import HardwareProfile, SiteMap
@@ -66,7 +66,7 @@ class RobotEnv:
 
 def _num(name: str, value: float) -> float:
     if not math.isfinite(value):
-        raise SafetyError(f"{name} must be a finite number, got {value}")
+        raise ToolArgumentError(f"{name} must be a finite number, got {value}")
     return float(value)
 
 
@@ -184,7 +184,7 @@ async def run_motion(
 def _speed(name: str, requested: float, limit: float, clamped: dict[str, Any]) -> float:
     requested = _num(name, requested)
     if requested <= 0:
-        raise SafetyError(f"{name} must be > 0, got {requested}")
+        raise ToolArgumentError(f"{name} must be > 0, got {requested}")
     if requested > limit:
         clamped[name] = {"requested": requested, "applied": limit}
         return limit
@@ -204,7 +204,7 @@ async def straight(
         distance_m = _num("distance_m", distance_m)
         if distance_m <= 0:
             other = "move_backward" if sign > 0 else "move_forward"
-            raise SafetyError(
+            raise ToolArgumentError(
                 f"distance_m must be > 0, got {distance_m} (use {other} to go the other way)"
             )
         clamped: dict[str, Any] = {}
@@ -224,7 +224,7 @@ async def straight(
             return failed(
                 f"refused: the end point ({ex:.2f}, {ey:.2f}) is outside the geofence", "geofence"
             )
-    except (SafetyError, RobotError) as exc:
+    except (ToolArgumentError, RobotError) as exc:
         return failed(str(exc))
     travelled = 0.0
 
@@ -267,7 +267,7 @@ async def rotate(
         angle_deg = _num("angle_deg", angle_deg)
         if angle_deg <= 0 or angle_deg > 720:
             other = "turn_right" if sign > 0 else "turn_left"
-            raise SafetyError(
+            raise ToolArgumentError(
                 f"angle_deg must be in (0, 720], got {angle_deg} (use {other} for the other way)"
             )
         clamped: dict[str, Any] = {}
@@ -280,7 +280,7 @@ async def rotate(
                 f"{max_s:.0f} s allowed per motion"
             )
         start = await env.pose()
-    except (SafetyError, RobotError) as exc:
+    except (ToolArgumentError, RobotError) as exc:
         return failed(str(exc))
     target = math.radians(angle_deg)
     w = math.radians(w_dps)
@@ -302,7 +302,7 @@ async def rotate(
         lease, pose = await run_motion(
             env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), False, step, progress
         )
-    except (SafetyError, RobotError) as exc:
+    except (ToolArgumentError, RobotError) as exc:
         return failed(str(exc))
     turned += sign * normalize_angle(pose.yaw_rad - last_yaw)
     moved = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
@@ -325,7 +325,7 @@ async def drive_for(
         ang = _num("angular_dps", angular_dps)
         dur = _num("duration_s", duration_s)
         if dur <= 0:
-            raise SafetyError(f"duration_s must be > 0, got {dur}")
+            raise ToolArgumentError(f"duration_s must be > 0, got {dur}")
         clamped: dict[str, Any] = {}
         max_s = env.profile.limits.max_motion_duration_s
         if dur > max_s:
@@ -334,7 +334,7 @@ async def drive_for(
         twist, tw_clamped = gov.clamp_twist(Twist(lin, math.radians(ang)))
         clamped.update(tw_clamped)
         start = await env.pose()
-    except (SafetyError, RobotError) as exc:
+    except (ToolArgumentError, RobotError) as exc:
         return failed(str(exc))
     clock = env.robot.clock
     t_end: float | None = None  # set when the base is ready (see SafetyGovernor.begin_motion)

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import yaml
 
+from loopact.errors import SkillFileError
+
 log = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -51,10 +53,6 @@ class Skill:
     description: str
     body: str
     path: Path
-
-
-class SkillFileError(ValueError):
-    """A skill file that cannot be used (the message names the file and the problem)."""
 
 
 def builtin_dir() -> Path:

@@ -1,0 +1,168 @@
+"""One streamed model response under the loop's timeouts (SPEC A2, B5, B6, X1).
+
+:func:`stream_response` consumes a response event by event: text and reasoning deltas go to
+the event bus as they arrive, and each tool call is handed to the round's dispatcher the moment
+its arguments are complete (X1), before the response has finished. A response that stays
+silent too long, or ends without its final event, raises a retryable error; the round decides
+whether a retry is safe (:meth:`RoundState.started_calls`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopact._compat import reschedule, timeout_after
+from loopact.agent.dispatch import RoundDispatcher
+from loopact.agent.options import Bounds
+from loopact.errors import ModelRetryableError
+from loopact.events import EventBus
+from loopact.llm.base import (
+    Model,
+    ModelRequest,
+    ReasoningDelta,
+    ResponseDone,
+    TextDelta,
+    ToolCallReady,
+)
+from loopact.llm.messages import Message, Usage
+from loopact.tools.base import ToolResult
+
+log = logging.getLogger(__name__)
+
+#: Longest tool-result text sent to the model, in characters.
+MAX_RESULT_CHARS = 16_000
+
+
+@dataclass
+class RoundState:
+    """What one model request has produced so far (local to its round: an ``agent_call``
+    tool may run a nested planning request while the outer response still streams).
+
+    Attributes:
+        dispatcher: Runs the round's tool calls; None for a request without tools.
+        text: Answer-text deltas so far.
+        reasoning: Reasoning deltas so far.
+    """
+
+    dispatcher: RoundDispatcher | None
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+
+    @property
+    def started_calls(self) -> bool:
+        """True once a call of this response has run: the response must never be replayed."""
+        return self.dispatcher is not None and self.dispatcher.started_any
+
+    def partial_message(self, with_calls: bool = False) -> Message:
+        """The assistant message from what arrived so far (a cut or cancelled response)."""
+        calls = self.dispatcher.calls if with_calls and self.dispatcher is not None else ()
+        return Message.assistant(
+            "".join(self.text), tool_calls=calls, reasoning="".join(self.reasoning) or None
+        )
+
+
+async def stream_response(
+    model: Model,
+    request: ModelRequest,
+    rs: RoundState,
+    bounds: Bounds,
+    bus: EventBus,
+    task_id: str,
+) -> ResponseDone:
+    """Consume one streamed response, dispatching ready calls (X1), under the timeouts.
+
+    Raises:
+        ModelRetryableError: The response did not start within ``request_timeout_s``, went
+            silent for ``stream_idle_timeout_s``, or ended without a final event; or the
+            provider raised it (connection error, 429/5xx, cut stream).
+        ModelFatalError: The provider raised it.
+    """
+    loop = asyncio.get_running_loop()
+    stream = model.stream(request)
+    started = False
+    try:
+        async with timeout_after(bounds.request_timeout_s) as deadline:
+            async for event in stream:
+                started = True
+                reschedule(deadline, loop.time() + bounds.stream_idle_timeout_s)
+                if isinstance(event, TextDelta):
+                    rs.text.append(event.text)
+                    bus.emit("text_delta", task_id, text=event.text)
+                elif isinstance(event, ReasoningDelta):
+                    rs.reasoning.append(event.text)
+                    bus.emit("reasoning_delta", task_id, text=event.text)
+                elif isinstance(event, ToolCallReady):
+                    if rs.dispatcher is not None:
+                        rs.dispatcher.add(event.call)
+                elif isinstance(event, ResponseDone):
+                    return event
+    except (TimeoutError, asyncio.TimeoutError) as exc:
+        if started:
+            what = f"the model's stream went silent for {bounds.stream_idle_timeout_s:g} s"
+        else:
+            what = f"the model did not start answering within {bounds.request_timeout_s:g} s"
+        raise ModelRetryableError(what) from exc
+    finally:
+        await _aclose_quietly(stream)
+    raise ModelRetryableError("the model stream ended without a final event")
+
+
+def retry_delay_s(bounds: Bounds, attempt: int, exc: ModelRetryableError) -> float:
+    """Seconds before try ``attempt + 1``: jittered exponential backoff, at least the server's
+    ``Retry-After``, at most ``backoff_max_s`` (SPEC B6)."""
+    delay = bounds.backoff_base_s * (2 ** (attempt - 1)) * (0.8 + 0.4 * random.random())
+    if exc.retry_after_s is not None:
+        delay = max(delay, exc.retry_after_s)
+    return float(min(delay, bounds.backoff_max_s))
+
+
+def cut_response(rs: RoundState) -> ResponseDone:
+    """The response from what arrived before a cut, once calls were dispatched (X1)."""
+    message = rs.partial_message(with_calls=True)
+    return ResponseDone(message=message, finish_reason="cut", usage=Usage())
+
+
+def result_text(result: ToolResult, limit: int = MAX_RESULT_CHARS) -> str:
+    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``."""
+    body: dict[str, Any] = {"ok": result.ok}
+    if result.data is not None:
+        body["data"] = result.data
+    if result.error:
+        body["error"] = result.error
+    if result.metadata:
+        body["metadata"] = result.metadata
+    if result.images:
+        body["images"] = len(result.images)
+    text = json.dumps(body, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f'... [truncated: {len(text)} characters in all]"'
+    return text
+
+
+def estimate_tokens(messages: tuple[Message, ...] | list[Message]) -> int:
+    """Rough token count (characters / 4, 800 per image) for endpoints that report no usage."""
+    chars = 0
+    images = 0
+    for m in messages:
+        chars += len(m.text) + sum(len(c.raw_arguments or c.arguments_json()) for c in m.tool_calls)
+        images += len(m.images)
+    return chars // 4 + 800 * images
+
+
+async def _aclose_quietly(stream: Any) -> None:
+    aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        # Not asyncio.wait_for: it can swallow a cancellation that arrives as the inner
+        # awaitable finishes, and a preempted task must always see its cancellation.
+        async with timeout_after(5.0):
+            await aclose()
+    except Exception as exc:  # closing a broken stream must not hide the real error
+        log.debug("closing the model stream failed: %r", exc)
