@@ -1,6 +1,7 @@
 # loopact: two commands for a newcomer (see README.md).
 #   make run   - create .venv if needed, install, start the agent on the simulated robot
-#   make test  - create .venv if needed, install the dev extra, run ruff, mypy and the tests
+#   make test  - create .venv if needed, install the dev extra, run ruff, the layering check
+#                (import-linter), mypy and the tests
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -9,7 +10,7 @@ STAMP_DEV  := $(VENV)/.installed-dev
 STAMP_ROS2 := $(VENV)/.installed-ros2
 ARGS ?=
 
-.PHONY: run test lint typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e
+.PHONY: run test lint layers typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +59,12 @@ ros2: $(STAMP_ROS2)
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/lint-imports --no-cache
+
+# Every import points down the layers and no package has an import cycle (import-linter;
+# the contracts are [tool.importlinter] in pyproject.toml, the layers in README.md).
+layers: $(STAMP_DEV)
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy

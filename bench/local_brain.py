@@ -359,7 +359,7 @@ class Result:
 
 
 async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> Result:
-    from loopact.robot.session import open_robot
+    from loopact.app.robot import open_robot
 
     workspace = Path(tempfile.mkdtemp(prefix="loopact-bench-"))
     session = await open_robot("sim", "sim", "sim_room", speed=sim_speed)

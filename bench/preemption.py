@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.app.robot import open_robot
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.robot.interface import Twist
-from loopact.robot.session import RobotSession, open_robot
+from loopact.robot.session import RobotSession
 from loopact.testing import ScriptedModelServer
 from loopact.tools.registry import ToolRegistry
 

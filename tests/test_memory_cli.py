@@ -58,7 +58,7 @@ def test_remembered_preference_is_used_in_a_later_session(
     log = [c.commit.message.decode() for c in repo.get_walker()]
     assert len(log) >= 2  # created, then the diary and preference writes
     # each entry is prefixed with the machine id: "- [<machine> HH:MM:SS] ..."
-    from loopact.app import machine_id
+    from loopact.app.memory import machine_id
 
     assert f"\n- [{machine_id()} " in entry
 

@@ -4,6 +4,7 @@ An LLM thinks, plans and calls tools in a bounded, preemptible loop; the tools m
 read its camera and sensors, and talk to people. Nothing happens at import time.
 """
 
+from loopact._version import __version__
 from loopact.agent import Agent, AgentOptions, Bounds, TaskOutcome
 from loopact.errors import (
     ConfigError,
@@ -16,8 +17,6 @@ from loopact.errors import (
 from loopact.events import Event, EventBus
 from loopact.llm.messages import Image, Message, ToolCall
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Agent",

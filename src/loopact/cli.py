@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.logging import RichHandler
 
-from loopact import __version__
+from loopact._version import __version__
 from loopact.errors import ConfigError, LoopactError
 
 EXIT_OK = 0
@@ -40,7 +40,7 @@ app = typer.Typer(
 )
 sim_app = typer.Typer(help="The built-in MuJoCo simulated robot.", no_args_is_help=True)
 
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -126,7 +126,7 @@ def run(
         "confirm": {"auto_approve": True if yes else None},
         "trace": {"path": trace, "full": True if trace_full else None},
     }
-    from loopact.app import build_and_run
+    from loopact.app.run import build_and_run
     from loopact.config import load_config
     from loopact.i18n import t
 

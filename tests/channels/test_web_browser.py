@@ -79,12 +79,10 @@ async def browser() -> AsyncIterator[Any]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def robot() -> AsyncIterator[Any]:
-    session_mod = pytest.importorskip(
-        "loopact.robot.session", reason="the robot session (loopact.robot.session) is missing"
-    )
+    sim_mod = pytest.importorskip("loopact.sim", reason="the simulator (loopact.sim) is missing")
     if importlib.util.find_spec("mujoco") is None:  # not imported here: it reads MUJOCO_GL
         pytest.skip("MuJoCo is missing: pip install -e '.[sim]'")
-    session = await session_mod.open_robot("sim", speed=1.0)
+    session = await sim_mod.open_sim(speed=1.0)
     try:
         yield session
     finally:

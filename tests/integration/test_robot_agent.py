@@ -19,8 +19,9 @@ from PIL import Image as PILImage
 from tests.agent.helpers import Recorder, call
 
 from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.app.robot import open_robot
 from loopact.llm.openai_chat import OpenAIChatModel
-from loopact.robot.session import RobotSession, open_robot
+from loopact.robot.session import RobotSession
 from loopact.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.sim

@@ -18,9 +18,9 @@ import numpy as np
 from PIL import Image as PILImage
 from tests.agent.helpers import make_agent
 
+from loopact.app.nodes import attach_nodes
 from loopact.channels.ros2_text import Ros2TextChannel, text_input_topic, text_output_topic
 from loopact.events import Event, EventBus
-from loopact.nodes.attach import attach_nodes
 from loopact.nodes.connector import Payload
 from loopact.nodes.discovery import ToolDiscovery
 from loopact.nodes.input import InputNode

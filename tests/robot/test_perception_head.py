@@ -11,10 +11,10 @@ import pytest
 from PIL import Image as PILImage
 from tests.robot.rig import Rig
 
+from loopact.app.robot import open_robot
 from loopact.errors import ConfigError
 from loopact.robot.head import looks
 from loopact.robot.interface import CameraFrame
-from loopact.robot.session import open_robot
 from loopact.vision.gate import ImageGate
 
 pytestmark = pytest.mark.sim

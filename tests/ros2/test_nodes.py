@@ -17,9 +17,9 @@ import pytest
 from tests.agent.helpers import make_agent
 from tests.ros2.conftest import Topic
 
+from loopact.app.nodes import attach_nodes
 from loopact.errors import NodeError
 from loopact.events import Event
-from loopact.nodes.attach import attach_nodes
 from loopact.nodes.connector import CallReply, ProgressFn
 from loopact.nodes.ros2 import Ros2Connector
 from loopact.tools.base import ToolContext

@@ -36,6 +36,7 @@ from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2 import Ros2Connector, msg_to_depth, msg_to_image
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.robot.profile import HardwareProfile
+from loopact.robot.session import RobotSession, start_session
 
 logger = logging.getLogger(__name__)
 
@@ -357,7 +358,7 @@ async def open_ros2_session(
     site: str = "sim_room",
     agent: str = "loopact",
     first_data_timeout_s: float = 5.0,
-) -> Any:
+) -> RobotSession:
     """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
     governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
 
@@ -368,10 +369,7 @@ async def open_ros2_session(
         ConfigError: Unknown profile or site.
         NodeError: ROS 2 is unavailable.
     """
-    from loopact.robot.governor import SafetyGovernor
     from loopact.robot.profile import load_profile, load_site
-    from loopact.robot.session import RobotSession, make_robot_tools
-    from loopact.vision.gate import ImageGate
 
     prof = load_profile(profile)
     site_map = load_site(site)
@@ -386,7 +384,4 @@ async def open_ros2_session(
         await asyncio.wait_for(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    governor = SafetyGovernor(robot, prof, site_map)
-    governor.start()
-    tools = make_robot_tools(robot, governor, prof, site_map, ImageGate())
-    return RobotSession(robot, governor, prof, site_map, tools)
+    return start_session(robot, prof, site_map)

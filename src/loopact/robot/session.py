@@ -1,8 +1,10 @@
-"""Open a robot with its governor, profile, site map and tools in one call (SPEC D1, X3).
+"""A robot with its governor, profile, site map and tools: a :class:`RobotSession` (D1, X3).
 
-::
+A body opens itself and hands its :class:`~loopact.robot.interface.Robot` to
+:func:`start_session` (the simulator: :func:`loopact.sim.open_sim`; ROS 2:
+:func:`loopact.robot.ros2_robot.open_ros2_session`)::
 
-    session = await open_robot("sim", speed=4)
+    session = await open_sim(speed=4)
     tools = session.tools            # hand these to the agent
     await session.stop("user said stop")
     await session.close()
@@ -12,23 +14,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from loopact.errors import ConfigError
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
 from loopact.robot.motion import RobotEnv, make_motion_tools
 from loopact.robot.navigation import make_navigation_tools
 from loopact.robot.perception import make_perception_tools
-from loopact.robot.profile import HardwareProfile, SiteMap, load_profile, load_site
+from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.tools.base import Tool
 from loopact.vision.detect import ColorRanges
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
-
-ROBOT_KINDS = ("sim",)
 
 
 def make_robot_tools(
@@ -98,39 +97,27 @@ class RobotSession:
             await self.robot.close()
 
 
-async def open_robot(
-    kind: str = "sim",
-    profile: str = "sim",
-    site: str = "sim_room",
-    speed: float = 1.0,
+def start_session(
+    robot: Robot,
+    profile: HardwareProfile,
+    site: SiteMap,
     gate: ImageGate | None = None,
+    colors: ColorRanges | None = None,
 ) -> RobotSession:
-    """Start a robot, its governor and its tools (SPEC D1, D6, X3).
+    """Start the safety governor of an open ``robot`` and bind the robot tools to it (X3).
 
     Args:
-        kind: ``sim`` (the embedded MuJoCo simulator).
-        profile: Hardware profile name or YAML path.
-        site: Site map name or YAML path.
-        speed: Simulation speed (simulated seconds per wall second), ``sim`` only.
-        gate: The image gate (default :class:`ImageGate` defaults).
+        robot: The open robot (the governor becomes the only writer to its actuators).
+        profile: Its hardware profile (limits, topics).
+        site: The site map (waypoints, geofence).
+        gate: The image gate for every image a tool returns (default :class:`ImageGate`).
+        colors: Colour ranges for ``detect_objects`` (default: the built-in ones).
 
-    Raises:
-        ConfigError: Unknown kind, profile or site, or a bad file (the key is named).
-        RobotError: The robot could not start.
+    Returns:
+        The session; :meth:`RobotSession.close` stops the governor and closes the robot.
     """
-    if kind not in ROBOT_KINDS:
-        raise ConfigError(
-            f"robot.kind {kind!r} is not supported; valid values: {', '.join(ROBOT_KINDS)}",
-            key="robot.kind",
-        )
-    prof = load_profile(profile)
-    site_map = load_site(site)
-    from loopact.sim import SimRobot
-
-    # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
-    robot = cast(Robot, await SimRobot.create(speed=speed))
-    governor = SafetyGovernor(robot, prof, site_map)
+    governor = SafetyGovernor(robot, profile, site)
     governor.start()
-    tools = make_robot_tools(robot, governor, prof, site_map, gate or ImageGate())
-    logger.info("robot %s open (profile %s, site %s)", kind, prof.name, site)
-    return RobotSession(robot, governor, prof, site_map, tools)
+    tools = make_robot_tools(robot, governor, profile, site, gate or ImageGate(), colors)
+    logger.info("robot session open (profile %s, %d waypoints)", profile.name, len(site.waypoints))
+    return RobotSession(robot, governor, profile, site, tools)

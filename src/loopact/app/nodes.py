@@ -1,5 +1,8 @@
 """Attach hot-pluggable nodes and the ROS 2 text channel to an agent (SPEC C2, C3, C4, F3).
 
+Composition: the nodes (``loopact.nodes``) and the text channel (``loopact.channels``) are
+parts that know nothing of each other; this is where they meet the agent.
+
 ::
 
     nodes = await attach_nodes(agent, connector, "loopact")

@@ -1,0 +1,84 @@
+"""Opening the Git-backed memory and the skills for a run (SPEC E2-E4)."""
+
+from __future__ import annotations
+
+import re
+import socket
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopact.config import Config
+from loopact.errors import ConfigError
+from loopact.memory import GitMemory, default_memory_dir, make_memory_tools
+from loopact.memory.recorder import MemoryRecorder
+from loopact.skills.loader import SkillLibrary, builtin_dir
+from loopact.skills.tool import make_skill_tool
+from loopact.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class OpenedMemory:
+    """What :func:`open_memory` opened.
+
+    Attributes:
+        rules: Rule and preference text for the system prompt, or None.
+        skills: The skills catalogue for the system prompt, or None.
+        recorder: Writes diaries and snapshots; None when memory is disabled.
+    """
+
+    rules: str | None
+    skills: str | None
+    recorder: MemoryRecorder | None
+
+
+def machine_id() -> str:
+    """This machine's id for diary entries: ``/etc/machine-id`` (12 chars) or the hostname."""
+    try:
+        mid = Path("/etc/machine-id").read_text(encoding="ascii").strip()[:12]
+    except OSError:
+        mid = ""
+    mid = mid or socket.gethostname()
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", mid)[:64] or "loopact"
+
+
+async def open_memory(cfg: Config, registry: ToolRegistry, stack: AsyncExitStack) -> OpenedMemory:
+    """Open the Git-backed memory and the skills (SPEC E2-E4); ``stack`` closes them.
+
+    Adds ``remember``/``recall`` and ``skill`` to ``registry``.
+
+    Raises:
+        ConfigError: The memory folder cannot be used.
+    """
+    skill_dirs = [builtin_dir()]
+    rules: str | None = None
+    recorder: MemoryRecorder | None = None
+    if cfg.memory.enabled:
+        path = (cfg.memory.path or default_memory_dir()).expanduser()
+        memory = GitMemory(
+            path,
+            cfg.memory.machine_id or machine_id(),
+            remote=cfg.memory.remote,
+            snapshot_retention=cfg.memory.snapshot_retention,
+        )
+        try:
+            await memory.open()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"memory.path {path} cannot be used: {exc} (set --memory DIR or "
+                "memory.enabled: false)",
+                key="memory.path",
+            ) from None
+        if cfg.memory.remote:
+            stack.push_async_callback(memory.sync)
+        stack.push_async_callback(memory.close)
+        parts = [memory.rules_text(), memory.preferences_text()]
+        rules = "\n\n".join(p for p in parts if p.strip()) or None
+        for tool in make_memory_tools(memory):
+            registry.add(tool)
+        recorder = MemoryRecorder(memory, list, snapshots=cfg.memory.snapshots)
+        skill_dirs.append(path / "skills")
+    library = SkillLibrary.load(skill_dirs)
+    if library.names:
+        registry.add(make_skill_tool(library))
+    return OpenedMemory(rules, library.catalogue_text() or None, recorder)

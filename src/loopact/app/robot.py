@@ -1,0 +1,117 @@
+"""The body a run drives: the simulator, a robot over ROS 2, or none (SPEC D1, D6, X3).
+
+Each body opens itself (:func:`loopact.sim.open_sim`,
+:func:`loopact.robot.ros2_robot.open_ros2_session`); this module only picks one by
+``robot.kind`` and describes it for the system prompt and the terminal's welcome line.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from loopact.config import Config
+from loopact.errors import ConfigError
+from loopact.robot.session import RobotSession
+from loopact.vision.gate import ImageGate
+
+if TYPE_CHECKING:
+    from loopact.nodes.ros2 import Ros2Connector
+
+ROBOT_KINDS = ("sim",)
+"""Robots :func:`open_robot` opens in-process (``ros2`` needs a connector: :func:`open_body`)."""
+
+
+async def open_robot(
+    kind: str = "sim",
+    profile: str = "sim",
+    site: str = "sim_room",
+    speed: float = 1.0,
+    gate: ImageGate | None = None,
+) -> RobotSession:
+    """Start an in-process robot, its governor and its tools (SPEC D1, D6, X3).
+
+    Args:
+        kind: ``sim`` (the embedded MuJoCo simulator).
+        profile: Hardware profile name or YAML path.
+        site: Site map name or YAML path.
+        speed: Simulation speed (simulated seconds per wall second), ``sim`` only.
+        gate: The image gate (default :class:`ImageGate` defaults).
+
+    Raises:
+        ConfigError: Unknown kind, profile or site, or a bad file (the key is named).
+        RobotError: The robot could not start.
+    """
+    if kind not in ROBOT_KINDS:
+        raise ConfigError(
+            f"robot.kind {kind!r} is not supported; valid values: {', '.join(ROBOT_KINDS)}",
+            key="robot.kind",
+        )
+    from loopact.sim import open_sim
+
+    return await open_sim(profile, site, speed=speed, gate=gate)
+
+
+@dataclass(frozen=True)
+class Body:
+    """The robot of a run, or none.
+
+    Attributes:
+        kind: ``sim``, ``ros2`` or ``none``.
+        session: The robot session (governor, tools), None without a robot.
+        connector: The ROS 2 connector when the robot is on ROS 2 (nodes attach to it too).
+    """
+
+    kind: str
+    session: RobotSession | None = None
+    connector: Ros2Connector | None = None
+
+    @property
+    def label(self) -> str:
+        """``"sim (sim)"``, ``"ros2 (turtlebot4)"`` or ``"none"``, for the welcome line."""
+        if self.session is None:
+            return "none"
+        return f"{self.kind} ({self.session.profile.name})"
+
+    def prompt_info(self) -> dict[str, Any] | None:
+        """What the system prompt says about the robot (profile, waypoints, limits), or None."""
+        if self.session is None:
+            return None
+        profile = self.session.profile
+        return {
+            "profile": profile.name,
+            "waypoints": sorted(self.session.site.waypoints),
+            "max_linear_mps": profile.limits.max_linear_mps,
+            "max_angular_dps": profile.limits.max_angular_dps,
+        }
+
+
+async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
+    """Open the robot ``cfg.robot`` names; ``stack`` closes it (and its connector).
+
+    Raises:
+        ConfigError: Unknown profile or site.
+        RobotError: The robot could not start.
+        NodeError: ROS 2 is unavailable (``robot.kind: ros2``).
+    """
+    kind = cfg.robot.kind
+    if kind == "none":
+        return Body(kind)
+    connector = None
+    if kind == "ros2":
+        # Issue 4: the robot over ROS 2 topics behind the base-side governor.
+        from loopact.nodes.ros2 import Ros2Connector
+        from loopact.robot.ros2_robot import open_ros2_session
+
+        connector = Ros2Connector(f"{cfg.agent.name}_agent")
+        stack.push_async_callback(connector.shutdown)
+        session = await open_ros2_session(
+            connector, cfg.robot.profile, cfg.robot.site, cfg.agent.name
+        )
+    else:
+        session = await open_robot(
+            kind, cfg.robot.profile, cfg.robot.site, speed=cfg.robot.sim_speed
+        )
+    stack.push_async_callback(session.close)
+    return Body(kind, session, connector)

@@ -1,0 +1,272 @@
+"""``loopact run``: assemble a running agent from a :class:`~loopact.config.Config` (SPEC H2).
+
+:func:`build_and_run` opens, in order, the workspace and the built-in tools, the local brain
+(when no endpoint is configured), the robot, the memory and skills, the agent, the ROS 2
+nodes and the trace; then runs one task (``--once``) or the terminal chat with the web
+console; and tears everything down in reverse order, so that the robot is stopped whatever
+happens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from loopact._version import __version__
+from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent.context import ContextManager
+from loopact.agent.prompt import build_system_prompt
+from loopact.agent.tools import AgentCallTool, make_send_message_tool
+from loopact.app.memory import OpenedMemory, open_memory
+from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
+from loopact.app.robot import Body, open_body
+from loopact.config import Config
+from loopact.errors import ConfigError
+from loopact.i18n import t
+from loopact.llm.base import Model
+from loopact.tools.registry import ToolRegistry
+
+
+async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | None) -> int:
+    """Run the agent as configured; returns the process exit code (see ``loopact.cli``).
+
+    Args:
+        cfg: The loaded configuration.
+        once: The instruction of ``--once``, or None for the terminal chat.
+        config_source: The config file it was loaded from (for the trace header and
+            ``/provider``), or None.
+
+    Raises:
+        ConfigError: A robot profile, site, workspace, memory folder or other setting is wrong.
+    """
+    from loopact.tools.builtin import make_builtin_tools
+
+    workspace = _workspace(cfg)
+    registry = ToolRegistry(make_builtin_tools(workspace))
+    async with AsyncExitStack() as stack:
+        cfg, local_url = await _start_local_brain(cfg, stack)
+        body = await open_body(cfg, stack)
+        if body.session is not None:
+            for tool in body.session.tools:
+                registry.add(tool)
+        memory = await open_memory(cfg, registry, stack)
+        model = make_model(cfg, local_base_url=local_url)
+        options = agent_options(cfg, body, memory, workspace, local=local_url is not None)
+        options = dataclasses.replace(options, interactive=once is None)
+        agent = _make_agent(cfg, model, registry, options, stack)
+        await _attach(cfg, agent, body, memory, stack, once, config_source)
+        if once is not None:
+            return await _run_once(agent, once, cfg.agent.lang)
+        return await _run_terminal(cfg, agent, body, stack, config_source)
+
+
+def _workspace(cfg: Config) -> Path:
+    """The file tools' folder, created if missing.
+
+    Raises:
+        ConfigError: It cannot be used as a folder (``agent.workspace``).
+    """
+    workspace = cfg.agent.workspace.expanduser().resolve()
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"agent.workspace {workspace} cannot be used as a folder: {exc.strerror or exc} "
+            "(set --workspace DIR)",
+            key="agent.workspace",
+        ) from None
+    return workspace
+
+
+async def _start_local_brain(cfg: Config, stack: AsyncExitStack) -> tuple[Config, str | None]:
+    """With no endpoint configured, start the offline brain (issue 6) as a child process.
+
+    It is started first so that a missing model fails fast, and stopped with the agent.
+
+    Returns:
+        The config with the brain's model name and URL filled in, and that URL (None when
+        an endpoint is configured and nothing was started).
+    """
+    if cfg.endpoint_configured:
+        return cfg, None
+    from loopact.llm.local import LocalBrain
+
+    brain = LocalBrain.from_config(cfg.local)
+    stack.push_async_callback(brain.stop)
+    local_url = await brain.start()
+    update: dict[str, Any] = {
+        "model": cfg.model.model_copy(
+            update={"model": brain.model_path.name, "base_url": local_url}
+        )
+    }
+    return cfg.model_copy(update=update), local_url
+
+
+def agent_options(
+    cfg: Config, body: Body, memory: OpenedMemory, workspace: Path, *, local: bool = False
+) -> AgentOptions:
+    """The agent's options from the config, the robot and the memory (SPEC A2, A7, C5, E1).
+
+    Args:
+        cfg: The configuration.
+        body: The robot (stop hooks, state for ``robot_state`` events, prompt facts).
+        memory: Rules, skills and the checkpoint writer for context compression.
+        workspace: The file tools' folder.
+        local: The model is the local CPU brain: model timeouts are raised to what it needs.
+    """
+    context = None
+    if cfg.agent.context_limit is not None:
+        recorder = memory.recorder
+        context = ContextManager(
+            cfg.agent.context_limit,
+            checkpoint=recorder.checkpoint if recorder is not None else None,
+        )
+    bounds = Bounds(**cfg.agent.bounds.model_dump())
+    if local:
+        # A CPU model reads a long prompt slowly (minutes on a busy 2-core machine): give
+        # the first token and the stream more time than a hosted endpoint needs.
+        bounds = dataclasses.replace(
+            bounds,
+            request_timeout_s=max(bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
+            stream_idle_timeout_s=max(bounds.stream_idle_timeout_s, LOCAL_IDLE_TIMEOUT_S),
+        )
+    session = body.session
+    return AgentOptions(
+        bounds=bounds,
+        system_prompt=build_system_prompt(
+            body.prompt_info(),
+            cfg.agent.system_prompt,
+            rules=memory.rules,
+            skills=memory.skills,
+            continuous=cfg.agent.mode == "continuous",
+        ),
+        context=context,
+        hourly_rounds=cfg.agent.hourly_rounds,
+        hourly_tokens=cfg.agent.hourly_tokens,
+        workspace=workspace,
+        lang=cfg.agent.lang,
+        mode=cfg.agent.mode,
+        tool_calling=cfg.agent.tool_calling,
+        auto_approve=cfg.confirm.auto_approve,
+        allow=frozenset(cfg.confirm.allow),
+        confirm_timeout_s=cfg.confirm.timeout_s,
+        stop_hooks=(session.stop,) if session is not None else (),
+        state_provider=session.state if session is not None else None,
+        trace_full=cfg.trace.full,
+    )
+
+
+def _make_agent(
+    cfg: Config, model: Model, registry: ToolRegistry, options: AgentOptions, stack: AsyncExitStack
+) -> Agent:
+    """The agent with its own tools (``agent_call``; ``send_message`` in continuous mode)."""
+    agent = Agent(model, registry, options)
+    registry.add(AgentCallTool(agent))
+    if cfg.agent.mode == "continuous":
+        registry.add(make_send_message_tool(agent))
+    stack.push_async_callback(agent.close)
+    return agent
+
+
+async def _attach(
+    cfg: Config,
+    agent: Agent,
+    body: Body,
+    memory: OpenedMemory,
+    stack: AsyncExitStack,
+    once: str | None,
+    config_source: Path | None,
+) -> None:
+    """Attach what watches the agent: memory recorder, ROS 2 nodes and text channel, trace."""
+    from loopact.trace import TraceWriter
+
+    recorder = memory.recorder
+    if recorder is not None:
+        recorder.history = lambda: agent.history
+        recorder.attach(agent.bus)
+        stack.push_async_callback(recorder.close)
+    if body.connector is not None:
+        # Issue 4: hot-pluggable ROS 2 nodes and the ROS 2 text channel (C2-C4, F3).
+        from loopact.app.nodes import attach_nodes
+
+        nodes = await attach_nodes(
+            agent, body.connector, cfg.agent.name, settle_s=1.5 if once is not None else 0.0
+        )
+        stack.push_async_callback(nodes.close)
+    if cfg.trace.path is not None:
+        writer = TraceWriter(
+            cfg.trace.path,
+            header={
+                "loopact": __version__,
+                "provider": cfg.model.provider,
+                "model": cfg.model.model,
+                "robot": cfg.robot.kind,
+                "config": str(config_source) if config_source else None,
+            },
+        ).attach(agent.bus)
+        stack.callback(writer.close)
+
+
+async def _run_once(agent: Agent, text: str, lang: str) -> int:
+    """``--once``: run one task, print its reply; exit 0 (reply), 3 (bound) or 1 (error)."""
+    from loopact.channels.terminal import ProgressPrinter
+
+    printer = ProgressPrinter(
+        Console(stderr=True, highlight=False, soft_wrap=True), stream_text=False, lang=lang
+    )
+    agent.bus.subscribe(printer)
+    outcome = await agent.run_task(text)
+    if outcome.status == "completed":
+        print(outcome.reply)
+        return 0
+    if outcome.status == "bounded":
+        print(outcome.reply)
+        return 3
+    if not printer.errors_shown:  # an error event was already printed otherwise
+        print(f"loopact: {outcome.error or outcome.status}", file=sys.stderr)
+    return 1
+
+
+async def _run_terminal(
+    cfg: Config, agent: Agent, body: Body, stack: AsyncExitStack, config_source: Path | None
+) -> int:
+    """The terminal chat, with the web console beside it; returns 0 when the user quits."""
+    from loopact.app.web import serve_web
+    from loopact.channels.terminal import TerminalChannel
+
+    welcome = t(
+        "term.welcome",
+        cfg.agent.lang,
+        version=__version__,
+        model=cfg.model.model,
+        provider=cfg.model.provider,
+        base_url=cfg.model.base_url or "(default)",
+        robot=body.label,
+    )
+
+    def model_factory(args: list[str], api_key: str | None = None) -> Model:
+        """``/provider NAME [MODEL [BASE_URL]]``: the config, env keys of NAME, overrides."""
+        from loopact.config import load_config
+
+        model_over: dict[str, Any] = {"provider": args[0]}
+        if len(args) > 1:
+            model_over["model"] = args[1]
+        if len(args) > 2:
+            model_over["base_url"] = args[2]
+        if api_key:
+            model_over["api_key"] = api_key
+        new_cfg, _ = load_config(config_source, overrides={"model": model_over})
+        return make_model(new_cfg)
+
+    console = Console(highlight=False, soft_wrap=True)
+    web_url = await serve_web(cfg, agent, body.session, stack, console, model_factory)
+    if web_url:
+        welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
+    channel = TerminalChannel(agent, console, welcome=welcome, model_factory=model_factory)
+    await channel.run()
+    return 0

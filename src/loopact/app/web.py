@@ -1,0 +1,83 @@
+"""Starting the web console for a run (SPEC F2)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from rich.console import Console
+
+from loopact.agent import Agent
+from loopact.config import Config
+from loopact.errors import ConfigError, LoopactError
+from loopact.llm.base import Model
+
+ModelFactory = Callable[..., Model]
+"""``factory(args, api_key=None)``: a model from ``/provider NAME [MODEL [BASE_URL]]`` args."""
+
+
+async def serve_web(
+    cfg: Config,
+    agent: Agent,
+    session: Any,
+    stack: AsyncExitStack,
+    console: Console,
+    model_factory: ModelFactory,
+) -> str | None:
+    """Start the web console (SPEC F2) unless disabled; returns its URL, or None.
+
+    A console that cannot start (port taken, web extra missing) is reported and the agent
+    runs on without it; a console bound beyond loopback without a token is a config error.
+
+    Raises:
+        ConfigError: ``web.host`` is beyond loopback and ``web.token`` is not set.
+    """
+    if not cfg.web.enabled:
+        return None
+    try:
+        from loopact.channels.web import serve_console, settings_from_config
+    except ImportError as exc:
+        console.print(
+            f"[yellow]web console not installed ({exc.name}): pip install 'loopact[web]'[/]"
+        )
+        return None
+    token = cfg.web.token.get_secret_value() if cfg.web.token else None
+
+    def apply(new: dict[str, Any]) -> str | None:
+        if new.get("robot_profile") and new["robot_profile"] != cfg.robot.profile:
+            return (
+                f"robot_profile: changing the robot needs a restart: "
+                f"loopact run --profile {new['robot_profile']}"
+            )
+        args = [
+            str(new.get("provider") or cfg.model.provider),
+            str(new.get("model") or cfg.model.model),
+        ]
+        if new.get("base_url"):
+            args.append(str(new["base_url"]))
+        try:
+            model = model_factory(args, api_key=new.get("api_key"))
+        except (LoopactError, ValueError) as exc:
+            return str(exc)
+        agent.set_model(model)
+        return None
+
+    try:
+        web = await serve_console(
+            agent,
+            session,
+            host=cfg.web.host,
+            port=cfg.web.port,
+            token=token,
+            settings=settings_from_config(cfg, on_settings=apply, token=token),
+        )
+    except ConfigError as exc:
+        if exc.key == "web.token":
+            raise
+        console.print(f"[yellow]web console not started: {exc}[/]")
+        return None
+    stack.push_async_callback(web.stop)
+    if token:
+        return f"{web.url} (open {web.url}/?token=<your --web-token> once; it sets a cookie)"
+    return str(web.url)

@@ -1,0 +1,55 @@
+"""The simulated robot opens itself as a robot session (SPEC D1, D6, X3).
+
+::
+
+    session = await open_sim(speed=4)
+    tools = session.tools            # hand these to the agent
+    await session.close()
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import cast
+
+from loopact.robot.interface import Robot
+from loopact.robot.profile import load_profile, load_site
+from loopact.robot.session import RobotSession, start_session
+from loopact.sim.robot import SimRobot
+from loopact.vision.gate import ImageGate
+
+logger = logging.getLogger(__name__)
+
+
+async def open_sim(
+    profile: str = "sim",
+    site: str = "sim_room",
+    speed: float = 1.0,
+    gate: ImageGate | None = None,
+) -> RobotSession:
+    """Start the MuJoCo robot, its safety governor and its tools (SPEC D1, D6, X3).
+
+    The profile and the site are loaded first, so that a wrong name fails before MuJoCo starts.
+
+    Args:
+        profile: Hardware profile name or YAML path.
+        site: Site map name or YAML path.
+        speed: Simulated seconds per wall second (``float("inf")``: as fast as possible).
+        gate: The image gate (default :class:`~loopact.vision.gate.ImageGate` defaults).
+
+    Raises:
+        ConfigError: Unknown profile or site, a bad file (the key is named), or a speed that
+            is not positive.
+        RobotError: MuJoCo or the GL context is unavailable.
+    """
+    prof = load_profile(profile)
+    site_map = load_site(site)
+    # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
+    robot = cast(Robot, await SimRobot.create(speed=speed))
+    try:
+        session = start_session(robot, prof, site_map, gate)
+    except BaseException:
+        await robot.close()
+        raise
+    logger.info("simulated robot open (profile %s, site %s, speed %g)", prof.name, site, speed)
+    return session
