@@ -15,7 +15,14 @@ from loopact.llm.accumulate import (
     finish_stream,
     new_state,
 )
-from loopact.llm.base import ModelEvent, ReasoningDelta, ResponseDone, TextDelta, ToolCallReady
+from loopact.llm.base import (
+    ModelEvent,
+    ReasoningDelta,
+    ResponseDone,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallReady,
+)
 from loopact.llm.messages import Usage
 
 
@@ -123,28 +130,40 @@ def test_fragments_merged_by_index() -> None:
 
 def test_call_ready_as_soon_as_arguments_complete() -> None:
     st = new_state()
-    assert accumulate_chunk(chunk({"tool_calls": [tc(0, "c0", "look", '{"a":')]}), st) == []
+    evs = accumulate_chunk(chunk({"tool_calls": [tc(0, "c0", "look", '{"a":')]}), st)
+    assert evs == [ToolCallDelta(0, '{"a":', "look")]
     evs = accumulate_chunk(chunk({"tool_calls": [tc(0, args=' {"b": 1}}')]}), st)
-    assert len(evs) == 1 and isinstance(evs[0], ToolCallReady)
-    assert evs[0].call.arguments == {"a": {"b": 1}}
+    assert evs[0] == ToolCallDelta(0, ' {"b": 1}}', "look")
+    assert len(evs) == 2 and isinstance(evs[1], ToolCallReady)
+    assert evs[1].call.arguments == {"a": {"b": 1}}
     # a partial object ending in "}" is not complete yet
-    assert accumulate_chunk(chunk({"tool_calls": [tc(1, "c1", "go", '{"p": {"q": 1}')]}), st) == []
+    evs = accumulate_chunk(chunk({"tool_calls": [tc(1, "c1", "go", '{"p": {"q": 1}')]}), st)
+    assert ready(evs) == []
     evs = accumulate_chunk(chunk({"tool_calls": [tc(1, args="}")]}), st)
     assert [e.index for e in evs if isinstance(e, ToolCallReady)] == [1]
     d = done(finish_stream(st))
     assert [c.id for c in d.message.tool_calls] == ["c0", "c1"]
 
 
-def test_later_call_completes_earlier_and_order_is_kept() -> None:
+def test_a_later_index_does_not_complete_an_earlier_call() -> None:
+    """Issue 22 item 1: index 1 starting proves nothing about call 0 (servers interleave)."""
     st = new_state()
-    # Call 0 has no arguments text at all ("" = no parameters): never ends with "}".
-    assert accumulate_chunk(chunk({"tool_calls": [tc(0, "c0", "stop_robot", "")]}), st) == []
+    # Call 0 has no arguments text yet: it may still come after call 1's pieces.
+    assert ready(accumulate_chunk(chunk({"tool_calls": [tc(0, "c0", "stop_robot", "")]}), st)) == []
     evs = accumulate_chunk(chunk({"tool_calls": [tc(1, "c1", "wait", '{"s": 1}')]}), st)
-    assert [(e.index, e.call.id) for e in evs if isinstance(e, ToolCallReady)] == [
-        (0, "c0"),
-        (1, "c1"),
+    assert ready(evs) == []  # call 1 is complete, but waits for call 0 (call order)
+    evs = accumulate_chunk(chunk({"tool_calls": [tc(0, args='{"why": "done"}')]}), st)
+    assert [(e.index, e.call.id) for e in ready(evs)] == [(0, "c0"), (1, "c1")]
+    assert ready(evs)[0].call.arguments == {"why": "done"}
+    # Nothing ever came: the end of the stream completes it as a call without arguments.
+    st = new_state()
+    accumulate_chunk(chunk({"tool_calls": [tc(0, "c0", "stop_robot", "")]}), st)
+    accumulate_chunk(chunk({"tool_calls": [tc(1, "c1", "wait", '{"s": 1}')]}), st)
+    evs = finish_stream(st)
+    assert [(e.call.id, e.call.arguments) for e in ready(evs)] == [
+        ("c0", {}),
+        ("c1", {"s": 1}),
     ]
-    assert evs[0].call.arguments == {}  # type: ignore[union-attr]
 
 
 def test_new_id_on_same_index_starts_new_call() -> None:

@@ -479,8 +479,11 @@ async def test_call_ready_before_stream_ends(scripted_server: Factory) -> None:
     events = await collect(make_model(server), WITH_TOOLS)
     order = [(e.kind, e.call.id if isinstance(e, ToolCallReady) else "") for e in events]
     assert order == [
+        ("tool_call_delta", ""),
         ("tool_call_ready", "c0"),
         ("text_delta", ""),
+        ("tool_call_delta", ""),
+        ("tool_call_delta", ""),
         ("tool_call_ready", "c1"),
         ("response_done", ""),
     ]

@@ -7,14 +7,22 @@ certain. No I/O happens here, so tests drive it chunk by chunk.
 What it handles:
 
 * reasoning from ``delta.reasoning_content`` / ``delta.reasoning`` and inline ``<think>``
-  blocks (tags split across chunks), kept apart from the answer text;
+  blocks (tags split across chunks), kept apart from the answer text; a lone ``</think>``
+  makes the text before it reasoning (the stream started inside a think block);
 * tool-call deltas merged by ``index``; a new non-empty ``id`` on an index that already has a
   different id starts a new call; empty ``id`` / ``name`` count as absent; missing ids are
   generated; ``arguments`` may arrive as an object;
 * ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
-  arguments are a complete JSON object, a later call starts, or the stream ends; each call
-  exactly once, in call order;
+  own arguments are a complete JSON object (parsed strictly, never a prefix that a repair
+  would accept: a JSON object cannot be extended once it has closed), or when no further
+  fragment can come for it (the stream ended, or its index was taken by a new call id). A
+  later index starting proves nothing: servers interleave the fragments of parallel calls
+  (issue 22 item 1). Each call exactly once, in call order;
+* linear-time, bounded argument collection (:mod:`loopact.llm.arguments`): arguments past
+  the size or nesting limit become one failed call (issue 21 items 7 and 9);
+* a :class:`ToolCallDelta` for every argument fragment (and every piece of a ``<tool_call>``
+  block), so the loop sees a stream that sends only arguments is alive (issue 21 item 8);
 * a usage-only final chunk (``choices: []``); calls honoured whatever the finish reason;
   calls cut off by ``finish_reason: length`` returned as ``truncated_calls``, never as usable.
 """
@@ -29,7 +37,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.errors import ModelRetryableError
-from loopact.llm.base import ModelEvent, ReasoningDelta, ResponseDone, TextDelta, ToolCallReady
+from loopact.llm.arguments import TOO_DEEP_ERROR, ArgumentBuffer
+from loopact.llm.base import (
+    ModelEvent,
+    ReasoningDelta,
+    ResponseDone,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallReady,
+)
 from loopact.llm.messages import Message, ToolCall, Usage
 from loopact.llm.repair import parse_tool_arguments
 from loopact.llm.textcalls import ToolCallTagParser, find_bare_json_calls, new_call_id
@@ -52,12 +68,19 @@ class _Slot:
     wire_index: int | None
     id: str = ""
     name: str = ""
-    args_text: str = ""
+    args: ArgumentBuffer = field(default_factory=ArgumentBuffer)
     args_obj: dict[str, Any] | None = None
     parsed: dict[str, Any] | None = None
     complete: bool = False
     emitted: bool = False
     call: ToolCall | None = None
+
+    @property
+    def args_text(self) -> str:
+        """The arguments as text (an object sent as such, serialised)."""
+        if self.args_obj is not None:
+            return json.dumps(self.args_obj, ensure_ascii=False, default=str)
+        return self.args.text
 
 
 @dataclass
@@ -84,7 +107,7 @@ class StreamState:
     wire_to_slot: dict[int, int] = field(default_factory=dict)
     last_wire_index: int | None = None
     next_ready: int = 0
-    held_text: str = ""
+    held_parts: list[str] = field(default_factory=list)
     think: ThinkSplitter = field(default_factory=ThinkSplitter)
     tags: ToolCallTagParser = field(default_factory=ToolCallTagParser)
 
@@ -157,7 +180,7 @@ def accumulate_chunk(chunk: Mapping[str, Any], state: StreamState) -> list[Model
             if not isinstance(tool_calls, list):
                 raise _malformed("'tool_calls' is not a list")
             for tc in tool_calls:
-                _tool_call_delta(tc, state)
+                _tool_call_delta(tc, events, state)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             state.finish_reason = reason
@@ -195,8 +218,8 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
         )
     for item in state.tags.flush():
         _tag_item(item, events, state)
-    if state.held_text:
-        held, state.held_text = state.held_text, ""
+    if state.held_parts:
+        held, state.held_parts = "".join(state.held_parts), []
         rest, calls = find_bare_json_calls(held, state.tool_names)
         _emit_text(rest, events, state)
         for call in calls:
@@ -258,11 +281,20 @@ def _content(text: str, events: list[ModelEvent], st: StreamState) -> None:
 
 
 def _segment(kind: str, text: str, events: list[ModelEvent], st: StreamState) -> None:
+    if kind == "retract":
+        # A lone </think>: the answer so far was reasoning (issue 22 item 6). Its text deltas
+        # were already yielded; the final message keeps the two apart.
+        st.reasoning_parts.extend([*st.text_parts, *st.held_parts])
+        st.text_parts.clear()
+        st.held_parts.clear()
+        return
     if kind == "reasoning":
         _emit_reasoning(text, events, st)
         return
     for item in st.tags.feed(text):
         _tag_item(item, events, st)
+    if st.tags.in_block:  # a <tool_call> block is streaming: a call fragment
+        events.append(ToolCallDelta(index=len(st.slots), text=text))
 
 
 def _tag_item(item: str | ToolCall, events: list[ModelEvent], st: StreamState) -> None:
@@ -275,14 +307,15 @@ def _tag_item(item: str | ToolCall, events: list[ModelEvent], st: StreamState) -
         return
     # Without native calls the answer may be a bare JSON call: hold back from the first
     # character that could start one until the end of the response decides.
-    if not st.held_text:
+    if not st.held_parts:
         starts = [i for i in (item.find("{"), item.find("`")) if i >= 0]
         if not starts:
             _emit_text(item, events, st)
             return
         _emit_text(item[: min(starts)], events, st)
         item = item[min(starts) :]
-    st.held_text += item
+    st.held_parts.append(item)
+    events.append(ToolCallDelta(index=len(st.slots), text=item))  # held: maybe a call
 
 
 def _emit_text(text: str, events: list[ModelEvent], st: StreamState) -> None:
@@ -302,7 +335,7 @@ def _emit_reasoning(text: str, events: list[ModelEvent], st: StreamState) -> Non
 # --- tool calls --------------------------------------------------------------------------
 
 
-def _tool_call_delta(tc: object, st: StreamState) -> None:
+def _tool_call_delta(tc: object, events: list[ModelEvent], st: StreamState) -> None:
     if not isinstance(tc, Mapping):
         raise _malformed("a tool call delta is not an object")
     fn = tc.get("function") or {}
@@ -316,7 +349,8 @@ def _tool_call_delta(tc: object, st: StreamState) -> None:
         if index is not None:
             raise _malformed("a tool call 'index' is not an integer")
         index = _guess_wire_index(call_id, st)
-    slot = _slot_for(index, call_id, st)
+    position = _slot_for(index, call_id, st)
+    slot = st.slots[position]
     if slot.emitted:
         if fn.get("arguments") or name:
             logger.debug("ignoring a delta for tool call %d after it was dispatched", index)
@@ -328,20 +362,25 @@ def _tool_call_delta(tc: object, st: StreamState) -> None:
     args = fn.get("arguments")
     if isinstance(args, Mapping):
         slot.args_obj = dict(args)
-        slot.args_text = json.dumps(slot.args_obj, ensure_ascii=False)
-        slot.complete = bool(slot.name)
     elif isinstance(args, str) and args:
-        slot.args_text += args
-        if slot.name and slot.args_text.rstrip().endswith("}"):
-            try:
-                value = json.loads(slot.args_text)
-            except ValueError:
-                return
-            if isinstance(value, dict):
-                slot.parsed = value
-                slot.complete = True
+        slot.args.feed(args)
+        events.append(ToolCallDelta(index=position, text=args, name=slot.name))
     elif args not in (None, ""):
         raise _malformed("tool call 'arguments' is neither text nor an object")
+    _check_complete(slot)
+
+
+def _check_complete(slot: _Slot) -> None:
+    """Mark ``slot`` complete when nothing that may still arrive can change its call."""
+    if slot.complete or not slot.name:
+        return
+    if slot.args_obj is not None or (slot.args.closed and slot.args.failure() is not None):
+        slot.complete = True
+        return
+    value = slot.args.complete_object()
+    if value is not None:
+        slot.parsed = value
+        slot.complete = True
 
 
 def _guess_wire_index(call_id: str, st: StreamState) -> int:
@@ -351,27 +390,23 @@ def _guess_wire_index(call_id: str, st: StreamState) -> int:
     return st.last_wire_index if st.last_wire_index is not None else 0
 
 
-def _slot_for(index: int, call_id: str, st: StreamState) -> _Slot:
+def _slot_for(index: int, call_id: str, st: StreamState) -> int:
+    """The position of the call a delta with this wire ``index`` and ``call_id`` belongs to."""
     st.last_wire_index = index
     pos = st.wire_to_slot.get(index)
     if pos is not None:
         slot = st.slots[pos]
         if not call_id or not slot.id or slot.id == call_id:
-            return slot
-    # A new call: every earlier call is complete now (X1).
-    for earlier in st.slots:
-        if not earlier.complete:
-            _complete(earlier)
-    slot = _Slot(wire_index=index)
-    st.slots.append(slot)
+            return pos
+        # The same index with a new id: a new call; nothing more can come for the old one
+        # (servers that put every call on index 0). Other indexes are not affected.
+        _complete(slot)
+    st.slots.append(_Slot(wire_index=index))
     st.wire_to_slot[index] = len(st.slots) - 1
-    return slot
+    return len(st.slots) - 1
 
 
 def _add_text_call(call: ToolCall, st: StreamState) -> None:
-    for earlier in st.slots:
-        if not earlier.complete:
-            _complete(earlier)
     st.slots.append(_Slot(wire_index=None, complete=True, call=call))
 
 
@@ -381,13 +416,16 @@ def _complete(slot: _Slot) -> None:
     if slot.call is not None:
         return
     error: str | None = None
+    failure = slot.args.failure()
     if slot.args_obj is not None:
-        args = slot.args_obj
+        args, error = parse_tool_arguments(slot.args_obj)
+    elif failure is not None:
+        args, error = {}, failure
     elif slot.parsed is not None:
         args = slot.parsed
     else:
-        args, error = parse_tool_arguments(slot.args_text)
-        if error is not None:
+        args, error = parse_tool_arguments(slot.args.text)
+        if error is not None and error != TOO_DEEP_ERROR:
             error = f"could not parse the arguments as JSON: {error}"
     if not slot.name:
         error = "the tool call names no tool"

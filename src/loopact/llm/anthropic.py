@@ -3,7 +3,8 @@
 Canonical history -> Messages API: system messages go to ``system``; consecutive tool messages
 become one user message of ``tool_result`` blocks (with image blocks where the tool returned
 images), and a user message right after them is merged into the same message, after the
-results; consecutive messages of one role are merged; an assistant message carries its
+results; consecutive messages of one role are merged; empty and whitespace-only text blocks
+are left out (the API refuses them with HTTP 400, issue 22); an assistant message carries its
 thinking blocks first, unchanged with their signatures (the API requires them back), then its
 text, then one ``tool_use`` block per call. Nothing is reordered or dropped, so every
 ``tool_use`` keeps its ``tool_result``.
@@ -36,6 +37,7 @@ import anthropic
 import httpx2
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.llm.arguments import ArgumentBuffer
 from loopact.llm.base import (
     Capabilities,
     ModelEvent,
@@ -43,6 +45,7 @@ from loopact.llm.base import (
     ReasoningDelta,
     ResponseDone,
     TextDelta,
+    ToolCallDelta,
     ToolCallReady,
 )
 from loopact.llm.httperrors import describe_body, status_error
@@ -104,7 +107,7 @@ def to_anthropic_messages(
 
     for m in messages:
         if m.role == "system":
-            if m.text:
+            if m.text.strip():
                 system_parts.append(m.text)
         elif m.role == "user":
             add("user", _content_blocks(m, vision))
@@ -132,7 +135,7 @@ def _content_blocks(m: Message, vision: bool) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in m.content:
         if isinstance(part, TextPart):
-            if part.text:
+            if part.text.strip():  # the API refuses empty and whitespace-only text blocks
                 blocks.append({"type": "text", "text": part.text})
         elif vision:
             blocks.append(_image_block(part.image))
@@ -156,7 +159,9 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
         else:
             blocks.append({"type": "thinking", "thinking": t.text, "signature": t.signature})
     for part in m.content:
-        if isinstance(part, TextPart) and part.text:
+        if isinstance(part, TextPart) and part.text.strip():
+            # "\n\n" before a tool_use comes back from the API, but sent in a request it is
+            # refused: "text content blocks must contain non-whitespace text" (issue 22).
             blocks.append({"type": "text", "text": part.text})
     for call in m.tool_calls:
         blocks.append(
@@ -171,14 +176,23 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
 @dataclass
 class _Block:
     kind: str
-    text: str = ""
+    parts: list[str] = field(default_factory=list)  # text or thinking, in linear time
     signature: str = ""
     data: str | None = None
     call_id: str = ""
+    call_index: int = 0
     name: str = ""
-    json_text: str = ""
+    args: ArgumentBuffer = field(default_factory=ArgumentBuffer)
     start_input: dict[str, Any] = field(default_factory=dict)
     done: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def json_text(self) -> str:
+        return self.args.text
 
 
 @dataclass
@@ -237,14 +251,15 @@ class AnthropicStreamState:
         cb = event.get("content_block") or {}
         block = _Block(kind=str(cb.get("type", "")))
         if block.kind == "text":
-            block.text = str(cb.get("text") or "")
+            block.parts.append(str(cb.get("text") or ""))
         elif block.kind == "thinking":
-            block.text = str(cb.get("thinking") or "")
+            block.parts.append(str(cb.get("thinking") or ""))
             block.signature = str(cb.get("signature") or "")
         elif block.kind == "redacted_thinking":
             block.data = str(cb.get("data") or "")
         elif block.kind == "tool_use":
             block.call_id = str(cb.get("id") or "") or f"toolu_{uuid.uuid4().hex[:24]}"
+            block.call_index = sum(b.kind == "tool_use" for b in self.blocks.values())
             block.name = str(cb.get("name") or "")
             if isinstance(cb.get("input"), dict):
                 block.start_input = dict(cb["input"])
@@ -258,16 +273,19 @@ class AnthropicStreamState:
         dkind = delta.get("type")
         if dkind == "text_delta":
             piece = str(delta.get("text") or "")
-            block.text += piece
+            block.parts.append(piece)
             return [TextDelta(piece)] if piece else []
         if dkind == "thinking_delta":
             piece = str(delta.get("thinking") or "")
-            block.text += piece
+            block.parts.append(piece)
             return [ReasoningDelta(piece)] if piece else []
         if dkind == "signature_delta":
             block.signature += str(delta.get("signature") or "")
         elif dkind == "input_json_delta":
-            block.json_text += str(delta.get("partial_json") or "")
+            piece = str(delta.get("partial_json") or "")
+            block.args.feed(piece)
+            if piece:
+                return [ToolCallDelta(block.call_index, piece, block.name)]
         return []
 
     def _stop(self, event: Mapping[str, Any]) -> list[ModelEvent]:
@@ -277,17 +295,19 @@ class AnthropicStreamState:
         block.done = True
         if block.kind != "tool_use":
             return []
-        text = block.json_text.strip()
-        if not text:
-            return self._ready(block, dict(block.start_input), None)
-        try:
-            value = json.loads(text)
-        except ValueError:
+        failure = block.args.failure()
+        if failure is not None:
+            return self._ready(block, {}, failure)
+        if not block.json_text.strip():
+            args, err = parse_tool_arguments(dict(block.start_input))
+            return self._ready(block, args, err)
+        value = block.args.complete_object()
+        if value is not None:
+            return self._ready(block, value, None)
+        if not block.args.closed:
             self.pending.append(block)  # maybe cut by max_tokens: decided by the stop reason
             return []
-        if isinstance(value, dict):
-            return self._ready(block, value, None)
-        args, err = parse_tool_arguments(text)
+        args, err = parse_tool_arguments(block.json_text)
         return self._ready(block, args, err)
 
     def _ready(self, block: _Block, args: dict[str, Any], err: str | None) -> list[ModelEvent]:
@@ -319,7 +339,10 @@ class AnthropicStreamState:
                     )
                 )
             else:
-                args, err = parse_tool_arguments(block.json_text)
+                args: dict[str, Any] = {}
+                err: str | None = block.args.failure()
+                if err is None:
+                    args, err = parse_tool_arguments(block.json_text)
                 out.extend(self._ready(block, args, err))
         self.pending = []
         ordered = [self.blocks[i] for i in sorted(self.blocks)]

@@ -8,9 +8,12 @@ retries (SPEC B6) and timeouts (SPEC A2), because only the loop knows whether a 
 already dispatched from a partial stream (SPEC X1: no action ever runs twice).
 
 Event order within one response: any number of ``ReasoningDelta`` / ``TextDelta`` /
-``ToolCallReady`` (a call is ready as soon as its arguments are complete in the stream), then
-exactly one ``ResponseDone`` last. A provider raises :class:`~loopact.errors.ModelError`
-(retryable or not) instead of yielding ``ResponseDone`` when the response fails or is cut.
+``ToolCallDelta`` / ``ToolCallReady`` (a call is ready as soon as its arguments are complete
+in the stream), then exactly one ``ResponseDone`` last. Every fragment the model sends (text,
+reasoning, tool arguments) is yielded as a delta when it arrives, so a consumer sees the
+stream is alive (SPEC A2: the idle timeout counts silence, not slow arguments). A provider
+raises :class:`~loopact.errors.ModelError` (retryable or not) instead of yielding
+``ResponseDone`` when the response fails or is cut.
 """
 
 from __future__ import annotations
@@ -107,6 +110,23 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ToolCallDelta:
+    """A fragment of a tool call that is not complete yet (liveness and progress, SPEC A2).
+
+    Attributes:
+        index: The call's position in the response (0-based, the index its
+            ``ToolCallReady`` will have).
+        text: The fragment of argument text (or of a ``<tool_call>`` block) as it arrived.
+        name: The tool name when known so far ("" otherwise).
+    """
+
+    index: int
+    text: str
+    name: str = ""
+    kind: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass(frozen=True)
 class ToolCallReady:
     """A tool call whose arguments are complete in the stream (SPEC X1).
 
@@ -141,7 +161,7 @@ class ResponseDone:
     kind: Literal["response_done"] = "response_done"
 
 
-ModelEvent = ReasoningDelta | TextDelta | ToolCallReady | ResponseDone
+ModelEvent = ReasoningDelta | TextDelta | ToolCallDelta | ToolCallReady | ResponseDone
 
 
 @runtime_checkable

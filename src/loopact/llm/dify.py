@@ -271,6 +271,12 @@ class DifyModel:
         def emit(segments: Sequence[tuple[str, str]]) -> list[ModelEvent]:
             out: list[ModelEvent] = []
             for kind, piece in segments:
+                if kind == "retract":  # a lone </think>: the answer so far was reasoning
+                    reasoning.extend(text)
+                    text.clear()
+                    continue
+                if kind == "text" and not text:
+                    piece = piece.lstrip()  # whitespace left between </think> and the answer
                 if not piece:
                     continue
                 if kind == "reasoning":

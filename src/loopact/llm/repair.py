@@ -15,6 +15,8 @@ from typing import Any
 
 import json_repair
 
+from loopact.llm.arguments import MAX_ARGUMENT_DEPTH, TOO_DEEP_ERROR, nesting_depth, value_depth
+
 logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```", re.DOTALL)
@@ -31,8 +33,10 @@ def parse_tool_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, An
 
     Returns:
         ``(arguments, None)`` on success; ``({}, reason)`` when no JSON object could be
-        produced, ``reason`` saying what was wrong. Empty or missing arguments are ``{}``
-        without an error (tools without parameters). Never raises.
+        produced, ``reason`` saying what was wrong (``"arguments nested too deeply ..."``
+        past :data:`~loopact.llm.arguments.MAX_ARGUMENT_DEPTH` levels, checked before any
+        decoding so that it cannot recurse). Empty or missing arguments are ``{}`` without an
+        error (tools without parameters). Never raises.
     """
     return _parse(raw, 0)
 
@@ -41,12 +45,16 @@ def _parse(raw: object, depth: int) -> tuple[dict[str, Any], str | None]:
     if raw is None:
         return {}, None
     if isinstance(raw, dict):
+        if value_depth(raw) > MAX_ARGUMENT_DEPTH:
+            return {}, TOO_DEEP_ERROR
         return {str(k): v for k, v in raw.items()}, None
     if not isinstance(raw, str):
         return {}, f"arguments must be a JSON object, got {_kind(raw)}"
     text = raw.strip()
     if not text:
         return {}, None
+    if nesting_depth(text) > MAX_ARGUMENT_DEPTH:
+        return {}, TOO_DEEP_ERROR
     try:
         value = json.loads(text)
     except ValueError:

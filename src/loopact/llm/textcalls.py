@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
+from loopact.llm.arguments import MAX_ARGUMENT_CHARS, too_long_error
 from loopact.llm.messages import ToolCall
 from loopact.llm.repair import parse_tool_arguments
 from loopact.llm.think import partial_tag_suffix
@@ -41,12 +42,21 @@ class ToolCallTagParser:
 
     :meth:`feed` and :meth:`flush` return a list whose items are either answer text
     (``str``) or a finished :class:`ToolCall` (one per closed block), in stream order. Text
-    that could still be the start of a tag is held back until the next chunk decides.
+    that could still be the start of a tag is held back until the next chunk decides. A
+    block's body is collected in linear time (the closing tag is looked for only in the new
+    text and the few characters before it) and bounded: past
+    :data:`~loopact.llm.arguments.MAX_ARGUMENT_CHARS` it is dropped and the block becomes a
+    failed call (issue 21 item 7).
     """
 
-    def __init__(self) -> None:
-        self._buf = ""
+    def __init__(self, max_chars: int = MAX_ARGUMENT_CHARS) -> None:
+        self.max_chars = max_chars
+        self._buf = ""  # outside a block: a possible partial opening tag
         self._in_block = False
+        self._block: list[str] = []  # inside a block: the body so far, minus _tail
+        self._tail = ""  # the last few characters, which may start the closing tag
+        self._size = 0  # characters of the block body so far
+        self._head = ""  # its first characters (the tool name, even when it is too long)
 
     @property
     def in_block(self) -> bool:
@@ -56,33 +66,38 @@ class ToolCallTagParser:
     @property
     def pending(self) -> str:
         """Text held back so far (the body of an unclosed block, or a partial tag)."""
+        if self._in_block:
+            return "".join(self._block) + self._tail
         return self._buf
 
     def feed(self, chunk: str) -> list[str | ToolCall]:
         """Add a chunk of answer text; return the text and calls that are now certain."""
-        self._buf += chunk
         out: list[str | ToolCall] = []
-        while self._buf:
+        text = chunk
+        while text or self._buf:
             if self._in_block:
-                pos = self._buf.find(CLOSE_TAG)
+                window = self._tail + text
+                pos = window.find(CLOSE_TAG)
                 if pos < 0:
-                    break
-                out.append(parse_tool_call_block(self._buf[:pos]))
-                self._buf = self._buf[pos + len(CLOSE_TAG) :]
-                self._in_block = False
+                    self._keep(window)
+                    return out
+                self._keep(window[:pos], final=True)
+                out.append(self._close_block())
+                text = window[pos + len(CLOSE_TAG) :]
                 continue
-            pos = self._buf.find(OPEN_TAG)
+            text, self._buf = self._buf + text, ""
+            pos = text.find(OPEN_TAG)
             if pos >= 0:
                 if pos:
-                    out.append(self._buf[:pos])
-                self._buf = self._buf[pos + len(OPEN_TAG) :]
+                    out.append(text[:pos])
                 self._in_block = True
+                text = text[pos + len(OPEN_TAG) :]
                 continue
-            cut = len(self._buf) - partial_tag_suffix(self._buf, OPEN_TAG)
+            cut = len(text) - partial_tag_suffix(text, OPEN_TAG)
             if cut:
-                out.append(self._buf[:cut])
-            self._buf = self._buf[cut:]
-            break
+                out.append(text[:cut])
+            self._buf = text[cut:]
+            return out
         return out
 
     def flush(self) -> list[str | ToolCall]:
@@ -90,13 +105,42 @@ class ToolCallTagParser:
         simply be missing); held-back text is released."""
         out: list[str | ToolCall] = []
         if self._in_block:
-            if self._buf.strip():
-                out.append(parse_tool_call_block(self._buf))
+            self._keep(self._tail, final=True)
+            if self._size > self.max_chars or "".join(self._block).strip():
+                out.append(self._close_block())
         elif self._buf:
             out.append(self._buf)
         self._buf = ""
         self._in_block = False
         return out
+
+    def _keep(self, window: str, final: bool = False) -> None:
+        """Store ``window`` (the old tail plus new text) except a tail that may start the tag."""
+        hold = 0 if final else min(len(window), len(CLOSE_TAG) - 1)
+        body, self._tail = window[: len(window) - hold], window[len(window) - hold :]
+        if not body:
+            return
+        self._size += len(body)
+        if len(self._head) < 256:
+            self._head += body[: 256 - len(self._head)]
+        if self._size <= self.max_chars:
+            self._block.append(body)
+        else:
+            self._block = []
+
+    def _close_block(self) -> ToolCall:
+        size, head, body = self._size, self._head, "".join(self._block)
+        self._block, self._tail, self._size, self._head = [], "", 0, ""
+        self._in_block = False
+        if size > self.max_chars:
+            name = _NAME_RE.search(head)
+            return ToolCall(
+                id=new_call_id(),
+                name=name.group(1) if name else "",
+                raw_arguments=head,
+                error=too_long_error(size, self.max_chars),
+            )
+        return parse_tool_call_block(body)
 
 
 def parse_tool_call_block(body: str) -> ToolCall:

@@ -13,8 +13,10 @@ from typing import Literal
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
 
-SegmentKind = Literal["reasoning", "text"]
+SegmentKind = Literal["reasoning", "text", "retract"]
 Segment = tuple[SegmentKind, str]
+"""``(kind, text)``. ``("retract", "")`` says that all text released before it was in fact
+reasoning: a lone ``</think>`` showed that the stream started inside a think block."""
 
 
 def partial_tag_suffix(text: str, tag: str) -> int:
@@ -40,9 +42,12 @@ class ThinkSplitter:
 
     Feed each content chunk to :meth:`feed`; call :meth:`flush` once at the end of the
     stream. Both return ``(kind, text)`` segments in stream order, ``kind`` being
-    ``"reasoning"`` or ``"text"``. A stray ``</think>`` without an opening tag (a chat
-    template that opened the think block in the prompt) turns the text before it into
-    reasoning only if no answer text has been released yet; otherwise it is dropped.
+    ``"reasoning"``, ``"text"`` or ``"retract"``. A lone ``</think>`` before any ``<think>``
+    (reasoning models whose chat template opens the think block in the prompt: the stream
+    starts inside it) makes everything before it reasoning: the text before it in the
+    current chunk comes as ``"reasoning"``, and when answer text was already released a
+    ``("retract", "")`` segment comes first, telling the consumer to move the text it has
+    released so far to reasoning (issue 22 item 6). Any later stray ``</think>`` is dropped.
 
     Args:
         start_in_reasoning: Treat the stream as starting inside a think block.
@@ -52,6 +57,7 @@ class ThinkSplitter:
         self._in_think = start_in_reasoning
         self._buf = ""
         self._released_text = False
+        self._seen_tag = start_in_reasoning
 
     @property
     def in_reasoning(self) -> bool:
@@ -75,6 +81,7 @@ class ThinkSplitter:
                 self._emit(self._buf[:pos], out)
                 self._buf = self._buf[pos + len(tag) :]
                 self._in_think = not self._in_think
+                self._seen_tag = True
                 continue
             hold = partial_tag_suffix(self._buf, tag)
             if not self._in_think:
@@ -104,9 +111,13 @@ class ThinkSplitter:
             out.append((kind, text))
 
     def _stray_close(self, before: str, out: list[Segment]) -> None:
-        if self._released_text:
-            self._emit(before, out)
+        if self._seen_tag:
+            self._emit(before, out)  # after a think block: drop the stray tag
             return
+        self._seen_tag = True
+        if self._released_text:
+            out.append(("retract", ""))
+            self._released_text = False
         self._in_think = True
         self._emit(before, out)
         self._in_think = False

@@ -1,0 +1,247 @@
+"""Tool calls the way real servers stream them, through the agent loop (issue 22, issue 21).
+
+Interleaved parallel calls (issue 22 item 1), whitespace-only Anthropic text blocks (item 2),
+oversized (issue 21 item 7) and deeply nested arguments (item 9), and a stream that sends only
+arguments for longer than the idle timeout (item 8). The model is the scripted server over
+real HTTP; the provider code is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.agent.helpers import Recorder, make_agent
+
+from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.llm.anthropic import AnthropicModel
+from loopact.llm.arguments import MAX_ARGUMENT_CHARS
+from loopact.llm.base import Capabilities
+from loopact.testing import ScriptedModelServer
+from loopact.tools.base import Tool, tool
+from loopact.tools.registry import ToolRegistry
+
+Factory = Callable[[Any], ScriptedModelServer]
+FAST = Bounds(backoff_base_s=0.01, backoff_max_s=0.05)
+
+
+def motion_tools(log: list[tuple[str, dict[str, Any]]]) -> list[Tool]:
+    @tool(safety="motion")
+    async def move_forward(distance_m: float) -> str:
+        """Drive straight ahead.
+
+        Args:
+            distance_m: How far, in metres.
+        """
+        log.append(("move_forward", {"distance_m": distance_m}))
+        return f"moved {distance_m} m"
+
+    @tool(safety="motion")
+    async def turn(angle_deg: float) -> str:
+        """Turn on the spot.
+
+        Args:
+            angle_deg: Angle in degrees, left positive.
+        """
+        log.append(("turn", {"angle_deg": angle_deg}))
+        return f"turned {angle_deg} degrees"
+
+    @tool
+    async def note(text: str) -> str:
+        """Keep a note.
+
+        Args:
+            text: The note.
+        """
+        log.append(("note", {"text": text[:20]}))
+        return "noted"
+
+    return [move_forward, turn, note]
+
+
+CALLS = [
+    {"id": "a", "name": "move_forward", "arguments": {"distance_m": 10.5}},
+    {"id": "b", "name": "turn", "arguments": {"angle_deg": 90}},
+]
+
+
+# --- issue 22 item 1: parallel calls whose argument pieces interleave -------------------------
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"chunk_size": 16, "extras": {"openai": {"interleave_calls": True}}},
+        {"chunk_size": 3, "extras": {"openai": {"interleave_calls": True}}},
+        {"chunk_size": 16, "extras": {"openai": {"interleave_calls": True}}, "write_size": 7},
+        {"chunk_size": 5, "extras": {"openai": {"reuse_index": True}}},
+    ],
+    ids=["prefix-that-repairs", "empty-when-next-declared", "tiny-writes", "reused-index"],
+)
+async def test_interleaved_parallel_calls_run_with_their_whole_arguments(
+    scripted_server: Factory, tmp_path: Path, shape: dict[str, Any]
+) -> None:
+    """Call 0 is not complete because index 1 appeared: with 16-character pieces its text
+    was ``{"distance_m": 1`` then (repaired into distance 1), with 3-character pieces ``{``."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    server = scripted_server([{"tool_calls": CALLS, **shape}, {"text": "Moved and turned."}])
+    agent, rec = make_agent(server, tmp_path, tools=motion_tools(log), bounds=FAST)
+    outcome = await agent.run_task("drive 10.5 m, then turn left 90 degrees")
+    await agent.close()
+    assert log == [("move_forward", {"distance_m": 10.5}), ("turn", {"angle_deg": 90})]
+    assert [e.data["arguments"] for e in rec.of("tool_call")] == [
+        {"distance_m": 10.5},
+        {"angle_deg": 90},
+    ]
+    assert all(e.data["ok"] for e in rec.of("tool_result"))
+    assert outcome.status == "completed" and outcome.reply == "Moved and turned."
+
+
+async def test_sequential_calls_still_start_before_the_stream_ends(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """X1 kept for the common case: call 0 runs while call 1 is still streaming."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    calls = [CALLS[0], {"id": "n", "name": "note", "arguments": {"text": "x" * 400}}]
+    server = scripted_server(
+        [{"tool_calls": calls, "chunk_size": 4, "chunk_delay_s": 0.005}, {"text": "ok"}]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=motion_tools(log), bounds=FAST)
+    await agent.run_task("drive and note")
+    await agent.close()
+    types = rec.types()
+    first_result = types.index("tool_result")
+    assert types.index("model_response") > first_result  # call 0 finished mid-stream
+    assert log[0] == ("move_forward", {"distance_m": 10.5})
+
+
+# --- issue 22 item 2: whitespace-only Anthropic text blocks ------------------------------------
+
+
+@pytest.mark.parametrize("text", ["\n\n", " ", "\t\n "])
+async def test_whitespace_text_before_a_tool_use_is_not_sent_back(
+    scripted_server: Factory, tmp_path: Path, text: str
+) -> None:
+    """The API refuses ``{"type": "text", "text": "\\n\\n"}`` in a request (HTTP 400)."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    server = scripted_server([{"text": text, "tool_calls": [CALLS[1]]}, {"text": "Turned left."}])
+    registry = ToolRegistry(motion_tools(log))
+    model = AnthropicModel("scripted", server.root_url, api_key="sk-x", request_timeout_s=10)
+    agent = Agent(model, registry, AgentOptions(bounds=FAST, workspace=tmp_path))
+    outcome = await agent.run_task("turn left")
+    await agent.close()
+    assert outcome.status == "completed" and outcome.reply == "Turned left."
+    second = server.requests[1].json()
+    assistant = [m for m in second["messages"] if m["role"] == "assistant"][0]
+    assert [b["type"] for b in assistant["content"]] == ["tool_use"]
+
+
+# --- issue 21 item 7: arguments past the size limit --------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "text"])
+async def test_oversized_arguments_are_one_failed_call(
+    scripted_server: Factory, tmp_path: Path, provider: str
+) -> None:
+    """2 MB of arguments: not collected, not run; the error says why and the task goes on."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    big = {"id": "n", "name": "note", "arguments": {"text": "y" * (2 * MAX_ARGUMENT_CHARS)}}
+    if provider == "text":
+        body = json.dumps({"name": "note", "arguments": big["arguments"]})
+        first: dict[str, Any] = {"text": f"<tool_call>{body}</tool_call>", "chunk_size": 65536}
+    else:
+        first = {"tool_calls": [big], "chunk_size": 65536}
+    first["usage"] = {"prompt_tokens": 100, "completion_tokens": 100}  # not the token bound
+    server = scripted_server([first, {"text": "The note was too long."}])
+    agent, rec = _agent(server, tmp_path, provider, motion_tools(log))
+    outcome = await agent.run_task("note this")
+    await agent.close()
+    assert log == []
+    (result,) = rec.of("tool_result")
+    assert result.data["ok"] is False
+    assert "longer than the limit of 1,000,000 characters" in result.data["error"]
+    assert outcome.status == "completed" and outcome.reply == "The note was too long."
+
+
+# --- issue 21 item 9: arguments nested too deeply ----------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "text"])
+async def test_deeply_nested_arguments_are_one_failed_call(
+    scripted_server: Factory, tmp_path: Path, provider: str
+) -> None:
+    """~1,000 levels ended the whole task with "internal error: RecursionError"."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    deep = '{"text": ' + "[" * 1000 + "]" * 1000 + "}"
+    if provider == "text":
+        first: dict[str, Any] = {
+            "text": '<tool_call>{"name": "note", "arguments": ' + deep + "}</tool_call>",
+            "chunk_size": 500,
+        }
+    else:
+        first = {"tool_calls": [{"id": "d", "name": "note", "arguments": deep}], "chunk_size": 500}
+    server = scripted_server([first, {"text": "Those arguments were too deep."}])
+    agent, rec = _agent(server, tmp_path, provider, motion_tools(log))
+    outcome = await agent.run_task("note this")
+    await agent.close()
+    assert log == []
+    (result,) = rec.of("tool_result")
+    assert result.data["ok"] is False and "arguments nested too deeply" in result.data["error"]
+    assert outcome.status == "completed" and outcome.reply == "Those arguments were too deep."
+
+
+# --- issue 21 item 8: argument streaming is activity -------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "text"])
+async def test_a_stream_of_only_arguments_is_not_silence(
+    scripted_server: Factory, tmp_path: Path, provider: str
+) -> None:
+    """Argument pieces every 0.1 s for about 1.5 s, with a 1 s request timeout and a 0.6 s
+    idle timeout: every piece is activity, so nothing times out."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    args = {"text": "z" * 60}
+    if provider == "text":
+        body = json.dumps({"name": "note", "arguments": args})
+        first: dict[str, Any] = {"text": f"<tool_call>{body}</tool_call>"}
+    else:
+        first = {"tool_calls": [{"id": "s", "name": "note", "arguments": args}]}
+    first.update(chunk_size=5, chunk_delay_s=0.1)
+    server = scripted_server([first, {"text": "Noted."}])
+    bounds = Bounds(
+        request_timeout_s=1.0, stream_idle_timeout_s=0.6, max_tries=1, backoff_base_s=0.01
+    )
+    agent, rec = _agent(server, tmp_path, provider, motion_tools(log), bounds=bounds)
+    outcome = await agent.run_task("note this")
+    await agent.close()
+    assert rec.of("model_retry") == []
+    assert log == [("note", {"text": "z" * 20})]
+    assert outcome.status == "completed" and outcome.reply == "Noted."
+
+
+def _agent(
+    server: ScriptedModelServer,
+    workspace: Path,
+    provider: str,
+    tools: list[Tool],
+    bounds: Bounds = FAST,
+) -> tuple[Agent, Recorder]:
+    if provider == "anthropic":
+        model = AnthropicModel("scripted", server.root_url, api_key="sk-x", request_timeout_s=10)
+        agent = Agent(model, ToolRegistry(tools), AgentOptions(bounds=bounds, workspace=workspace))
+        rec = Recorder()
+        agent.bus.subscribe(rec)
+        return agent, rec
+    # "text": an endpoint without native tool calls; calls come as <tool_call> blocks.
+    caps = Capabilities(native_tool_calls=False) if provider == "text" else None
+    agent, rec = make_agent(
+        server, workspace, tools=[], bounds=bounds, capabilities=caps, tool_calling="native"
+    )
+    for name in list(agent.registry.names):
+        agent.registry.remove(name)
+    for t in tools:
+        agent.registry.add(t)
+    return agent, rec
