@@ -138,6 +138,11 @@ class LocalConfig(pydantic.BaseModel):
     max_output_tokens: int = pydantic.Field(256, ge=16)
     temperature: float = pydantic.Field(0.0, ge=0, le=2)
     start_timeout_s: float = pydantic.Field(180.0, gt=0)
+    max_restarts: int = pydantic.Field(3, ge=0)
+    restart_window_s: float = pydantic.Field(300.0, gt=0)
+    build: Literal["auto", "x86-64-v3", "x86-64-v2", "x86-64", "generic"] = "auto"
+    prompt_cache: bool = True
+    split_steps: bool = True
     keep_history: bool = False
     source_packages: list[str] = pydantic.Field(
         default_factory=lambda: list(DEFAULT_LOCAL_PACKAGES)

@@ -28,13 +28,12 @@ from loopact.errors import ConfigError, ModelFatalError
 from loopact.llm import local_install
 from loopact.llm.base import ModelRequest, ResponseDone, ToolCallReady
 from loopact.llm.local import (
-    LocalBrain,
     local_capabilities,
     pick_chat_format,
     resolve_model_path,
-    server_command,
     server_installed,
 )
+from loopact.llm.local_process import LocalBrain, server_command
 from loopact.llm.messages import Message
 
 FAKE_SERVER = textwrap.dedent(
@@ -97,6 +96,7 @@ async def test_brain_starts_serves_and_stops(tmp_path: Path, fake_llama: dict[st
         start_timeout_s=30,
         log_path=tmp_path / "server.log",
         extra_env=fake_llama,
+        server_module="llama_cpp.server",
     )
     async with brain:
         assert brain.running
@@ -118,6 +118,7 @@ async def test_server_that_exits_reports_its_output(
         start_timeout_s=30,
         log_path=tmp_path / "server.log",
         extra_env=fake_llama,
+        server_module="llama_cpp.server",
     )
     with pytest.raises(ModelFatalError) as info:
         await brain.start()
@@ -140,6 +141,7 @@ async def test_server_that_never_answers_times_out(tmp_path: Path) -> None:
         start_timeout_s=1.5,
         log_path=tmp_path / "server.log",
         extra_env={"PYTHONPATH": str(tmp_path / "silent")},
+        server_module="llama_cpp.server",
     )
     with pytest.raises(ModelFatalError, match=r"did not answer .* within 2 s(.|\n)*loading\.\.\."):
         await brain.start()
@@ -153,11 +155,12 @@ def test_server_dies_when_loopact_is_killed(tmp_path: Path, fake_llama: dict[str
         f"""
         import asyncio, json, os, sys, time
         from pathlib import Path
-        from loopact.llm.local import LocalBrain
+        from loopact.llm.local_process import LocalBrain
         async def main():
             brain = LocalBrain(model_path=Path({str(model)!r}), start_timeout_s=30,
                                log_path=Path({str(tmp_path / "s.log")!r}),
-                               extra_env={fake_llama!r})
+                               extra_env={fake_llama!r},
+                               server_module="llama_cpp.server")
             await brain.start()
             print(brain._proc.pid, flush=True)
             time.sleep(60)
@@ -218,7 +221,9 @@ def test_make_test_uses_only_what_the_cache_holds(
     monkeypatch.setenv("LOOPACT_CACHE_DIR", str(tmp_path / "cache"))
     out = io.StringIO()
     assert install_if_cached(LocalConfig(), Console(file=out, width=60)) is False
-    assert "local-model tests will be skipped (no local brain model in the cache)" in out.getvalue()
+    assert "local-model tests will be skipped (no verified local brain model in the cache)" in (
+        out.getvalue()
+    )
     assert "make test-local" in out.getvalue()
     # the script entry never fails the test run, whatever the cache holds
     assert main(["--if-cached"]) == 0
@@ -230,9 +235,13 @@ def test_chat_format_and_command_line(tmp_path: Path) -> None:
     assert pick_chat_format(chatml, None) == "chatml"
     assert pick_chat_format(other, None) is None
     assert pick_chat_format(other, "llama-3") == "llama-3"
-    cmd = server_command(chatml, 8123, 8192, 2, None, python="py")
+    cmd = server_command(chatml, 8123, 8192, 2, None, python="py", module="llama_cpp.server")
     assert cmd[:3] == ["py", "-m", "llama_cpp.server"]
-    assert "--chat_format" not in cmd
+    assert "--chat_format" not in cmd and "--loopact-state-dir" not in cmd
+    # the default: loopact's server with the prompt-prefix cache (issue 13)
+    cmd = server_command(chatml, 8123, 8192, 2, None, python="py", state_dir=tmp_path / "st")
+    assert cmd[:3] == ["py", "-m", "loopact.llm.local_server"]
+    assert cmd[cmd.index("--loopact-state-dir") + 1] == str(tmp_path / "st")
     assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--n_ctx") + 1] == "8192"
     caps = local_capabilities(8192)
     assert (caps.vision, caps.native_tool_calls, caps.constrained_decoding) == (False, False, True)

@@ -272,7 +272,7 @@ class Agent:
         return not caps.native_tool_calls and not caps.constrained_decoding
 
     def status(self) -> dict[str, Any]:
-        """What the agent is doing: ``{busy, task_id, provider, model, n_messages, tools}``."""
+        """What the agent is doing: busy, task_id, provider, model, n_messages, tools, backend."""
         busy = self._current is not None and not self._current.done()
         return {
             "busy": busy,
@@ -282,7 +282,13 @@ class Agent:
             "n_messages": len(self.conversation.history),
             "tools": self.registry.names,
             "pending_confirmations": self.broker.pending,
+            "backend": self.backend_status(),
         }
+
+    def backend_status(self) -> dict[str, Any] | None:
+        """The model server's own state when the model reports one (the local brain, issue 13)."""
+        report = getattr(self.model, "backend_status", None)
+        return report() if callable(report) else None
 
     @property
     def busy(self) -> bool:

@@ -4,6 +4,8 @@ Every other package is a part; this one is the only place that knows how the par
 ``loopact run`` fit together, so every import in it points down. Importing it starts nothing.
 
 - :mod:`loopact.app.model`: the model endpoint a config names (:func:`make_model`);
+- :mod:`loopact.app.local`: the offline brain, started supervised, its prompt warmed
+  (:func:`start_local_brain`, :func:`prepare_local_prompt`);
 - :mod:`loopact.app.robot`: the body (simulator, ROS 2 or none: :func:`open_robot`,
   :func:`open_body`);
 - :mod:`loopact.app.memory`: the Git memory and skills (:func:`open_memory`);

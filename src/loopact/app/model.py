@@ -1,45 +1,52 @@
-"""The model endpoint a configuration names (SPEC B1-B4, issue 6)."""
+"""The model endpoint a configuration names (SPEC B1-B4, issue 6, issue 13)."""
 
 from __future__ import annotations
 
 from loopact.config import Config
 from loopact.errors import ConfigError
 from loopact.llm.base import Capabilities, Model
+from loopact.llm.local_process import LocalBrain
 
 #: Model timeouts for the local CPU brain (issue 6), in seconds, unless configured higher.
 LOCAL_REQUEST_TIMEOUT_S = 300.0
 LOCAL_IDLE_TIMEOUT_S = 120.0
 
 
-def make_model(cfg: Config, local_base_url: str | None = None) -> Model:
+def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
     """The model endpoint the config names.
 
     Args:
         cfg: The configuration.
-        local_base_url: The running local brain's endpoint (issue 6) when no endpoint is
-            configured; the same OpenAI-compatible provider then talks to it with the local
-            capability descriptor (text only, tool calls as text, constrained decoding).
+        local_brain: The running local brain (issue 6, issue 13) when no endpoint is
+            configured: the same OpenAI-compatible provider then talks to it with the local
+            capability descriptor (text only, tool calls as text, constrained decoding),
+            wrapped by :class:`~loopact.llm.local_model.LocalBrainModel` (crash-aware, warm
+            prompt).
 
     Raises:
         ConfigError: The provider is unknown, or the Dify provider has no base URL.
     """
     from loopact.llm.openai_chat import OpenAIChatModel
 
-    if local_base_url is not None:
-        from loopact.llm.local import MODEL_NAME, local_capabilities
+    if local_brain is not None:
+        from loopact.llm.local import MODEL_NAME, installed_build, local_capabilities
+        from loopact.llm.local_model import LocalBrainModel
 
-        return OpenAIChatModel(
-            model=MODEL_NAME,
-            base_url=local_base_url,
-            api_key=None,
-            capabilities=local_capabilities(cfg.local.context_tokens),
-            extra_body={
-                "temperature": cfg.local.temperature,
-                "max_tokens": cfg.local.max_output_tokens,
-            },
-            request_timeout_s=max(cfg.agent.bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
-            current_task_only=not cfg.local.keep_history,
-        )
+        def on_endpoint(base_url: str) -> Model:
+            return OpenAIChatModel(
+                model=MODEL_NAME,
+                base_url=base_url,
+                api_key=None,
+                capabilities=local_capabilities(cfg.local.context_tokens),
+                extra_body={
+                    "temperature": cfg.local.temperature,
+                    "max_tokens": cfg.local.max_output_tokens,
+                },
+                request_timeout_s=max(cfg.agent.bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
+                current_task_only=not cfg.local.keep_history,
+            )
+
+        return LocalBrainModel(local_brain, on_endpoint, build_id=installed_build()[0])
     caps = Capabilities(**cfg.model.capabilities.model_dump())
     provider = cfg.model.provider
     if provider == "anthropic":

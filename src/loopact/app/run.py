@@ -22,11 +22,13 @@ from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
 from loopact.agent.tools import AgentCallTool, make_send_message_tool
+from loopact.app.local import prepare_local_prompt, start_local_brain
 from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.robot import Body, open_body
 from loopact.config import Config
 from loopact.errors import ConfigError
+from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.tools.registry import ToolRegistry
@@ -48,18 +50,21 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
 
     workspace = _workspace(cfg)
     registry = ToolRegistry(make_builtin_tools(workspace))
+    bus = EventBus()
     async with AsyncExitStack() as stack:
-        cfg, local_url = await _start_local_brain(cfg, stack)
+        cfg, brain = await start_local_brain(cfg, stack, bus)
         body = await open_body(cfg, stack)
         if body.session is not None:
             for tool in body.session.tools:
                 registry.add(tool)
         memory = await open_memory(cfg, registry, stack)
-        model = make_model(cfg, local_base_url=local_url)
-        options = agent_options(cfg, body, memory, workspace, local=local_url is not None)
+        model = make_model(cfg, local_brain=brain)
+        options = agent_options(cfg, body, memory, workspace, local=brain is not None)
         options = dataclasses.replace(options, interactive=once is None)
-        agent = _make_agent(cfg, model, registry, options, stack)
+        agent = _make_agent(cfg, model, registry, options, stack, bus)
         await _attach(cfg, agent, body, memory, stack, once, config_source)
+        if brain is not None and cfg.local.prompt_cache:
+            await prepare_local_prompt(agent)
         if once is not None:
             return await _run_once(agent, once, cfg.agent.lang)
         return await _run_terminal(cfg, agent, body, stack, config_source)
@@ -81,30 +86,6 @@ def _workspace(cfg: Config) -> Path:
             key="agent.workspace",
         ) from None
     return workspace
-
-
-async def _start_local_brain(cfg: Config, stack: AsyncExitStack) -> tuple[Config, str | None]:
-    """With no endpoint configured, start the offline brain (issue 6) as a child process.
-
-    It is started first so that a missing model fails fast, and stopped with the agent.
-
-    Returns:
-        The config with the brain's model name and URL filled in, and that URL (None when
-        an endpoint is configured and nothing was started).
-    """
-    if cfg.endpoint_configured:
-        return cfg, None
-    from loopact.llm.local import LocalBrain
-
-    brain = LocalBrain.from_config(cfg.local)
-    stack.push_async_callback(brain.stop)
-    local_url = await brain.start()
-    update: dict[str, Any] = {
-        "model": cfg.model.model_copy(
-            update={"model": brain.model_path.name, "base_url": local_url}
-        )
-    }
-    return cfg.model_copy(update=update), local_url
 
 
 def agent_options(
@@ -162,10 +143,15 @@ def agent_options(
 
 
 def _make_agent(
-    cfg: Config, model: Model, registry: ToolRegistry, options: AgentOptions, stack: AsyncExitStack
+    cfg: Config,
+    model: Model,
+    registry: ToolRegistry,
+    options: AgentOptions,
+    stack: AsyncExitStack,
+    bus: EventBus,
 ) -> Agent:
     """The agent with its own tools (``agent_call``; ``send_message`` in continuous mode)."""
-    agent = Agent(model, registry, options)
+    agent = Agent(model, registry, options, bus=bus)
     registry.add(AgentCallTool(agent))
     if cfg.agent.mode == "continuous":
         registry.add(make_send_message_tool(agent))

@@ -111,6 +111,14 @@ class ProgressPrinter:
             self._end_text()
             self.errors_shown += 1
             self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
+        elif typ == "local_brain":
+            # issue 13: the local server's crash line, its return, or the final error
+            state, detail = d.get("state"), str(d.get("detail") or "")
+            if state in ("crashed", "failed"):
+                self._end_text()
+                self.console.print(f"[red]  {escape(detail)}[/]")
+            elif state == "ready" and d.get("restarts"):
+                self.console.print(f"[yellow]  local model server {escape(detail)}[/]")
         elif typ == "stop":
             self._end_text()
             self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")

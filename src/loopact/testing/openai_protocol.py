@@ -55,7 +55,21 @@ class OpenAIChatProtocol(Protocol):
     """The OpenAI chat completions protocol (streaming and non-streaming)."""
 
     name = "openai"
-    paths = ("/v1/chat/completions",)
+    paths = ("/v1/chat/completions", "/v1/models")
+
+    def consumes_turn(self, request: RecordedRequest) -> bool:
+        """Chat completions consume a turn; ``GET /v1/models`` does not."""
+        return request.path != "/v1/models"
+
+    def render_static(self, request: RecordedRequest) -> ResponsePlan:
+        """``GET /v1/models``: one model, ``scripted`` (servers and SDKs probe it)."""
+        if request.path != "/v1/models":
+            return self.render_error(404, f"not served: {request.path}", request)
+        body = {
+            "object": "list",
+            "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "loopact"}],
+        }
+        return ResponsePlan(body=json.dumps(body).encode())
 
     def summarize(self, request: RecordedRequest) -> RequestSummary:
         """Tool names, last user text, all text and ``stream`` of a chat completions request."""

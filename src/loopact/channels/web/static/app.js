@@ -175,9 +175,25 @@
       line("warn", "model switched to " + ev.provider + " / " + ev.model, ev);
       $("model").textContent = ev.provider + " / " + ev.model;
     },
+    local_brain: function (ev) {
+      showBackend(Object.assign({ kind: "local" }, ev));
+      if (ev.state === "crashed" || ev.state === "failed") { line("error", ev.detail, ev); }
+      else if (ev.state === "ready" && ev.restarts) { line("warn", "local brain " + ev.detail, ev); }
+    },
     node_added: function (ev) { line("plan", "node added: " + ev.name + " (" + ev.kind + ")", ev); },
     dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); }
   };
+
+  // The local brain's server (issue 13): starting, ready, crashed, restarting, failed.
+  function showBackend(b) {
+    var badge = $("brain");
+    if (!b || b.kind !== "local") { badge.hidden = true; return; }
+    badge.hidden = false;
+    badge.textContent = "local brain: " + b.state + " (" + b.model_file + ")";
+    badge.title = b.detail || (b.restarts ? b.restarts + " restart(s); log " + b.log_path : "");
+    badge.className = "badge brain-" + b.state +
+      (b.state === "ready" ? " on" : (b.state === "failed" || b.state === "crashed" ? " off" : ""));
+  }
 
   function setBusy(busy) {
     $("busy").textContent = busy ? "busy" : "idle";
@@ -327,6 +343,7 @@
         setBusy(s.busy);
         $("model").textContent = (s.provider || "") + (s.model ? " / " + s.model : "");
         if (s.pose) { showPose(s.pose); }
+        showBackend(s.backend);
         if (!s.camera && cameraOn) { cameraOn = false; $("camera-info").textContent = "no camera"; }
       })
       .catch(function () { /* shown by the connection badge */ })

@@ -1,0 +1,563 @@
+"""The local brain's server as a supervised child process (issue 6, issue 13; SPEC B1, B6, H2).
+
+:class:`LocalBrain` starts ``python -m loopact.llm.local_server`` (llama-cpp-python's
+OpenAI-compatible server plus a prompt-prefix cache, :mod:`loopact.llm.local_server`) on a free
+port of 127.0.0.1, waits until ``/v1/models`` answers, watches the process, and restarts it
+after a crash within a bound. Its state (``starting``, ``ready``, ``crashed``, ``restarting``,
+``failed``, ``stopped``) is reported through ``on_status`` for ``/status``, the web console
+and the trace (``local_brain`` events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from loopact.config import LocalConfig
+from loopact.errors import ConfigError, ModelFatalError
+from loopact.llm.local import (
+    MODEL_NAME,
+    cache_dir,
+    check_installed_build,
+    pick_chat_format,
+    resolve_model_path,
+    server_installed,
+)
+
+log = logging.getLogger(__name__)
+
+#: The module the child process runs: llama-cpp-python's server plus loopact's prefix cache.
+SERVER_MODULE = "loopact.llm.local_server"
+_STDERR_TAIL_LINES = 25
+_POLL_S = 0.25
+_HTTP_TIMEOUT_S = 2.0
+_STOP_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_command(
+    model_path: Path,
+    port: int,
+    context_tokens: int,
+    threads: int,
+    chat_format: str | None,
+    python: str = sys.executable,
+    module: str = SERVER_MODULE,
+    state_dir: Path | None = None,
+) -> list[str]:
+    """The command line that starts the llama-cpp-python OpenAI-compatible server.
+
+    Args:
+        model_path: The GGUF file.
+        port: Loopback TCP port.
+        context_tokens: Context size (``--n_ctx``).
+        threads: CPU threads for generation and prompt processing.
+        chat_format: ``--chat_format`` or None for the model's embedded template.
+        python: The interpreter that has ``llama_cpp`` installed.
+        module: ``loopact.llm.local_server`` (with the prompt-prefix cache) or
+            ``llama_cpp.server``.
+        state_dir: Where :mod:`loopact.llm.local_server` keeps prompt-prefix states.
+    """
+    cmd = [
+        python,
+        "-m",
+        module,
+        "--model",
+        str(model_path),
+        "--model_alias",
+        MODEL_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(context_tokens),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--n_gpu_layers",
+        "0",
+    ]
+    if chat_format:
+        cmd += ["--chat_format", chat_format]
+    if module == SERVER_MODULE:
+        cmd += ["--loopact-state-dir", str(state_dir or cache_dir() / "prompt-states")]
+    return cmd
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, get SIGTERM when loopact dies, even by SIGKILL."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _tail(path: Path, lines: int = _STDERR_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no server output)"
+    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept) if kept else "(no server output)"
+
+
+async def _get_status(port: int, path: str) -> int | None:
+    """HTTP status of ``GET path`` on 127.0.0.1:port, or None when nothing answers."""
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port), _HTTP_TIMEOUT_S
+        )
+    except (OSError, asyncio.TimeoutError):
+        return None
+    try:
+        request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        writer.write(request.encode("ascii"))
+        await writer.drain()
+        line = await asyncio.wait_for(reader.readline(), _HTTP_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError):
+        return None
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(writer.wait_closed(), _HTTP_TIMEOUT_S)
+    parts = line.decode("latin-1").split()
+    if len(parts) >= 2 and parts[1].isdigit():
+        return int(parts[1])
+    return None
+
+
+BrainState = Literal["stopped", "starting", "ready", "crashed", "restarting", "failed"]
+"""Where the local server is in its life (shown by ``/status`` and the web console)."""
+
+_SIGNALS: dict[int, str] = {
+    int(signal.SIGSEGV): "SIGSEGV: a segmentation or general protection fault",
+    int(signal.SIGILL): "SIGILL: an instruction this CPU does not have",
+    int(signal.SIGBUS): "SIGBUS: a bus error",
+    int(signal.SIGFPE): "SIGFPE: an arithmetic fault",
+    int(signal.SIGABRT): "SIGABRT: it aborted",
+    int(signal.SIGKILL): "SIGKILL: it was killed (by a person or the out-of-memory killer)",
+    int(signal.SIGTERM): "SIGTERM: it was asked to stop by someone else",
+}
+
+
+def describe_exit(returncode: int | None) -> str:
+    """How a child process ended, in words: ``signal 11 / SIGSEGV: ...`` or ``exit code 1``."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        sig = -returncode
+        what = _SIGNALS.get(sig)
+        if what is None:
+            with contextlib.suppress(ValueError):
+                what = signal.Signals(sig).name
+        return f"signal {sig} / {what or 'unknown signal'}"
+    return f"exit code {returncode}"
+
+
+@dataclass(frozen=True)
+class BrainStatus:
+    """A snapshot of the local server for ``/status``, the web console and the trace.
+
+    Attributes:
+        state: ``starting``, ``ready``, ``crashed``, ``restarting``, ``failed`` or ``stopped``.
+        model_file: The GGUF file's name.
+        port: The loopback TCP port it listens on (0 before the first start).
+        restarts: Restarts after crashes so far.
+        log_path: The server's log file.
+        detail: The last notable line (the crash line, the final error).
+    """
+
+    state: BrainState
+    model_file: str
+    port: int
+    restarts: int
+    log_path: str
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-able dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class LocalBrain:
+    """A supervised llama.cpp server child process (issue 6, issue 13; SPEC B1, B6, H2).
+
+    Use :meth:`start` (or ``async with``); :attr:`base_url` is then the endpoint root to give
+    :class:`~loopact.llm.openai_chat.OpenAIChatModel`. While it runs, loopact watches the
+    child: when it exits on its own (a crash, a kill) the status becomes ``crashed`` with one
+    line saying how it ended and where its log is, and the server is started again on the
+    same port when free (``restarting``, then ``ready``), at most ``max_restarts`` times in
+    ``restart_window_s``; past that the status is ``failed`` and :meth:`wait_ready` raises
+    the final error. :meth:`stop` terminates the child (SIGTERM, then SIGKILL after 10 s) and
+    is safe to call twice.
+
+    Attributes:
+        model_path: The GGUF file served.
+        context_tokens: Context size in tokens.
+        threads: CPU threads (0: all cores).
+        chat_format: llama-cpp-python chat format, None for the model's template.
+        start_timeout_s: How long to wait for ``/v1/models`` to answer, in seconds.
+        python: Interpreter with ``llama_cpp`` installed.
+        log_path: Where the server's output goes (``<cache>/logs/local-brain-<pid>.log`` by
+            default; restarts append to it).
+        extra_env: Environment variables added for the child process.
+        server_module: The module run with ``python -m``: loopact's server with the prompt
+            prefix cache (:mod:`loopact.llm.local_server`) or plain ``llama_cpp.server``.
+        state_dir: Where saved prompt-prefix states live (``<cache>/prompt-states``).
+        max_restarts: Restarts allowed within ``restart_window_s`` (issue 13: 3 in 5 min).
+        restart_window_s: The window for ``max_restarts``, in seconds.
+        on_status: Called with a :class:`BrainStatus` on every change of state.
+    """
+
+    model_path: Path
+    context_tokens: int = 8192
+    threads: int = 0
+    chat_format: str | None = None
+    start_timeout_s: float = 180.0
+    python: str = sys.executable
+    log_path: Path | None = None
+    extra_env: dict[str, str] | None = None
+    port: int = 0
+    server_module: str = SERVER_MODULE
+    state_dir: Path | None = None
+    max_restarts: int = 3
+    restart_window_s: float = 300.0
+    on_status: Callable[[BrainStatus], None] | None = None
+    started_s: float = 0.0
+    generation: int = 0
+    final_error: str | None = None
+    last_crash: str = ""
+    _proc: asyncio.subprocess.Process | None = None
+    _state: BrainState = "stopped"
+    _detail: str = ""
+    _restarts: deque[float] = field(default_factory=deque)
+    _n_restarts: int = 0
+    _supervisor: asyncio.Task[None] | None = None
+    _stopping: bool = False
+    _pulse: asyncio.Event | None = None
+
+    @classmethod
+    def from_config(cls, cfg: LocalConfig) -> LocalBrain:
+        """A brain as the ``local`` config section describes.
+
+        Raises:
+            ConfigError: The model file is missing, damaged or not GGUF, or llama-cpp-python's
+                server is not installed (the message says to run ``make local-brain``).
+        """
+        model_path = resolve_model_path(cfg)
+        if not server_installed():
+            raise ConfigError(
+                "the local brain needs llama-cpp-python with its server extra in this Python "
+                f"({sys.executable}); run `make local-brain`, or configure a model endpoint "
+                "(LOOPACT_BASE_URL / LOOPACT_API_KEY)",
+                key="local",
+            )
+        check_installed_build()
+        return cls(
+            model_path=model_path,
+            context_tokens=cfg.context_tokens,
+            threads=cfg.threads or 0,
+            chat_format=pick_chat_format(model_path, cfg.chat_format),
+            start_timeout_s=cfg.start_timeout_s,
+            max_restarts=cfg.max_restarts,
+            restart_window_s=cfg.restart_window_s,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible endpoint root, ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def running(self) -> bool:
+        """True while the child process is alive."""
+        return self._proc is not None and self._proc.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        """The current child's process id (None before the first start)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def state(self) -> BrainState:
+        """The supervisor's state (see :data:`BrainState`)."""
+        return self._state
+
+    def status(self) -> BrainStatus:
+        """A snapshot for ``/status``, the web console and the trace."""
+        return BrainStatus(
+            self._state,
+            self.model_path.name,
+            self.port,
+            self._n_restarts,
+            str(self.log_path or ""),
+            self._detail,
+        )
+
+    def _set(self, state: BrainState, detail: str = "") -> None:
+        self._state, self._detail = state, detail
+        pulse, self._pulse = self._pulse, asyncio.Event()
+        if pulse is not None:
+            pulse.set()
+        if self.on_status is not None:
+            try:
+                self.on_status(self.status())
+            except Exception:
+                log.exception("local brain status callback failed")
+
+    async def start(self) -> str:
+        """Start the server, wait until ``GET /v1/models`` answers 200, then supervise it.
+
+        Returns:
+            :attr:`base_url`.
+
+        Raises:
+            ModelFatalError: The server exited or did not answer within ``start_timeout_s``;
+                the message says how it ended and ends with the tail of its output.
+        """
+        if self.running:
+            return self.base_url
+        self._stopping = False
+        self._set("starting")
+        try:
+            await self._spawn()
+        except BaseException as exc:
+            self._set("failed", str(exc).splitlines()[0] if str(exc) else "")
+            raise
+        self._set("ready")
+        self._supervisor = asyncio.ensure_future(self._supervise())
+        return self.base_url
+
+    async def _spawn(self) -> None:
+        """Start one server process and wait until it answers (stopping it on failure)."""
+        threads = self.threads or os.cpu_count() or 1
+        if not self.port or not _port_free(self.port):
+            self.port = free_port()
+        if self.log_path is None:
+            self.log_path = _default_log_path()
+        cmd = server_command(
+            self.model_path,
+            self.port,
+            self.context_tokens,
+            threads,
+            self.chat_format,
+            self.python,
+            module=self.server_module,
+            state_dir=self.state_dir or cache_dir() / "prompt-states",
+        )
+        log.info("starting the local brain: %s", " ".join(cmd))
+        t0 = time.monotonic()
+        self.generation += 1
+        with self.log_path.open("ab" if self.generation > 1 else "wb") as out:
+            if self.generation > 1:
+                out.write(f"\n--- loopact: restart {self._n_restarts} ---\n".encode())
+                out.flush()
+            self._proc = await asyncio.create_subprocess_exec(
+                *cmd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **(self.extra_env or {})},
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            await self._wait_ready(t0)
+        except BaseException:
+            await self._terminate()
+            raise
+        self.started_s = time.monotonic() - t0
+        log.info("local brain ready on port %d after %.1f s", self.port, self.started_s)
+
+    async def _wait_ready(self, t0: float) -> None:
+        assert self._proc is not None and self.log_path is not None
+        deadline = t0 + self.start_timeout_s
+        while True:
+            if self._proc.returncode is not None:
+                raise ModelFatalError(
+                    "the local brain (llama.cpp server) exited while starting ("
+                    f"{describe_exit(self._proc.returncode)}; exited with code "
+                    f"{self._proc.returncode}). Its output ({self.log_path}) ends with:\n"
+                    + _tail(self.log_path)
+                )
+            status = await _get_status(self.port, "/v1/models")
+            if status == 200:
+                return
+            if time.monotonic() > deadline:
+                raise ModelFatalError(
+                    f"the local brain (llama.cpp server) did not answer on port {self.port} "
+                    f"within {self.start_timeout_s:.0f} s. Its output ({self.log_path}) ends "
+                    "with:\n" + _tail(self.log_path)
+                )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), _POLL_S)
+
+    async def _supervise(self) -> None:
+        """Watch the child; restart it after a crash, within the restart bound (issue 13)."""
+        while not self._stopping:
+            proc = self._proc
+            assert proc is not None
+            await proc.wait()
+            if self._stopping:
+                return
+            how = describe_exit(proc.returncode)
+            while True:
+                now = time.monotonic()
+                while self._restarts and self._restarts[0] < now - self.restart_window_s:
+                    self._restarts.popleft()
+                if len(self._restarts) >= self.max_restarts:
+                    self.final_error = (
+                        f"the local model server crashed again ({how}) after "
+                        f"{len(self._restarts)} restarts within "
+                        f"{self.restart_window_s / 60:g} min; not restarting it. Its log: "
+                        f"{self.log_path}. Run `make local-brain` (it rebuilds and self-tests "
+                        "the server on this CPU) or configure a hosted model endpoint "
+                        "(LOOPACT_BASE_URL / LOOPACT_API_KEY)."
+                    )
+                    self._set("failed", self.final_error)
+                    return
+                self._set(
+                    "crashed",
+                    f"the local model server crashed ({how}); log: {self.log_path}; restarting it",
+                )
+                self._restarts.append(now)
+                self._n_restarts += 1
+                self._set("restarting")
+                try:
+                    await self._spawn()
+                except ModelFatalError as exc:
+                    how = f"{describe_exit(self._proc.returncode if self._proc else None)}, "
+                    how += "while restarting: " + str(exc).splitlines()[0]
+                    continue
+                self._set("ready", f"restarted after a crash in {self.started_s:.1f} s")
+                break
+
+    async def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Wait until the server is ready (e.g. while it restarts after a crash).
+
+        Args:
+            timeout_s: Longest wait in seconds (``start_timeout_s`` + 5 when None).
+
+        Raises:
+            ModelFatalError: It failed for good (the final error), is stopped, or did not
+                become ready in time.
+        """
+        limit = (self.start_timeout_s + 5.0) if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        while self._state != "ready" or not self.running:
+            if self._state == "failed":
+                raise ModelFatalError(self.final_error or self._detail or "local brain failed")
+            if self._state == "stopped":
+                raise ModelFatalError("the local model server is not running")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ModelFatalError(
+                    f"the local model server did not become ready within {limit:.0f} s "
+                    f"(state: {self._state}); log: {self.log_path}"
+                )
+            pulse = self._pulse or asyncio.Event()
+            self._pulse = pulse
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(pulse.wait(), min(remaining, _POLL_S * 4))
+
+    async def exited(self, generation: int, grace_s: float = 3.0) -> bool:
+        """True when the server process of ``generation`` has exited (waiting up to grace_s).
+
+        A model request that failed with a connection error asks this to tell a crash of
+        the server from an ordinary network or protocol failure.
+        """
+        if generation != self.generation:
+            return True
+        proc = self._proc
+        if proc is None:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), grace_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def _terminate(self) -> None:
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), _STOP_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            log.warning("local brain did not stop after SIGTERM; killing it")
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await asyncio.wait_for(proc.wait(), _STOP_TIMEOUT_S)
+
+    async def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s). Safe to call twice."""
+        self._stopping = True
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None and not supervisor.done():
+            supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await supervisor
+        was_running = self.running
+        await self._terminate()
+        if self._state not in ("stopped", "failed"):  # a failed brain stays failed
+            self._set("stopped")
+        if was_running:
+            log.info("local brain stopped")
+
+    async def __aenter__(self) -> LocalBrain:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _default_log_path(keep: int = 10) -> Path:
+    """``<cache>/logs/local-brain-<pid>.log``; older logs beyond the newest ``keep`` go."""
+    logs = cache_dir() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    old = sorted(logs.glob("local-brain-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in old[keep - 1 :]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return logs / f"local-brain-{os.getpid()}.log"

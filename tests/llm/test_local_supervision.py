@@ -1,0 +1,243 @@
+"""The supervised local brain (issue 13): crash line, restart, retry, restart bound.
+
+The child process is a stand-in ``llama_cpp.server`` (on ``PYTHONPATH``) that serves loopact's
+scripted model server on the port it is given, so the real provider code talks real HTTP to a
+real process that really dies (SIGKILL from the test, or SIGSEGV by itself on its first chat
+request). Each start of the child reads its own script (``gen<N>.json``, else
+``default.json``), so a restarted server answers from its own turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from loopact.agent import Agent, AgentOptions
+from loopact.channels.terminal import ProgressPrinter
+from loopact.config import Config, LocalConfig
+from loopact.errors import ModelFatalError
+from loopact.events import EventBus
+from loopact.llm.local_process import BrainStatus, LocalBrain, describe_exit
+from loopact.tools.builtin import make_builtin_tools
+from loopact.tools.registry import ToolRegistry
+
+FAKE_MAIN = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    from pathlib import Path
+    from loopact.testing import ScriptedModelServer
+    args = sys.argv[1:]
+    port = int(args[args.index("--port") + 1])
+    d = Path(os.environ["LOOPACT_FAKE_LOCAL_DIR"])
+    n = len(list(d.glob("started-*"))) + 1
+    (d / f"started-{n}").write_text(str(os.getpid()))
+    path = d / f"gen{n}.json"
+    script = json.loads((path if path.exists() else d / "default.json").read_text())
+    crash = script.pop("crash_on_request", None)
+    server = ScriptedModelServer(script, port=port).start()
+    print(f"fake local server {n}: pid {os.getpid()} port {port}", flush=True)
+    while True:
+        if crash and any(r.path == "/v1/chat/completions" for r in server.requests):
+            print("fake local server: crashing with", crash, flush=True)
+            os.kill(os.getpid(), getattr(signal, crash))
+        time.sleep(0.005)
+    """
+)
+
+
+@pytest.fixture
+def fake_server(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """(scripts folder, env): a stand-in ``llama_cpp.server`` serving scripted turns."""
+    pkgs = tmp_path / "fakepkgs"
+    server_pkg = pkgs / "llama_cpp" / "server"
+    server_pkg.mkdir(parents=True)
+    (pkgs / "llama_cpp" / "__init__.py").write_text("")
+    (server_pkg / "__init__.py").write_text("")
+    (server_pkg / "__main__.py").write_text(FAKE_MAIN)
+    for name in ("uvicorn", "fastapi", "sse_starlette", "pydantic_settings"):
+        if importlib.util.find_spec(name) is None:  # only so that server_installed() is true
+            (pkgs / name).mkdir()
+            (pkgs / name / "__init__.py").write_text("")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    env = {"PYTHONPATH": str(pkgs), "LOOPACT_FAKE_LOCAL_DIR": str(scripts)}
+    return scripts, env
+
+
+def gguf(path: Path) -> Path:
+    path.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
+    return path
+
+
+def write(scripts: Path, name: str, turns: list[dict[str, Any]], **extra: Any) -> None:
+    (scripts / name).write_text(json.dumps({"turns": turns, **extra}))
+
+
+def test_exit_descriptions_name_the_signal() -> None:
+    assert describe_exit(-11).startswith("signal 11 / SIGSEGV")
+    assert "general protection fault" in describe_exit(-11)
+    assert describe_exit(-4).startswith("signal 4 / SIGILL")
+    assert describe_exit(-9).startswith("signal 9 / SIGKILL")
+    assert describe_exit(1) == "exit code 1"
+
+
+async def test_killed_server_mid_task_is_restarted_and_the_task_retried(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    scripts, env = fake_server
+    # the first server never answers in time; it is killed while the request waits
+    write(scripts, "gen1.json", [{"delay_s": 60, "text": "too late"}])
+    write(
+        scripts,
+        "gen2.json",
+        [
+            {"text": "Hello after the restart."},
+            {"tool_calls": [{"name": "file_list", "arguments": {}}]},
+            {"text": "The workspace is empty."},
+        ],
+    )
+    bus = EventBus()
+    statuses: list[dict[str, Any]] = []
+
+    def on_status(st: BrainStatus) -> None:
+        statuses.append(st.as_dict())
+        bus.emit("local_brain", None, **st.as_dict())
+
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "m.gguf"),
+        start_timeout_s=60,
+        log_path=tmp_path / "server.log",
+        extra_env=env,
+        server_module="llama_cpp.server",
+        on_status=on_status,
+    )
+    from loopact.app.model import make_model
+
+    cfg = Config(local=LocalConfig(model_path=brain.model_path, prompt_cache=False))
+    await brain.start()
+    out = io.StringIO()
+    bus.subscribe(ProgressPrinter(Console(file=out, width=300), stream_text=False))
+    requested = asyncio.Event()
+    bus.subscribe(lambda ev: requested.set() if ev.type == "model_request" else None)
+    registry = ToolRegistry(make_builtin_tools(tmp_path / "ws"))
+    agent = Agent(
+        make_model(cfg, local_brain=brain),
+        registry,
+        AgentOptions(
+            system_prompt="You are a robot.", interactive=False, workspace=tmp_path / "ws"
+        ),
+        bus=bus,
+    )
+    try:
+        first_pid = brain.pid
+        task = asyncio.ensure_future(agent.run_task("hello"))
+        await asyncio.wait_for(requested.wait(), 30)
+        assert first_pid is not None
+        os.kill(first_pid, signal.SIGKILL)
+        outcome = await asyncio.wait_for(task, 60)
+        assert outcome.status == "completed", outcome
+        assert outcome.reply == "Hello after the restart."
+        assert brain.pid != first_pid and brain.state == "ready"
+        # the next task runs on the new server as usual
+        outcome = await asyncio.wait_for(agent.run_task("what is in the workspace?"), 60)
+        assert outcome.status == "completed" and outcome.reply == "The workspace is empty."
+    finally:
+        await agent.close()
+        await brain.stop()
+    printed = out.getvalue()
+    crash_lines = [ln for ln in printed.splitlines() if "crashed" in ln]
+    assert len(crash_lines) == 1, printed
+    assert "the local model server crashed (signal 9 / SIGKILL" in crash_lines[0]
+    assert f"log: {tmp_path / 'server.log'}; restarting it" in crash_lines[0]
+    assert "model request failed" not in printed  # one clear line, no retry noise
+    states = [s["state"] for s in statuses]
+    assert states[:2] == ["starting", "ready"]
+    assert states[2:5] == ["crashed", "restarting", "ready"], states
+    assert statuses[4]["restarts"] == 1 and statuses[4]["model_file"] == "m.gguf"
+    assert (scripts / "started-2").exists() and not (scripts / "started-3").exists()
+    assert agent.status()["backend"]["state"] == "stopped"
+
+
+async def test_restart_bound_ends_with_the_final_error(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    scripts, env = fake_server
+    write(scripts, "default.json", [{"delay_s": 30, "text": "never"}], crash_on_request="SIGSEGV")
+    statuses: list[str] = []
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "m.gguf"),
+        start_timeout_s=60,
+        log_path=tmp_path / "server.log",
+        extra_env=env,
+        server_module="llama_cpp.server",
+        max_restarts=2,
+        on_status=lambda st: statuses.append(st.state),
+    )
+    from loopact.app.model import make_model
+
+    cfg = Config(local=LocalConfig(model_path=brain.model_path, prompt_cache=False))
+    await brain.start()
+    agent = Agent(
+        make_model(cfg, local_brain=brain),
+        ToolRegistry(),
+        AgentOptions(system_prompt="s", interactive=False, workspace=tmp_path / "ws"),
+    )
+    try:
+        outcome = await asyncio.wait_for(agent.run_task("hello"), 120)
+    finally:
+        await agent.close()
+        await brain.stop()
+    assert outcome.status == "failed"
+    assert "after 2 restarts" in (outcome.error or ""), outcome.error
+    assert "make local-brain" in (outcome.error or "")
+    assert statuses.count("crashed") == 2 and "failed" in statuses
+    assert len(list(scripts.glob("started-*"))) == 3  # the first start and two restarts
+    with pytest.raises(ModelFatalError, match="not restarting it"):
+        await brain.wait_ready(1)
+
+
+def test_cli_with_a_server_that_always_crashes_exits_1_with_the_final_error(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    scripts, env = fake_server
+    write(scripts, "default.json", [{"delay_s": 30, "text": "never"}], crash_on_request="SIGSEGV")
+    model = gguf(tmp_path / "m.gguf")
+    cfg = tmp_path / "loopact.yaml"
+    cfg.write_text(f"local:\n  model_path: {model}\n  prompt_cache: false\n")
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
+    }
+    full_env.update(env)
+    full_env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    full_env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    full_env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", "run", "--once", "hello", "--robot", "none"]
+        + ["--config", str(cfg), "--no-web", "--workspace", str(tmp_path / "ws")],
+        cwd=tmp_path,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    err = proc.stderr
+    assert err.count("the local model server crashed (signal 11 / SIGSEGV") == 3, err
+    assert "after 3 restarts within 5 min; not restarting it" in err, err
+    assert "make local-brain" in err
+    assert "Traceback" not in err
+    assert len(list(scripts.glob("started-*"))) == 4  # first start + 3 restarts, no more
