@@ -35,6 +35,16 @@ from typing import Any
 
 _KEY_RE = re.compile(r"^[0-9a-f]{16,64}$")
 
+#: Saved prompt states kept (the newest; each is tens of MB).
+KEEP_STATES = 8
+
+
+def _prune(state_dir: Path, keep: int) -> None:
+    states = sorted(state_dir.glob("*.state"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in states[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
 
 def _load_state(llama: Any, path: Path) -> int:
     """Load a saved KV state into ``llama``; returns its token count (0 when unusable)."""
@@ -100,6 +110,7 @@ def warm_prefix(llama: Any, state_dir: Path, key: str, messages: list[Any]) -> d
     llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
     state_dir.mkdir(parents=True, exist_ok=True)
     saved = _save_state(llama, path)
+    _prune(state_dir, keep=KEEP_STATES)
     return {
         "source": "evaluated",
         "tokens": int(llama.n_tokens),
