@@ -31,6 +31,7 @@ from typing import Any
 
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
+from loopact.llm.toolnames import resolve_tool_name
 
 __all__ = [
     "FINISH_ACTION",
@@ -54,7 +55,7 @@ _ACTION_LINE = re.compile(
     (?:[-*\u2022>]\s+|\d{1,3}[.)]\s+)?             # bullet or "1." / "1)"
     (?:[^\W\d][\w ]{0,30}?\s*[:\uff1a]\s*)?        # a short label: "Action:", "Step 2:"
     `*\s*
-    (?P<call>[A-Za-z_][A-Za-z0-9_-]*\(.*\))        # name(...) -- no space before "("
+    (?P<call>(?:[A-Za-z_]\w*\.)?[A-Za-z_][A-Za-z0-9_-]*\(.*\))  # [ns.]name(...), no space
     (?P<tail>.*)$""",
     re.VERBOSE,
 )
@@ -149,6 +150,11 @@ def parse_actions(text: str, specs: Sequence[ToolSpec]) -> ActionParse:
             continue
         source, node = parsed
         name = _call_name(node)
+        resolved = resolve_tool_name(name, [*by_name, *_FINISH_ALIASES])
+        if "." in name and resolved is None:
+            progress_lines.append(line)  # "e.g.(...)", "os.path(...)": prose, not an action
+            continue
+        name = resolved or name
         if decided:
             ignored.append(source)
             continue

@@ -14,6 +14,11 @@ identical to an earlier one in the task with no state-changing call in between i
 from the earlier result with "result unchanged, answer now"; a tool called more than its
 class's limit is refused and makes the round invalid.
 
+A call whose name is a declared tool's name mangled the way models mangle it (whitespace,
+a ``functions.`` prefix, a template token glued on, :mod:`loopact.llm.toolnames`) runs that
+tool under its clean name, in the events and the history; ``metadata.normalized.tool`` of its
+result records what the model wrote (issue 22).
+
 Arguments are checked against the user's own words (SPEC B7, :mod:`loopact.tools.units`,
 :mod:`loopact.tools.directions`): a number written with another unit of the same kind is
 converted ("50 centimeters" as ``distance_m: 50`` runs as 0.5), a sign that contradicts the
@@ -27,6 +32,7 @@ functions that take that kind, so that the model can choose again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,6 +44,7 @@ from loopact.errors import ToolError
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
+from loopact.llm.toolnames import resolve_tool_name
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.directions import normalize_directions
 from loopact.tools.registry import ToolRegistry
@@ -134,6 +141,7 @@ class RoundDispatcher:
         """Accept a ready call: check it, apply the guards, start it (subject to ordering)."""
         self._ids.add(call.id)
         task_id = self.state.task_id
+        call = self._resolve_name(call)
         tool = self.registry.get(call.name)
         self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
         call = self._normalise_arguments(call, tool)
@@ -173,6 +181,23 @@ class RoundDispatcher:
         elif tool.safety.changes_state:
             self.state.state_version += 1
 
+    def _resolve_name(self, call: ToolCall) -> ToolCall:
+        """The call under the declared name its mangled name means (issue 22, SPEC B7).
+
+        ``" file_write\n"`` or ``functions.file_write`` runs ``file_write``; the history and
+        the events carry the clean name and the result's ``metadata.normalized.tool`` says
+        what the model wrote (:func:`loopact.llm.toolnames.resolve_tool_name`). A name that
+        resolves to nothing is left as it is (an "unknown tool" result).
+        """
+        if call.name in self.registry:
+            return call
+        resolved = resolve_tool_name(call.name, self.registry.names)
+        if resolved is None:
+            return call
+        log.info("tool name %r resolved to %s", call.name, resolved)
+        self._normalized.setdefault(call.id, {})["tool"] = {"from": call.name, "to": resolved}
+        return dataclasses.replace(call, name=resolved)
+
     def _normalise_arguments(self, call: ToolCall, tool: Tool | None) -> ToolCall:
         """Convert numbers the model copied from the instruction without their unit, and flip
         signs that contradict the user's direction word (B7).
@@ -195,7 +220,7 @@ class RoundDispatcher:
         normalized.update(flipped)
         if not normalized:
             return call
-        self._normalized[call.id] = normalized
+        self._normalized.setdefault(call.id, {}).update(normalized)
         log.info("argument normalisation of %s: %s", call.name, normalized)
         return ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
 

@@ -1,0 +1,119 @@
+"""Mangled tool names from real models resolve to the declared tool (issue 22 items 3, 4).
+
+Whitespace and newlines around the name, a ``functions.`` (or ``default_api.``) prefix, a
+chat-template token glued on, another letter case: the declared tool runs, the history keeps
+the clean name (the next request shows it), and the result records what was normalised. An
+unresolvable name stays an "unknown tool" result. Real HTTP, real providers, real files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.agent.helpers import Recorder, make_agent
+
+from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.llm.dify import DifyModel
+from loopact.llm.toolnames import resolve_tool_name
+from loopact.testing import ScriptedModelServer
+from loopact.tools.builtin import make_builtin_tools
+from loopact.tools.registry import ToolRegistry
+
+Factory = Callable[[Any], ScriptedModelServer]
+FAST = Bounds(backoff_base_s=0.01, backoff_max_s=0.05)
+ARGS = {"path": "note.txt", "content": "hello"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "file_write\n",
+        " file_write ",
+        "functions.file_write",
+        "functions.file_write\n",
+        "default_api.file_write",
+        "tools:file_write",
+        "`file_write`",
+        "file_write<|channel|>commentary",
+        "File_Write",
+    ],
+)
+async def test_a_mangled_name_runs_the_declared_tool(
+    scripted_server: Factory, tmp_path: Path, name: str
+) -> None:
+    server = scripted_server(
+        [
+            {"tool_calls": [{"id": "c1", "name": name, "arguments": ARGS}]},
+            {"text": "Written.", "expect": {"contains": '"ok": true'}},
+        ]
+    )
+    workspace = tmp_path / "ws"
+    agent, rec = make_agent(server, workspace, bounds=FAST, auto_approve=True)
+    outcome = await agent.run_task("write hello into note.txt")
+    await agent.close()
+    assert (workspace / "note.txt").read_text() == "hello"
+    assert outcome.reply == "Written."
+    (call,) = rec.of("tool_call")
+    (result,) = rec.of("tool_result")
+    assert call.data["name"] == result.data["name"] == "file_write"
+    assert result.data["metadata"]["normalized"]["tool"] == {"from": name, "to": "file_write"}
+    # The history holds the clean name, so the next request does too.
+    sent = server.requests[1].json()["messages"]
+    (assistant,) = [m for m in sent if m["role"] == "assistant"]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["file_write"]
+    assert agent.history[-3].tool_calls[0].name == "file_write"
+
+
+@pytest.mark.parametrize("name", ["functions.nope", "file_writer", "functions.", "\n"])
+async def test_an_unresolvable_name_stays_an_unknown_tool(
+    scripted_server: Factory, tmp_path: Path, name: str
+) -> None:
+    server = scripted_server(
+        [{"tool_calls": [{"id": "c1", "name": name, "arguments": ARGS}]}, {"text": "Sorry."}]
+    )
+    agent, rec = make_agent(server, tmp_path / "ws", bounds=FAST, auto_approve=True)
+    await agent.run_task("write hello into note.txt")
+    await agent.close()
+    (result,) = rec.of("tool_result")
+    assert result.data["ok"] is False
+    assert "unknown tool" in result.data["error"] and "normalized" not in result.data["metadata"]
+    assert not (tmp_path / "ws" / "note.txt").exists()
+
+
+async def test_action_text_with_a_functions_prefix(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Dify (action text): ``functions.file_write(...)`` is the action file_write(...)."""
+    server = scripted_server(
+        [
+            {"text": 'Writing.\nfunctions.file_write(path="note.txt", content="hello")'},
+            {"text": "functions.finishtask()"},
+        ]
+    )
+    workspace = tmp_path / "ws"
+    model = DifyModel(base_url=server.base_url, api_key="app-k", request_timeout_s=10)
+    agent = Agent(
+        model,
+        ToolRegistry(make_builtin_tools(workspace)),
+        AgentOptions(bounds=FAST, workspace=workspace, auto_approve=True),
+    )
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    outcome = await agent.run_task("write hello into note.txt")
+    await agent.close()
+    assert (workspace / "note.txt").read_text() == "hello"
+    assert [e.data["name"] for e in rec.of("tool_call")] == ["file_write"]
+    assert outcome.status == "completed"
+
+
+def test_resolution_rules() -> None:
+    declared = ["file_write", "file_read", "Wait", "wait"]
+    assert resolve_tool_name("file_write", declared) == "file_write"
+    assert resolve_tool_name("FUNCTIONS.FILE_READ", declared) == "file_read"
+    assert resolve_tool_name("functions/file_read()", declared) == "file_read"
+    assert resolve_tool_name("WAIT", declared) is None  # two tools differ only by case
+    assert resolve_tool_name("myns.file_read", declared) is None  # not a known namespace
+    assert resolve_tool_name("", declared) is None
