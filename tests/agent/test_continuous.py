@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,9 @@ from tests.agent.helpers import call, make_agent
 from loopact.agent.compress import is_summary, pairing_problems
 from loopact.agent.context import ContextManager
 from loopact.agent.tools import make_send_message_tool
+from loopact.app.nodes import attach_nodes
+from loopact.nodes.input import InputNode
+from loopact.nodes.local import LocalBus, LocalConnector
 from loopact.tools.base import tool
 
 
@@ -197,3 +201,46 @@ async def test_bad_summary_leaves_history_as_it_was(scripted_server: Any, tmp_pa
     assert rec.of("context_compressed")[0].data["method"] == "kept"
     assert agent.history[: len(before)] == before
     assert not any(is_summary(m) for m in agent.history)
+
+
+async def test_sensor_data_wakes_an_idle_agent_without_a_user_message(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 14 acceptance 3: an accumulate-mode sensor message wakes an idle continuous-mode
+    agent within 0.5 s, and it reacts, with no user message at all (SPEC A7, C3)."""
+    server = scripted_server(
+        [
+            {
+                **ack("Someone opened the front door.", "a1"),
+                "expect": {"contains": "front door: opened"},
+            },
+            {"text": ""},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, mode="continuous")
+    agent.registry.add(make_send_message_tool(agent))
+    bus = LocalBus()
+    nodes = await attach_nodes(agent, LocalConnector(bus), text_channel=False)
+    door = InputNode(
+        "door", LocalConnector(bus), mode="accumulate", kind="text", heartbeat_period_s=0.05
+    )
+    await door.start()
+    runner = asyncio.ensure_future(agent.run())
+    await rec.wait_for(lambda e: e.type == "node_added" and e.data.get("name") == "door")
+    assert not rec.of("task_start") and not server.requests  # idle on a quiet input
+
+    await door.publish("front door: opened")
+    # woken: the model request goes out within 0.5 s of the sensor message
+    request = await rec.wait_for(lambda e: e.type == "model_request", timeout=0.5)
+    message = await rec.wait_for(lambda e: e.type == "message")
+    await rec.wait_for(lambda e: e.type == "task_end")
+    runner.cancel()
+    await door.stop()
+    await nodes.close()
+    await agent.close()
+
+    assert message.data == {"text": "Someone opened the front door.", "source": "agent"}
+    start = rec.of("task_start")[0]
+    assert start.data["source"] == "inputs" and request.task_id == start.task_id
+    assert not rec.of("input")  # no user message was ever submitted
+    assert "front door: opened" in json.dumps(server.requests[0].body["messages"])

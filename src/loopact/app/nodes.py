@@ -11,7 +11,8 @@ parts that know nothing of each other; this is where they meet the agent.
 
 Starts :class:`~loopact.nodes.discovery.ToolDiscovery` on ``agent.registry``, an
 :class:`~loopact.nodes.inputs.InputHub` whose snapshots the agent injects at round boundaries
-(``agent.add_input_source``), the built-in inputs ``system_status`` (latest, every 10 s) and
+(``agent.add_input_source``) and whose accumulate-mode arrivals wake a continuous-mode agent
+(``agent.wake``, SPEC A7), the built-in inputs ``system_status`` (latest, every 10 s) and
 ``messages`` (accumulate text), the input tools (``read_input``; ``seewhat`` from a camera
 input when the robot has no camera of its own) and, optionally, the text channel.
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopact.agent import Agent
 from loopact.channels.ros2_text import Ros2TextChannel
 from loopact.nodes.connector import Connector
 from loopact.nodes.discovery import ToolDiscovery
@@ -71,7 +73,7 @@ class NodeAttachment:
 
 
 async def attach_nodes(
-    agent: Any,
+    agent: Agent,
     connector: Connector,
     agent_name: str = "loopact",
     *,
@@ -82,7 +84,7 @@ async def attach_nodes(
     """Discover tools and inputs for ``agent`` over ``connector``.
 
     Args:
-        agent: The :class:`~loopact.agent.runtime.Agent`.
+        agent: The agent whose registry, input sources and bus the nodes join.
         connector: The transport (started here if needed).
         agent_name: Topic prefix.
         text_channel: Also start the ROS 2 text channel (F3).
@@ -92,7 +94,7 @@ async def attach_nodes(
     """
     await connector.start()
     discovery = ToolDiscovery(connector, agent.registry, agent_name, bus=agent.bus)
-    hub = InputHub(connector, agent_name, bus=agent.bus)
+    hub = InputHub(connector, agent_name, bus=agent.bus, on_new=agent.wake)
     await discovery.start()
     await hub.start()
     agent.add_input_source(hub.take_snapshot)

@@ -4,7 +4,8 @@
 keeps, per input, either every message since the last injection (``accumulate``, bounded: the
 oldest are dropped and counted under a flood) or only the newest (``latest``). New
 accumulate-mode data becomes one snapshot user message (:meth:`InputHub.take_snapshot`) that
-the agent injects into the conversation at the next round boundary; latest-mode data is read
+the agent injects into the conversation at the next round boundary, and each arrival calls
+``on_new`` so that an idle continuous-mode agent wakes for it (SPEC A7); latest-mode data is read
 on demand (:meth:`InputHub.latest`, the ``read_input`` and ``seewhat`` tools) and appears in a
 snapshot only as a one-line status unless the input asks to be injected. Images never ride
 along in every round.
@@ -16,6 +17,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +64,8 @@ class InputHub(HeartbeatWatch):
         bus: Where to emit ``node_*`` events (None: log only).
         max_accumulate: Messages kept per accumulate-mode input between injections.
         drop_after_s: Heartbeat silence after which an input is forgotten, seconds.
+        on_new: Called (on the event loop thread) each time accumulate-mode data arrives,
+            e.g. ``agent.wake``; None for nobody.
     """
 
     _kind = "input"
@@ -78,9 +82,11 @@ class InputHub(HeartbeatWatch):
         bus: EventBus | None = None,
         max_accumulate: int = 50,
         drop_after_s: float = DROP_AFTER_S,
+        on_new: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(connector, agent, bus, drop_after_s)
         self.max_accumulate = max_accumulate
+        self.on_new = on_new
         self.inputs: dict[str, _Input] = {}
 
     def _release(self) -> None:
@@ -147,6 +153,15 @@ class InputHub(HeartbeatWatch):
             if len(inp.items) == inp.items.maxlen:
                 inp.dropped += 1
             inp.items.append(value)
+            self._notify()
+
+    def _notify(self) -> None:
+        if self.on_new is None:
+            return
+        try:
+            self.on_new()
+        except Exception:  # a broken listener must not lose the data: it stays cached
+            logger.exception("input listener %r failed", self.on_new)
 
     def check(self, now: float | None = None) -> None:
         """Forget inputs whose heartbeat has been silent for ``drop_after_s``."""
