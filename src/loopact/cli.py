@@ -70,7 +70,10 @@ def run(
         None, "--mode", help="task (default), plan, or continuous (always running)."
     ),
     context_limit: int | None = typer.Option(
-        None, "--context-limit", help="Summarise older turns above this many prompt tokens."
+        None,
+        "--context-limit",
+        help="Summarise older turns above this many prompt tokens (default: 60% of the "
+        "model's context size).",
     ),
     memory: Path | None = typer.Option(None, "--memory", help="Memory folder (a Git repo)."),
     web_host: str | None = typer.Option(None, "--web-host", help="Console address."),

@@ -364,7 +364,10 @@ agent:
                               # (always running; messages are injected, it replies through
                               # send_message; only a stop interrupts it)
   context_limit: null         # prompt tokens above which older turns are summarised
-                              # (null: never); a plain trim keeps pairs at 1.25x this
+                              # (null: 60% of the model's context size, that is
+                              # model.capabilities.context_tokens or, for the local
+                              # brain, local.context_tokens); a plain trim keeps pairs
+                              # at 1.25x this, never past 85% of the context size
   hourly_rounds: 120          # continuous mode: model rounds per rolling hour
   hourly_tokens: 400000       # continuous mode: tokens per rolling hour
   tool_calling: auto          # native (the API's tools), text (action lines such as

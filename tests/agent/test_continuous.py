@@ -7,15 +7,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.agent.helpers import call, make_agent
+from tests.agent.helpers import Recorder, call, make_agent
 
+from loopact.agent import Agent, AgentOptions
 from loopact.agent.compress import is_summary, pairing_problems
 from loopact.agent.context import ContextManager
 from loopact.agent.tools import make_send_message_tool
 from loopact.app.nodes import attach_nodes
+from loopact.llm.base import Capabilities
+from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.nodes.input import InputNode
 from loopact.nodes.local import LocalBus, LocalConnector
 from loopact.tools.base import tool
+from loopact.tools.registry import ToolRegistry
 
 
 def ack(text: str, id: str) -> dict[str, Any]:
@@ -244,3 +248,80 @@ async def test_sensor_data_wakes_an_idle_agent_without_a_user_message(
     assert start.data["source"] == "inputs" and request.task_id == start.task_id
     assert not rec.of("input")  # no user message was ever submitted
     assert "front door: opened" in json.dumps(server.requests[0].body["messages"])
+
+
+def _log_chunk(n: int) -> str:
+    return f"log chunk {n}: " + " ".join(f"line{n}-{i} ok" for i in range(170))
+
+
+async def test_long_continuous_run_is_compressed_before_it_passes_the_context(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 14 acceptance 4: with no configured limit, the default threshold (60 % of the
+    model's context size) applies; the history is summarised before any request passes the
+    context size, and every tool call keeps its result (SPEC E1, B4)."""
+    context_tokens = 4000
+
+    @tool(safety="idempotent")
+    async def read_log(chunk: int) -> str:
+        """Read one chunk of the robot's log.
+
+        Args:
+            chunk: The chunk number.
+        """
+        return _log_chunk(chunk)
+
+    def reads(first: int, last: int) -> list[dict[str, Any]]:
+        return [
+            {"tool_calls": [call("read_log", {"chunk": n}, f"r{n}")]}
+            for n in range(first, last + 1)
+        ]
+
+    def summary(upto: int) -> dict[str, Any]:
+        return {
+            "text": f"Goal: watch the log. Progress: read chunks 1 to {upto}, all lines ok.",
+            "expect": {"no_tools": True, "contains": f"log chunk {upto - 1}:"},
+        }
+
+    turns = [*reads(1, 4), summary(3), *reads(5, 6), summary(5), *reads(7, 8), summary(7)]
+    turns += [{**ack("All log lines are ok.", "done"), "expect": {"contains": "read chunks 1"}}]
+    turns.append({"text": ""})
+    server = scripted_server(turns)
+    model = OpenAIChatModel(
+        model="scripted",
+        base_url=server.base_url,
+        api_key="sk-test",
+        capabilities=Capabilities(context_tokens=context_tokens),
+    )
+    agent = Agent(
+        model,
+        ToolRegistry([read_log]),
+        AgentOptions(system_prompt="You watch a robot.", mode="continuous", workspace=tmp_path),
+    )
+    agent.registry.add(make_send_message_tool(agent))
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    runner = asyncio.ensure_future(agent.run())
+    agent.submit("watch the log")
+    await rec.wait_for(lambda e: e.type == "task_end")
+    runner.cancel()
+    await agent.close()
+    # Without compression the log chunks alone would not fit in the context.
+    assert sum(len(_log_chunk(n)) for n in range(1, 9)) // 4 > context_tokens
+    compressions = [e.data for e in rec.of("context_compressed")]
+    assert [c["method"] for c in compressions] == ["summary", "summary", "summary"]
+    # no limit configured: the default threshold, 60 % of the context size, applies
+    assert {c["limit"] for c in compressions} == {int(0.6 * context_tokens)}
+    assert all(c["after_tokens"] < c["before_tokens"] for c in compressions)
+    # every request stayed inside the context, by the server's own count (body bytes / 4)
+    sizes = [len(r.raw_body) // 4 for r in server.requests]
+    assert max(sizes) < context_tokens, sizes
+    # ... and sent every tool call with its result
+    for r in server.requests:
+        messages = r.body["messages"]
+        calls = {
+            c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
+        }
+        assert calls == {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+    assert pairing_problems(agent.history) == []
+    assert [e.data["text"] for e in rec.of("message")] == ["All log lines are ok."]

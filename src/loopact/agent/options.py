@@ -82,7 +82,9 @@ class AgentOptions:
             governor's ``stop_all``), before the model is involved (A6).
         state_provider: Returns the robot state for the ``robot_state`` event, or None.
         trace_full: Put each request's messages into ``model_request`` events (H3).
-        context: Context-window management (SPEC E1), or None to never compress.
+        context: Context-window management (SPEC E1), or None to never compress. The
+            default compresses above 60 % of the model's context size
+            (``Capabilities.context_tokens``), when the model has one.
     """
 
     bounds: Bounds = field(default_factory=Bounds)
@@ -100,4 +102,4 @@ class AgentOptions:
     stop_hooks: tuple[StopHook, ...] = ()
     state_provider: StateProvider | None = None
     trace_full: bool = False
-    context: ContextManager | None = None
+    context: ContextManager | None = field(default_factory=ContextManager)

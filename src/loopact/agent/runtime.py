@@ -98,6 +98,7 @@ class Agent:
         self._current_run: TaskRun | None = None
         self._background: set[asyncio.Future[Any]] = set()
         self._closed = False
+        self._context = self._context_for(model)
 
     # ---------------------------------------------------------------- state
     @property
@@ -149,8 +150,19 @@ class Agent:
         return self._current_run
 
     def context_manager(self) -> ContextManager | None:
-        """When the next request compresses the history (SPEC E1), or None to never."""
-        return self.options.context
+        """When the next request compresses the history (SPEC E1), or None to never.
+
+        ``options.context`` bound to the current model's context size: by default the
+        threshold is a safe fraction of that size (:mod:`loopact.agent.context`).
+        """
+        return self._context
+
+    def _context_for(self, model: Model) -> ContextManager | None:
+        ctx = self.options.context
+        if ctx is None:
+            return None
+        bound = ctx.for_model(model.capabilities.context_tokens)
+        return bound if bound.threshold is not None else None
 
     def _task_env(self) -> TaskEnv:
         return TaskEnv(
@@ -242,6 +254,7 @@ class Agent:
         """
         carried = self.model.provider in _CARRY_OVER and model.provider in _CARRY_OVER
         old, self.model = self.model, model
+        self._context = self._context_for(model)
         fut = asyncio.ensure_future(old.aclose())
         self._background.add(fut)
         fut.add_done_callback(self._background.discard)

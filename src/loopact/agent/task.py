@@ -325,15 +325,16 @@ class TaskRun:
     async def _maybe_compress(self, ctx: ContextManager) -> None:
         """Compress the history when the prompt has passed the threshold (SPEC E1)."""
         history = self.conv.history
+        threshold = ctx.threshold
         before = ctx.prompt_tokens(history)
-        if before <= ctx.limit_tokens:
+        if threshold is None or before <= threshold:
             return
         method = "kept"
         new_history = await self._summarised(ctx, history)
         if new_history is not None:
             method = "summary"
         elif before > ctx.hard_limit:
-            new_history = hard_trim(history, ctx.hard_limit, estimate_history_tokens)
+            new_history = hard_trim(history, ctx.hard_limit, ctx.prompt_tokens)
             method = "trim"
         if new_history is not None:
             self.conv.replace(new_history)
@@ -343,7 +344,7 @@ class TaskRun:
             method=method,
             before_tokens=before,
             after_tokens=ctx.prompt_tokens(self.conv.history),
-            limit=ctx.limit_tokens,
+            limit=threshold,
         )
 
     async def _summarised(

@@ -100,13 +100,11 @@ def agent_options(
         workspace: The file tools' folder.
         local: The model is the local CPU brain: model timeouts are raised to what it needs.
     """
-    context = None
-    if cfg.agent.context_limit is not None:
-        recorder = memory.recorder
-        context = ContextManager(
-            cfg.agent.context_limit,
-            checkpoint=recorder.checkpoint if recorder is not None else None,
-        )
+    recorder = memory.recorder
+    context = ContextManager(
+        cfg.agent.context_limit,
+        checkpoint=recorder.checkpoint if recorder is not None else None,
+    )
     bounds = Bounds(**cfg.agent.bounds.model_dump())
     if local:
         # A CPU model reads a long prompt slowly (minutes on a busy 2-core machine): give

@@ -34,7 +34,9 @@ class Capabilities:
         native_tool_calls: Has a ``tools`` parameter; when False, calls are read from text.
         parallel_tool_calls: May return several calls in one response.
         constrained_decoding: Supports grammar / JSON-schema constrained output.
-        context_tokens: Context window size in tokens.
+        context_tokens: Context window size in tokens; None when it is not the loop's
+            business (a Dify app keeps the conversation itself): the loop's default
+            compression threshold is a fraction of it (SPEC E1).
         stream_usage: Accepts ``stream_options: {include_usage: true}`` (OpenAI protocol).
     """
 
@@ -42,7 +44,7 @@ class Capabilities:
     native_tool_calls: bool = True
     parallel_tool_calls: bool = True
     constrained_decoding: bool = False
-    context_tokens: int = 128_000
+    context_tokens: int | None = 128_000
     stream_usage: bool = True
 
 

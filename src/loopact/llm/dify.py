@@ -53,9 +53,11 @@ DIFY_CAPABILITIES = Capabilities(
     native_tool_calls=False,
     parallel_tool_calls=False,
     constrained_decoding=False,
+    context_tokens=None,
     stream_usage=False,
 )
-"""What a Dify chat app can do: images via uploads, no native tool calls."""
+"""What a Dify chat app can do: images via uploads, no native tool calls. The app keeps the
+conversation (only new text is sent), so its context window is not the loop's to manage."""
 
 _ANSWER_EVENTS = frozenset({"message", "agent_message"})
 _NO_VISION_NOTE = "[image omitted: this model has no vision]"
