@@ -4,7 +4,8 @@ Where it comes from, first match wins: ``--config PATH``; ``./loopact.yaml``; ``
 in the user config folder (platformdirs). Then environment variables override (read here and
 nowhere else): ``LOOPACT_API_KEY``, ``LOOPACT_BASE_URL``, ``LOOPACT_MODEL``,
 ``LOOPACT_PROVIDER``, ``LOOPACT_ROBOT``, ``LOOPACT_ROBOT_PROFILE``, ``LOOPACT_LANG`` and the
-provider's usual key (``OPENAI_API_KEY``). Then CLI flags override those.
+provider's usual key (``OPENAI_API_KEY``); the SMTP password comes from the variable that
+``messages.email.password_env`` names. Then CLI flags override those.
 Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
 """
 
@@ -174,6 +175,63 @@ class MemoryConfig(pydantic.BaseModel):
     snapshot_retention: int = pydantic.Field(200, ge=1)
 
 
+class ShellConfig(pydantic.BaseModel):
+    """``tools.shell``: the ``shell_exec`` tool (issue 19, SPEC C6); absent unless enabled."""
+
+    model_config = _STRICT
+    enabled: bool = False
+    allow: dict[str, list[str]] = pydantic.Field(default_factory=dict)
+    timeout_s: float = pydantic.Field(10.0, gt=0)
+    max_output_chars: int = pydantic.Field(8000, ge=100)
+
+
+class ToolsConfig(pydantic.BaseModel):
+    """``tools``: settings of built-in general tools (issue 19)."""
+
+    model_config = _STRICT
+    shell: ShellConfig = ShellConfig()
+
+
+class EmailConfig(pydantic.BaseModel):
+    """``messages.email``: the ``email`` channel of ``send_message`` (issue 19, SPEC C6).
+
+    The password is read from the environment variable named by ``password_env`` when the
+    configuration is loaded (:meth:`password`); it is never written in the file.
+    """
+
+    model_config = _STRICT
+    host: str
+    port: int = pydantic.Field(587, ge=1, le=65535)
+    starttls: bool = True
+    username: str | None = None
+    password_env: str | None = None
+    from_addr: str = pydantic.Field(pattern=r"^[^@\s]+@[^@\s]+$")
+    allow_to: list[str] = pydantic.Field(default_factory=list)
+    ca_file: Path | None = None
+    timeout_s: float = pydantic.Field(20.0, gt=0)
+    subject: str | None = None
+    _password: str | None = pydantic.PrivateAttr(None)
+
+    def password(self) -> str | None:
+        """The password from ``password_env`` (None when unset); never log it."""
+        return self._password
+
+
+class TopicMessagesConfig(pydantic.BaseModel):
+    """``messages.ros2``: the ``ros2`` channel; ``to`` is a topic (``std_msgs/String``)."""
+
+    model_config = _STRICT
+    allow_to: list[str] = pydantic.Field(default_factory=list)
+
+
+class MessagesConfig(pydantic.BaseModel):
+    """``messages``: channels of ``send_message`` beyond the console (issue 19, SPEC C6)."""
+
+    model_config = _STRICT
+    email: EmailConfig | None = None
+    ros2: TopicMessagesConfig | None = None
+
+
 class Config(pydantic.BaseModel):
     """The whole configuration file."""
 
@@ -186,6 +244,8 @@ class Config(pydantic.BaseModel):
     memory: MemoryConfig = MemoryConfig()
     web: WebConfig = WebConfig()
     local: LocalConfig = LocalConfig()
+    tools: ToolsConfig = ToolsConfig()
+    messages: MessagesConfig = MessagesConfig()
 
     @property
     def endpoint_configured(self) -> bool:
@@ -304,7 +364,7 @@ def load_config(
     data = _merge(data, env_given)
     data = _merge(data, flags_given)
     try:
-        return Config.model_validate(data), source
+        cfg = Config.model_validate(data)
     except pydantic.ValidationError as exc:
         loc = exc.errors()[0]["loc"]
         if _has_path(flags_given, loc):
@@ -314,6 +374,10 @@ def load_config(
         else:
             where = str(source) if source else "configuration"
         raise _format_error(exc, where) from None
+    email = cfg.messages.email
+    if email is not None and email.password_env:
+        email._password = env.get(email.password_env) or None
+    return cfg, source
 
 
 def _has_path(data: Mapping[str, Any], loc: tuple[int | str, ...]) -> bool:
@@ -414,6 +478,32 @@ memory:
   machine_id: null            # prefix of diary entries; null: /etc/machine-id or hostname
   snapshots: true             # a JSON snapshot of the context per model round
   snapshot_retention: 200     # snapshots kept per machine
+
+tools:
+  shell:
+    enabled: false            # shell_exec is absent unless true
+    allow: {}                 # executable -> allowed first arguments ([] = any), e.g.
+                              #   uptime: []
+                              #   ls: []
+                              #   systemctl: [status]
+    timeout_s: 10             # the command's process group is killed after this
+    max_output_chars: 8000    # stdout + stderr kept for the model (the rest is cut)
+
+# messages: channels of send_message beyond the console; each exists only when set.
+# messages:
+#   email:                    # send_message(channel="email", to=..., text=...)
+#     host: 127.0.0.1
+#     port: 587
+#     starttls: true          # required unless false; the certificate is verified
+#     username: robot
+#     password_env: LOOPACT_SMTP_PASSWORD   # the password is read from this variable
+#     from_addr: robot@example.com
+#     allow_to: [ops@example.com]           # only these recipients (* wildcards)
+#     ca_file: null           # PEM file of a private CA
+#     timeout_s: 20           # per SMTP step
+#     subject: null           # null: the message's first line
+#   ros2:                     # send_message(channel="ros2", to=TOPIC): std_msgs/String
+#     allow_to: [/ops/chat]
 
 # local: the offline brain, used only when no endpoint (base_url / API key) is configured.
 # See docs/local-brain.md. `make local-brain` builds and downloads what it needs.

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from loopact.agent.runtime import Agent
-from loopact.errors import TaskFailed, ToolError
-from loopact.tools.base import FunctionTool, SafetyClass, Tool, ToolContext, ToolResult
+from loopact.errors import TaskFailed
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.builtin.messages import ConsoleChannel, MessageChannel
+from loopact.tools.builtin.messages import make_send_message_tool as build_send_message_tool
 
 
 class AgentCallTool(Tool):
@@ -55,22 +58,19 @@ class AgentCallTool(Tool):
         )
 
 
-def make_send_message_tool(agent: Agent) -> Tool:
-    """``send_message(text)``: how the agent talks to people in continuous mode (A7, C6).
+def make_send_message_tool(agent: Agent, channels: Sequence[MessageChannel] = ()) -> Tool:
+    """``send_message(channel, to, text)``: how the agent talks to people (A7, C6).
 
-    Emits a ``message {text, source: "agent"}`` event that every channel shows (terminal,
-    web, ROS 2 text output) and the trace records.
+    The ``console`` channel (the default, so ``send_message(text)`` works as it always has)
+    emits a ``message {text, source: "agent"}`` event that every channel shows (terminal,
+    web, ROS 2 text output) and the trace records; ``channels`` adds the configured ones
+    (email, ROS 2 topic, MQTT; see :mod:`loopact.tools.builtin.messages`).
+
+    Args:
+        agent: The agent whose event bus the console channel emits on.
+        channels: Further channels, each with its recipient allow-list.
+
+    Raises:
+        ValueError: Two channels share a name.
     """
-
-    async def send_message(text: str, ctx: ToolContext) -> str:
-        """Send a message to the people you work with (acknowledge, ask, report).
-
-        Args:
-            text: The message, short and plain.
-        """
-        if not text.strip():
-            raise ToolError("send_message needs some text")
-        agent.bus.emit("message", ctx.task_id, text=text, source="agent")
-        return "delivered"
-
-    return FunctionTool(send_message, safety=SafetyClass.IDEMPOTENT, reentrant=True)
+    return build_send_message_tool([ConsoleChannel(agent.bus), *channels])

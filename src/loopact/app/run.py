@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
 from loopact.agent.tools import AgentCallTool, make_send_message_tool
+from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain
 from loopact.app.memory import OpenedMemory, open_memory
+from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.robot import Body, open_body
 from loopact.config import Config
@@ -31,6 +34,7 @@ from loopact.errors import ConfigError
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
+from loopact.tools.builtin.messages import MessageChannel
 from loopact.tools.registry import ToolRegistry
 
 
@@ -49,7 +53,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
     from loopact.tools.builtin import make_builtin_tools
 
     workspace = _workspace(cfg)
-    registry = ToolRegistry(make_builtin_tools(workspace))
+    registry = ToolRegistry([*make_builtin_tools(workspace), *general_tools(cfg, workspace)])
     bus = EventBus()
     async with AsyncExitStack() as stack:
         cfg, brain = await start_local_brain(cfg, stack, bus)
@@ -61,7 +65,8 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         model = make_model(cfg, local_brain=brain)
         options = agent_options(cfg, body, memory, workspace, local=brain is not None)
         options = dataclasses.replace(options, interactive=once is None)
-        agent = _make_agent(cfg, model, registry, options, stack, bus)
+        channels = await open_message_channels(cfg, stack, body.connector)
+        agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
         await _attach(cfg, agent, body, memory, stack, once, config_source)
         if brain is not None and cfg.local.prompt_cache:
             await prepare_local_prompt(agent)
@@ -147,12 +152,14 @@ def _make_agent(
     options: AgentOptions,
     stack: AsyncExitStack,
     bus: EventBus,
+    channels: Sequence[MessageChannel] = (),
 ) -> Agent:
-    """The agent with its own tools (``agent_call``; ``send_message`` in continuous mode)."""
+    """The agent with its own tools: ``agent_call``; ``send_message`` in continuous mode or
+    when message channels are configured (issue 19)."""
     agent = Agent(model, registry, options, bus=bus)
     registry.add(AgentCallTool(agent))
-    if cfg.agent.mode == "continuous":
-        registry.add(make_send_message_tool(agent))
+    if cfg.agent.mode == "continuous" or channels:
+        registry.add(make_send_message_tool(agent, channels))
     stack.push_async_callback(agent.close)
     return agent
 

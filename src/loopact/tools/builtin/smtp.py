@@ -1,0 +1,161 @@
+"""The ``email`` message channel: SMTP with STARTTLS and login (SPEC C6; config ``messages.email``).
+
+One SMTP session per message, run by :mod:`smtplib` in a worker thread with a socket timeout
+on every step, so a server that stops answering ends the call instead of hanging it. The
+message is ``text/plain; charset=utf-8`` (any language arrives intact). When ``starttls`` is
+set the session is upgraded before the login and the server's certificate is verified (the
+system's CA store, or ``ca_file``); a server that does not offer STARTTLS is refused rather
+than sending the password in clear. Every refusal of the server (login, sender, recipient,
+data) becomes a failed result naming the SMTP code and text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import smtplib
+import socket
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from pathlib import Path
+
+from loopact.errors import ToolError
+from loopact.tools.base import ToolContext
+from loopact.tools.builtin.messages import MessageChannel
+
+SUBJECT_CHARS = 60
+"""The subject line is the message's first line, cut to this many characters."""
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    """Where and how to send email (``messages.email``).
+
+    Attributes:
+        host: SMTP server host name or address.
+        port: TCP port (587 for submission with STARTTLS).
+        starttls: Upgrade to TLS with STARTTLS before logging in (required when True).
+        username: Login name, or None for no login.
+        password: The password (from the environment variable ``password_env``), or None.
+        from_addr: The sender address.
+        ca_file: PEM file of CAs to trust instead of the system store (a private CA).
+        timeout_s: Socket timeout of each SMTP step, in seconds.
+        subject: A fixed subject; None uses the message's first line.
+    """
+
+    host: str
+    port: int
+    starttls: bool
+    username: str | None
+    password: str | None
+    from_addr: str
+    ca_file: Path | None = None
+    timeout_s: float = 20.0
+    subject: str | None = None
+
+
+class EmailChannel(MessageChannel):
+    """``send_message(channel="email", to=ADDRESS, text=...)`` over SMTP.
+
+    Args:
+        settings: The SMTP settings.
+        allow_to: Addresses (``*`` wildcards allowed) mail may go to.
+    """
+
+    name = "email"
+    description = "email; `to` is an email address"
+
+    def __init__(self, settings: SmtpSettings, allow_to: Sequence[str]) -> None:
+        super().__init__(allow_to=list(allow_to), timeout_s=settings.timeout_s * 3)
+        self.settings = settings
+
+    async def deliver(self, to: str | None, text: str, ctx: ToolContext) -> str:
+        """Send one email to ``to``.
+
+        Raises:
+            ToolError: The server is unreachable, refuses STARTTLS, the login, the sender,
+                the recipient or the message, or stops answering.
+        """
+        assert to is not None  # check_recipient() ran
+        message = self._compose(to, text)
+        await asyncio.to_thread(self._send, message, to)
+        return f"email sent to {to}"
+
+    def _compose(self, to: str, text: str) -> EmailMessage:
+        s = self.settings
+        msg = EmailMessage()
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        subject = s.subject or (
+            first if len(first) <= SUBJECT_CHARS else first[: SUBJECT_CHARS - 3] + "..."
+        )
+        msg["Subject"] = subject
+        msg["From"] = s.from_addr
+        msg["To"] = to
+        msg["Date"] = formatdate(localtime=True)
+        msg["Message-ID"] = make_msgid(domain=s.from_addr.rpartition("@")[2] or None)
+        msg.set_content(text, charset="utf-8")
+        return msg
+
+    def _send(self, message: EmailMessage, to: str) -> None:
+        s = self.settings
+        where = f"SMTP server {s.host}:{s.port}"
+        try:
+            with smtplib.SMTP(s.host, s.port, timeout=s.timeout_s) as smtp:
+                smtp.ehlo()
+                if s.starttls:
+                    if not smtp.has_extn("starttls"):
+                        raise ToolError(
+                            f"{where} does not offer STARTTLS; not sending credentials or mail "
+                            "in clear (set messages.email.starttls: false only for a trusted "
+                            "local relay)"
+                        )
+                    context = ssl.create_default_context(
+                        cafile=str(s.ca_file) if s.ca_file else None
+                    )
+                    smtp.starttls(context=context)
+                    smtp.ehlo()
+                if s.username:
+                    smtp.login(s.username, s.password or "")
+                refused = smtp.send_message(message, from_addr=s.from_addr, to_addrs=[to])
+        except ToolError:
+            raise
+        except smtplib.SMTPAuthenticationError as exc:
+            raise ToolError(f"{where} refused the login of {s.username!r}: {_reply(exc)}") from None
+        except smtplib.SMTPRecipientsRefused as exc:
+            codes = "; ".join(
+                f"{rcpt}: {code} {_text(msg)}" for rcpt, (code, msg) in exc.recipients.items()
+            )
+            raise ToolError(f"{where} refused the recipient: {codes}; nothing was sent") from None
+        except smtplib.SMTPSenderRefused as exc:
+            raise ToolError(
+                f"{where} refused the sender {s.from_addr}: {exc.smtp_code} {_text(exc.smtp_error)}"
+            ) from None
+        except smtplib.SMTPResponseException as exc:
+            raise ToolError(f"{where} refused the message: {_reply(exc)}") from None
+        except smtplib.SMTPNotSupportedError as exc:
+            raise ToolError(f"{where}: {exc} (check messages.email.username)") from None
+        except ssl.SSLError as exc:
+            raise ToolError(
+                f"TLS with {where} failed: {exc.reason or exc} (a private CA? set "
+                "messages.email.ca_file)"
+            ) from None
+        except (TimeoutError, smtplib.SMTPServerDisconnected) as exc:
+            if not isinstance(exc, (socket.timeout, TimeoutError)) and "timed out" not in str(exc):
+                raise ToolError(f"{where} closed the connection: {exc}") from None
+            raise ToolError(
+                f"{where} did not answer within {s.timeout_s:g} s; the email may not have been sent"
+            ) from None
+        except (smtplib.SMTPException, OSError) as exc:
+            raise ToolError(f"cannot send email through {where}: {exc}") from None
+        if refused:
+            raise ToolError(f"{where} refused {', '.join(refused)}")
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def _reply(exc: smtplib.SMTPResponseException) -> str:
+    return f"{exc.smtp_code} {_text(exc.smtp_error)}"
