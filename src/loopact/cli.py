@@ -98,6 +98,12 @@ def run(
     profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
     site: str | None = typer.Option(None, "--site", help="Site map name or path."),
     sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="Sim scenario: default or moving-target."
+    ),
+    sim_log: Path | None = typer.Option(
+        None, "--sim-log", help="Sim: write ground-truth poses here (JSON Lines, 20 Hz)."
+    ),
     workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
     once: str | None = typer.Option(None, "--once", help="Run one instruction and exit."),
@@ -110,7 +116,14 @@ def run(
     _setup_logging(verbose)
     overrides: dict[str, Any] = {
         "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
-        "robot": {"kind": robot, "profile": profile, "site": site, "sim_speed": sim_speed},
+        "robot": {
+            "kind": robot,
+            "profile": profile,
+            "site": site,
+            "sim_speed": sim_speed,
+            "scenario": scenario,
+            "sim_log": sim_log,
+        },
         "agent": {
             "workspace": workspace,
             "lang": lang,
@@ -273,8 +286,20 @@ def scripted_server(
 
 @sim_app.callback(invoke_without_command=True)
 def sim(
+    describe: bool = typer.Option(
+        False, "--describe", help="Print the world as JSON (objects, line, waypoints; m, deg)."
+    ),
     snapshot: Path | None = typer.Option(
-        None, "--snapshot", help="Write camera.png and topdown.png of the world into DIR."
+        None,
+        "--snapshot",
+        help="Write camera.png and topdown.png of the world into DIR "
+        "(+ trajectory.png with --sim-log).",
+    ),
+    scenario: str = typer.Option("default", "--scenario", help="default or moving-target."),
+    sim_log: Path | None = typer.Option(
+        None,
+        "--sim-log",
+        help="With --snapshot: draw this log's trajectory; with --ros2: write one.",
     ),
     ros2: bool = typer.Option(
         False, "--ros2", help="Run the simulator as a ROS 2 robot (odom, camera, cmd_vel, head)."
@@ -288,17 +313,38 @@ def sim(
     camera_hz: float = typer.Option(10.0, "--camera-hz", help="With --ros2: camera rate, Hz."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Work with the simulated robot (``--snapshot DIR`` writes two PNGs; ``--ros2`` serves it)."""
+    """Work with the simulated robot: ``--describe``, ``--snapshot DIR``, ``--ros2``."""
+    from loopact.sim.scenarios import SCENARIOS
+
+    if scenario not in SCENARIOS:
+        err.print(
+            f"loopact sim: unknown scenario {scenario!r}; valid: {', '.join(SCENARIOS)}",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_USAGE)
+    if describe:
+        from loopact.sim.describe import describe_world
+
+        typer.echo(json.dumps(describe_world(scenario), indent=2, ensure_ascii=False))
+        return
     if ros2:
         _setup_logging(verbose)
         from loopact.sim.ros2_bridge import run_sim_ros2
 
         _run_service(
-            run_sim_ros2(profile, site, agent_name, with_base=not no_base, camera_hz=camera_hz)
+            run_sim_ros2(
+                profile,
+                site,
+                agent_name,
+                with_base=not no_base,
+                camera_hz=camera_hz,
+                scenario=scenario,
+                sim_log=sim_log,
+            )
         )
         return
     if snapshot is None:
-        err.print("loopact sim: give --snapshot DIR or --ros2", markup=False)
+        err.print("loopact sim: give --describe, --snapshot DIR or --ros2", markup=False)
         raise typer.Exit(EXIT_USAGE)
     if (profile, site) != ("sim", "sim_room"):
         err.print(
@@ -309,8 +355,14 @@ def sim(
         raise typer.Exit(EXIT_USAGE)
     from loopact.sim import write_snapshot
 
+    if sim_log is not None and not sim_log.is_file():
+        err.print(f"loopact sim: --sim-log {sim_log} is not a file", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     try:
-        paths = write_snapshot(snapshot)
+        paths = write_snapshot(snapshot, scenario=scenario, sim_log=sim_log)
+    except ValueError as exc:
+        err.print(f"loopact: cannot read the sim log: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
     except LoopactError as exc:
         err.print(f"loopact: {exc}", markup=False)
         raise typer.Exit(EXIT_ERROR) from None

@@ -103,6 +103,8 @@ class RobotConfig(pydantic.BaseModel):
     profile: str = "sim"
     site: str = "sim_room"
     sim_speed: float = pydantic.Field(1.0, gt=0)
+    scenario: Literal["default", "moving-target"] = "default"
+    sim_log: Path | None = None
 
 
 class TraceConfig(pydantic.BaseModel):
@@ -460,6 +462,8 @@ robot:
   profile: sim                # hardware profile: sim, turtlebot4, mecanum_ptz, or a YAML path
   site: sim_room              # site map with waypoints and geofence, or a YAML path
   sim_speed: 1.0              # simulated time per real second
+  scenario: default           # sim only: default, or moving-target (a cyan ball circling)
+  sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
 
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)

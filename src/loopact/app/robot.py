@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopact.config import Config
@@ -29,6 +30,8 @@ async def open_robot(
     site: str = "sim_room",
     speed: float = 1.0,
     gate: ImageGate | None = None,
+    scenario: str = "default",
+    sim_log: Path | None = None,
 ) -> RobotSession:
     """Start an in-process robot, its governor and its tools (SPEC D1, D6, X3).
 
@@ -38,10 +41,13 @@ async def open_robot(
         site: Site map name or YAML path.
         speed: Simulation speed (simulated seconds per wall second), ``sim`` only.
         gate: The image gate (default :class:`ImageGate` defaults).
+        scenario: Simulator scenario (``default``, ``moving-target``), ``sim`` only.
+        sim_log: Ground-truth pose log (JSON Lines) of the simulator, ``sim`` only.
 
     Raises:
-        ConfigError: Unknown kind, profile or site, or a bad file (the key is named).
+        ConfigError: Unknown kind, profile, site or scenario, or a bad file (the key is named).
         RobotError: The robot could not start.
+        OSError: The sim log cannot be created.
     """
     if kind not in ROBOT_KINDS:
         raise ConfigError(
@@ -50,7 +56,7 @@ async def open_robot(
         )
     from loopact.sim import open_sim
 
-    return await open_sim(profile, site, speed=speed, gate=gate)
+    return await open_sim(profile, site, speed=speed, gate=gate, scenario=scenario, sim_log=sim_log)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,12 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
         NodeError: ROS 2 is unavailable (``robot.kind: ros2``).
     """
     kind = cfg.robot.kind
+    if kind != "sim" and (cfg.robot.sim_log is not None or cfg.robot.scenario != "default"):
+        raise ConfigError(
+            "robot.sim_log and robot.scenario apply to the simulator only (--robot sim); "
+            f"this run drives robot.kind {kind!r}",
+            key="robot.sim_log" if cfg.robot.sim_log is not None else "robot.scenario",
+        )
     if kind == "none":
         return Body(kind)
     connector = None
@@ -110,8 +122,19 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
             connector, cfg.robot.profile, cfg.robot.site, cfg.agent.name
         )
     else:
-        session = await open_robot(
-            kind, cfg.robot.profile, cfg.robot.site, speed=cfg.robot.sim_speed
-        )
+        try:
+            session = await open_robot(
+                kind,
+                cfg.robot.profile,
+                cfg.robot.site,
+                speed=cfg.robot.sim_speed,
+                scenario=cfg.robot.scenario,
+                sim_log=cfg.robot.sim_log,
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"robot.sim_log {cfg.robot.sim_log} cannot be written: {exc.strerror or exc}",
+                key="robot.sim_log",
+            ) from None
     stack.push_async_callback(session.close)
     return Body(kind, session, connector)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,23 +61,33 @@ class SimRobot:
         self.freeze_time_while_rendering = True
 
     @classmethod
-    async def create(cls, speed: float = 1.0, width: int = 640, height: int = 480) -> SimRobot:
+    async def create(
+        cls,
+        speed: float = 1.0,
+        width: int = 640,
+        height: int = 480,
+        scenario: str = "default",
+        sim_log: Path | None = None,
+    ) -> SimRobot:
         """Start a simulator and its renderer.
 
         Args:
             speed: Simulated seconds per wall second (``float("inf")``: as fast as possible).
             width: Camera width in pixels.
             height: Camera height in pixels.
+            scenario: ``default`` or ``moving-target`` (:mod:`loopact.sim.scenarios`).
+            sim_log: Write the ground-truth pose log here (:mod:`loopact.sim.simlog`).
 
         Returns:
             The running robot at (0, 0), yaw 0, head pan 0 and tilt
             :data:`loopact.sim.world.DEFAULT_HEAD_TILT_RAD` (looking a little down).
 
         Raises:
-            ConfigError: ``speed`` is not positive.
+            ConfigError: ``speed`` is not positive, or an unknown scenario.
             RobotError: MuJoCo or the GL context is unavailable.
+            OSError: The sim log cannot be created.
         """
-        sim = await asyncio.to_thread(Simulator, speed, width, height)
+        sim = await asyncio.to_thread(Simulator, speed, width, height, scenario, sim_log)
         renderer = RenderWorker(sim.model, width, height)
         try:
             await asyncio.to_thread(renderer.start)

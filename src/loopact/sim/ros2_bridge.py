@@ -22,6 +22,7 @@ import contextlib
 import logging
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -234,8 +235,12 @@ async def run_sim_ros2(
     with_base: bool = True,
     camera_hz: float = 10.0,
     speed: float = 1.0,
+    scenario: str = "default",
+    sim_log: Path | None = None,
 ) -> int:
     """``loopact sim --ros2``: simulator + (by default) base governor until SIGINT/SIGTERM.
+
+    ``scenario`` and ``sim_log`` are those of :class:`~loopact.sim.simulator.Simulator`.
 
     Raises:
         ConfigError: Bad profile, site or speed.
@@ -255,7 +260,11 @@ async def run_sim_ros2(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     robot = await SimRobot.create(
-        speed=speed, width=prof.camera.width_px, height=prof.camera.height_px
+        speed=speed,
+        width=prof.camera.width_px,
+        height=prof.camera.height_px,
+        scenario=scenario,
+        sim_log=sim_log,
     )
     sim_conn = Ros2Connector("loopact_sim")
     bridge = SimRos2Bridge(robot, sim_conn, prof, camera_hz=camera_hz)

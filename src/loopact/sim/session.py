@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import cast
 
 from loopact.robot.interface import Robot
@@ -26,6 +27,8 @@ async def open_sim(
     site: str = "sim_room",
     speed: float = 1.0,
     gate: ImageGate | None = None,
+    scenario: str = "default",
+    sim_log: Path | None = None,
 ) -> RobotSession:
     """Start the MuJoCo robot, its safety governor and its tools (SPEC D1, D6, X3).
 
@@ -36,16 +39,20 @@ async def open_sim(
         site: Site map name or YAML path.
         speed: Simulated seconds per wall second (``float("inf")``: as fast as possible).
         gate: The image gate (default :class:`~loopact.vision.gate.ImageGate` defaults).
+        scenario: ``default`` or ``moving-target`` (:mod:`loopact.sim.scenarios`).
+        sim_log: Write the simulator's ground-truth poses here (JSON Lines,
+            :mod:`loopact.sim.simlog`), or None.
 
     Raises:
-        ConfigError: Unknown profile or site, a bad file (the key is named), or a speed that
-            is not positive.
+        ConfigError: Unknown profile, site or scenario, a bad file (the key is named), or a
+            speed that is not positive.
         RobotError: MuJoCo or the GL context is unavailable.
+        OSError: The sim log cannot be created.
     """
     prof = load_profile(profile)
     site_map = load_site(site)
     # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
-    robot = cast(Robot, await SimRobot.create(speed=speed))
+    robot = cast(Robot, await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log))
     try:
         session = start_session(robot, prof, site_map, gate)
     except BaseException:

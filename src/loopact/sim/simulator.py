@@ -19,7 +19,8 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,8 @@ from loopact.errors import ConfigError, RobotError
 from loopact.robot.interface import normalize_angle
 from loopact.sim import world
 from loopact.sim.render import import_mujoco
+from loopact.sim.scenarios import Scenario, get_scenario
+from loopact.sim.simlog import SimLog
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,7 @@ class SimState:
         angular_radps: Yaw rate in rad/s, counter-clockwise positive.
         pan_rad: Head pan in radians, left positive.
         tilt_rad: Head tilt in radians, down positive.
+        movers: The scenario's moving objects, name -> ``(x_m, y_m)``.
     """
 
     stamp_s: float
@@ -64,6 +68,7 @@ class SimState:
     angular_radps: float
     pan_rad: float
     tilt_rad: float
+    movers: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -122,21 +127,36 @@ class Simulator:
         width: Camera width in pixels (sets the camera's vertical FOV, see
             :func:`loopact.sim.world.build_mjcf`).
         height: Camera height in pixels.
+        scenario: The scenario (``default``, ``moving-target``, see
+            :mod:`loopact.sim.scenarios`), by name or as a :class:`Scenario`.
+        sim_log: Write the ground-truth poses here as JSON Lines (:class:`SimLog`), or None.
 
     Raises:
-        ConfigError: ``speed`` is not positive (key ``sim.speed``).
+        ConfigError: ``speed`` is not positive (key ``sim.speed``), or an unknown scenario.
         RobotError: MuJoCo is missing or the model does not compile.
+        OSError: The sim log cannot be created.
     """
 
-    def __init__(self, speed: float = 1.0, width: int = 640, height: int = 480) -> None:
+    def __init__(
+        self,
+        speed: float = 1.0,
+        width: int = 640,
+        height: int = 480,
+        scenario: str | Scenario = "default",
+        sim_log: Path | None = None,
+    ) -> None:
         if not speed > 0:
             raise ConfigError(f"simulator speed must be > 0 (or inf), got {speed!r}", "sim.speed")
+        self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
         self._mj = import_mujoco()
         self.speed = float(speed)
         self.width = width
         self.height = height
+        movers = self.scenario.movers
         try:
-            self.model: Any = self._mj.MjModel.from_xml_string(world.build_mjcf(width, height))
+            self.model: Any = self._mj.MjModel.from_xml_string(
+                world.build_mjcf(width, height, movers=movers)
+            )
         except ValueError as exc:
             raise RobotError(f"simulator model failed to compile: {exc}") from exc
         self.model.opt.timestep = TIMESTEP_S
@@ -148,6 +168,15 @@ class Simulator:
         }
         self._vadr = {n: int(m.jnt_dofadr[m.joint(n).id]) for n in ("base_x", "base_y", "base_yaw")}
         self._act = {n: int(m.actuator(n).id) for n in ("drive_x", "drive_y", "drive_yaw")}
+        self._mover_adr = [
+            (
+                mv,
+                int(m.jnt_qposadr[m.joint(f"mover_{mv.name}_x").id]),
+                int(m.jnt_qposadr[m.joint(f"mover_{mv.name}_y").id]),
+            )
+            for mv in movers
+        ]
+        self._place_movers(0.0)
         self._act_pan = int(m.actuator("pan").id)
         self._act_tilt = int(m.actuator("tilt").id)
         self._data.qpos[self._qadr["head_pan"]] = world.DEFAULT_HEAD_PAN_RAD
@@ -175,6 +204,9 @@ class Simulator:
         self._error: str | None = None
         self._holds = 0
         self.steps_taken = 0
+        self._log = SimLog(sim_log) if sim_log is not None else None
+        if self._log is not None:
+            self._log.write(self._state)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -290,6 +322,8 @@ class Simulator:
             if thread.is_alive():
                 logger.warning("physics thread did not stop within %.1f s", timeout_s)
         self._fail_sleepers("simulator closed")
+        if self._log is not None:
+            self._log.close()
 
     # -- clock support ------------------------------------------------------------------------
 
@@ -327,6 +361,12 @@ class Simulator:
 
     # -- physics thread -----------------------------------------------------------------------
 
+    def _place_movers(self, t_s: float) -> None:
+        """Put every mover where its path says it is at ``t_s`` (kinematic, no dynamics)."""
+        d = self._data
+        for mv, ax, ay in self._mover_adr:
+            d.qpos[ax], d.qpos[ay] = mv.path.position(t_s)
+
     def _read_state(self) -> SimState:
         d = self._data
         q, v = self._qadr, self._vadr
@@ -342,6 +382,9 @@ class Simulator:
             angular_radps=float(d.qvel[v["base_yaw"]]),
             pan_rad=float(d.qpos[q["head_pan"]]),
             tilt_rad=float(d.qpos[q["head_tilt"]]),
+            movers={
+                mv.name: (float(d.qpos[ax]), float(d.qpos[ay])) for mv, ax, ay in self._mover_adr
+            },
         )
 
     def _control(self, dt: float) -> None:
@@ -376,6 +419,9 @@ class Simulator:
         d.ctrl[self._act["drive_yaw"]] = w_sp
         d.ctrl[self._act_pan] = pan
         d.ctrl[self._act_tilt] = tilt
+        if self._mover_adr:
+            # where the movers are at the end of this tick (their velocities stay zero)
+            self._place_movers(float(d.time) + dt)
 
     def _run(self) -> None:
         mj, m, d = self._mj, self.model, self._data
@@ -397,6 +443,8 @@ class Simulator:
                 with self._lock:
                     self._state = state
                 self._time = state.stamp_s
+                if self._log is not None:
+                    self._log.write(state)
                 self._wake_due(state.stamp_s)
                 n_bad = int(d.warning[bad_qacc].number)
                 if n_bad > warned:

@@ -1,6 +1,8 @@
 """Write PNG snapshots of the simulated world (``loopact sim --snapshot DIR``; SPEC D6, F6).
 
-Synchronous on purpose: the CLI calls it outside any event loop.
+With ``--sim-log FILE`` it also draws the logged trajectory (the robot's path, and the paths of
+the scenario's moving objects) over the top-down view as ``trajectory.png``: a picture a person
+can look at after a run. Synchronous on purpose: the CLI calls it outside any event loop.
 """
 
 from __future__ import annotations
@@ -8,21 +10,33 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from loopact.errors import RobotError
-from loopact.sim.render import RenderWorker
+from loopact.sim import world
+from loopact.sim.render import TOPDOWN_SIZE, RenderWorker
+from loopact.sim.simlog import read_sim_log
 from loopact.sim.simulator import Simulator
 
 logger = logging.getLogger(__name__)
 
 SETTLE_S = 0.1  # simulated seconds to run before the snapshot
 _WAIT_S = 30.0  # wall-clock limit for settling and each render
+_PATH_RGB = (255, 120, 0)  # colours of the drawing (RGB)
+_MOVER_RGB = (20, 20, 20)
 
 
 def write_snapshot(
-    directory: Path, speed: float = float("inf"), width: int = 640, height: int = 480
+    directory: Path,
+    speed: float = float("inf"),
+    width: int = 640,
+    height: int = 480,
+    scenario: str = "default",
+    sim_log: Path | None = None,
 ) -> list[Path]:
     """Start the simulator, let it settle, and write the start view and a top-down view.
 
@@ -31,18 +45,24 @@ def write_snapshot(
         speed: Simulator speed (simulated seconds per wall second) while settling.
         width: Camera width in pixels.
         height: Camera height in pixels.
+        scenario: The scenario to show (``default``, ``moving-target``).
+        sim_log: A ``--sim-log`` file whose trajectory to draw into ``trajectory.png``.
 
     Returns:
         ``[directory/"camera.png", directory/"topdown.png"]``: the robot's camera view at the
-        start pose (head centred, looking a little down) and the whole room from above.
+        start pose (head centred, looking a little down) and the whole room from above; then
+        ``directory/"trajectory.png"`` when ``sim_log`` is given.
 
     Raises:
         RobotError: MuJoCo or the GL context is unavailable, or rendering failed.
-        OSError: The directory or files cannot be written.
+        ConfigError: Unknown scenario.
+        OSError: The directory or files cannot be written, or the sim log cannot be read.
+        ValueError: The sim log is not JSON Lines of poses.
     """
     directory = Path(directory)
+    samples = list(read_sim_log(sim_log)) if sim_log is not None else None
     directory.mkdir(parents=True, exist_ok=True)
-    sim = Simulator(speed=speed, width=width, height=height)
+    sim = Simulator(speed=speed, width=width, height=height, scenario=scenario)
     renderer = RenderWorker(sim.model, width, height)
     try:
         renderer.start()
@@ -62,5 +82,68 @@ def write_snapshot(
     paths = [directory / "camera.png", directory / "topdown.png"]
     Image.fromarray(camera).save(paths[0])
     Image.fromarray(top).save(paths[1])
+    if samples is not None:
+        paths.append(directory / "trajectory.png")
+        Image.fromarray(draw_trajectory(top, samples)).save(paths[2])
     logger.debug("wrote simulator snapshots to %s", directory)
     return paths
+
+
+def _pixels(points: list[tuple[float, float]]) -> npt.NDArray[np.int32]:
+    uv = [world.topdown_pixel(x, y, TOPDOWN_SIZE) for x, y in points]
+    out: npt.NDArray[np.int32] = np.array(uv).round().astype(np.int32).reshape(-1, 1, 2)
+    return out
+
+
+def draw_trajectory(
+    top: npt.NDArray[np.uint8], samples: list[dict[str, Any]]
+) -> npt.NDArray[np.uint8]:
+    """The top-down image with the logged robot path and mover paths drawn on it.
+
+    Args:
+        top: The top-down render (RGB, :data:`~loopact.sim.render.TOPDOWN_SIZE`).
+        samples: ``--sim-log`` lines (``x_m``, ``y_m``, ``yaw_deg``, ``objects``).
+
+    Returns:
+        A new RGB image: the robot's path in orange with a green start dot and a red end
+        arrow, each mover's path in dark grey, and a caption with the duration and length.
+    """
+    import math
+
+    import cv2
+
+    img = np.ascontiguousarray(top.copy())
+    poses = [(float(s["x_m"]), float(s["y_m"])) for s in samples if "x_m" in s and "y_m" in s]
+    movers: dict[str, list[tuple[float, float]]] = {}
+    for s in samples:
+        for name, p in (s.get("objects") or {}).items():
+            movers.setdefault(name, []).append((float(p["x_m"]), float(p["y_m"])))
+    for pts in movers.values():
+        if len(pts) > 1:
+            cv2.polylines(img, [_pixels(pts)], False, _MOVER_RGB, 1, cv2.LINE_AA)
+    if len(poses) > 1:
+        cv2.polylines(img, [_pixels(poses)], False, _PATH_RGB, 2, cv2.LINE_AA)
+    if poses:
+        start = tuple(int(v) for v in _pixels(poses[:1])[0, 0])
+        cv2.circle(img, start, 6, (0, 170, 0), -1, cv2.LINE_AA)
+        last = samples[-1]
+        yaw = math.radians(float(last.get("yaw_deg", 0.0)))
+        tip_m = (poses[-1][0] + 0.3 * math.cos(yaw), poses[-1][1] + 0.3 * math.sin(yaw))
+        a, b = _pixels([poses[-1], tip_m])[:, 0]
+        cv2.arrowedLine(
+            img,
+            tuple(int(v) for v in a),
+            tuple(int(v) for v in b),
+            (220, 0, 0),
+            2,
+            cv2.LINE_AA,
+            tipLength=0.35,
+        )
+        length = sum(math.dist(p, q) for p, q in zip(poses, poses[1:], strict=False))
+        t0, t1 = float(samples[0].get("t_s", 0.0)), float(samples[-1].get("t_s", 0.0))
+        text = f"{t1 - t0:.1f} s, {length:.2f} m driven ({len(poses)} poses)"
+        cv2.putText(img, text, (10, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 2, cv2.LINE_AA)
+        cv2.putText(
+            img, text, (10, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA
+        )
+    return img

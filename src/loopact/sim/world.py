@@ -12,7 +12,12 @@ base slides on planar joints, so it never needs the floor.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loopact.sim.scenarios import Mover
 
 # Room: the floor spans these bounds; walls stand just outside them.
 ROOM_X_M = (-2.0, 6.0)
@@ -25,6 +30,8 @@ ROBOT_RADIUS_M = 0.17
 ROBOT_HEIGHT_M = 0.15
 CAMERA_HEIGHT_M = 0.35
 CAMERA_HFOV_DEG = 70.0
+PAN_ORIGIN_M = (-0.02, 0.0, 0.30)  # pan joint in the base frame
+CAMERA_FORWARD_M = 0.04  # camera ahead of the tilt axis (the tilt axis is at CAMERA_HEIGHT_M)
 PAN_LIMITS_RAD = (-math.pi / 2, math.pi / 2)  # left positive
 TILT_LIMITS_RAD = (math.radians(-30.0), math.radians(45.0))  # down positive
 DEFAULT_HEAD_PAN_RAD = 0.0
@@ -198,7 +205,7 @@ def _robot(width: int, height: int) -> str:
     fovy = math.degrees(2 * math.atan(math.tan(math.radians(CAMERA_HFOV_DEG) / 2) * height / width))
     r, h = ROBOT_RADIUS_M, ROBOT_HEIGHT_M
     base_z = 0.015 + h / 2
-    pan_z = 0.30
+    pan_x, _, pan_z = PAN_ORIGIN_M
     tilt_z = CAMERA_HEIGHT_M - pan_z
     dark = _f(0.15, 0.15, 0.17, 1)
     white = _f(0.95, 0.95, 0.95, 1)
@@ -215,9 +222,9 @@ def _robot(width: int, height: int) -> str:
         size="0.05 0.03 0.005" rgba="{orange}" {_GHOST}/>
   <geom name="base_cap" type="cylinder" pos="{_f(0, 0, 0.015 + h + 0.002)}"
         size="{_f(r * 0.9, 0.002)}" rgba="{_f(0.3, 0.32, 0.36, 1)}" {_GHOST}/>
-  <geom name="mast" type="cylinder" pos="{_f(-0.02, 0, (0.015 + h + pan_z) / 2)}"
+  <geom name="mast" type="cylinder" pos="{_f(pan_x, 0, (0.015 + h + pan_z) / 2)}"
         size="{_f(0.015, (pan_z - 0.015 - h) / 2)}" rgba="{dark}" {_GHOST}/>
-  <body name="head_pan" pos="{_f(-0.02, 0, pan_z)}">
+  <body name="head_pan" pos="{_f(pan_x, 0, pan_z)}">
     <joint name="head_pan" type="hinge" axis="0 0 1" range="{_f(*PAN_LIMITS_RAD)}"
            limited="true" damping="0.3" armature="0.01"/>
     <inertial pos="0 0 0.02" mass="0.15" diaginertia="0.0003 0.0003 0.0003"/>
@@ -229,13 +236,48 @@ def _robot(width: int, height: int) -> str:
       <geom type="box" pos="0.01 0 0" size="0.025 0.06 0.02" rgba="{white}" {_GHOST}/>
       <geom type="cylinder" pos="0.036 0 0" euler="0 90 0" size="0.012 0.002"
             rgba="0.05 0.05 0.05 1" {_GHOST}/>
-      <camera name="head_camera" pos="0.04 0 0" xyaxes="0 -1 0 0 0 1" fovy="{fovy:.4f}"/>
+      <camera name="head_camera" pos="{_f(CAMERA_FORWARD_M, 0, 0)}" xyaxes="0 -1 0 0 0 1"
+              fovy="{fovy:.4f}"/>
     </body>
   </body>
 </body>"""
 
 
-def build_mjcf(width: int = 640, height: int = 480, topdown: tuple[int, int] = (880, 660)) -> str:
+def _movers(movers: Sequence[Mover]) -> str:
+    """Kinematic spheres on two slide joints each (the physics thread sets their positions)."""
+    return "\n".join(
+        f'<body name="mover_{m.name}" pos="0 0 {m.radius_m:.4g}">'
+        f'<joint name="mover_{m.name}_x" type="slide" axis="1 0 0"/>'
+        f'<joint name="mover_{m.name}_y" type="slide" axis="0 1 0"/>'
+        f'<geom name="obj_{m.name}" type="sphere" size="{m.radius_m:.4g}" '
+        f'rgba="{_f(*m.rgba)}" mass="0.5" {_GHOST}/></body>'
+        for m in movers
+    )
+
+
+def topdown_view_height_m(topdown: tuple[int, int] = (880, 660)) -> float:
+    """Height in metres of the floor area the orthographic top-down camera sees."""
+    x0, x1 = ROOM_X_M
+    y0, y1 = ROOM_Y_M
+    return max((y1 - y0) + 0.6, ((x1 - x0) + 0.6) * topdown[1] / topdown[0])
+
+
+def topdown_pixel(
+    x_m: float, y_m: float, topdown: tuple[int, int] = (880, 660)
+) -> tuple[float, float]:
+    """Pixel ``(u, v)`` of the world point ``(x_m, y_m)`` in the top-down image (x right, y up)."""
+    w, h = topdown
+    scale = h / topdown_view_height_m(topdown)
+    cx, cy = (ROOM_X_M[0] + ROOM_X_M[1]) / 2, (ROOM_Y_M[0] + ROOM_Y_M[1]) / 2
+    return w / 2 + (x_m - cx) * scale, h / 2 - (y_m - cy) * scale
+
+
+def build_mjcf(
+    width: int = 640,
+    height: int = 480,
+    topdown: tuple[int, int] = (880, 660),
+    movers: Sequence[Mover] = (),
+) -> str:
     """Build the MJCF XML of the room and robot (SPEC D6).
 
     Args:
@@ -243,6 +285,8 @@ def build_mjcf(width: int = 640, height: int = 480, topdown: tuple[int, int] = (
             horizontal FOV is :data:`CAMERA_HFOV_DEG`).
         height: Camera image height in pixels.
         topdown: Size (width, height) in pixels of the top-down view, for the offscreen buffer.
+        movers: A scenario's moving objects (:mod:`loopact.sim.scenarios`), added after the
+            robot so that the robot's joints keep their places.
 
     Returns:
         The MJCF document as a string.
@@ -258,7 +302,7 @@ def build_mjcf(width: int = 640, height: int = 480, topdown: tuple[int, int] = (
     y0, y1 = ROOM_Y_M
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     # Orthographic top-down camera: fovy is the visible height in metres.
-    view_h = max((y1 - y0) + 0.6, ((x1 - x0) + 0.6) * topdown[1] / topdown[0])
+    view_h = topdown_view_height_m(topdown)
     floor_rgba = _f(0.86, 0.85, 0.8, 1)
     return f"""<mujoco model="loopact_room">
   <compiler angle="radian" autolimits="true"/>
@@ -287,6 +331,7 @@ def build_mjcf(width: int = 640, height: int = 480, topdown: tuple[int, int] = (
     <camera name="topdown" mode="fixed" pos="{_f(cx, cy, 10)}" xyaxes="1 0 0 0 1 0"
             projection="orthographic" fovy="{view_h:.4f}"/>
     {_robot(width, height)}
+    {_movers(movers)}
   </worldbody>
   <actuator>
     <velocity name="drive_x" joint="base_x" kv="400" forcerange="-80 80"/>

@@ -1,0 +1,122 @@
+"""Ground-truth pose log of the simulator (``--sim-log FILE``; SPEC D6, H5, issue 15).
+
+JSON Lines, one object per sample, :data:`LOG_PERIOD_S` apart in simulated time (20 Hz)::
+
+    {"t_s": 1.25, "x_m": 0.312, "y_m": -0.004, "yaw_deg": 1.7,
+     "head": {"pan_deg": 0.0, "tilt_deg": 15.0},
+     "objects": {"cyan_ball": {"x_m": 2.49, "y_m": 0.36}}}
+
+``t_s`` is simulated time; ``x_m``, ``y_m``, ``yaw_deg`` are the robot base's true pose in the
+world frame (= ``map`` = ``odom`` in the simulator); ``objects`` holds every movable object
+(empty in the ``default`` scenario). Graders read it with :func:`read_sim_log`. Lines are
+flushed about once per simulated second, and on close, so a crash loses at most that much.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+
+class SimState(Protocol):
+    """What a log line is made of (:class:`loopact.sim.simulator.SimState` has it)."""
+
+    @property
+    def stamp_s(self) -> float: ...
+    @property
+    def x_m(self) -> float: ...
+    @property
+    def y_m(self) -> float: ...
+    @property
+    def yaw_rad(self) -> float: ...
+    @property
+    def pan_rad(self) -> float: ...
+    @property
+    def tilt_rad(self) -> float: ...
+    @property
+    def movers(self) -> dict[str, tuple[float, float]]: ...
+
+
+LOG_PERIOD_S = 0.05
+"""Simulated seconds between samples (20 Hz, twice the 10 Hz the issue asks for)."""
+_FLUSH_EVERY = 20
+
+
+def sample(state: SimState) -> dict[str, Any]:
+    """One log line for ``state`` (see the module docstring)."""
+    return {
+        "t_s": round(state.stamp_s, 4),
+        "x_m": round(state.x_m, 4),
+        "y_m": round(state.y_m, 4),
+        "yaw_deg": round(math.degrees(state.yaw_rad), 3),
+        "head": {
+            "pan_deg": round(math.degrees(state.pan_rad), 3),
+            "tilt_deg": round(math.degrees(state.tilt_rad), 3),
+        },
+        "objects": {
+            name: {"x_m": round(x, 4), "y_m": round(y, 4)} for name, (x, y) in state.movers.items()
+        },
+    }
+
+
+class SimLog:
+    """Writes :func:`sample` lines every :data:`LOG_PERIOD_S` of simulated time.
+
+    Called on the physics thread only (:meth:`write` after every control tick).
+
+    Args:
+        path: The file (parent folders are created; an existing file is replaced).
+
+    Raises:
+        OSError: The file cannot be created.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._next_s = 0.0
+        self._unflushed = 0
+        self.lines = 0
+
+    def write(self, state: SimState) -> None:
+        """Write a line if a sample is due at ``state.stamp_s``."""
+        if self._file is None or state.stamp_s + 1e-9 < self._next_s:
+            return
+        self._file.write(json.dumps(sample(state)) + "\n")
+        self.lines += 1
+        # the next sample is due one period after this one's slot (no drift, no bursts)
+        self._next_s = (math.floor(state.stamp_s / LOG_PERIOD_S + 1e-6) + 1) * LOG_PERIOD_S
+        self._unflushed += 1
+        if self._unflushed >= _FLUSH_EVERY:
+            self._file.flush()
+            self._unflushed = 0
+
+    def close(self) -> None:
+        """Flush and close; idempotent."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_sim_log(path: Path) -> Iterator[dict[str, Any]]:
+    """The samples of a sim log, in order (a torn last line is skipped).
+
+    Raises:
+        OSError: The file cannot be read.
+        ValueError: A line other than the last is not JSON (names the line).
+    """
+    with Path(path).open(encoding="utf-8") as f:
+        lines = f.readlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n == len(lines):
+                return  # being written, or cut by a crash
+            raise ValueError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
