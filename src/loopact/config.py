@@ -187,6 +187,13 @@ class ShellConfig(pydantic.BaseModel):
     max_output_chars: int = pydantic.Field(8000, ge=100)
 
 
+class DocumentsConfig(pydantic.BaseModel):
+    """``documents``: ``write_document`` (issue 19)."""
+
+    model_config = _STRICT
+    font: Path | None = None
+
+
 class ToolsConfig(pydantic.BaseModel):
     """``tools``: settings of built-in general tools (issue 19)."""
 
@@ -247,6 +254,7 @@ class Config(pydantic.BaseModel):
     web: WebConfig = WebConfig()
     local: LocalConfig = LocalConfig()
     tools: ToolsConfig = ToolsConfig()
+    documents: DocumentsConfig = DocumentsConfig()
     messages: MessagesConfig = MessagesConfig()
 
     @property
@@ -492,6 +500,11 @@ tools:
                               #   systemctl: [status]
     timeout_s: 10             # the command's process group is killed after this
     max_output_chars: 8000    # stdout + stderr kept for the model (the rest is cut)
+
+documents:
+  font: null                  # TrueType font for PDF text beyond Latin-1 (Chinese ...);
+                              # null: the first installed one that has every glyph
+                              # (fonts-wqy-microhei, installed by scripts/system-deps.sh)
 
 # messages: channels of send_message beyond the console; each exists only when set.
 # messages:

@@ -159,7 +159,7 @@ async def test_first_argument_rules_cwd_and_environment(tmp_path: Path) -> None:
 
 async def test_absent_unless_enabled_and_write_class(tmp_path: Path) -> None:
     cfg, _ = load_config(None, env={}, cwd=tmp_path)
-    assert general_tools(cfg, tmp_path) == []
+    assert [t.name for t in general_tools(cfg, tmp_path)] == ["write_document"]
     path = tmp_path / "loopact.yaml"
     path.write_text(
         textwrap.dedent(
@@ -177,7 +177,7 @@ async def test_absent_unless_enabled_and_write_class(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     cfg, _ = load_config(path, env={})
-    (shell,) = general_tools(cfg, tmp_path)
+    (_, shell) = general_tools(cfg, tmp_path)
     assert shell.name == "shell_exec" and shell.safety is SafetyClass.WRITE
     assert "Allowed programs: ls, uptime." in shell.description
 

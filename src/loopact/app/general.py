@@ -1,5 +1,6 @@
-"""The configured general tools of a run (issue 19, SPEC C6): those that exist only when
-their configuration says so (``shell_exec`` with ``tools.shell.enabled``)."""
+"""The configured general tools of a run (issue 19, SPEC C6): ``write_document`` (with
+``documents.font``) and those that exist only when their configuration says so
+(``shell_exec`` with ``tools.shell.enabled``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ def general_tools(cfg: Config, workspace: Path) -> list[Tool]:
         workspace: The workspace folder (created if missing).
     """
     ws = Workspace(workspace)
-    tools: list[Tool] = []
+    from loopact.tools.builtin.documents import make_document_tool
+
+    font = cfg.documents.font.expanduser() if cfg.documents.font else None
+    tools: list[Tool] = [make_document_tool(ws, font)]
     shell = cfg.tools.shell
     if shell.enabled:
         from loopact.tools.builtin.shell import ShellSettings, make_shell_tool

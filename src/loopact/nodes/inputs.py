@@ -13,6 +13,7 @@ along in every round.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopact.errors import ProtocolError
+from loopact.errors import ProtocolError, ToolError
 from loopact.events import EventBus
 from loopact.llm.messages import Image, Message
 from loopact.nodes.connector import Connector, ImageData, Payload, PayloadKind, Subscription
@@ -33,7 +34,8 @@ from loopact.nodes.protocol import (
     input_data_topic,
     name_from_topic,
 )
-from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
+from loopact.tools.builtin.frames import save_image
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -290,7 +292,7 @@ def make_input_tools(hub: InputHub, gate: ImageGate | None = None, *, seewhat: b
     if seewhat:
 
         @tool(name="seewhat", safety=SafetyClass.READ_ONLY, timeout_s=10)
-        async def seewhat_input() -> ToolResult:
+        async def seewhat_input(ctx: ToolContext) -> ToolResult:
             """Look through the camera: returns the newest camera frame."""
             got = hub.latest_image()
             if got is None:
@@ -299,9 +301,18 @@ def make_input_tools(hub: InputHub, gate: ImageGate | None = None, *, seewhat: b
             images = _gate(img, image_gate)
             if not images:
                 return ToolResult.failure(f"the newest frame of {name} was rejected by the gate")
+            try:  # kept for later plan steps: {{steps.N.outputs.metadata.image}}
+                kept = {
+                    "image": await asyncio.to_thread(
+                        save_image, ctx.workspace, images[0], "seewhat"
+                    )
+                }
+            except ToolError as exc:
+                kept = {"image_error": str(exc)}
             return ToolResult.success(
                 f"newest frame of {name}",
                 images=images,
+                **kept,
                 input=name,
                 age_s=round(age, 3),
                 stamp_s=img.stamp_s,

@@ -12,11 +12,12 @@ import asyncio
 import math
 from typing import Any
 
-from loopact.errors import RobotError, StaleDataError
+from loopact.errors import RobotError, StaleDataError, ToolError
 from loopact.llm.messages import Image
 from loopact.robot.interface import CameraFrame, DepthFrame
 from loopact.robot.motion import RobotEnv, rotate
-from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
+from loopact.tools.builtin.frames import save_image
 from loopact.vision.detect import ColorRanges, Detection, detect_colors
 
 
@@ -97,6 +98,18 @@ def caption(objects: list[dict[str, Any]]) -> str:
     return "detected: " + "; ".join(parts)
 
 
+async def _kept(ctx: ToolContext, images: list[Image]) -> dict[str, Any]:
+    """``{"image": "frames/seewhat-....jpg"}``: the frame the model saw, saved in the
+    workspace for later plan steps (``{{steps.N.outputs.metadata.image}}``, issue 19); empty
+    when there is no usable frame or it cannot be saved."""
+    if not images:
+        return {}
+    try:
+        return {"image": await asyncio.to_thread(save_image, ctx.workspace, images[0], "seewhat")}
+    except ToolError as exc:
+        return {"image_error": str(exc)}
+
+
 async def _view(
     env: RobotEnv, ranges: ColorRanges, label: str
 ) -> tuple[dict[str, Any], list[Image]]:
@@ -128,13 +141,13 @@ def make_perception_tools(env: RobotEnv, ranges: ColorRanges | None = None) -> l
         timeout_s=20,
         examples=[("what is in front of you?", {}), ("你前面有什么？", {})],
     )
-    async def seewhat() -> ToolResult:
+    async def seewhat(ctx: ToolContext) -> ToolResult:
         """Look through the camera now: newest image and coloured objects seen. 看看前面有什么。"""
         try:
             view, images = await _view(env, col, "camera")
         except RobotError as exc:
             return ToolResult.failure(str(exc))
-        return ToolResult.success(view, images=images)
+        return ToolResult.success(view, images=images, **await _kept(ctx, images))
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
     async def observe_surroundings() -> ToolResult:

@@ -117,8 +117,9 @@ def read_text(ws: Workspace, path: str) -> ToolResult:
     return ToolResult.success(text, path=ws.relative(target), bytes=len(raw))
 
 
-def write_text(ws: Workspace, path: str, content: str) -> ToolResult:
-    """Atomically write ``content`` (UTF-8) to a workspace file (see ``file_write``).
+def write_text(ws: Workspace, path: str, content: str | bytes) -> ToolResult:
+    """Atomically write ``content`` (text as UTF-8, or bytes as they are) to a workspace file
+    (see ``file_write``; ``write_document`` and saved images write bytes through it).
 
     Raises:
         ToolError: Outside the workspace, the target is a folder, or the write failed.
@@ -126,7 +127,7 @@ def write_text(ws: Workspace, path: str, content: str) -> ToolResult:
     target = ws.resolve(path)
     if target == ws.root or target.is_dir():
         raise ToolError(f"'{path}' is a folder; give a file path such as '{path}/notes.txt'")
-    data = content.encode("utf-8", errors="replace")
+    data = content if isinstance(content, bytes) else content.encode("utf-8", errors="replace")
     parent = target.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
