@@ -48,7 +48,8 @@ from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.prompt import build_system_prompt
 from loopact.config import LocalConfig
 from loopact.llm.base import Capabilities
-from loopact.llm.local import LocalBrain, local_capabilities
+from loopact.llm.local import local_capabilities
+from loopact.llm.local_process import LocalBrain
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.tools.base import SafetyClass
 from loopact.tools.builtin import make_builtin_tools
@@ -358,7 +359,9 @@ class Result:
     reply: str
 
 
-async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> Result:
+async def run_case(
+    make_model: Any, case: Case, mode: str, sim_speed: float, split: bool = True
+) -> Result:
     from loopact.app.robot import open_robot
 
     workspace = Path(tempfile.mkdtemp(prefix="loopact-bench-"))
@@ -385,6 +388,8 @@ async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> 
         }
         if "tool_calling" in AgentOptions.__dataclass_fields__:
             opts["tool_calling"] = mode
+        if "split_steps" in AgentOptions.__dataclass_fields__:
+            opts["split_steps"] = split  # as loopact run sets it for the local brain (issue 13)
         agent = Agent(make_model(), registry, AgentOptions(**opts))  # closed with the agent
         calls: list[tuple[str, dict[str, Any]]] = []
         valid = True
@@ -440,6 +445,70 @@ async def run_case(make_model: Any, case: Case, mode: str, sim_speed: float) -> 
         status=status,
         reply=reply,
     )
+
+
+ONCE_TEXTS = (
+    "move forward one meter",
+    "turn left 90 degrees",
+    "向左转90度",
+    "go to the kitchen",
+    "back up half a meter",
+)
+MOTION_TOOLS = {"move_forward", "move_backward", "turn_left", "turn_right", "navigation", "drive"}
+
+
+def once_runs(n: int) -> dict[str, Any]:
+    """Time ``n`` separate ``loopact run --once`` processes with no endpoint (issue 13).
+
+    Each run is a new process: the local server starts, the prompt state is loaded from the
+    cache, the task runs. Measured from the process start: ``startup_s`` to ``task_start``;
+    from ``task_start``: ``first_motion_s`` to the first motion ``tool_call``.
+    """
+    import os
+    import subprocess
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LOOPACT_BASE_URL", "LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_MODEL")
+    }
+    startups: list[float] = []
+    firsts: list[float] = []
+    sources: list[str] = []
+    for i in range(n):
+        text = ONCE_TEXTS[i % len(ONCE_TEXTS)]
+        with tempfile.TemporaryDirectory(prefix="loopact-once-") as tmp:
+            trace = Path(tmp) / "t.jsonl"
+            cmd = [sys.executable, "-m", "loopact", "run", "--robot", "sim", "--once", text]
+            cmd += ["--yes", "--no-web", "--trace", str(trace), "--workspace", tmp + "/ws"]
+            t0 = time.time()
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+            events = [json.loads(ln) for ln in trace.read_text().splitlines()]
+        start = next((e["ts"] for e in events if e["type"] == "task_start"), None)
+        motion = next(
+            (e["ts"] for e in events if e["type"] == "tool_call" and e["name"] in MOTION_TOOLS),
+            None,
+        )
+        prompt = next((e for e in events if e["type"] == "local_brain_prompt"), {})
+        sources.append(str(prompt.get("source")))
+        if start is not None:
+            startups.append(start - t0)
+        if start is not None and motion is not None:
+            firsts.append(motion - start)
+        print(
+            f"[once {i + 1}/{n}] exit {proc.returncode} {text!r}: start-up "
+            f"{(start or t0) - t0:.1f} s, first motion "
+            f"{(motion - start) if (motion and start) else float('nan'):.2f} s, "
+            f"prompt {prompt.get('source')}",
+            flush=True,
+        )
+    return {
+        "once_runs": n,
+        "median_startup_s": round(statistics.median(startups), 2) if startups else None,
+        "median_first_motion_s": round(statistics.median(firsts), 2) if firsts else None,
+        "max_first_motion_s": round(max(firsts), 2) if firsts else None,
+        "prompt_sources": sources,
+    }
 
 
 def pct(n: int, d: int) -> str:
@@ -511,7 +580,7 @@ async def main_async(args: argparse.Namespace) -> int:
     try:
         for mode in args.modes.split(","):
             for i, case in enumerate(cases, 1):
-                r = await run_case(make_model, case, mode, args.sim_speed)
+                r = await run_case(make_model, case, mode, args.sim_speed, not args.no_split)
                 results.append(r)
                 mark = "OK " if r.correct else ("val" if r.valid else "BAD")
                 print(
@@ -522,7 +591,9 @@ async def main_async(args: argparse.Namespace) -> int:
     finally:
         if brain is not None:
             await brain.stop()
-    summary = [summarise(results, m) for m in args.modes.split(",")]
+    summary: list[dict[str, Any]] = [summarise(results, m) for m in args.modes.split(",")]
+    if args.once_runs:
+        summary.append(once_runs(args.once_runs))
     for s in summary:
         print(json.dumps(s, ensure_ascii=False))
     if args.json:
@@ -574,6 +645,18 @@ def main() -> int:
     p.add_argument("--max-tokens", type=int, default=LocalConfig().max_output_tokens)
     p.add_argument("--sim-speed", type=float, default=4.0, help="Sim time per real second.")
     p.add_argument("--no-grammar", action="store_true", help="Turn constrained decoding off.")
+    p.add_argument(
+        "--no-split",
+        action="store_true",
+        help="Do not run sequencing instructions clause by clause (local.split_steps off).",
+    )
+    p.add_argument(
+        "--once-runs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Also time N `loopact run --once` processes: start-up and first motion.",
+    )
     p.add_argument("--json", help="Write every result here.")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)

@@ -85,6 +85,9 @@ class AgentOptions:
         context: Context-window management (SPEC E1), or None to never compress. The
             default compresses above 60 % of the model's context size
             (``Capabilities.context_tokens``), when the model has one.
+        split_steps: Run a sequencing instruction ("do A, then B") as one single-step task
+            per clause, in order, and answer from what ran (issue 13;
+            :mod:`loopact.agent.steps`). On for the local brain (``local.split_steps``).
     """
 
     bounds: Bounds = field(default_factory=Bounds)
@@ -103,3 +106,4 @@ class AgentOptions:
     state_provider: StateProvider | None = None
     trace_full: bool = False
     context: ContextManager | None = field(default_factory=ContextManager)
+    split_steps: bool = False

@@ -40,6 +40,7 @@ from loopact.agent.plan import (
     validate_plan,
 )
 from loopact.agent.state import Conversation
+from loopact.agent.steps import ClauseResult, compose_reply, is_chinese, split_clauses
 from loopact.agent.stream import (
     RoundState,
     cut_response,
@@ -135,21 +136,62 @@ class TaskRun:
             TaskFailed: Plan mode: the plan was rejected or a step failed.
             asyncio.CancelledError: The task was preempted (history is left consistent).
         """
+        clauses = [self.text]
+        if self.env.options.split_steps and not self.images and self.env.options.mode == "task":
+            clauses = split_clauses(self.text)
+        if len(clauses) > 1:
+            return await self._steps_body(clauses)
         self.conv.append(Message.user(self.text, self.images))
         if self.env.options.mode == "plan":
             return await self._plan_body()
         if self.env.action_text:
             return await self._action_body()
+        reply, _ = await self._react()
+        return reply
+
+    async def _react(self) -> tuple[str, Outcomes]:
+        """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
+
+        Returns:
+            The answer text and every ``(call, result)`` pair the rounds ran.
+        """
         b = self._bounds
+        ran: Outcomes = []
+        first = self.rounds
         while True:
-            await self._check_rounds(self.rounds, b.max_rounds)
+            await self._check_rounds(self.rounds - first, b.max_rounds)
             self.rounds += 1
             self.conv.pull_sources(self.task_id)
             done, outcomes, invalid = await self._round(self.rounds, self.env.tool_specs())
             if not outcomes:
-                return done.message.text
+                return done.message.text, ran
+            ran.extend(outcomes)
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self._check_tokens()
+
+    async def _steps_body(self, clauses: list[str]) -> str:
+        """One single-step task per clause, in order; the reply says what ran (issue 13).
+
+        Each clause is a user message of its own, followed by its own rounds (each clause
+        has the full round bound; the task's time and token bounds hold for the whole). A
+        clause whose call fails ends the sequence: later clauses are not run, and the reply
+        says which. The reply is built from the results (:func:`compose_reply`).
+        """
+        emit = self.env.bus.emit
+        done: list[ClauseResult] = []
+        emit("steps", self.task_id, clauses=clauses)
+        for n, clause in enumerate(clauses, 1):
+            emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
+            self.conv.append(Message.user(clause))
+            answer, ran = await self._react()
+            result = ClauseResult(clause, answer, [(c.name, r.ok, r.data, r.error) for c, r in ran])
+            done.append(result)
+            failed = result.failed if ran and not ran[-1][1].ok else None
+            emit("clause_end", self.task_id, n=n, ok=failed is None, error=failed)
+            if failed is not None:
+                break
+        skipped = clauses[len(done) :]
+        return compose_reply(done, skipped, zh=is_chinese(self.text))
 
     async def _check_rounds(self, rounds: int, limit: int) -> None:
         """Before a round: too many invalid rounds or rounds end the task (SPEC A2, A3).

@@ -142,6 +142,7 @@ def agent_options(
         stop_hooks=(session.stop,) if session is not None else (),
         state_provider=session.state if session is not None else None,
         trace_full=cfg.trace.full,
+        split_steps=local and cfg.local.split_steps,
     )
 
 

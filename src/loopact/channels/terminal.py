@@ -111,6 +111,9 @@ class ProgressPrinter:
             self._end_text()
             self.errors_shown += 1
             self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
+        elif typ == "clause_start":
+            self._end_text()
+            self.console.print(f"[dim]  step {d['n']}/{d['of']}: {escape(str(d['text']))}[/]")
         elif typ == "local_brain":
             # issue 13: the local server's crash line, its return, or the final error
             state, detail = d.get("state"), str(d.get("detail") or "")

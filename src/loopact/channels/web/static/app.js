@@ -175,6 +175,7 @@
       line("warn", "model switched to " + ev.provider + " / " + ev.model, ev);
       $("model").textContent = ev.provider + " / " + ev.model;
     },
+    clause_start: function (ev) { line("plan", "step " + ev.n + "/" + ev.of + ": " + ev.text, ev); },
     local_brain: function (ev) {
       showBackend(Object.assign({ kind: "local" }, ev));
       if (ev.state === "crashed" || ev.state === "failed") { line("error", ev.detail, ev); }

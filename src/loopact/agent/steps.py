@@ -1,0 +1,219 @@
+"""Split a "do A, then B" instruction into one clause per step, and tell what ran (issue 13).
+
+Small local models carry out the first action of a sequence and then answer, claiming the
+rest. With ``split_steps`` on (the local brain's default), the task loop runs each clause of
+the instruction as its own single-step task, in order (:meth:`TaskRun.body`), and the reply is
+built from the results of the steps that actually ran (:func:`compose_reply`), never from the
+model's claims about the others.
+
+:func:`split_clauses` is a pure function of the text. It splits on sequencing words and
+punctuation between actions, in English and Chinese:
+
+- English: ``then``, ``and then``, ``after that``, ``afterwards``, ``next``, ``finally``,
+  ``first ... then``, a semicolon, and a comma or ``and`` when an action verb follows it
+  ("move backward 0.5 meters and nod", "move forward 1 m, turn left 45 degrees");
+- Chinese: 然后, 接着, 之后, 随后, 最后, ``先 ... 再``, and a comma (，、；) when a sequencing
+  word or an action verb follows it ("先前进一米，再左转90度", "后退一米，接着左转30度").
+
+It does not split a condition ("if you see a ball, stop") or a pair of directions ("look
+left and right"); a clause with no action verb stays with the previous one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Imperative verbs that start a robot action or a request for information (English).
+EN_VERBS = frozenset((
+    "move", "go", "drive", "turn", "rotate", "spin", "look", "nod", "shake", "stop", "halt",
+    "come", "return", "navigate", "head", "back", "reverse", "center", "centre", "tell", "say",
+    "describe", "report", "find", "follow", "track", "take", "write", "wait", "face", "point",
+    "pan", "tilt", "observe", "check", "show", "read", "search", "explore", "patrol", "dock",
+    "charge", "walk", "roll", "lift", "lower", "open", "close", "grab", "pick", "put", "place",
+    "drop", "bring", "fetch", "give", "photograph", "snap", "record", "play", "speak",
+    "announce", "send",
+))  # fmt: skip
+
+#: Chinese words that start an action or a request (matched at the start of a clause).
+ZH_VERBS = (
+    "前进", "后退", "左转", "右转", "向", "往", "去", "到", "走", "转", "看", "点头", "摇头",
+    "告诉", "停", "回", "摄像头", "环顾", "抬头", "低头", "拍", "找", "跟", "说", "写", "等",
+    "移动", "开", "关", "旋转", "掉头", "导航", "巡逻", "报告", "描述", "检查",
+)  # fmt: skip
+
+_ZH_SEQ = ("然后再", "然后", "接着", "之后", "随后", "最后", "再", "并且", "并")
+_EN_SEQ = (
+    "and then", "and after that", "after that", "afterwards", "and finally", "finally",
+    "then", "next", "and",
+)  # fmt: skip
+_CONDITION = re.compile(r"^\s*(if|when|whenever|unless|once|as soon as|如果|要是|假如|当)\b", re.I)
+_EN_BOUNDARY = re.compile(
+    r"\s*(?:;|,?\s+and\s+then\s+|,?\s+and\s+after\s+that,?\s+|,?\s+after\s+that,?\s+"
+    r"|,?\s+afterwards,?\s+|,\s*then\s+|\s+then\s+|,\s*next,?\s+|,?\s+and\s+finally,?\s+"
+    r"|,\s*finally,?\s+|,\s+|\s+and\s+)\s*",
+    re.I,
+)
+_ZH_BOUNDARY = re.compile(r"\s*[，,、；;。]\s*|(?=然后|接着|之后|随后|最后)")
+
+
+def is_chinese(text: str) -> bool:
+    """True when ``text`` contains a CJK ideograph (the instruction is Chinese)."""
+    return re.search(r"[\u4e00-\u9fff]", text) is not None
+
+
+def _starts_with_en_verb(text: str) -> bool:
+    words = re.findall(r"[a-zA-Z']+", text.lower())
+    if words and words[0] == "please":
+        words = words[1:]
+    return bool(words) and words[0] in EN_VERBS
+
+
+def _starts_with_zh_verb(text: str) -> bool:
+    return text.startswith(ZH_VERBS)
+
+
+_EN_LEAD = re.compile(
+    r"^\s*(?:first(?:ly)?|then|next|and|finally|afterwards|after that)[,\s]+", re.I
+)
+
+
+def _strip_en_lead(text: str) -> str:
+    while True:
+        stripped = _EN_LEAD.sub("", text, count=1)
+        if stripped == text:
+            return text.strip(" ,.;")
+        text = stripped
+
+
+def _strip_zh_lead(text: str) -> str:
+    text = text.strip(" ，,、；;。")
+    for word in ("首先", "先", *_ZH_SEQ):
+        if text.startswith(word) and len(text) > len(word):
+            return text[len(word) :].strip(" ，,、；;。")
+    return text
+
+
+def _split(
+    text: str,
+    boundary: re.Pattern[str],
+    strip: Callable[[str], str],
+    is_action: Callable[[str], bool],
+) -> list[str]:
+    """Cut at every boundary, then glue back each piece that does not start an action."""
+    cuts = [
+        (m.start(), m.end()) for m in boundary.finditer(text) if m.end() > m.start() or m.start()
+    ]
+    clauses: list[list[int]] = []  # [start, end] of the raw text of each clause
+    pos = 0
+    for start, end in [*cuts, (len(text), len(text))]:
+        if start <= pos and clauses:
+            continue
+        piece = strip(text[pos:start])
+        if piece and (not clauses or is_action(piece)):
+            clauses.append([pos, start])
+        elif clauses:
+            clauses[-1][1] = start  # no action of its own: part of the previous clause
+        pos = end
+    return [c for c in (strip(text[a:b]) for a, b in clauses) if c]
+
+
+def split_clauses(text: str) -> list[str]:
+    """The steps of a sequencing instruction, in order (one item when it is not one).
+
+    Args:
+        text: The user's instruction.
+
+    Returns:
+        The clauses with their sequencing words removed (``["move forward half a meter",
+        "turn right 90 degrees"]``), or ``[text]`` unchanged when it has one step, is a
+        condition, or a piece would have no action of its own.
+    """
+    stripped = text.strip()
+    if not stripped or _CONDITION.match(stripped) or "\n" in stripped:
+        return [text]
+    if is_chinese(stripped):
+        clauses = _split(stripped, _ZH_BOUNDARY, _strip_zh_lead, _starts_with_zh_verb)
+    else:
+        clauses = _split(stripped, _EN_BOUNDARY, _strip_en_lead, _starts_with_en_verb)
+    if len(clauses) < 2:
+        return [text]
+    return clauses
+
+
+@dataclass
+class ClauseResult:
+    """What one clause of a split instruction did.
+
+    Attributes:
+        text: The clause.
+        answer: The model's answer text for the clause.
+        results: ``(tool name, ok, data, error)`` of every call the clause ran, in order.
+    """
+
+    text: str
+    answer: str = ""
+    results: list[tuple[str, bool, Any, str | None]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> str | None:
+        """The first failed call's error, or None when every call succeeded."""
+        for name, ok, _, error in self.results:
+            if not ok:
+                return f"{name}: {error or 'failed'}"
+        return None
+
+    def sentence(self) -> str:
+        """What the clause did, from the results the runtime wrote when there are any.
+
+        Motion and head tools describe what happened in ``data.result`` (issue 6); those
+        sentences are used. Otherwise (a look-up, a description) the model's answer, which
+        it wrote from the tool's result.
+        """
+        said = [
+            str(data["result"]).strip()
+            for _, ok, data, _ in self.results
+            if ok and isinstance(data, dict) and isinstance(data.get("result"), str)
+        ]
+        return "; ".join(s for s in said if s) or self.answer.strip()
+
+
+def _decapitalise(text: str) -> str:
+    """``The camera ...`` -> ``the camera ...``; ``I``, acronyms and names in quotes stay."""
+    first = text.split(" ", 1)[0]
+    if first == "I" or first.isupper() or not first[:1].isalpha():
+        return text
+    return text[:1].lower() + text[1:]
+
+
+def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool = False) -> str:
+    """The reply of a split instruction: what each step that ran did, and what did not run.
+
+    Args:
+        done: The clauses that ran, in order.
+        skipped: The clauses not run (after a failed step).
+        zh: The instruction was Chinese (the connecting words are then Chinese).
+    """
+    parts: list[str] = []
+    for i, clause in enumerate(done):
+        text = clause.sentence() or (f"“{clause.text}”完成" if zh else f"Did “{clause.text}”")
+        failed = clause.failed
+        if failed and not clause.results[-1][1]:
+            text = (
+                f"“{clause.text}”没有完成（{failed}）"
+                if zh
+                else f"“{clause.text}” did not succeed ({failed})"
+            )
+        if i and not zh:
+            text = "Then " + _decapitalise(text)
+        elif i:
+            text = "然后" + text
+        else:
+            text = text[:1].upper() + text[1:]
+        parts.append(text.rstrip(".。") + ("。" if zh else "."))
+    if skipped:
+        rest = "、".join(f"“{s}”" for s in skipped) if zh else ", ".join(f"“{s}”" for s in skipped)
+        parts.append(f"因此没有执行：{rest}。" if zh else f"So I did not do: {rest}.")
+    return " ".join(parts) if not zh else "".join(parts)

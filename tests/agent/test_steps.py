@@ -1,0 +1,201 @@
+"""Sequencing instructions run one clause at a time (issue 13, SPEC A1, A3).
+
+The splitter is tested on sentences that are not in bench/local_brain.py; the runner with the
+real provider against the scripted model server and, where the robot moves, the real MuJoCo
+simulator graded by its ground-truth pose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.agent.helpers import Recorder, call
+
+from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent.steps import ClauseResult, compose_reply, split_clauses
+from loopact.app.robot import open_robot
+from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.robot.session import RobotSession
+from loopact.tools.registry import ToolRegistry
+
+
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        (
+            "drive 2 m forward, then rotate left 30 degrees",
+            ["drive 2 m forward", "rotate left 30 degrees"],
+        ),
+        ("first look up, then look down", ["look up", "look down"]),
+        (
+            "go to the door and then report your position",
+            ["go to the door", "report your position"],
+        ),
+        ("spin around; then tell me the time", ["spin around", "tell me the time"]),
+        ("move 1 m, turn 90 degrees, move 1 m", ["move 1 m", "turn 90 degrees", "move 1 m"]),
+        ("reverse half a meter and shake your head", ["reverse half a meter", "shake your head"]),
+        ("wait 2 seconds, afterwards nod", ["wait 2 seconds", "nod"]),
+        ("please turn left and then please stop", ["please turn left", "please stop"]),
+        ("先向前走两米，然后向右转", ["向前走两米", "向右转"]),
+        ("去厨房，再回到充电桩", ["去厨房", "回到充电桩"]),
+        ("左转45度然后前进", ["左转45度", "前进"]),
+        ("点头，接着摇头，最后停下", ["点头", "摇头", "停下"]),
+    ],
+)
+def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None:
+    assert split_clauses(text) == clauses
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "move forward three meters",
+        "look left and right",
+        "turn left, then right",
+        "if the door is open, go through it",
+        "when you reach the kitchen, stop",
+        "what do you see, and what colour is it?",
+        "hello there, robot",
+        "tell me a story about a cat and a dog",
+        "往前走一点",
+        "你好，你是谁？",
+        "如果看到红色的球，就停下",
+        "",
+    ],
+)
+def test_single_steps_conditions_and_chat_stay_whole(text: str) -> None:
+    assert split_clauses(text) == [text]
+
+
+def test_reply_is_built_from_what_ran() -> None:
+    ok = ClauseResult(
+        "move forward half a meter",
+        "I moved forward and then turned right.",  # the model's claim is not used
+        [("move_forward", True, {"result": "moved forward 0.50 m and reached the target"}, None)],
+    )
+    looked = ClauseResult("tell me what you see", "I see a red box.", [("seewhat", True, {}, None)])
+    reply = compose_reply([ok, looked], [])
+    assert reply == "Moved forward 0.50 m and reached the target. Then I see a red box."
+    failed = ClauseResult(
+        "go to the kitchen", "", [("navigation", False, None, "blocked by an obstacle")]
+    )
+    reply = compose_reply([failed], ["look around"])
+    assert "did not succeed (navigation: blocked by an obstacle)" in reply
+    assert "So I did not do: “look around”." in reply
+    zh = compose_reply(
+        [ClauseResult("点头", "", [("servo_nod", True, {"result": 'nodded ("yes")'}, None)])],
+        ["摇头"],
+        zh=True,
+    )
+    assert zh.startswith('Nodded ("yes")') and "没有执行：“摇头”" in zh
+
+
+@pytest.fixture
+async def robot() -> AsyncIterator[RobotSession]:
+    session = await open_robot("sim", "sim", "sim_room", speed=4.0)
+    try:
+        yield session
+    finally:
+        await session.close()
+
+
+def steps_agent(server: Any, session: RobotSession, tmp_path: Path) -> tuple[Agent, Recorder]:
+    model = OpenAIChatModel("scripted", server.base_url, "k", current_task_only=True)
+    agent = Agent(
+        model,
+        ToolRegistry(session.tools),
+        AgentOptions(
+            bounds=Bounds(backoff_base_s=0.01, tool_timeout_s=120),
+            system_prompt="Drive the robot.",
+            workspace=tmp_path,
+            stop_hooks=(session.stop,),
+            state_provider=session.state,
+            split_steps=True,
+        ),
+    )
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    return agent, rec
+
+
+def truth(session: RobotSession) -> tuple[float, float, float]:
+    st = session.robot.sim.state()  # type: ignore[attr-defined]  # the simulator's own pose
+    return st.x_m, st.y_m, math.degrees(st.yaw_rad)
+
+
+@pytest.mark.sim
+async def test_two_step_instruction_runs_both_steps_and_tells_only_what_ran(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [call("move_forward", {"distance_m": 0.5})],
+                "expect": {"last_user_contains": "move forward half a meter"},
+            },
+            {"text": "I moved forward and turned right."},  # claims the unrun step
+            {
+                "tool_calls": [call("turn_right", {"angle_deg": 90})],
+                "expect": {"last_user_contains": "turn right 90 degrees"},
+            },
+            {"text": "Turned."},
+        ]
+    )
+    agent, rec = steps_agent(server, robot, tmp_path)
+    text = "move forward half a meter, then turn right 90 degrees"
+    outcome = await asyncio.wait_for(agent.run_task(text), 120)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    x, y, yaw = truth(robot)
+    assert abs(x - 0.5) <= 0.05 and abs(y) <= 0.05 and abs(yaw + 90) <= 5
+    assert outcome.reply.startswith("Moved forward 0.")
+    assert "Then turned right " in outcome.reply
+    assert "I moved forward and turned right" not in outcome.reply
+    assert [e.data["text"] for e in rec.of("clause_start")] == [
+        "move forward half a meter",
+        "turn right 90 degrees",
+    ]
+    # the second clause's request starts with its own instruction: no earlier call to repeat
+    second = server.requests[2].body["messages"]
+    assert second[-1]["role"] == "user" and "turn right 90 degrees" in str(second[-1]["content"])
+
+
+@pytest.mark.sim
+async def test_a_deliberate_repeat_runs_twice(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    turn = {"tool_calls": [call("turn_left", {"angle_deg": 90})]}
+    server = scripted_server([turn, {"text": "ok"}, turn, {"text": "ok"}])
+    agent, _ = steps_agent(server, robot, tmp_path)
+    text = "turn left 90 degrees, then turn left 90 degrees again"
+    outcome = await asyncio.wait_for(agent.run_task(text), 120)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    _, _, yaw = truth(robot)
+    assert abs(abs(yaw) - 180) <= 5, yaw  # two left turns of 90 degrees (SPEC A3)
+    assert outcome.reply.lower().count("turned left ") == 2, outcome.reply
+
+
+@pytest.mark.sim
+async def test_a_failed_step_ends_the_sequence_and_says_what_did_not_run(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {"tool_calls": [call("navigation", {"waypoint": "the moon"})]},
+            {"text": "I went there."},
+        ]
+    )
+    agent, rec = steps_agent(server, robot, tmp_path)
+    outcome = await asyncio.wait_for(agent.run_task("go to the moon, then nod"), 120)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert "did not succeed (navigation:" in outcome.reply
+    assert "So I did not do: “nod”." in outcome.reply
+    assert [e.data["ok"] for e in rec.of("clause_end")] == [False]
+    assert not [e for e in rec.of("tool_call") if e.data["name"] == "servo_nod"]
