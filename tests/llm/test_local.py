@@ -434,3 +434,110 @@ def _find(obj: Any, key: str) -> Any:
             if found is not None:
                 return found
     return None
+
+
+def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    """``loopact run --robot sim --once TEXT --yes`` with no endpoint; (process, trace events)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
+    }
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", "run", "--once", text, "--robot", "sim"]
+        + ["--trace", str(trace), "--yes", "--no-web"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    events = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+    return proc, events
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
+def test_local_brain_does_both_steps_and_tells_only_what_ran(tmp_path: Path) -> None:
+    """Issue 13 acceptance 3: a two-step instruction with the default local model."""
+    import math
+
+    text = "move forward half a meter, then turn right 90 degrees"
+    proc, events = _once_local(tmp_path, text)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    final = [e for e in events if e["type"] == "robot_state"][-1]
+    assert abs(final["x_m"] - 0.5) <= 0.05 and abs(final["y_m"]) <= 0.05, final
+    assert abs(math.degrees(final["yaw_rad"]) + 90) <= 5, final
+    ran = [e["name"] for e in events if e["type"] == "tool_call"]
+    assert ran == ["move_forward", "turn_right"], ran
+    reply = proc.stdout.strip().lower()
+    assert "forward" in reply and "right" in reply
+    for unrun in ("left", "backward", "navigat", "kitchen"):
+        assert unrun not in reply, reply
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
+def test_local_brain_turns_left_90_degrees_in_chinese(tmp_path: Path) -> None:
+    """Issue 13 acceptance 1: ``--once "向左转90度"`` ends with yaw 90 +- 5 degrees."""
+    import math
+
+    proc, events = _once_local(tmp_path, "向左转90度")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    final = [e for e in events if e["type"] == "robot_state"][-1]
+    assert abs(math.degrees(final["yaw_rad"]) - 90) <= 5, final
+    assert abs(final["x_m"]) <= 0.05 and abs(final["y_m"]) <= 0.05, final
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(900)
+async def test_real_server_killed_mid_task_is_back_for_the_next_instruction(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 target: SIGKILL of the llama.cpp server mid-task; the next instruction works."""
+    import signal
+
+    from loopact.agent import Agent, AgentOptions
+    from loopact.app.model import make_model
+    from loopact.app.robot import open_robot
+    from loopact.config import Config
+    from loopact.events import EventBus
+    from loopact.tools.registry import ToolRegistry
+
+    cfg = Config()
+    bus = EventBus()
+    lines: list[str] = []
+    brain = LocalBrain.from_config(cfg.local)
+    brain.on_status = lambda st: lines.append(st.detail) if st.state == "crashed" else None
+    session = await open_robot("sim", "sim", "sim_room", speed=4.0)
+    await brain.start()
+    requested = asyncio.Event()
+    bus.subscribe(lambda ev: requested.set() if ev.type == "model_request" else None)
+    agent = Agent(
+        make_model(cfg, local_brain=brain),
+        ToolRegistry(session.tools),
+        AgentOptions(system_prompt="You drive a robot.", interactive=False, workspace=tmp_path),
+        bus=bus,
+    )
+    try:
+        first = asyncio.ensure_future(agent.run_task("turn left 90 degrees"))
+        await asyncio.wait_for(requested.wait(), 60)
+        assert brain.pid is not None
+        os.kill(brain.pid, signal.SIGKILL)
+        outcome = await asyncio.wait_for(first, 600)
+        assert outcome.status in ("completed", "failed"), outcome
+        assert lines and "crashed (signal 9 / SIGKILL" in lines[0]
+        outcome = await asyncio.wait_for(agent.run_task("move forward one meter"), 600)
+        assert outcome.status == "completed", outcome
+        pose = await session.state()
+        assert abs(pose["x_m"]) > 0.5 or abs(pose["y_m"]) > 0.5, pose  # it moved about 1 m
+    finally:
+        await agent.close()
+        await brain.stop()
+        await session.close()
