@@ -241,3 +241,44 @@ def test_cli_with_a_server_that_always_crashes_exits_1_with_the_final_error(
     assert "make local-brain" in err
     assert "Traceback" not in err
     assert len(list(scripts.glob("started-*"))) == 4  # first start + 3 restarts, no more
+
+
+async def test_a_server_that_stops_answering_is_killed_and_restarted(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    scripts, env = fake_server
+    write(scripts, "gen1.json", [])
+    write(scripts, "gen2.json", [{"text": "Back again."}])
+    lines: list[str] = []
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "m.gguf"),
+        start_timeout_s=60,
+        log_path=tmp_path / "server.log",
+        extra_env=env,
+        server_module="llama_cpp.server",
+        health_path="/v1/models",  # the stand-in answers it without a turn
+        health_interval_s=0.2,
+        health_failures=3,
+        on_status=lambda st: lines.append(st.detail) if st.state == "crashed" else None,
+    )
+    from loopact.app.model import make_model
+
+    cfg = Config(local=LocalConfig(model_path=brain.model_path, prompt_cache=False))
+    await brain.start()
+    agent = Agent(
+        make_model(cfg, local_brain=brain),
+        ToolRegistry(),
+        AgentOptions(system_prompt="s", interactive=False, workspace=tmp_path),
+    )
+    try:
+        hung = brain.pid
+        assert hung is not None
+        os.kill(hung, signal.SIGSTOP)  # alive, but answers nothing any more
+        outcome = await asyncio.wait_for(agent.run_task("hello"), 60)
+        assert outcome.status == "completed" and outcome.reply == "Back again.", outcome
+        assert brain.pid != hung
+    finally:
+        await agent.close()
+        await brain.stop()
+    assert len(lines) == 1 and "it stopped answering: no reply to /v1/models" in lines[0], lines
+    assert "so it was killed" in lines[0] and "restarting it" in lines[0]

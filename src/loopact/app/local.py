@@ -43,8 +43,6 @@ async def start_local_brain(
     if cfg.endpoint_configured:
         return cfg, None
     brain = LocalBrain.from_config(cfg.local)
-    if not cfg.local.prompt_cache:
-        brain.server_module = "llama_cpp.server"
 
     def on_status(status: BrainStatus) -> None:
         bus.emit("local_brain", None, **status.as_dict())

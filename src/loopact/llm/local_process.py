@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: The module the child process runs: llama-cpp-python's server plus loopact's prefix cache.
 SERVER_MODULE = "loopact.llm.local_server"
+#: Its health route, answered without waiting for the model.
+HEALTH_PATH = "/loopact/health"
 _STDERR_TAIL_LINES = 25
 _POLL_S = 0.25
 _HTTP_TIMEOUT_S = 2.0
@@ -235,6 +237,12 @@ class LocalBrain:
         max_restarts: Restarts allowed within ``restart_window_s`` (issue 13: 3 in 5 min).
         restart_window_s: The window for ``max_restarts``, in seconds.
         on_status: Called with a :class:`BrainStatus` on every change of state.
+        health_path: A path the server answers without waiting for the model
+            (``/loopact/health`` of :mod:`loopact.llm.local_server`); when set, a server that
+            leaves ``health_failures`` checks ``health_interval_s`` apart unanswered is
+            killed and restarted like a crashed one (a hung server). None: no check.
+        health_interval_s: Seconds between health checks.
+        health_failures: Unanswered checks in a row that count as hung.
     """
 
     model_path: Path
@@ -251,6 +259,9 @@ class LocalBrain:
     max_restarts: int = 3
     restart_window_s: float = 300.0
     on_status: Callable[[BrainStatus], None] | None = None
+    health_path: str | None = None
+    health_interval_s: float = 5.0
+    health_failures: int = 3
     started_s: float = 0.0
     generation: int = 0
     final_error: str | None = None
@@ -289,6 +300,8 @@ class LocalBrain:
             start_timeout_s=cfg.start_timeout_s,
             max_restarts=cfg.max_restarts,
             restart_window_s=cfg.restart_window_s,
+            health_path=HEALTH_PATH if cfg.prompt_cache else None,
+            server_module=SERVER_MODULE if cfg.prompt_cache else "llama_cpp.server",
         )
 
     @property
@@ -425,10 +438,15 @@ class LocalBrain:
         while not self._stopping:
             proc = self._proc
             assert proc is not None
-            await proc.wait()
+            hung = await self._watch(proc)
             if self._stopping:
                 return
             how = describe_exit(proc.returncode)
+            if hung:
+                how = (
+                    f"it stopped answering: no reply to {self.health_path} for "
+                    f"{self.health_interval_s * self.health_failures:g} s, so it was killed"
+                )
             while True:
                 now = time.monotonic()
                 while self._restarts and self._restarts[0] < now - self.restart_window_s:
@@ -459,6 +477,32 @@ class LocalBrain:
                     continue
                 self._set("ready", f"restarted after a crash in {self.started_s:.1f} s")
                 break
+
+    async def _watch(self, proc: asyncio.subprocess.Process) -> bool:
+        """Wait until ``proc`` exits; kill it when it stops answering its health check.
+
+        Returns:
+            True when it was killed for not answering ``health_path`` ``health_failures``
+            times in a row (a hung server), False when it exited by itself.
+        """
+        if not self.health_path:
+            await proc.wait()
+            return False
+        misses = 0
+        while True:
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), self.health_interval_s)
+                return False
+            except asyncio.TimeoutError:
+                pass
+            ok = await _get_status(self.port, self.health_path) == 200
+            misses = 0 if ok else misses + 1
+            if misses >= self.health_failures and proc.returncode is None:
+                log.warning("local brain does not answer its health check; killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+                return True
 
     async def wait_ready(self, timeout_s: float | None = None) -> None:
         """Wait until the server is ready (e.g. while it restarts after a crash).
