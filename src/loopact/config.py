@@ -5,7 +5,8 @@ in the user config folder (platformdirs). Then environment variables override (r
 nowhere else): ``LOOPACT_API_KEY``, ``LOOPACT_BASE_URL``, ``LOOPACT_MODEL``,
 ``LOOPACT_PROVIDER``, ``LOOPACT_ROBOT``, ``LOOPACT_ROBOT_PROFILE``, ``LOOPACT_LANG`` and the
 provider's usual key (``OPENAI_API_KEY``); the SMTP password comes from the variable that
-``messages.email.password_env`` names. Then CLI flags override those.
+``messages.email.password_env`` names, and ``LOOPACT_IMAGES_API_KEY`` (``images.api_key``).
+Then CLI flags override those.
 Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
 """
 
@@ -187,6 +188,23 @@ class ShellConfig(pydantic.BaseModel):
     max_output_chars: int = pydantic.Field(8000, ge=100)
 
 
+class ImagesConfig(pydantic.BaseModel):
+    """``images``: ``generate_image`` through an OpenAI-compatible images endpoint (issue 19);
+    the tool exists only when ``base_url`` and ``model`` are both set."""
+
+    model_config = _STRICT
+    base_url: str | None = pydantic.Field(None, pattern=r"^https?://\S+$")
+    model: str | None = None
+    api_key: pydantic.SecretStr | None = None
+    default_size: str = pydantic.Field("1024x1024", pattern=r"^\d{2,4}x\d{2,4}$")
+    timeout_s: float = pydantic.Field(120.0, gt=0)
+
+    @property
+    def configured(self) -> bool:
+        """True when both ``base_url`` and ``model`` are set."""
+        return bool(self.base_url and self.model)
+
+
 class DocumentsConfig(pydantic.BaseModel):
     """``documents``: ``write_document`` (issue 19)."""
 
@@ -255,6 +273,7 @@ class Config(pydantic.BaseModel):
     local: LocalConfig = LocalConfig()
     tools: ToolsConfig = ToolsConfig()
     documents: DocumentsConfig = DocumentsConfig()
+    images: ImagesConfig = ImagesConfig()
     messages: MessagesConfig = MessagesConfig()
 
     @property
@@ -369,6 +388,8 @@ def load_config(
         env_over["robot"]["profile"] = env["LOOPACT_ROBOT_PROFILE"]
     if env.get("LOOPACT_LANG"):
         env_over["agent"]["lang"] = env["LOOPACT_LANG"]
+    if env.get("LOOPACT_IMAGES_API_KEY"):
+        env_over["images"] = {"api_key": env["LOOPACT_IMAGES_API_KEY"]}
     env_given = {k: v for k, v in env_over.items() if v}
     flags_given = _drop_none(overrides) if overrides else {}
     data = _merge(data, env_given)
@@ -505,6 +526,14 @@ documents:
   font: null                  # TrueType font for PDF text beyond Latin-1 (Chinese ...);
                               # null: the first installed one that has every glyph
                               # (fonts-wqy-microhei, installed by scripts/system-deps.sh)
+
+images:                       # generate_image exists only when base_url and model are set
+  base_url: null              # an OpenAI-compatible API root, e.g. https://api.openai.com/v1
+  model: null                 # e.g. gpt-image-1
+  api_key: null               # better: LOOPACT_IMAGES_API_KEY; null with the same base_url
+                              # as model.base_url: the model's key
+  default_size: 1024x1024
+  timeout_s: 120
 
 # messages: channels of send_message beyond the console; each exists only when set.
 # messages:

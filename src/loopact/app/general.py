@@ -1,6 +1,7 @@
 """The configured general tools of a run (issue 19, SPEC C6): ``write_document`` (with
 ``documents.font``) and those that exist only when their configuration says so
-(``shell_exec`` with ``tools.shell.enabled``)."""
+(``shell_exec`` with ``tools.shell.enabled``, ``generate_image`` with ``images.base_url`` and
+``images.model``)."""
 
 from __future__ import annotations
 
@@ -33,4 +34,28 @@ def general_tools(cfg: Config, workspace: Path) -> list[Tool]:
             max_output_chars=shell.max_output_chars,
         )
         tools.append(make_shell_tool(ws, settings))
+    if cfg.images.configured:
+        tools.append(_image_tool(cfg, ws))
     return tools
+
+
+def _image_tool(cfg: Config, ws: Workspace) -> Tool:
+    """``generate_image``; its images reach the model through the image gate (SPEC G1)."""
+    from loopact.llm.messages import Image
+    from loopact.tools.builtin.images import ImageEndpoint, make_image_tool
+    from loopact.vision.gate import ImageGate
+
+    images = cfg.images
+    assert images.base_url and images.model
+    key = images.api_key.get_secret_value() if images.api_key else None
+    if key is None and images.base_url == cfg.model.base_url:
+        key = cfg.api_key  # the same service: its key (never sent to another host)
+    gate = ImageGate()
+
+    def through_gate(data: bytes) -> Image | None:
+        return gate.process(data).image
+
+    endpoint = ImageEndpoint(
+        images.base_url, images.model, key, images.default_size, images.timeout_s
+    )
+    return make_image_tool(ws, endpoint, through_gate)

@@ -209,12 +209,13 @@ class Protocol:
 
 def default_protocols() -> list[Protocol]:
     """The protocols a server speaks when none are given: OpenAI chat completions,
-    Anthropic Messages and Dify chat-messages (with file uploads)."""
+    Anthropic Messages, Dify chat-messages (with file uploads) and OpenAI image generation."""
     from loopact.testing.anthropic_protocol import AnthropicMessagesProtocol
     from loopact.testing.dify_protocol import DifyProtocol
+    from loopact.testing.images_protocol import ImagesProtocol
     from loopact.testing.openai_protocol import OpenAIChatProtocol
 
-    return [OpenAIChatProtocol(), AnthropicMessagesProtocol(), DifyProtocol()]
+    return [OpenAIChatProtocol(), AnthropicMessagesProtocol(), DifyProtocol(), ImagesProtocol()]
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,124 @@
+"""generate_image through the scripted server's OpenAI images protocol: saved into the
+workspace, shown in the web console, absent when not configured, every failure a clear
+result (issue 19, SPEC C6, X2)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from PIL import Image as PILImage
+from tests.agent.helpers import call, make_agent
+
+from loopact.app.general import general_tools
+from loopact.channels.web import serve_console
+from loopact.config import load_config
+from loopact.errors import ToolError
+from loopact.tools.base import ToolContext
+from loopact.tools.builtin.images import ImageEndpoint, make_image_tool
+
+
+def _cfg(tmp_path: Path, base_url: str | None) -> Any:
+    path = tmp_path / "loopact.yaml"
+    images = f"images:\n  base_url: {base_url}\n  model: scripted-image\n" if base_url else ""
+    path.write_text(images + "agent:\n  workspace: ws\n", encoding="utf-8")
+    cfg, _ = load_config(path, env={"LOOPACT_IMAGES_API_KEY": "sk-img"})
+    return cfg
+
+
+async def test_model_generates_an_image_that_is_saved_and_shown_in_the_console(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [
+                    call("generate_image", {"prompt": "a red robot", "size": "320x240"}, "g1")
+                ]
+            },
+            {"extras": {"images": {"color": [200, 30, 30]}}},  # answers the images request
+            {"text": "Here is your robot.", "expect": {"contains": "saved as images/"}},
+        ]
+    )
+    cfg = _cfg(tmp_path, server.base_url)
+    (image_tool,) = [t for t in general_tools(cfg, tmp_path / "ws") if t.name == "generate_image"]
+    agent, rec = make_agent(server, tmp_path / "ws", tools=[image_tool])
+    outcome = await agent.run_task("draw me a red robot")
+    assert outcome.status == "completed"
+    request = server.requests[1]
+    assert request.path == "/v1/images/generations"
+    assert request.json()["prompt"] == "a red robot" and request.json()["size"] == "320x240"
+    assert request.json()["model"] == "scripted-image"
+    assert request.headers["authorization"] == "Bearer sk-img"
+    result = next(e for e in rec.of("tool_result") if e.data["id"] == "g1").data
+    assert result["ok"] and result["n_images"] == 1
+    path = tmp_path / "ws" / result["metadata"]["path"]
+    assert result["metadata"]["image"] == result["metadata"]["path"]
+    with PILImage.open(path) as img:
+        assert img.format == "PNG" and img.size == (320, 240)
+        assert img.convert("RGB").getpixel((300, 20)) == (200, 30, 30)
+    web = await serve_console(agent, None, port=0)
+    try:
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{web.port}") as client:
+            shown = await client.get("/images/g1/0.jpg")
+    finally:
+        await web.stop()
+        await agent.close()
+    assert shown.status_code == 200 and shown.headers["content-type"] == "image/jpeg"
+    with PILImage.open(io.BytesIO(shown.content)) as jpeg:
+        r, g, b = jpeg.convert("RGB").getpixel((300, 20))
+        assert r > 150 and g < 80 and b < 80  # the gated copy of the generated picture
+
+
+def test_absent_when_not_configured(tmp_path: Path) -> None:
+    names = [t.name for t in general_tools(_cfg(tmp_path, None), tmp_path / "ws")]
+    assert "generate_image" not in names
+    half = tmp_path / "half.yaml"
+    half.write_text(
+        textwrap.dedent("images:\n  base_url: http://127.0.0.1:9/v1\n"), encoding="utf-8"
+    )
+    cfg, _ = load_config(half, env={})
+    assert "generate_image" not in [t.name for t in general_tools(cfg, tmp_path / "ws")]
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        ({"error": {"status": 500, "message": "model overloaded"}}, "HTTP 500: model overloaded"),
+        (
+            {"extras": {"images": {"b64": base64.b64encode(b"not an image at all").decode()}}},
+            "bytes that are not an image",
+        ),
+        ({"extras": {"images": {"b64": "%%% not base64"}}}, "not base64"),
+    ],
+)
+async def test_endpoint_failures_are_clear_and_nothing_is_saved(
+    scripted_server: Any, tmp_path: Path, turn: dict[str, Any], message: str
+) -> None:
+    server = scripted_server([turn])
+    tool = make_image_tool(tmp_path, ImageEndpoint(server.base_url, "m", "k", timeout_s=10))
+    ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
+    with pytest.raises(ToolError, match=message):
+        await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
+    assert not (tmp_path / "images").exists()
+
+
+async def test_bad_size_and_empty_prompt_are_refused_before_any_request(tmp_path: Path) -> None:
+    tool = make_image_tool(tmp_path, ImageEndpoint("http://127.0.0.1:9/v1", "m"))
+    ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
+    with pytest.raises(ToolError, match="must be WIDTHxHEIGHT"):
+        await tool.invoke({"prompt": "a cat", "size": "huge"}, ctx)
+    with pytest.raises(ToolError, match="needs a prompt"):
+        await tool.invoke({"prompt": "  "}, ctx)
+
+
+async def test_unreachable_endpoint_is_a_clear_result(tmp_path: Path) -> None:
+    tool = make_image_tool(tmp_path, ImageEndpoint("http://127.0.0.1:9/v1", "m", timeout_s=5))
+    ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
+    with pytest.raises(ToolError, match="cannot reach the image endpoint"):
+        await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
