@@ -49,6 +49,9 @@ def _setup_logging(verbose: bool) -> None:
         format="%(name)s: %(message)s",
         handlers=[RichHandler(console=err, show_time=False, show_path=False)],
     )
+    # The MCP SDK logs a traceback per line a server prints that is not JSON-RPC; loopact
+    # reports such servers itself in one line (issue 18), so its records show only with -v.
+    logging.getLogger("mcp").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 
 @app.callback(invoke_without_command=True)
@@ -63,6 +66,9 @@ def _root(
 @app.command()
 def run(
     config: Path | None = typer.Option(None, "--config", help="Config file (YAML)."),
+    mcp_config: Path | None = typer.Option(
+        None, "--mcp-config", help="MCP servers file (JSON or YAML with a servers mapping)."
+    ),
     provider: str | None = typer.Option(
         None, "--provider", help="Model protocol: openai, anthropic or dify."
     ),
@@ -151,7 +157,7 @@ def run(
         raise typer.Exit(EXIT_USAGE)
 
     try:
-        cfg, source = load_config(config, overrides=overrides)
+        cfg, source = load_config(config, overrides=overrides, mcp_config=mcp_config)
     except ConfigError as exc:
         err.print(f"loopact: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_USAGE) from None

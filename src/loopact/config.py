@@ -12,10 +12,12 @@ Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
 import pydantic
@@ -259,6 +261,60 @@ class MessagesConfig(pydantic.BaseModel):
     ros2: TopicMessagesConfig | None = None
 
 
+McpSafety = Literal["read_only", "idempotent", "write"]
+McpServerName = Annotated[str, pydantic.StringConstraints(min_length=1, max_length=64)]
+
+
+class McpServerConfig(pydantic.BaseModel):
+    """One entry of ``mcp.servers``: an MCP server in the shape desktop assistants use (C8).
+
+    A stdio server has ``command`` (+ ``args``, ``env``, ``cwd``); a streamable HTTP server
+    has ``url`` (+ ``headers``). ``type`` is optional (``stdio`` or ``http``; VS Code writes
+    it). The rest is loopact's own: ``trust`` lets the server's ``readOnlyHint`` lower a tool
+    to read-only (otherwise every tool of the server is a write tool that needs confirmation,
+    issue 21), ``safety`` grants a class per tool name (the operator's word beats the
+    server's), ``timeout_s`` bounds every call (default ``agent.bounds.tool_timeout_s``),
+    ``connect_timeout_s`` bounds start-up and the initialize handshake.
+    """
+
+    model_config = _STRICT
+    type: Literal["stdio", "http", "streamable-http", "streamableHttp"] | None = None
+    command: str | None = pydantic.Field(None, min_length=1)
+    args: list[str] = pydantic.Field(default_factory=list)
+    env: dict[str, str] = pydantic.Field(default_factory=dict)
+    cwd: Path | None = None
+    url: str | None = pydantic.Field(None, pattern=r"^https?://\S+$")
+    headers: dict[str, str] = pydantic.Field(default_factory=dict)
+    disabled: bool = False
+    trust: bool = False
+    safety: dict[str, McpSafety] = pydantic.Field(default_factory=dict)
+    timeout_s: float | None = pydantic.Field(None, gt=0)
+    connect_timeout_s: float = pydantic.Field(30.0, gt=0)
+
+    @pydantic.model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give either command (a stdio server) or url (a streamable HTTP server)"
+            )
+        kind = "stdio" if self.command is not None else "http"
+        if self.type is not None and (self.type == "stdio") != (kind == "stdio"):
+            raise ValueError(f"type {self.type!r} does not fit a server with {kind} settings")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """``stdio`` (a command) or ``http`` (a URL)."""
+        return "stdio" if self.command is not None else "http"
+
+
+class McpConfig(pydantic.BaseModel):
+    """``mcp``: MCP servers whose tools the agent uses (C8, issue 18); see docs/mcp.md."""
+
+    model_config = _STRICT
+    servers: dict[McpServerName, McpServerConfig] = pydantic.Field(default_factory=dict)
+
+
 class Config(pydantic.BaseModel):
     """The whole configuration file."""
 
@@ -275,6 +331,7 @@ class Config(pydantic.BaseModel):
     documents: DocumentsConfig = DocumentsConfig()
     images: ImagesConfig = ImagesConfig()
     messages: MessagesConfig = MessagesConfig()
+    mcp: McpConfig = McpConfig()
 
     @property
     def endpoint_configured(self) -> bool:
@@ -328,6 +385,7 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    mcp_config: Path | None = None,
 ) -> tuple[Config, Path | None]:
     """Load, merge and validate the configuration.
 
@@ -336,6 +394,9 @@ def load_config(
         overrides: Nested dict of CLI flag values (None values are ignored).
         env: The environment (``os.environ`` when None).
         cwd: Folder for ``./loopact.yaml`` (the current folder when None).
+        mcp_config: ``--mcp-config FILE``: its MCP servers are added to ``mcp.servers``
+            (a server of the same name replaces the config file's), see
+            :func:`read_mcp_servers`.
 
     Returns:
         The config and the file it came from (None when no file was used).
@@ -394,6 +455,13 @@ def load_config(
     flags_given = _drop_none(overrides) if overrides else {}
     data = _merge(data, env_given)
     data = _merge(data, flags_given)
+    if mcp_config is not None:
+        section = data.get("mcp")
+        section = section if isinstance(section, dict) else {}
+        servers = section.get("servers")
+        servers = servers if isinstance(servers, dict) else {}
+        data["mcp"] = {**section, "servers": {**servers, **read_mcp_servers(mcp_config)}}
+    _expand_mcp_env(data, env)
     try:
         cfg = Config.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -409,6 +477,89 @@ def load_config(
     if email is not None and email.password_env:
         email._password = env.get(email.password_env) or None
     return cfg, source
+
+
+def read_mcp_servers(path: Path) -> dict[str, Any]:
+    """The MCP servers of ``--mcp-config FILE`` (JSON or YAML), by name (issue 18).
+
+    The file holds a ``servers`` mapping (``{"servers": {"files": {"command": "npx", ...}}}``);
+    the ``mcpServers`` mapping of a desktop assistant's config file and a loopact-style
+    ``mcp: {servers: ...}`` are read too. Other top-level keys are ignored, so a desktop
+    assistant's whole config file can be given.
+
+    Raises:
+        ConfigError: The file is missing or unreadable, not JSON/YAML, or has no servers
+            mapping (the key is ``--mcp-config``).
+    """
+    where = f"--mcp-config {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot be read: {exc}", key="--mcp-config") from None
+    try:
+        loaded = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{where}: not valid JSON or YAML: {exc}", key="--mcp-config") from None
+    if isinstance(loaded, dict) and isinstance(loaded.get("mcp"), dict):
+        loaded = loaded["mcp"]
+    servers = None
+    if isinstance(loaded, dict):
+        servers = loaded.get("servers", loaded.get("mcpServers"))
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            f'{where}: needs a "servers" mapping of name -> {{command, args, env}} or '
+            "{url, headers} (docs/mcp.md)",
+            key="--mcp-config",
+        )
+    return {str(k): v for k, v in servers.items()}
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_MCP_EXPANDED = ("command", "args", "env", "url", "headers", "cwd")
+
+
+def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in MCP server settings from ``env``, in place.
+
+    Keeps secrets (API keys in ``env`` or ``headers``) out of config files, as desktop
+    assistants allow.
+
+    Raises:
+        ConfigError: A referenced variable is not set and has no default (names the key).
+    """
+    section = data.get("mcp")
+    servers = section.get("servers") if isinstance(section, dict) else None
+    if not isinstance(servers, dict):
+        return
+
+    def expand(value: Any, key: str) -> Any:
+        if isinstance(value, str):
+
+            def one(m: re.Match[str]) -> str:
+                name, default = m.group(1), m.group(2)
+                if name in env:
+                    return env[name]
+                if default is not None:
+                    return default
+                raise ConfigError(
+                    f"{key}: environment variable {name} is not set (referenced as "
+                    f"${{{name}}}); set it or write ${{{name}:-default}}",
+                    key=key,
+                )
+
+            return _ENV_REF.sub(one, value)
+        if isinstance(value, list):
+            return [expand(v, f"{key}.{i}") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: expand(v, f"{key}.{k}") for k, v in value.items()}
+        return value
+
+    for name, server in list(servers.items()):
+        if isinstance(server, dict):
+            servers[name] = {
+                k: expand(v, f"mcp.servers.{name}.{k}") if k in _MCP_EXPANDED else v
+                for k, v in server.items()
+            }
 
 
 def _has_path(data: Mapping[str, Any], loc: tuple[int | str, ...]) -> bool:
@@ -550,6 +701,17 @@ images:                       # generate_image exists only when base_url and mod
 #     subject: null           # null: the message's first line
 #   ros2:                     # send_message(channel="ros2", to=TOPIC): std_msgs/String
 #     allow_to: [/ops/chat]
+mcp:                          # MCP servers whose tools the agent uses (docs/mcp.md); also
+  servers: {}                 # --mcp-config FILE (JSON or YAML with a servers mapping). E.g.
+  #   files: {command: npx, args: [-y, "@modelcontextprotocol/server-filesystem", /data]}
+  #   lab:                    # streamable HTTP; ${VAR} takes a value from the environment
+  #     url: http://127.0.0.1:9000/mcp
+  #     headers: {Authorization: "Bearer ${LAB_TOKEN}"}
+  #     trust: false          # true: the server's readOnlyHint makes a tool read-only;
+  #                           # otherwise every tool is a write tool (asks first)
+  #     safety: {}            # per tool name: read_only, idempotent or write
+  #     timeout_s: null       # per call; null: agent.bounds.tool_timeout_s
+  #     connect_timeout_s: 30 # start-up and initialize
 
 # local: the offline brain, used only when no endpoint (base_url / API key) is configured.
 # See docs/local-brain.md. `make local-brain` builds and downloads what it needs.

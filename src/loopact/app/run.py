@@ -25,6 +25,7 @@ from loopact.agent.prompt import build_system_prompt
 from loopact.agent.tools import AgentCallTool, make_send_message_tool
 from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain
+from loopact.app.mcp import attach_mcp
 from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
@@ -62,6 +63,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             for tool in body.session.tools:
                 registry.add(tool)
         memory = await open_memory(cfg, registry, stack)
+        await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
         model = make_model(cfg, local_brain=brain)
         options = agent_options(cfg, body, memory, workspace, local=brain is not None)
         options = dataclasses.replace(options, interactive=once is None)

@@ -122,6 +122,17 @@ class ProgressPrinter:
                 self.console.print(f"[red]  {escape(detail)}[/]")
             elif state == "ready" and d.get("restarts"):
                 self.console.print(f"[yellow]  local model server {escape(detail)}[/]")
+        elif typ == "mcp_server":
+            # issue 18: an MCP server that dropped (why, and when it is retried) or came back
+            if d.get("state") == "restarting":
+                self._end_text()
+                retry = f" (retrying in {d['delay_s']:g} s)" if d.get("delay_s") else ""
+                self.console.print(f"[yellow]  {escape(str(d.get('detail', '')))}{retry}[/]")
+            elif d.get("state") == "connected" and d.get("restarts"):
+                self.console.print(
+                    f"[yellow]  MCP server {escape(str(d['name']))} is back: "
+                    f"{escape(str(d.get('detail', '')))}[/]"
+                )
         elif typ == "stop":
             self._end_text()
             self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")

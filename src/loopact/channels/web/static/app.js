@@ -182,6 +182,10 @@
       else if (ev.state === "ready" && ev.restarts) { line("warn", "local brain " + ev.detail, ev); }
     },
     node_added: function (ev) { line("plan", "node added: " + ev.name + " (" + ev.kind + ")", ev); },
+    mcp_server: function (ev) {  // issue 18: an MCP server dropped (and is retried) or is back
+      if (ev.state === "restarting") { line("warn", ev.detail + " (retrying in " + ev.delay_s + " s)", ev); }
+      else if (ev.state === "connected" && ev.restarts) { line("plan", "MCP server " + ev.name + " is back: " + ev.detail, ev); }
+    },
     dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); }
   };
 

@@ -1,0 +1,552 @@
+"""One MCP server, connected and supervised: :class:`McpServerLink` (SPEC C8, C2; issue 18).
+
+A link runs one supervisor task that owns the whole life of its connection: it spawns the
+stdio server (or opens the streamable HTTP session), runs the initialize handshake and the
+first ``tools/list`` within ``connect_timeout_s``, re-reads the list at once on
+``notifications/tools/list_changed`` (and on ``subscriptions/listen`` events of 2026-era
+servers), pings the server every ``ping_interval_s``, and on EOF, a failed ping or a crash
+drops the server's tools, says why in one line, and reconnects with exponential back-off.
+
+The SDK's session is entered and exited only inside that supervisor task (anyio cancel
+scopes must not cross tasks: python-sdk issue 577). Calls come from other tasks and are
+raced against the connection's loss, so a call on a server that dies or hangs ends with a
+clear :class:`~loopact.errors.NodeError` within its timeout, never a hang (python-sdk issue
+1577). Cancelling a call cancels the MCP request (the SDK sends ``notifications/cancelled``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp.types as mt
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from loopact._compat import timeout_after
+from loopact._version import __version__
+from loopact.config import McpServerConfig
+from loopact.errors import NodeError
+from loopact.mcp.transport import file_safe, one_line, open_log, tail, watched_transport
+
+log = logging.getLogger(__name__)
+
+PING_INTERVAL_S = 10.0
+"""Seconds between liveness pings of a connected server."""
+PING_TIMEOUT_S = 10.0
+"""A ping unanswered for this long means the server hangs: it is dropped and restarted."""
+BACKOFF_BASE_S = 1.0
+"""First reconnect delay, seconds; doubled after each failure up to :data:`BACKOFF_MAX_S`."""
+BACKOFF_MAX_S = 60.0
+"""Longest reconnect delay, seconds."""
+HEALTHY_AFTER_S = 30.0
+"""A connection that lasted this long resets the back-off."""
+LIST_TIMEOUT_S = 10.0
+"""Bound on one ``tools/list`` (all pages) after a list_changed notification, seconds."""
+CLOSE_TIMEOUT_S = 10.0
+"""Bound on closing one connection (the SDK stops a stdio server within ~6 s), seconds."""
+MAX_LIST_PAGES = 50
+"""Pages of ``tools/list`` read at most (a server whose cursor never ends cannot hang us)."""
+
+
+class LinkState(str, enum.Enum):
+    """Where a link is: ``connecting``, ``connected``, ``restarting``, ``stopped``."""
+
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RESTARTING = "restarting"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    """One state change of a link (the ``mcp_server`` event).
+
+    Attributes:
+        name: The server's name in ``mcp.servers``.
+        transport: ``stdio`` or ``http``.
+        state: See :class:`LinkState`.
+        detail: Why, in one line (why it dropped, what it said last on stderr, the log).
+        restarts: Reconnects so far.
+        delay_s: Seconds until the next attempt (``restarting`` only).
+        protocol: The negotiated protocol version (``connected`` only).
+    """
+
+    name: str
+    transport: str
+    state: LinkState
+    detail: str = ""
+    restarts: int = 0
+    delay_s: float | None = None
+    protocol: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able fields for the event bus."""
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "state": self.state.value,
+            "detail": self.detail,
+            "restarts": self.restarts,
+            "delay_s": self.delay_s,
+            "protocol": self.protocol,
+        }
+
+
+ToolsFn = Callable[["McpServerLink", list[mt.Tool]], None]
+StatusFn = Callable[[LinkStatus], None]
+ProgressFn = Callable[[str], None]
+
+
+@dataclass
+class _Connection:
+    """What one live connection holds (replaced on every reconnect)."""
+
+    client: Client
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str = ""
+    resources: bool = False
+
+
+class McpServerLink:
+    """A configured MCP server, connected and supervised (issue 18). See the module docstring.
+
+    Args:
+        name: The server's name in ``mcp.servers``.
+        cfg: Its settings (stdio ``command``/``args``/``env``/``cwd`` or ``url``/``headers``).
+        on_tools: Called with the server's full tool list after each (re-)read, and with
+            ``[]`` when the connection is lost.
+        on_status: Called on every state change.
+        log_dir: Folder for the stdio server's stderr (``mcp-<name>.log``); None: inherit.
+        ping_interval_s: Seconds between liveness pings.
+        ping_timeout_s: Seconds a ping may take before the server counts as hung.
+        backoff_base_s: First reconnect delay, seconds (doubled per failure).
+        backoff_max_s: Longest reconnect delay, seconds.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        cfg: McpServerConfig,
+        *,
+        on_tools: ToolsFn,
+        on_status: StatusFn,
+        log_dir: Path | None = None,
+        ping_interval_s: float = PING_INTERVAL_S,
+        ping_timeout_s: float = PING_TIMEOUT_S,
+        backoff_base_s: float = BACKOFF_BASE_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
+    ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.on_tools = on_tools
+        self.on_status = on_status
+        self.log_path = (log_dir / f"mcp-{file_safe(name)}.log") if log_dir else None
+        self.ping_interval_s = ping_interval_s
+        self.ping_timeout_s = ping_timeout_s
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.restarts = 0
+        self.state = LinkState.STOPPED
+        self.detail = ""
+        self.tools: list[mt.Tool] = []
+        self.last_loss = ""
+        self._conn: _Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._refresh = asyncio.Event()
+        self._first_attempt = asyncio.Event()
+        self._listed = asyncio.Event()
+        self._listed.set()
+        self._garbage = 0
+        self._garbage_first = ""
+        self._inflight = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def transport(self) -> str:
+        """``stdio`` or ``http``."""
+        return self.cfg.transport
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stopping.is_set()
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection is up."""
+        return self._conn is not None
+
+    def start(self) -> None:
+        """Start the supervisor task on the running loop (idempotent)."""
+        if self._task is None or self._task.done():
+            self._stopping.clear()
+            self._task = asyncio.get_running_loop().create_task(
+                self._supervise(), name=f"loopact-mcp-{self.name}"
+            )
+
+    async def wait_first_attempt(self) -> None:
+        """Wait until the first connection attempt has succeeded or failed."""
+        await self._first_attempt.wait()
+
+    async def stop(self) -> None:
+        """Close the connection from its own task and end supervision (bounded)."""
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT_S + 2.0)
+        except (asyncio.TimeoutError, Exception) as exc:
+            log.warning("MCP server %s did not close in time (%r); abandoned", self.name, exc)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def request_refresh(self) -> None:
+        """Re-read the tool list now (what ``notifications/tools/list_changed`` does)."""
+        self._listed.clear()
+        self._refresh.set()
+
+    async def settled(self, timeout_s: float = 1.0) -> None:
+        """Wait (at most ``timeout_s``) until a pending tool-list re-read has finished.
+
+        A server that announces a new tool before answering a call has it offered by the
+        time that call's result is back (issue 18: offered within 1 s).
+        """
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._listed.wait(), timeout_s)
+
+    def note_garbage(self, exc: Exception) -> None:
+        """Count a stdout line that was not JSON-RPC (reported once per connection)."""
+        self._garbage += 1
+        if self._garbage == 1:
+            self._garbage_first = str(exc).splitlines()[0][:160] if str(exc) else repr(exc)
+            log.warning(
+                "MCP server %s printed a line that is not JSON-RPC on stdout (ignored): %s",
+                self.name,
+                self._garbage_first,
+            )
+
+    # ------------------------------------------------------------------ calls
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        report: ProgressFn | None = None,
+    ) -> tuple[mt.CallToolResult, list[mt.TextResourceContents | mt.BlobResourceContents]]:
+        """Call ``tool`` on the server; returns its result and the resource links it read.
+
+        Args:
+            tool: The tool's name on the server.
+            arguments: Schema-valid arguments.
+            timeout_s: Seconds the call may take; then it is cancelled on the server.
+            report: Receives the server's progress notifications as text.
+
+        Raises:
+            NodeError: The server is not connected, lost the connection during the call,
+                did not answer within ``timeout_s``, or answered with a protocol error.
+            asyncio.CancelledError: The caller was cancelled (the MCP request is cancelled).
+        """
+        conn = self._conn
+        if conn is None:
+            why = self.detail or "starting"
+            raise NodeError(f"MCP server {self.name} is not connected ({why})")
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                of = f"/{total:g}" if total else ""
+                report(f"{message or tool} ({progress:g}{of})")
+
+        request = asyncio.ensure_future(
+            conn.client.call_tool(
+                tool, arguments, read_timeout_seconds=timeout_s, progress_callback=on_progress
+            )
+        )
+        lost = asyncio.ensure_future(conn.lost.wait())
+        self._inflight += 1
+        try:
+            done, _ = await asyncio.wait(
+                {request, lost}, timeout=timeout_s + 1.0, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            await _abandon(request, lost)
+            raise
+        finally:
+            self._inflight -= 1
+        if request not in done:
+            await _abandon(request, lost)
+            if lost in done:
+                raise NodeError(
+                    f"MCP server {self.name} was lost during the call to {tool}: {conn.reason}"
+                )
+            raise NodeError(
+                f"MCP server {self.name} did not answer {tool} within {timeout_s:g} s; "
+                "the call was cancelled"
+            )
+        lost.cancel()
+        try:
+            result = request.result()
+        except MCPError as exc:
+            if exc.code == mt.CONNECTION_CLOSED:
+                raise NodeError(
+                    f"MCP server {self.name} was lost during the call to {tool} (the connection "
+                    "closed: it exited or crashed)"
+                ) from None
+            raise NodeError(f"MCP server {self.name} refused {tool}: {exc}") from None
+        except (TimeoutError, asyncio.TimeoutError):
+            raise NodeError(
+                f"MCP server {self.name} did not answer {tool} within {timeout_s:g} s; "
+                "the call was cancelled"
+            ) from None
+        except Exception as exc:  # pydantic ValidationError, transport errors
+            raise NodeError(
+                f"MCP server {self.name} sent a result for {tool} that loopact cannot read: "
+                f"{one_line(exc)}"
+            ) from None
+        linked = await self._read_links(conn, result)
+        await self.settled()
+        return result, linked
+
+    async def _read_links(
+        self, conn: _Connection, result: mt.CallToolResult
+    ) -> list[mt.TextResourceContents | mt.BlobResourceContents]:
+        """Read up to 2 resource links of a result (5 s each) so their contents reach the model."""
+        out: list[mt.TextResourceContents | mt.BlobResourceContents] = []
+        if not conn.resources:
+            return out
+        links = [b for b in result.content if isinstance(b, mt.ResourceLink)][:2]
+        for link in links:
+            try:
+                read = await asyncio.wait_for(conn.client.read_resource(str(link.uri)), 5.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("MCP server %s: reading %s failed: %r", self.name, link.uri, exc)
+                continue
+            out.extend(read.contents[:4])
+        return out
+
+    # ------------------------------------------------------------------ supervision
+    def _status(self, state: LinkState, detail: str = "", **extra: Any) -> None:
+        self.state = state
+        self.detail = detail
+        status = LinkStatus(self.name, self.transport, state, detail, self.restarts, **extra)
+        try:
+            self.on_status(status)
+        except Exception:  # a listener must not stop supervision
+            log.exception("MCP status listener failed")
+
+    def _publish(self, tools: list[mt.Tool]) -> None:
+        self.tools = tools
+        try:
+            self.on_tools(self, tools)
+        except Exception:
+            log.exception("MCP tool listener failed for %s", self.name)
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            self._status(LinkState.CONNECTING, f"connecting ({self._describe()})")
+            began = time.monotonic()
+            try:
+                reason = await self._connect_once()
+            except Exception as exc:  # every failure is a reason to reconnect, never a crash
+                reason = one_line(exc)
+            finally:
+                self._first_attempt.set()
+            if self._stopping.is_set():
+                break
+            if time.monotonic() - began >= HEALTHY_AFTER_S:
+                failures = 0
+            delay = min(self.backoff_max_s, self.backoff_base_s * 2**failures)
+            failures += 1
+            self.restarts += 1
+            note = f"MCP server {self.name} dropped: {reason}{self._stderr_note()}"
+            log.warning("%s; reconnecting in %g s", note, delay)
+            self._status(LinkState.RESTARTING, note, delay_s=delay)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), delay)
+        self._status(LinkState.STOPPED, "stopped")
+
+    async def _connect_once(self) -> str:
+        """One connection, from spawn to close; returns why it ended (stop: "stopped")."""
+        eof = asyncio.Event()
+        self._garbage = 0
+        async with AsyncExitStack() as stack:
+            try:
+                async with timeout_after(self.cfg.connect_timeout_s):
+                    client = Client(
+                        self._transport(eof, stack),
+                        mode="auto",
+                        message_handler=self._on_message,
+                        client_info=mt.Implementation(name="loopact", version=__version__),
+                        cache=None,
+                    )
+                    await stack.enter_async_context(client)
+                    tools = await self._list(client)
+            except (TimeoutError, asyncio.TimeoutError):
+                return self._not_ready(eof)
+            conn = _Connection(client, resources=client.server_capabilities.resources is not None)
+            self._conn = conn
+            self._listed.set()
+            self._publish(tools)
+            self._status(
+                LinkState.CONNECTED,
+                f"connected, {len(tools)} tools",
+                protocol=client.protocol_version,
+            )
+            self._first_attempt.set()
+            listener = None
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                listener = asyncio.ensure_future(self._listen(client))
+            try:
+                conn.reason = await self._serve(client, eof)
+            finally:
+                conn.reason = conn.reason or "the connection failed"
+                self.last_loss = conn.reason
+                conn.lost.set()
+                self._conn = None
+                self._listed.set()
+                if listener is not None:
+                    listener.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await listener
+                self._publish([])
+                with contextlib.suppress(Exception):
+                    async with timeout_after(CLOSE_TIMEOUT_S):
+                        await stack.aclose()
+            return conn.reason
+
+    def _not_ready(self, eof: asyncio.Event) -> str:
+        if eof.is_set():
+            return "the server exited or closed its output during start-up"
+        what = "start and answer initialize and tools/list"
+        return f"did not {what} within {self.cfg.connect_timeout_s:g} s"
+
+    async def _serve(self, client: Client, eof: asyncio.Event) -> str:
+        """Wait for a stop, the end of the connection, a refresh or the next ping."""
+        stop = asyncio.ensure_future(self._stopping.wait())
+        ended = asyncio.ensure_future(eof.wait())
+        try:
+            while True:
+                refresh = asyncio.ensure_future(self._refresh.wait())
+                done, _ = await asyncio.wait(
+                    {stop, ended, refresh},
+                    timeout=self.ping_interval_s,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                refresh.cancel()
+                if stop in done:
+                    return "stopped"
+                if ended in done:
+                    return "the server closed the connection (it exited or crashed)"
+                if refresh in done:
+                    self._refresh.clear()
+                    try:
+                        async with timeout_after(LIST_TIMEOUT_S):
+                            tools = await self._list(client)
+                    except (TimeoutError, asyncio.TimeoutError):
+                        return f"tools/list did not answer within {LIST_TIMEOUT_S:g} s"
+                    self._publish(tools)
+                    self._listed.set()
+                    continue
+                busy = self._inflight
+                try:
+                    async with timeout_after(self.ping_timeout_s):
+                        await _probe(client)
+                except (TimeoutError, asyncio.TimeoutError):
+                    if busy or self._inflight:
+                        continue  # a large result may be on its way; the call has its timeout
+                    return f"it did not answer a ping within {self.ping_timeout_s:g} s (hung)"
+                except MCPError as exc:
+                    if exc.code == mt.CONNECTION_CLOSED:
+                        return "the connection closed (the server exited or crashed)"
+                    # any other JSON-RPC error is an answer: the server is alive
+                except Exception as exc:
+                    return f"its connection failed ({one_line(exc)})"
+        finally:
+            stop.cancel()
+            ended.cancel()
+
+    async def _list(self, client: Client) -> list[mt.Tool]:
+        tools: list[mt.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def _listen(self, client: Client) -> None:
+        """2026-era servers announce list changes on a ``subscriptions/listen`` stream."""
+        try:
+            async with client.listen(tools_list_changed=True) as sub:
+                async for _event in sub:
+                    self.request_refresh()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.info("MCP server %s: no list-change subscription (%r)", self.name, exc)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            self.request_refresh()
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: %r", self.name, message)
+
+    # ------------------------------------------------------------------ transports
+    def _transport(self, eof: asyncio.Event, stack: AsyncExitStack) -> Any:
+        errlog = None
+        if self.cfg.command is not None and self.log_path is not None:
+            errlog = open_log(self.log_path, stack, self._describe())
+        return watched_transport(self.cfg, eof, self.note_garbage, errlog)
+
+    def _describe(self) -> str:
+        if self.cfg.command is not None:
+            return " ".join([self.cfg.command, *self.cfg.args])[:200]
+        return str(self.cfg.url)
+
+    def _stderr_note(self) -> str:
+        parts = []
+        if self._garbage:
+            parts.append(
+                f"; it printed {self._garbage} line(s) on stdout that are not JSON-RPC "
+                f"(first: {self._garbage_first})"
+            )
+        if self.log_path is not None and self.cfg.command is not None:
+            last = tail(self.log_path)
+            if last:
+                parts.append(f"; its stderr ends with: {last}")
+            parts.append(f" (log {self.log_path})")
+        return "".join(parts)
+
+
+async def _probe(client: Client) -> None:
+    """A liveness request: ``ping`` (2025-era), ``server/discover`` (2026-era, no ping)."""
+    version = client.protocol_version
+    if version in MODERN_PROTOCOL_VERSIONS:
+        await client.session.send_discover(version)
+    else:
+        await client.session.send_ping()
+
+
+async def _abandon(*futures: asyncio.Future[Any]) -> None:
+    """Cancel ``futures`` and wait (bounded) so the SDK can send its courtesy cancel."""
+    for fut in futures:
+        fut.cancel()
+    with contextlib.suppress(asyncio.TimeoutError, Exception):
+        await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), 2.0)

@@ -1,0 +1,282 @@
+"""MCP servers' tools as hot-pluggable outputs of the agent (SPEC C8, C2, C5, B8; issue 18).
+
+:class:`McpHub` starts one supervised :class:`~loopact.mcp.client.McpServerLink` per entry
+of ``mcp.servers`` and keeps the agent's live :class:`~loopact.tools.registry.ToolRegistry`
+in step with what each server offers: a tool appears as an :class:`McpTool` next to the
+other tools (prefixed with its server's name when its own name is taken), disappears when
+its server drops it or is lost, and is re-registered when its schema or safety class
+changes. A tool whose schema is not valid JSON Schema is not offered, and the reason is
+reported once. Everything the hub finds becomes an event on the bus:
+
+- ``mcp_server`` (``name``, ``transport``, ``state``, ``detail``, ``restarts``, ``delay_s``,
+  ``protocol``) on each state change of a server;
+- ``node_added`` / ``node_removed`` (``kind: "mcp"``, ``server``, ``remote_name``,
+  ``safety``) per tool;
+- ``node_error`` (``topic: "mcp:<server>/<tool>"``, ``message``) for a tool that cannot be
+  offered.
+
+Nothing here raises into the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mcp.types as mt
+
+from loopact.config import McpServerConfig
+from loopact.events import EventBus
+from loopact.llm.messages import Image
+from loopact.mcp.client import LinkStatus, McpServerLink
+from loopact.mcp.convert import offered_name, safety_of, short_description, to_tool_result
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.registry import ToolRegistry
+from loopact.vision.gate import ImageGate
+
+log = logging.getLogger(__name__)
+
+
+class McpTool(Tool):
+    """A tool of an MCP server, offered to the model under :attr:`name` (issue 18).
+
+    Args:
+        name: The offered name (the server's name, or prefixed on conflict).
+        remote: The tool as the server lists it.
+        link: The server's link.
+        safety: The class loopact gives it (see :func:`loopact.mcp.convert.safety_of`).
+        timeout_s: Per-call timeout in seconds (None: the loop's default).
+        gate: The image gate for images in its results.
+    """
+
+    reentrant = True
+
+    def __init__(
+        self,
+        name: str,
+        remote: mt.Tool,
+        link: McpServerLink,
+        safety: SafetyClass,
+        timeout_s: float | None,
+        gate: ImageGate,
+    ) -> None:
+        self.name = name
+        self.remote = remote
+        self.remote_name = remote.name
+        self.link = link
+        self.description = short_description(
+            remote.description or remote.title, f"{remote.name} (MCP server {link.name})"
+        )
+        self.parameters = dict(remote.input_schema or {"type": "object", "properties": {}})
+        self.safety = safety
+        self.timeout_s = timeout_s
+        self.gate = gate
+
+    def same_as(self, remote: mt.Tool, safety: SafetyClass) -> bool:
+        """Whether ``remote`` (with ``safety``) is what this proxy already offers."""
+        return (
+            safety is self.safety
+            and remote.description == self.remote.description
+            and _schema_key(remote.input_schema) == _schema_key(self.remote.input_schema)
+        )
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call the server (the registry's timeout cancels it); failures become results.
+
+        Raises:
+            loopact.errors.NodeError: The server is not connected, was lost, did not answer
+                in time or sent something unreadable (the registry makes it a failed result).
+        """
+        timeout = self.timeout_s or 30.0
+        result, linked = await self.link.call(self.remote_name, arguments, timeout, ctx.progress)
+        return await asyncio.to_thread(
+            to_tool_result, result, server=self.link.name, gate=self._gate, linked=linked
+        )
+
+    def _gate(self, data: bytes) -> Image | str:
+        gated = self.gate.process(data)
+        if gated.image is None:
+            return gated.error or "not an image"
+        return gated.image
+
+
+@dataclass
+class _Offered:
+    tool: McpTool
+    server: str
+
+
+class McpHub:
+    """Connect the configured MCP servers and offer their tools in ``registry`` (issue 18).
+
+    Args:
+        servers: ``mcp.servers`` (disabled entries are skipped).
+        registry: The agent's live tool registry.
+        bus: Where events go (None: log only).
+        default_timeout_s: Call timeout for servers without ``timeout_s``, seconds.
+        log_dir: Folder for stdio servers' stderr logs (None: inherit loopact's stderr).
+        gate: Image gate for images in results (default :class:`ImageGate`).
+        link_options: Passed to every :class:`McpServerLink` (ping and back-off timing).
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        registry: ToolRegistry,
+        *,
+        bus: EventBus | None = None,
+        default_timeout_s: float = 30.0,
+        log_dir: Path | None = None,
+        gate: ImageGate | None = None,
+        **link_options: Any,
+    ) -> None:
+        self.registry = registry
+        self.bus = bus
+        self.default_timeout_s = default_timeout_s
+        self.gate = gate or ImageGate()
+        self.links: dict[str, McpServerLink] = {}
+        self._offered: dict[str, _Offered] = {}
+        self._refused: set[tuple[str, str, str]] = set()
+        for name, cfg in servers.items():
+            if cfg.disabled:
+                continue
+            self.links[name] = McpServerLink(
+                name,
+                cfg,
+                on_tools=self._on_tools,
+                on_status=self._on_status,
+                log_dir=log_dir,
+                **link_options,
+            )
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, wait: bool = True) -> None:
+        """Start every server; with ``wait``, return once each has made its first attempt.
+
+        The first attempt of a server is bounded by its ``connect_timeout_s``; a server that
+        fails keeps being retried with back-off (its tools appear when it comes up).
+        """
+        for link in self.links.values():
+            link.start()
+        if wait and self.links:
+            await asyncio.gather(*(link.wait_first_attempt() for link in self.links.values()))
+
+    async def stop(self) -> None:
+        """Close every server (each from its own supervisor task) and drop their tools."""
+        await asyncio.gather(*(link.stop() for link in self.links.values()))
+        for name in list(self._offered):
+            self._remove(name, "MCP hub stopped")
+
+    def status(self) -> list[dict[str, Any]]:
+        """``{name, transport, state, detail, restarts, tools}`` per server."""
+        return [
+            {
+                "name": link.name,
+                "transport": link.transport,
+                "state": link.state.value,
+                "detail": link.detail,
+                "restarts": link.restarts,
+                "tools": self.offered(link.name),
+            }
+            for link in self.links.values()
+        ]
+
+    def offered(self, server: str) -> list[str]:
+        """The names under which ``server``'s tools are offered now."""
+        return [name for name, o in self._offered.items() if o.server == server]
+
+    # ------------------------------------------------------------------ events
+    def _emit(self, type_: str, **data: Any) -> None:
+        if self.bus is not None:
+            self.bus.emit(type_, None, **data)
+
+    def _on_status(self, status: LinkStatus) -> None:
+        self._emit("mcp_server", **status.as_dict())
+
+    def _on_tools(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
+        """Make the registry offer exactly ``tools`` for ``link``'s server."""
+        cfg = link.cfg
+        wanted: dict[str, tuple[mt.Tool, SafetyClass]] = {}
+        for remote in tools:
+            if remote.name in wanted:
+                continue
+            wanted[remote.name] = (remote, safety_of(remote, trusted=cfg.trust, grants=cfg.safety))
+        mine = {
+            o.tool.remote_name: name for name, o in self._offered.items() if o.server == link.name
+        }
+        for remote_name, offered in mine.items():
+            entry = wanted.get(remote_name)
+            tool = self._offered[offered].tool
+            if entry is None:
+                if link.stopping:
+                    reason = "its server was stopped"
+                elif not link.connected:
+                    reason = f"its server was lost: {link.last_loss}"
+                else:
+                    reason = "its server removed it"
+                self._remove(offered, reason)
+            elif not tool.same_as(*entry):
+                self._remove(offered, "its server changed it")
+        for remote_name, (remote, safety) in wanted.items():
+            if any(
+                o.server == link.name and o.tool.remote_name == remote_name
+                for o in self._offered.values()
+            ):
+                continue
+            self._add(link, remote, safety)
+
+    def _add(self, link: McpServerLink, remote: mt.Tool, safety: SafetyClass) -> None:
+        name = offered_name(link.name, remote.name, lambda n: n in self.registry)
+        timeout = link.cfg.timeout_s or self.default_timeout_s
+        tool = McpTool(name, remote, link, safety, timeout, self.gate)
+        try:
+            self.registry.add(tool)
+        except ValueError as exc:
+            key = (link.name, remote.name, _schema_key(remote.input_schema))
+            if key not in self._refused:
+                self._refused.add(key)
+                message = f"MCP server {link.name}: tool {remote.name} not offered: {exc}"
+                log.warning("%s", message)
+                self._emit("node_error", topic=f"mcp:{link.name}/{remote.name}", message=message)
+            return
+        self._offered[name] = _Offered(tool, link.name)
+        if safety is SafetyClass.WRITE and remote.annotations and remote.annotations.read_only_hint:
+            log.info(
+                "MCP tool %s of %s announces read-only; it is a write tool because the server "
+                "is not trusted (mcp.servers.%s.trust)",
+                remote.name,
+                link.name,
+                link.name,
+            )
+        log.info(
+            "MCP server %s: offering %s as %s (%s)", link.name, remote.name, name, safety.value
+        )
+        self._emit(
+            "node_added",
+            name=name,
+            kind="mcp",
+            server=link.name,
+            remote_name=remote.name,
+            safety=safety.value,
+        )
+
+    def _remove(self, name: str, reason: str) -> None:
+        offered = self._offered.pop(name, None)
+        if offered is None:
+            return
+        if self.registry.get(name) is offered.tool:
+            self.registry.remove(name)
+        log.info("MCP tool %s dropped: %s", name, reason)
+        self._emit("node_removed", name=name, kind="mcp", server=offered.server, reason=reason)
+
+
+def _schema_key(schema: Any) -> str:
+    try:
+        return json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(schema)

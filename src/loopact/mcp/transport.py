@@ -1,0 +1,164 @@
+"""The SDK's two client transports, watched (issue 18): stdio and streamable HTTP.
+
+:func:`watched_transport` opens the official SDK's ``stdio_client`` (a subprocess speaking
+newline-delimited JSON-RPC) or ``streamable_http_client`` (with the configured headers) and
+wraps the read side so that the link learns at once when the server's side ends (EOF: the
+process exited or crashed) and when the server prints lines that are not JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import httpx2
+from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from loopact.config import McpServerConfig
+
+_TAIL_LINES = 3
+_MARK = "--- loopact:"
+
+
+class WatchedRead:
+    """A read stream that sets ``eof`` when the server's side ends and reports garbage.
+
+    Args:
+        inner: The SDK transport's read stream.
+        eof: Set when the stream ends.
+        on_garbage: Called with the parse error of each stdout line that is not JSON-RPC.
+    """
+
+    def __init__(
+        self, inner: Any, eof: asyncio.Event, on_garbage: Callable[[Exception], None]
+    ) -> None:
+        self._inner = inner
+        self._eof = eof
+        self._on_garbage = on_garbage
+
+    async def receive(self) -> Any:
+        """The next message (or parse error); sets ``eof`` at the end."""
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._eof.set()
+            raise
+        if isinstance(item, Exception):
+            self._on_garbage(item)
+        return item
+
+    def __aiter__(self) -> WatchedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Close the inner stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> WatchedRead:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # last_context and the like
+        return getattr(self._inner, name)
+
+
+def watched_transport(
+    cfg: McpServerConfig,
+    eof: asyncio.Event,
+    on_garbage: Callable[[Exception], None],
+    errlog: TextIO | None = None,
+) -> Any:
+    """An SDK transport (async context manager of ``(read, write)``) for ``cfg``, watched.
+
+    Args:
+        cfg: A stdio (``command``) or streamable HTTP (``url``) server.
+        eof: Set when the server's side of the connection ends.
+        on_garbage: See :class:`WatchedRead`.
+        errlog: Where a stdio server's stderr goes (default: ours).
+    """
+
+    @asynccontextmanager
+    async def transport() -> AsyncIterator[tuple[Any, Any]]:
+        async with _open(cfg, errlog) as (read, write):
+            yield WatchedRead(read, eof, on_garbage), write
+        eof.set()
+
+    return transport()
+
+
+@asynccontextmanager
+async def _open(cfg: McpServerConfig, errlog: TextIO | None) -> AsyncIterator[tuple[Any, Any]]:
+    if cfg.command is not None:
+        params = StdioServerParameters(
+            command=cfg.command,
+            args=list(cfg.args),
+            env=dict(cfg.env) or None,
+            cwd=cfg.cwd,
+            encoding_error_handler="replace",
+        )
+        async with stdio_client(params, errlog=errlog or sys.stderr) as streams:
+            yield streams
+        return
+    assert cfg.url is not None
+    http = httpx2.AsyncClient(
+        headers=dict(cfg.headers), timeout=httpx2.Timeout(cfg.connect_timeout_s, read=300.0)
+    )
+    async with http, streamable_http_client(cfg.url, http_client=http) as streams:
+        yield streams
+
+
+def open_log(path: Path, stack: AsyncExitStack, what: str) -> TextIO | None:
+    """Open a stdio server's stderr log for appending (closed by ``stack``); None if it can't."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        out: TextIO = stack.enter_context(path.open("a", encoding="utf-8"))
+    except OSError:
+        return None
+    out.write(f"{_MARK} starting {what} (pid {os.getpid()})\n")
+    out.flush()
+    return out
+
+
+def tail(path: Path) -> str:
+    """The last few lines the latest start of a server wrote to its log, joined by `` | ``."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    text = text.rsplit(_MARK, 1)[-1].split("\n", 1)[-1] if _MARK in text else text
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()][-_TAIL_LINES:]
+    return " | ".join(lines)[:400]
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (the first member of an exception group)."""
+    inner = getattr(exc, "exceptions", None)  # an exception group (anyio task groups)
+    while isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def file_safe(name: str) -> str:
+    """``name`` usable in a file name."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:64] or "server"
