@@ -701,6 +701,7 @@ images:                       # generate_image exists only when base_url and mod
 #     subject: null           # null: the message's first line
 #   ros2:                     # send_message(channel="ros2", to=TOPIC): std_msgs/String
 #     allow_to: [/ops/chat]
+
 mcp:                          # MCP servers whose tools the agent uses (docs/mcp.md); also
   servers: {}                 # --mcp-config FILE (JSON or YAML with a servers mapping). E.g.
   #   files: {command: npx, args: [-y, "@modelcontextprotocol/server-filesystem", /data]}
