@@ -110,6 +110,54 @@ class RobotConfig(pydantic.BaseModel):
     sim_log: Path | None = None
 
 
+HsvTriple = tuple[int, int, int]
+
+
+class VisionModelConfig(pydantic.BaseModel):
+    """``vision.model``: a separate vision model for descriptions and box selection (issue 15).
+
+    An OpenAI-compatible endpoint that accepts images (``base_url`` + ``model``); the key comes
+    from ``api_key`` or the environment variable named by ``api_key_env``.
+    """
+
+    model_config = _STRICT
+    base_url: str = pydantic.Field(pattern=r"^https?://\S+$")
+    model: str = "gpt-4o-mini"
+    api_key: pydantic.SecretStr | None = None
+    api_key_env: str | None = None
+    timeout_s: float = pydantic.Field(30.0, gt=0)
+
+
+class VisionConfig(pydantic.BaseModel):
+    """``vision``: perception tools (SPEC D5, G2; issue 15)."""
+
+    model_config = _STRICT
+    colors: dict[str, list[tuple[HsvTriple, HsvTriple]]] = pydantic.Field(default_factory=dict)
+    model: VisionModelConfig | None = None
+    use_main_model: bool = True
+    min_confidence: float = pydantic.Field(0.5, ge=0, le=1)
+    line_lost_grace_s: float = pydantic.Field(1.5, gt=0)
+    line_speed_mps: float = pydantic.Field(0.25, gt=0)
+    track_distance_m: float = pydantic.Field(1.2, gt=0)
+
+    @pydantic.field_validator("colors")
+    @classmethod
+    def _hsv_in_range(
+        cls, value: dict[str, list[tuple[HsvTriple, HsvTriple]]]
+    ) -> dict[str, list[tuple[HsvTriple, HsvTriple]]]:
+        for name, ranges in value.items():
+            if not ranges:
+                raise ValueError(f"colour {name!r} needs at least one [[h, s, v], [h, s, v]] range")
+            for lo, hi in ranges:
+                for a, b, top in zip(lo, hi, (179, 255, 255), strict=True):
+                    if not (0 <= a <= b <= top):
+                        raise ValueError(
+                            f"colour {name!r}: range {list(lo)}..{list(hi)} must be low <= high "
+                            "within H 0..179, S 0..255, V 0..255 (OpenCV scale)"
+                        )
+        return value
+
+
 class TraceConfig(pydantic.BaseModel):
     """``trace``: JSON Lines trace of every event (SPEC H3)."""
 
@@ -327,6 +375,7 @@ class Config(pydantic.BaseModel):
     memory: MemoryConfig = MemoryConfig()
     web: WebConfig = WebConfig()
     local: LocalConfig = LocalConfig()
+    vision: VisionConfig = VisionConfig()
     tools: ToolsConfig = ToolsConfig()
     documents: DocumentsConfig = DocumentsConfig()
     images: ImagesConfig = ImagesConfig()
@@ -644,6 +693,21 @@ robot:
   sim_speed: 1.0              # simulated time per real second
   scenario: default           # sim only: default, or moving-target (a cyan ball circling)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
+
+vision:
+  colors: {}                  # HSV ranges (OpenCV: H 0..179) by colour name, added to or
+                              # replacing the built-in ones measured on the simulator, e.g.
+                              # orange: [[[8, 150, 120], [20, 255, 255]]]
+  use_main_model: true        # box selection and descriptions by the main model when it has
+                              # vision (model.capabilities.vision); else the detector alone
+  # model:                    # a separate OpenAI-compatible vision model for perception
+  #   base_url: http://localhost:8081/v1
+  #   model: qwen2.5-vl
+  #   api_key_env: VISION_API_KEY
+  min_confidence: 0.5         # below this a perception result says it is unsure (G2)
+  line_lost_grace_s: 1.5      # follow_line stops when the line stays out of view this long
+  line_speed_mps: 0.25        # follow_line's forward speed on a straight line
+  track_distance_m: 1.2       # track keeps this distance to the target (depth)
 
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)

@@ -138,6 +138,11 @@ def timeline(events: list[dict[str, Any]]) -> list[str]:
             mark = "ok" if ev.get("ok") else "FAILED"
             body = ev.get("data") if ev.get("ok") else ev.get("error")
             summary = f"{ev.get('name')} {mark}: {_short(body, 80)}"
+        elif typ == "tool_image":
+            summary = (
+                f"{ev.get('name')} image {ev.get('n')} ({ev.get('width_px')}x"
+                f"{ev.get('height_px')}, {ev.get('bytes')} B): {_short(ev.get('caption', ''), 80)}"
+            )
         elif typ in ("reply",):
             summary = _short(ev.get("text", ""), 120)
         elif typ == "error":

@@ -435,6 +435,34 @@ async def test_reloaded_page_gets_the_recent_history(console: Any) -> None:
     assert got[3] == json.loads(json.dumps(asked.to_json()))
 
 
+async def test_tool_image_is_served_for_the_perception_panel(console: Any) -> None:
+    import base64
+
+    buf = io.BytesIO()
+    PILImage.new("RGB", (32, 24), (200, 10, 10)).save(buf, format="JPEG")
+    jpeg = buf.getvalue()
+    bus = console.agent.bus
+    async with ws_connect(f"ws://127.0.0.1:{console.web.port}/ws") as ws:
+        await _wait_for(lambda: console.web.state.hub.n_clients == 1)
+        bus.emit(
+            "tool_image",
+            "t1",
+            id="c5",
+            name="visual_positioning",
+            n=0,
+            caption="red box [1, 2, 3, 4]",
+            data_b64=base64.b64encode(jpeg).decode(),
+        )
+        got = await _recv(ws)
+        assert got["type"] == "tool_image" and got["caption"] == "red box [1, 2, 3, 4]"
+    r = await console.client.get("/images/c5/shown/0.jpg")
+    assert r.status_code == 200 and r.content == jpeg
+    assert r.headers["content-type"] == "image/jpeg"
+    assert (await console.client.get("/images/c5/shown/1.jpg")).status_code == 404
+    bus.emit("tool_image", "t1", id="c6", name="x", n=0, caption="", data_b64="%%not base64")
+    assert (await console.client.get("/images/c6/shown/0.jpg")).status_code == 404
+
+
 async def test_event_from_a_worker_thread_reaches_the_page(console: Any) -> None:
     async with ws_connect(f"ws://127.0.0.1:{console.web.port}/ws") as ws:
         await _wait_for(lambda: console.web.state.hub.n_clients == 1)

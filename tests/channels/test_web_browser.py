@@ -226,6 +226,15 @@ async def test_scripted_task_from_the_page(
             "#model-image img", "img => img.complete && img.naturalWidth"
         )
         assert shown and shown > 0  # the image the model got, fetched from /images/see1/0.jpg
+        # the last perception image with its overlay (issue 15 acceptance 4, SPEC F6)
+        await page.locator("#perception-image img").wait_for()
+        width = await page.eval_on_selector(
+            "#perception-image img", "img => img.complete && img.naturalWidth"
+        )
+        assert width == 640  # fetched from /images/see1/shown/0.jpg
+        assert "I see" in await page.inner_text("#perception-image")
+        overlay = web.state.shown.get("see1", 0)
+        assert overlay is not None and overlay[:2] == b"\xff\xd8"
 
         allow = page.locator(".event.confirm button.allow")
         await allow.wait_for()

@@ -30,7 +30,7 @@ async def test_seewhat_returns_gated_jpeg_and_caption(rig: Rig) -> None:
     decoded = PILImage.open(io.BytesIO(img.data))
     assert decoded.mode == "RGB" and decoded.size == (img.width_px, img.height_px)
     assert res.data["image"].startswith("attached")
-    assert "purple" in res.data["caption"]  # the floor line is in the start view
+    assert "purple line" in res.data["result"]  # the floor line is in the start view
 
 
 async def test_detect_objects_finds_red_when_facing_it(rig: Rig) -> None:
@@ -173,7 +173,7 @@ async def test_open_robot_session() -> None:
         state = await session.state()
         assert state == {"x_m": 0.0, "y_m": 0.0, "yaw_rad": 0.0, "frame": "odom"}
         names = [t.name for t in session.tools]
-        assert len(names) == len(set(names)) == 15
+        assert len(names) == len(set(names)) == 16
         res = await session.tools[names.index("move_forward")](distance_m=0.3)  # type: ignore[operator]
         assert res.ok, res.error
         await session.stop("test")

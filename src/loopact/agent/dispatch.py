@@ -32,6 +32,7 @@ functions that take that kind, so that the model can choose again.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import logging
 from collections import Counter
@@ -43,7 +44,7 @@ from loopact.agent.options import Bounds
 from loopact.errors import ToolError
 from loopact.events import EventBus
 from loopact.i18n import t
-from loopact.llm.messages import ToolCall
+from loopact.llm.messages import Image, ToolCall
 from loopact.llm.toolnames import resolve_tool_name
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.directions import normalize_directions
@@ -337,8 +338,28 @@ class RoundDispatcher:
                 "tool_progress", self.state.task_id, id=call.id, name=call.name, text=text
             )
 
+        shown = 0
+
+        def show_image(image: Image, caption: str) -> None:
+            nonlocal shown
+            self.bus.emit(
+                "tool_image",
+                self.state.task_id,
+                id=call.id,
+                name=call.name,
+                n=shown,
+                caption=caption,
+                **image.summary(),
+                data_b64=base64.b64encode(image.data).decode("ascii"),
+            )
+            shown += 1
+
         ctx = ToolContext(
-            task_id=self.state.task_id, call_id=call.id, workspace=self.workspace, progress=progress
+            task_id=self.state.task_id,
+            call_id=call.id,
+            workspace=self.workspace,
+            progress=progress,
+            show_image=show_image,
         )
         result = await self.registry.execute(call, ctx, self.bounds.tool_timeout_s)
         result = self._annotate(call, result)

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from loopact.config import Config
 from loopact.errors import ConfigError
+from loopact.robot.perception import PerceptionOptions
 from loopact.robot.session import RobotSession
+from loopact.vision.detect import DEFAULT_HSV, ColorRanges
 from loopact.vision.gate import ImageGate
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ async def open_robot(
     gate: ImageGate | None = None,
     scenario: str = "default",
     sim_log: Path | None = None,
+    perception: PerceptionOptions | None = None,
 ) -> RobotSession:
     """Start an in-process robot, its governor and its tools (SPEC D1, D6, X3).
 
@@ -43,6 +46,7 @@ async def open_robot(
         gate: The image gate (default :class:`ImageGate` defaults).
         scenario: Simulator scenario (``default``, ``moving-target``), ``sim`` only.
         sim_log: Ground-truth pose log (JSON Lines) of the simulator, ``sim`` only.
+        perception: Options of the perception tools (:func:`perception_options`).
 
     Raises:
         ConfigError: Unknown kind, profile, site or scenario, or a bad file (the key is named).
@@ -57,6 +61,25 @@ async def open_robot(
     from loopact.sim import open_sim
 
     return await open_sim(profile, site, speed=speed, gate=gate, scenario=scenario, sim_log=sim_log)
+
+
+def perception_options(cfg: Config) -> PerceptionOptions:
+    """The perception tools' options from the ``vision`` section (SPEC D5, G2; issue 15).
+
+    Colours from ``vision.colors`` are added to the built-in ones (a name given there replaces
+    the built-in range of that name). The vision model is attached later, once the model is
+    known (:func:`loopact.app.vision.attach_vision`).
+    """
+    ranges = dict(DEFAULT_HSV)
+    for name, given in cfg.vision.colors.items():
+        ranges[name.strip().lower()] = [(lo, hi) for lo, hi in given]
+    return PerceptionOptions(
+        colors=ColorRanges(ranges=ranges),
+        min_confidence=cfg.vision.min_confidence,
+        line_lost_grace_s=cfg.vision.line_lost_grace_s,
+        line_speed_mps=cfg.vision.line_speed_mps,
+        track_distance_m=cfg.vision.track_distance_m,
+    )
 
 
 @dataclass(frozen=True)
@@ -119,7 +142,11 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
         connector = Ros2Connector(f"{cfg.agent.name}_agent")
         stack.push_async_callback(connector.shutdown)
         session = await open_ros2_session(
-            connector, cfg.robot.profile, cfg.robot.site, cfg.agent.name
+            connector,
+            cfg.robot.profile,
+            cfg.robot.site,
+            cfg.agent.name,
+            perception=perception_options(cfg),
         )
     else:
         try:
@@ -130,6 +157,7 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
                 speed=cfg.robot.sim_speed,
                 scenario=cfg.robot.scenario,
                 sim_log=cfg.robot.sim_log,
+                perception=perception_options(cfg),
             )
         except OSError as exc:
             raise ConfigError(

@@ -30,6 +30,7 @@ from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.robot import Body, open_body
+from loopact.app.vision import attach_vision
 from loopact.config import Config
 from loopact.errors import ConfigError
 from loopact.events import EventBus
@@ -65,6 +66,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         memory = await open_memory(cfg, registry, stack)
         await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
         model = make_model(cfg, local_brain=brain)
+        attach_vision(cfg, body.session, None if brain is not None else model, stack)
         options = agent_options(cfg, body, memory, workspace, local=brain is not None)
         options = dataclasses.replace(options, interactive=once is None)
         channels = await open_message_channels(cfg, stack, body.connector)

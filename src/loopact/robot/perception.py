@@ -1,24 +1,82 @@
-"""Perception tools (SPEC D5, G1, G2): seewhat, observe_surroundings, detect_objects.
+"""Perception tools (SPEC D5, G1, G2, F6): seewhat, observe_surroundings, detect_objects.
 
 Frames older than ``camera.max_age_s`` on the robot clock are refused, never silently used.
 Images for the model pass through the image gate; a blurry or rejected image still gives an ok
 result whose ``data`` says the image was unreadable, so the agent tells the user and carries on
-with text (G2).
+with text (G2). ``seewhat`` always describes the view offline from the colour detector and
+depth (:func:`loopact.vision.scene.describe`), so a model without vision (the local brain)
+answers "what do you see?" truthfully; with a vision model (:class:`PerceptionOptions.vision`)
+that model describes the frame. Every perception tool shows people the frame it used with its
+overlay (``ToolContext.show_image``, SPEC F6).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
-from loopact.errors import RobotError, StaleDataError, ToolError
+import numpy as np
+import numpy.typing as npt
+
+from loopact.errors import ModelError, RobotError, StaleDataError, ToolError
 from loopact.llm.messages import Image
 from loopact.robot.interface import CameraFrame, DepthFrame
 from loopact.robot.motion import RobotEnv, rotate
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.frames import save_image
 from loopact.vision.detect import ColorRanges, Detection, detect_colors
+from loopact.vision.model import VisionModel
+from loopact.vision.overlay import draw_boxes
+from loopact.vision.scene import describe
+
+KEEP_FRAMES = 8
+"""Frames a perception result may refer to that are kept for ``track`` (by timestamp)."""
+
+
+@dataclass
+class PerceptionOptions:
+    """What the perception tools share (SPEC D5, G2; the ``vision`` config section).
+
+    Attributes:
+        colors: HSV ranges by colour name.
+        vision: A vision-capable model for box selection (the main model when it has
+            vision, or ``vision.model``), or None: the detector alone. Set by the app.
+        describer: A separate vision model (``vision.model``) that describes frames for
+            ``seewhat``; None when the main model sees the image itself or has no vision.
+        min_confidence: Below this a result says it is unsure (G2).
+        line_lost_grace_s: ``follow_line`` stops after the line is out of view this long.
+        line_speed_mps: ``follow_line``'s forward speed on a straight line, m/s.
+        track_distance_m: ``track`` keeps this distance to the target, metres.
+        frames: Recent frames whose pixel coordinates a result gave, by stamp (``track``
+            initialises its tracker on the frame the box refers to).
+    """
+
+    colors: ColorRanges = field(default_factory=ColorRanges)
+    vision: VisionModel | None = None
+    describer: VisionModel | None = None
+    min_confidence: float = 0.5
+    line_lost_grace_s: float = 1.5
+    line_speed_mps: float = 0.25
+    track_distance_m: float = 1.2
+    frames: OrderedDict[float, CameraFrame] = field(default_factory=OrderedDict)
+
+    def keep_frame(self, frame: CameraFrame) -> None:
+        """Remember a frame whose coordinates a result handed out."""
+        self.frames[frame.stamp_s] = frame
+        while len(self.frames) > KEEP_FRAMES:
+            self.frames.popitem(last=False)
+
+
+def show(env: RobotEnv, ctx: ToolContext | None, rgb: npt.NDArray[np.uint8], caption: str) -> None:
+    """Gate an overlay image and show it to people (SPEC F6); never fails the tool."""
+    if ctx is None:
+        return
+    gated = env.gate.process(rgb)
+    if gated.image is not None:
+        ctx.show_image(gated.image, caption)
 
 
 async def fresh_frame(env: RobotEnv) -> CameraFrame:
@@ -61,9 +119,13 @@ async def _pan_deg(env: RobotEnv) -> float:
     return 0.0
 
 
-async def _detect(
+async def detections(
     env: RobotEnv, frame: CameraFrame, color: str | None, ranges: ColorRanges
-) -> list[dict[str, Any]]:
+) -> tuple[list[Detection], float]:
+    """Colour blobs of ``frame`` with depth (off the loop), and the head's pan in degrees.
+
+    Bearings in the detections are relative to the camera; add the pan for the robot's heading.
+    """
     depth = await _fresh_depth(env)
     pan = await _pan_deg(env)
     dets: list[Detection] = await asyncio.to_thread(
@@ -74,12 +136,24 @@ async def _detect(
         color=color,
         ranges=ranges,
     )
+    return dets, pan
+
+
+def as_objects(dets: list[Detection], pan_deg: float) -> list[dict[str, Any]]:
+    """JSON-able detections with bearings relative to the robot's heading (left positive)."""
     out = []
     for d in dets:
         item = d.to_dict()
-        item["bearing_deg"] = round(d.bearing_deg + pan, 1)  # relative to the robot's heading
+        item["bearing_deg"] = round(d.bearing_deg + pan_deg, 1)
         out.append(item)
     return out
+
+
+async def _detect(
+    env: RobotEnv, frame: CameraFrame, color: str | None, ranges: ColorRanges
+) -> list[dict[str, Any]]:
+    dets, pan = await detections(env, frame, color, ranges)
+    return as_objects(dets, pan)
 
 
 def caption(objects: list[dict[str, Any]]) -> str:
@@ -131,23 +205,80 @@ async def _view(
     return view, images
 
 
-def make_perception_tools(env: RobotEnv, ranges: ColorRanges | None = None) -> list[Tool]:
+async def see(
+    env: RobotEnv, opts: PerceptionOptions, question: str | None, ctx: ToolContext | None
+) -> ToolResult:
+    """``seewhat``: the newest frame, an offline description, and the vision model's answer.
+
+    Raises:
+        RobotError: No fresh frame.
+    """
+    frame = await fresh_frame(env)
+    gated = await asyncio.to_thread(env.gate.process, frame.rgb)
+    dets, pan = await detections(env, frame, None, opts.colors)
+    text = describe(dets, pan)
+    data: dict[str, Any] = {"result": text, "objects": as_objects(dets, pan)}
+    meta: dict[str, Any] = {
+        "frame": {"width_px": frame.rgb.shape[1], "height_px": frame.rgb.shape[0]},
+        "stamp_s": round(frame.stamp_s, 3),
+        "source": "detector",
+    }
+    images: list[Image] = []
+    if gated.image is None:
+        data["image"] = f"unreadable: {gated.error}; describe from the detections only"
+    elif gated.blurry:
+        data["image"] = (
+            f"unreadable: too blurry (sharpness {gated.laplacian_var:.0f}); "
+            "tell the user the camera image is unclear and go on with the detections"
+        )
+    else:
+        images.append(gated.image)
+        data["image"] = f"attached ({gated.image.width_px}x{gated.image.height_px} JPEG)"
+        if opts.describer is not None:
+            try:
+                answer = await opts.describer.describe(gated.image, question, text)
+            except ModelError as exc:
+                data["note"] = f"the vision model failed ({exc}); this is the detector's view"
+            else:
+                if answer:
+                    data["result"] = answer
+                    data["detector"] = text
+                    meta["source"] = opts.describer.name
+    if question:
+        data["question"] = question
+        if meta["source"] == "detector":
+            data["note"] = (
+                "no vision model: only colours, distances and bearings are known; "
+                "answer from them and say what you cannot tell"
+            )
+    if ctx is not None:
+        meta.update(await _kept(ctx, images))
+    overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
+    show(env, ctx, overlay, text)
+    return ToolResult(ok=True, data=data, metadata=meta, images=tuple(images))
+
+
+def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) -> list[Tool]:
     """The perception tools bound to ``env`` (SPEC D5)."""
-    col = ranges or ColorRanges()
+    opts = opts or PerceptionOptions()
+    col = opts.colors
     known = ", ".join(col.names)
 
     @tool(
         safety=SafetyClass.READ_ONLY,
-        timeout_s=20,
-        examples=[("what is in front of you?", {}), ("你前面有什么？", {})],
+        timeout_s=45,
+        examples=[("what do you see?", {}), ("你前面有什么？", {})],
     )
-    async def seewhat(ctx: ToolContext) -> ToolResult:
-        """Look through the camera now: newest image and coloured objects seen. 看看前面有什么。"""
+    async def seewhat(ctx: ToolContext, question: str | None = None) -> ToolResult:
+        """Look through the camera: what is in view, with colours and distances. 看看前面有什么。
+
+        Args:
+            question: A question about the view, or omit for a description.
+        """
         try:
-            view, images = await _view(env, col, "camera")
+            return await see(env, opts, question, ctx)
         except RobotError as exc:
             return ToolResult.failure(str(exc))
-        return ToolResult.success(view, images=images, **await _kept(ctx, images))
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
     async def observe_surroundings() -> ToolResult:

@@ -35,6 +35,7 @@ from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2 import Ros2Connector, msg_to_depth, msg_to_image
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
+from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile
 from loopact.robot.session import RobotSession, start_session
 
@@ -358,6 +359,7 @@ async def open_ros2_session(
     site: str = "sim_room",
     agent: str = "loopact",
     first_data_timeout_s: float = 5.0,
+    perception: PerceptionOptions | None = None,
 ) -> RobotSession:
     """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
     governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
@@ -384,4 +386,4 @@ async def open_ros2_session(
         await asyncio.wait_for(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    return start_session(robot, prof, site_map)
+    return start_session(robot, prof, site_map, perception=perception)

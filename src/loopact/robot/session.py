@@ -21,10 +21,10 @@ from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
 from loopact.robot.motion import RobotEnv, make_motion_tools
 from loopact.robot.navigation import make_navigation_tools
-from loopact.robot.perception import make_perception_tools
+from loopact.robot.perception import PerceptionOptions, make_perception_tools
+from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.tools.base import Tool
-from loopact.vision.detect import ColorRanges
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -36,21 +36,23 @@ def make_robot_tools(
     profile: HardwareProfile,
     site: SiteMap,
     gate: ImageGate,
-    colors: ColorRanges | None = None,
+    perception: PerceptionOptions | None = None,
 ) -> list[Tool]:
     """All robot tools bound to one robot (SPEC D2-D5).
 
     Motion (``move_forward``, ``move_backward``, ``turn_left``, ``turn_right``, ``drive``,
     ``stop``, ``get_current_pose``), ``navigation``, the pan-tilt tools when the robot has a head
     (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and perception
-    (``seewhat``, ``observe_surroundings``, ``detect_objects``).
+    (``seewhat``, ``observe_surroundings``, ``detect_objects``, ``visual_positioning``,
+    ``follow_line``, ``track``).
     """
     env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
     return [
         *make_motion_tools(env),
         *make_navigation_tools(env),
         *make_head_tools(env),
-        *make_perception_tools(env, colors),
+        *make_perception_tools(env, perception),
+        *make_positioning_tools(env, perception or PerceptionOptions()),
     ]
 
 
@@ -64,6 +66,7 @@ class RobotSession:
         profile: The hardware profile.
         site: The site map.
         tools: The robot tools for the agent.
+        perception: What the perception tools share (colours, the vision model).
     """
 
     robot: Robot
@@ -71,6 +74,7 @@ class RobotSession:
     profile: HardwareProfile
     site: SiteMap
     tools: list[Tool] = field(default_factory=list)
+    perception: PerceptionOptions = field(default_factory=PerceptionOptions)
     _closed: bool = field(default=False, init=False, repr=False)
 
     async def state(self) -> dict[str, Any]:
@@ -102,7 +106,7 @@ def start_session(
     profile: HardwareProfile,
     site: SiteMap,
     gate: ImageGate | None = None,
-    colors: ColorRanges | None = None,
+    perception: PerceptionOptions | None = None,
 ) -> RobotSession:
     """Start the safety governor of an open ``robot`` and bind the robot tools to it (X3).
 
@@ -111,13 +115,15 @@ def start_session(
         profile: Its hardware profile (limits, topics).
         site: The site map (waypoints, geofence).
         gate: The image gate for every image a tool returns (default :class:`ImageGate`).
-        colors: Colour ranges for ``detect_objects`` (default: the built-in ones).
+        perception: Colour ranges, thresholds and the vision model of the perception tools
+            (default :class:`PerceptionOptions`: the built-in colours, no vision model).
 
     Returns:
         The session; :meth:`RobotSession.close` stops the governor and closes the robot.
     """
     governor = SafetyGovernor(robot, profile, site)
     governor.start()
-    tools = make_robot_tools(robot, governor, profile, site, gate or ImageGate(), colors)
+    perception = perception or PerceptionOptions()
+    tools = make_robot_tools(robot, governor, profile, site, gate or ImageGate(), perception)
     logger.info("robot session open (profile %s, %d waypoints)", profile.name, len(site.waypoints))
-    return RobotSession(robot, governor, profile, site, tools)
+    return RobotSession(robot, governor, profile, site, tools, perception)

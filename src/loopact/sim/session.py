@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import cast
 
 from loopact.robot.interface import Robot
+from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
 from loopact.robot.session import RobotSession, start_session
 from loopact.sim.robot import SimRobot
@@ -29,6 +30,7 @@ async def open_sim(
     gate: ImageGate | None = None,
     scenario: str = "default",
     sim_log: Path | None = None,
+    perception: PerceptionOptions | None = None,
 ) -> RobotSession:
     """Start the MuJoCo robot, its safety governor and its tools (SPEC D1, D6, X3).
 
@@ -42,6 +44,7 @@ async def open_sim(
         scenario: ``default`` or ``moving-target`` (:mod:`loopact.sim.scenarios`).
         sim_log: Write the simulator's ground-truth poses here (JSON Lines,
             :mod:`loopact.sim.simlog`), or None.
+        perception: Options of the perception tools (colours, vision model).
 
     Raises:
         ConfigError: Unknown profile, site or scenario, a bad file (the key is named), or a
@@ -54,7 +57,7 @@ async def open_sim(
     # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
     robot = cast(Robot, await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log))
     try:
-        session = start_session(robot, prof, site_map, gate)
+        session = start_session(robot, prof, site_map, gate, perception)
     except BaseException:
         await robot.close()
         raise

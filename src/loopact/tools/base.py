@@ -116,12 +116,16 @@ class ToolContext:
         call_id: The ``tool_call_id``.
         workspace: The folder file tools are confined to.
         progress: Report progress (``tool_progress`` event); cheap, call freely.
+        show_image: Show people an image the tool used, e.g. a camera frame with the
+            detected box drawn (``tool_image`` event: trace and web console, SPEC F6); it is
+            not sent to the model. Arguments: the gated image and a one-line caption.
     """
 
     task_id: str
     call_id: str
     workspace: Path
     progress: Callable[[str], None] = lambda _text: None
+    show_image: Callable[[Image, str], None] = lambda _image, _caption: None
 
 
 class Tool:

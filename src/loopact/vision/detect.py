@@ -67,6 +67,9 @@ class Detection:
         distance_m: Median depth inside the blob in metres, None without valid depth.
         bearing_deg: Direction of the blob's centre in degrees, left positive, relative to the
             camera's optical axis.
+        circularity: ``4 pi area / perimeter^2`` of the outline (1 for a disc, ~0.8 for a
+            square), for the shape guess.
+        aspect: Box width over height.
     """
 
     color: str
@@ -74,6 +77,8 @@ class Detection:
     area_px: int
     distance_m: float | None
     bearing_deg: float
+    circularity: float = 0.0
+    aspect: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able ``{color, bbox, distance_m, bearing_deg}`` (rounded)."""
@@ -148,6 +153,14 @@ def detect_colors(
                     dist = float(np.median(vals))
             cx = float(centroids[i][0])
             bearing = -math.degrees(math.atan((cx - w / 2) / f_px))
-            found.append(Detection(name, (x, y, x + bw, y + bh), area, dist, bearing))
+            blob = (labels[y : y + bh, x : x + bw] == i).astype(np.uint8)
+            contours, _ = cv2.findContours(blob, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            perim = max(float(cv2.arcLength(c, True)) for c in contours) if contours else 0.0
+            circ = 4 * math.pi * area / (perim * perim) if perim > 0 else 0.0
+            found.append(
+                Detection(
+                    name, (x, y, x + bw, y + bh), area, dist, bearing, min(circ, 1.0), bw / bh
+                )
+            )
     found.sort(key=lambda d: d.area_px, reverse=True)
     return found

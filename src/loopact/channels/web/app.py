@@ -16,6 +16,7 @@ the internet). Routes::
     GET  /api/camera/frame.jpg  newest camera frame (rendered on demand)
     GET  /camera.mjpg           multipart MJPEG stream
     GET  /images/{call_id}/{n}.jpg   the n-th image a tool call returned (agent.last_images)
+    GET  /images/{call_id}/shown/{n}.jpg   the n-th image a tool showed people (tool_image)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from loopact.channels.web.auth import RequestGuard
 from loopact.channels.web.camera import BOUNDARY, CameraFeed
-from loopact.channels.web.hub import EventHub, dropped_notice
+from loopact.channels.web.hub import EventHub, ShownImages, dropped_notice
 from loopact.channels.web.settings import (
     GateLike,
     SettingsStore,
@@ -96,6 +97,7 @@ class ConsoleState:
         self.gate: GateLike | None = settings.gate
         self.gate_loaded = settings.gate is not None
         self.uploads: OrderedDict[str, Image] = OrderedDict()
+        self.shown = ShownImages(agent.bus)
         self._upload_ids = itertools.count(1)
         self.shutdown = asyncio.Event()
 
@@ -250,6 +252,13 @@ def create_app(
         return Response(
             img.data, media_type=img.media_type, headers={"Cache-Control": "max-age=3600"}
         )
+
+    @app.get("/images/{call_id}/shown/{n}.jpg")
+    async def shown_image(call_id: str, n: int) -> Response:
+        data = state.shown.get(call_id, n)
+        if data is None:
+            raise HTTPException(404, f"no shown image {n} for tool call {call_id}")
+        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "max-age=3600"})
 
     @app.get("/api/camera/frame.jpg")
     async def camera_frame() -> Response:

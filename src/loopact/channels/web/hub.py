@@ -12,6 +12,8 @@ The hub forwards exactly the events a trace records (everything but the live-onl
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import logging
 import threading
@@ -216,3 +218,40 @@ def dropped_notice(n: int) -> str:
     """The message telling a page that ``n`` events were dropped because it lagged."""
     notice: dict[str, Any] = {"type": "dropped", "task_id": None, "n": n}
     return json.dumps(notice)
+
+
+class ShownImages:
+    """The images tools showed people (``tool_image`` events, SPEC F6), for the console.
+
+    Keeps the decoded JPEG of the last ``keep`` events, by tool call id and number.
+
+    Args:
+        bus: The agent's event bus.
+        keep: How many images are kept.
+    """
+
+    def __init__(self, bus: _Bus, keep: int = 32) -> None:
+        self._keep = keep
+        self._images: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._unsubscribe = bus.subscribe(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        if event.type != "tool_image":
+            return
+        try:
+            data = base64.b64decode(event.data.get("data_b64", ""), validate=True)
+            key = (str(event.data["id"]), int(event.data["n"]))
+        except (KeyError, TypeError, ValueError, binascii.Error):
+            log.debug("tool_image event without a decodable image")
+            return
+        self._images[key] = data
+        while len(self._images) > self._keep:
+            self._images.popitem(last=False)
+
+    def get(self, call_id: str, n: int) -> bytes | None:
+        """The JPEG bytes, or None when unknown or no longer kept."""
+        return self._images.get((call_id, n))
+
+    def close(self) -> None:
+        """Stop following the bus."""
+        self._unsubscribe()

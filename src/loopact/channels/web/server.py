@@ -100,6 +100,7 @@ class WebConsole:
         """Close every page's stream and WebSocket, then the server (at most ~5 s)."""
         self.state.shutdown.set()
         self.state.hub.close()
+        self.state.shown.close()
         self._server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(self._task), _STOP_TIMEOUT_S)

@@ -97,6 +97,17 @@
       n.dataset.call = ev.id;
     },
     tool_progress: function (ev) { line("progress", "\u2026 " + ev.name + ": " + short(ev.text), ev); },
+    tool_image: function (ev) {  // what a perception tool saw, with its overlay (SPEC F6)
+      var src = "/images/" + encodeURIComponent(ev.id) + "/shown/" + ev.n + ".jpg";
+      var box = $("perception-image");
+      box.textContent = "";
+      box.className = "model-image";
+      var img = el("img");
+      img.src = src;
+      img.alt = "last perception image: " + ev.caption;
+      box.appendChild(img);
+      box.appendChild(el("div", "muted", ev.name + ": " + ev.caption));
+    },
     tool_result: function (ev) {
       var text = ev.ok
         ? "\u2714 " + ev.name + ": " + short(ev.data)

@@ -1,0 +1,213 @@
+"""Offline scene description and target selection from colour detections (SPEC D5, G2).
+
+Pure functions of detections (``frame -> detections`` is :func:`loopact.vision.detect.
+detect_colors`): no model, no robot. :func:`describe` turns what the detector and depth saw into
+one plain paragraph a small model can retell ("what do you see?" with the local brain, issue
+15); :func:`select_target` picks the detection a phrase such as "the red box", "红色的方块" or
+"the thing on the left" names, with a confidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from loopact.vision.detect import Detection
+
+LINE_COLOR = "purple"
+"""Colour of the floor line: not an object."""
+
+COLOR_WORDS: dict[str, tuple[str, ...]] = {
+    "red": ("red", "红"),
+    "yellow": ("yellow", "黄"),
+    "green": ("green", "绿"),
+    "cyan": ("cyan", "teal", "turquoise", "青"),
+    "blue": ("blue", "蓝"),
+    "purple": ("purple", "violet", "紫"),
+    "brown": ("brown", "wooden", "棕", "褐"),
+    "orange": ("orange", "橙", "橘"),
+}
+SHAPE_WORDS: dict[str, tuple[str, ...]] = {
+    "round": ("ball", "sphere", "round", "球", "圆球"),
+    "boxy": (
+        "box",
+        "cube",
+        "block",
+        "crate",
+        "cylinder",
+        "can",
+        "方块",
+        "盒",
+        "箱",
+        "立方",
+        "圆柱",
+    ),
+}
+PLACE_WORDS: dict[str, tuple[str, ...]] = {
+    "left": ("left", "左"),
+    "right": ("right", "右"),
+    "middle": ("middle", "centre", "center", "ahead", "front", "中间", "前面", "正前"),
+    "near": ("nearest", "closest", "near", "最近", "近"),
+    "far": ("farthest", "furthest", "far", "最远", "远"),
+    "big": ("biggest", "largest", "big", "large", "最大", "大"),
+}
+
+
+@dataclass(frozen=True)
+class TargetQuery:
+    """What a target phrase asks for.
+
+    Attributes:
+        text: The phrase as given.
+        color: A colour name from :data:`COLOR_WORDS`, or None.
+        shape: ``round``, ``boxy`` or None.
+        place: ``left``, ``right``, ``middle``, ``near``, ``far``, ``big`` or None.
+    """
+
+    text: str
+    color: str | None
+    shape: str | None
+    place: str | None
+
+
+def _find(text: str, table: dict[str, tuple[str, ...]]) -> str | None:
+    low = text.lower()
+    for key, words in table.items():
+        for w in words:
+            if w.isascii():
+                if re.search(rf"\b{re.escape(w)}\b", low):
+                    return key
+            elif w in text:
+                return key
+    return None
+
+
+def parse_target(text: str) -> TargetQuery:
+    """Read colour, shape and place words (English or Chinese) from a target phrase."""
+    return TargetQuery(
+        text, _find(text, COLOR_WORDS), _find(text, SHAPE_WORDS), _find(text, PLACE_WORDS)
+    )
+
+
+def shape_of(det: Detection) -> str:
+    """``round`` for a blob whose outline is nearly a disc (ball), else ``boxy``."""
+    return "round" if det.circularity >= 0.86 and 0.75 <= det.aspect <= 1.33 else "boxy"
+
+
+def _side(bearing_deg: float) -> str:
+    if bearing_deg > 5:
+        return f"{bearing_deg:.0f} degrees left"
+    if bearing_deg < -5:
+        return f"{-bearing_deg:.0f} degrees right"
+    return "straight ahead"
+
+
+def noun(det: Detection) -> str:
+    """``red box``, ``cyan ball``, ``brown object``: what a person would call the blob."""
+    if det.color == "brown":
+        return "brown crate or table"
+    return f"{det.color} {'ball' if shape_of(det) == 'round' else 'box'}"
+
+
+def describe(dets: list[Detection], bearing_offset_deg: float = 0.0, limit: int = 6) -> str:
+    """One paragraph of what is in view, nearest first (SPEC D5; the local brain's eyes).
+
+    Args:
+        dets: Detections of one frame (bearing relative to the camera).
+        bearing_offset_deg: Added to each bearing (the head's pan), so bearings are relative
+            to the robot's heading, left positive.
+        limit: Most objects named.
+
+    Returns:
+        ``"I see a red box 3.3 m away, 28 degrees right; a yellow box ...; and the purple floor
+        line."``, or ``"I see no coloured objects ..."``.
+    """
+    objects = [d for d in dets if d.color != LINE_COLOR]
+    line = any(d.color == LINE_COLOR for d in dets)
+    objects.sort(key=lambda d: (d.distance_m is None, d.distance_m or 0.0))
+    parts = []
+    for d in objects[:limit]:
+        dist = "" if d.distance_m is None else f" {d.distance_m:.1f} m away,"
+        parts.append(f"a {noun(d)}{dist} {_side(d.bearing_deg + bearing_offset_deg)}")
+    if line:
+        parts.append(f"the {LINE_COLOR} line on the floor")
+    if not parts:
+        return "I see no coloured objects and no floor line, only the floor and walls."
+    if len(parts) == 1:
+        return f"I see {parts[0]}."
+    return "I see " + "; ".join(parts[:-1]) + "; and " + parts[-1] + "."
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The detection a target phrase names, or none.
+
+    Attributes:
+        detection: The chosen blob, None when nothing fits.
+        confidence: 0..1; below 0.5 the tool says it is unsure (SPEC G2).
+        reason: Why this one (or why none), one sentence.
+    """
+
+    detection: Detection | None
+    confidence: float
+    reason: str
+
+
+def select_target(query: TargetQuery, dets: list[Detection], width_px: int) -> Selection:
+    """Pick the detection ``query`` names (offline box selection, SPEC D5).
+
+    Colour and shape words filter; a place word (left, right, middle, nearest, farthest,
+    biggest) orders what is left; otherwise the largest blob wins. The floor line is never an
+    object. Confidence drops when the phrase names neither colour nor shape, when the shape
+    does not fit, when several blobs fit equally, and for tiny blobs.
+
+    Args:
+        query: The parsed phrase.
+        dets: Detections of one frame.
+        width_px: The frame's width in pixels.
+    """
+    cands = [d for d in dets if d.color != LINE_COLOR or query.color == LINE_COLOR]
+    if query.color is not None:
+        cands = [d for d in cands if d.color == query.color]
+        if not cands:
+            seen = sorted({d.color for d in dets if d.color != LINE_COLOR})
+            return Selection(
+                None,
+                0.0,
+                f"no {query.color} object in view"
+                + (f" (seen: {', '.join(seen)})" if seen else " (no coloured objects in view)"),
+            )
+    if not cands:
+        return Selection(None, 0.0, "no coloured object in view")
+    confidence = 0.9 if query.color else 0.6
+    shaped = [d for d in cands if query.shape is None or shape_of(d) == query.shape]
+    if shaped:
+        cands = shaped
+    elif query.shape is not None:
+        confidence -= 0.3  # e.g. "the red ball" when only a red box is there
+    key: Any
+    if query.place == "left":
+        key = lambda d: d.bbox[0] + d.bbox[2]  # noqa: E731
+    elif query.place == "right":
+        key = lambda d: -(d.bbox[0] + d.bbox[2])  # noqa: E731
+    elif query.place == "middle":
+        key = lambda d: abs((d.bbox[0] + d.bbox[2]) / 2 - width_px / 2)  # noqa: E731
+    elif query.place == "near":
+        key = lambda d: d.distance_m if d.distance_m is not None else 1e9  # noqa: E731
+    elif query.place == "far":
+        key = lambda d: -(d.distance_m or 0.0)  # noqa: E731
+    else:
+        key = lambda d: -d.area_px  # noqa: E731
+    cands = sorted(cands, key=key)
+    best = cands[0]
+    if len(cands) > 1 and query.place is None:
+        confidence -= 0.25  # several fit and nothing says which
+    if best.area_px < 150:
+        confidence -= 0.2
+    why = f"the {noun(best)} at bbox {list(best.bbox)}"
+    if len(cands) > 1:
+        why += f", chosen among {len(cands)} candidates"
+        if query.place is not None:
+            why += f" as the {query.place}most" if query.place in ("left", "right") else ""
+    return Selection(best, round(max(0.05, min(1.0, confidence)), 2), why)
