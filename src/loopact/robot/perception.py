@@ -217,7 +217,13 @@ async def see(
     gated = await asyncio.to_thread(env.gate.process, frame.rgb)
     dets, pan = await detections(env, frame, None, opts.colors)
     text = describe(dets, pan)
-    data: dict[str, Any] = {"result": text, "objects": as_objects(dets, pan)}
+    # ``caption`` is what plans refer to ({{steps.N.outputs.data.caption}}, issue 19)
+    data: dict[str, Any] = {
+        "view": "camera",
+        "result": text,
+        "caption": text,
+        "objects": as_objects(dets, pan),
+    }
     meta: dict[str, Any] = {
         "frame": {"width_px": frame.rgb.shape[1], "height_px": frame.rgb.shape[0]},
         "stamp_s": round(frame.stamp_s, 3),
@@ -241,7 +247,7 @@ async def see(
                 data["note"] = f"the vision model failed ({exc}); this is the detector's view"
             else:
                 if answer:
-                    data["result"] = answer
+                    data["result"] = data["caption"] = answer
                     data["detector"] = text
                     meta["source"] = opts.describer.name
     if question:
