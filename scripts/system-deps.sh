@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the few system packages loopact needs that pip cannot bring: Mesa's EGL for
 # headless MuJoCo rendering on the CPU, a CJK font (WenQuanYi Micro Hei, Apache-2.0 / GPL-3
-# with font exception) so that write_document's PDFs show Chinese, and poppler-utils
-# (pdftotext, which the document tests read PDFs back with). Does nothing when they are there.
+# with font exception) so that write_document's PDFs show Chinese, poppler-utils
+# (pdftotext, which the document tests read PDFs back with), and the mosquitto MQTT broker
+# that the MQTT tests and benchmarks start on a free loopback port (never as a service).
+# Does nothing when they are there.
 set -euo pipefail
 need=()
 ldconfig -p | grep -q 'libEGL.so.1' || need+=(libegl1)
@@ -11,12 +13,19 @@ ldconfig -p | grep -q 'libGL.so.1' || need+=(libgl1)
 [ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 command -v pdftotext >/dev/null || need+=(poppler-utils)
 [ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || [ -e /usr/lib/aarch64-linux-gnu/dri/swrast_dri.so ] || need+=(libgl1-mesa-dri)
-if [ ${#need[@]} -eq 0 ]; then exit 0; fi
-echo "loopact: installing system packages (rendering, fonts, pdftotext): ${need[*]}"
+optional=()  # without it the MQTT tests run against the pure-Python amqtt broker
+command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || optional+=(mosquitto)
+if [ $(( ${#need[@]} + ${#optional[@]} )) -eq 0 ]; then exit 0; fi
+all=("${need[@]}" "${optional[@]}")
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null; then SUDO=sudo; else
-    echo "loopact: please install as root: apt-get install -y ${need[*]}" >&2; exit 1; fi
+  if command -v sudo >/dev/null; then SUDO=sudo
+  elif [ ${#need[@]} -eq 0 ]; then
+    echo "loopact: mosquitto is not installed (apt-get install mosquitto as root); the MQTT" \
+      "tests use the amqtt broker instead" >&2; exit 0
+  else
+    echo "loopact: please install as root: apt-get install -y ${all[*]}" >&2; exit 1; fi
 fi
+echo "loopact: installing system packages (rendering, fonts, pdftotext, MQTT broker): ${all[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${all[@]}" >/dev/null

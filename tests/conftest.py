@@ -10,6 +10,7 @@ import pytest
 
 from loopact.errors import ScriptError
 from loopact.testing import Script, ScriptedModelServer
+from loopact.testing.mqtt_broker import MqttBroker
 
 pytest_plugins = ["pytester"]
 
@@ -41,3 +42,12 @@ def scripted_server() -> Iterator[Callable[[ScriptSource], ScriptedModelServer]]
             problems.append(str(exc))
     if problems:
         raise ScriptError("; ".join(problems))
+
+
+@pytest.fixture
+def mqtt_broker(tmp_path: Path) -> Iterator[MqttBroker]:
+    """A real MQTT broker on a free 127.0.0.1 port: mosquitto, or amqtt when mosquitto is
+    absent (``LOOPACT_TEST_BROKER=amqtt`` forces it); stopped at teardown (issue 17)."""
+    broker = MqttBroker(tmp_path / "broker").start()
+    yield broker
+    broker.stop()

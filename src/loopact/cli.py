@@ -99,7 +99,13 @@ def run(
         None, "--robot", help="Robot: sim (default), ros2 (ROS 2 topics) or none."
     ),
     agent_name: str | None = typer.Option(
-        None, "--agent-name", help="Agent name: prefix of its ROS 2 topics (default loopact)."
+        None, "--agent-name", help="Agent name: prefix of its node topics (default loopact)."
+    ),
+    transport: str | None = typer.Option(
+        None, "--transport", help="Nodes over: auto (ROS 2 with --robot ros2), ros2, mqtt, none."
+    ),
+    broker: str | None = typer.Option(
+        None, "--broker", help="MQTT broker, e.g. mqtt://host:1883 (with --transport mqtt)."
     ),
     profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
     site: str | None = typer.Option(None, "--site", help="Site map name or path."),
@@ -147,6 +153,8 @@ def run(
         },
         "confirm": {"auto_approve": True if yes else None},
         "trace": {"path": trace, "full": True if trace_full else None},
+        "nodes": {"transport": transport},
+        "mqtt": {"broker": broker},
     }
     from loopact.app.run import build_and_run
     from loopact.config import load_config
@@ -399,13 +407,38 @@ def _run_service(coro: Any) -> None:
 def node(
     file: Path = typer.Argument(..., help="A Python file with @loopact.tool functions."),
     agent_name: str = typer.Option("loopact", "--agent-name", help="Agent to serve."),
+    transport: str = typer.Option("ros2", "--transport", help="ros2 (default) or mqtt."),
+    broker: str | None = typer.Option(
+        None, "--broker", help="MQTT broker, e.g. mqtt://host:1883 (default: mqtt.broker)."
+    ),
+    shared: bool = typer.Option(
+        False, "--shared", help="Serve every agent of the fleet, not only --agent-name."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="Config file (mqtt.* keys)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Serve a file's tools and inputs as ROS 2 nodes for a running agent (SPEC C2-C4)."""
+    """Serve a file's tools and inputs as nodes for running agents (ROS 2 or MQTT; C2-C4)."""
     _setup_logging(verbose)
+    from loopact.nodes.protocol import SHARED_AGENT
     from loopact.nodes.runner import serve_file
 
-    _run_service(serve_file(file, agent_name))
+    if transport not in ("ros2", "mqtt"):
+        err.print(f"loopact node: --transport must be ros2 or mqtt, not {transport!r}")
+        raise typer.Exit(EXIT_USAGE)
+    agent = SHARED_AGENT if shared else agent_name
+    connector = None
+    if transport == "mqtt":
+        from loopact.app.mqtt import node_connector
+
+        try:
+            connector = node_connector(config, broker, file)
+        except ConfigError as exc:
+            err.print(f"loopact: {exc}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
+    elif broker is not None or shared:
+        err.print("loopact node: --broker and --shared need --transport mqtt", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    _run_service(serve_file(file, agent, connector))
 
 
 @app.command()

@@ -5,8 +5,9 @@ in the user config folder (platformdirs). Then environment variables override (r
 nowhere else): ``LOOPACT_API_KEY``, ``LOOPACT_BASE_URL``, ``LOOPACT_MODEL``,
 ``LOOPACT_PROVIDER``, ``LOOPACT_ROBOT``, ``LOOPACT_ROBOT_PROFILE``, ``LOOPACT_LANG`` and the
 provider's usual key (``OPENAI_API_KEY``); the SMTP password comes from the variable that
-``messages.email.password_env`` names, and ``LOOPACT_IMAGES_API_KEY`` (``images.api_key``).
-Then CLI flags override those.
+``messages.email.password_env`` names, and ``LOOPACT_IMAGES_API_KEY`` (``images.api_key``);
+``LOOPACT_MQTT_BROKER`` / ``_USERNAME`` / ``_PASSWORD`` / ``_CA_FILE`` / ``_CERT_FILE`` /
+``_KEY_FILE`` (``mqtt.*``). Then CLI flags override those.
 Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
 """
 
@@ -363,6 +364,59 @@ class McpConfig(pydantic.BaseModel):
     servers: dict[McpServerName, McpServerConfig] = pydantic.Field(default_factory=dict)
 
 
+class NodesConfig(pydantic.BaseModel):
+    """``nodes``: where hot-pluggable tool and sensor nodes are found (SPEC C2-C4)."""
+
+    model_config = _STRICT
+    transport: Literal["auto", "none", "ros2", "mqtt"] = "auto"
+    shared: bool = True
+
+
+class MqttTlsConfig(pydantic.BaseModel):
+    """``mqtt.tls``: TLS to the broker (on when ``ca_file`` is set or the URL is mqtts://)."""
+
+    model_config = _STRICT
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    insecure: bool = False
+
+
+class MqttSubscriptionConfig(pydantic.BaseModel):
+    """One entry of ``mqtt.subscriptions`` (SPEC C7): a topic filter and what reaches the agent."""
+
+    model_config = _STRICT
+    topic: str = pydantic.Field(min_length=1)
+    mode: Literal["filter", "inject"] = "filter"
+    rules: list[str] = pydantic.Field(default_factory=list)
+
+
+class MqttConfig(pydantic.BaseModel):
+    """``mqtt``: the broker, its credentials, the MQTT tools and rules (SPEC C4, C7, X4)."""
+
+    model_config = _STRICT
+    broker: str = "mqtt://127.0.0.1:1883"
+    prefix: str = "loopact"
+    username: str | None = None
+    password: pydantic.SecretStr | None = None
+    tls: MqttTlsConfig = MqttTlsConfig()
+    keepalive_s: int = pydantic.Field(10, ge=2, le=3600)
+    client_id: str | None = pydantic.Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    tools: bool = True
+    brokers: list[str] = pydantic.Field(default_factory=list)
+    allow_subscribe: list[str] = pydantic.Field(default_factory=lambda: ["#"])
+    allow_publish: list[str] = pydantic.Field(default_factory=lambda: ["#"])
+    min_publish_interval_s: float = pydantic.Field(0.1, ge=0.1)
+    max_publish_bytes: int = pydantic.Field(65_536, ge=1, le=8_000_000)
+    history_per_topic: int = pydantic.Field(100, ge=1, le=10_000)
+    subscriptions: list[MqttSubscriptionConfig] = pydantic.Field(default_factory=list)
+
+    @property
+    def password_text(self) -> str | None:
+        """The password in clear text, for the MQTT client only (never logged)."""
+        return self.password.get_secret_value() if self.password else None
+
+
 class Config(pydantic.BaseModel):
     """The whole configuration file."""
 
@@ -381,6 +435,8 @@ class Config(pydantic.BaseModel):
     images: ImagesConfig = ImagesConfig()
     messages: MessagesConfig = MessagesConfig()
     mcp: McpConfig = McpConfig()
+    nodes: NodesConfig = NodesConfig()
+    mqtt: MqttConfig = MqttConfig()
 
     @property
     def endpoint_configured(self) -> bool:
@@ -474,7 +530,7 @@ def load_config(
             raise ConfigError(f"{source} must be a mapping of sections (model:, agent:, ...)")
         data = loaded
 
-    env_over: dict[str, Any] = {"model": {}, "robot": {}, "agent": {}}
+    env_over: dict[str, Any] = {"model": {}, "robot": {}, "agent": {}, "mqtt": _mqtt_env(env)}
     model_data = data.get("model")
     over_model = (overrides or {}).get("model")
     provider = str(
@@ -611,6 +667,30 @@ def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
             }
 
 
+def _mqtt_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """``LOOPACT_MQTT_*``: broker, user name, password and TLS files (SPEC H1, issue 17)."""
+    out: dict[str, Any] = {}
+    for name, key in (
+        ("LOOPACT_MQTT_BROKER", "broker"),
+        ("LOOPACT_MQTT_USERNAME", "username"),
+        ("LOOPACT_MQTT_PASSWORD", "password"),
+    ):
+        if env.get(name):
+            out[key] = env[name]
+    tls = {
+        key: env[name]
+        for name, key in (
+            ("LOOPACT_MQTT_CA_FILE", "ca_file"),
+            ("LOOPACT_MQTT_CERT_FILE", "cert_file"),
+            ("LOOPACT_MQTT_KEY_FILE", "key_file"),
+        )
+        if env.get(name)
+    }
+    if tls:
+        out["tls"] = tls
+    return out
+
+
 def _has_path(data: Mapping[str, Any], loc: tuple[int | str, ...]) -> bool:
     """Whether the nested ``data`` sets the value at ``loc`` (or a parent of it)."""
     node: Any = data
@@ -636,8 +716,9 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
 STARTER_CONFIG = """\
 # loopact configuration. Every key is optional; defaults are shown.
 # Environment variables override this file: LOOPACT_API_KEY (or OPENAI_API_KEY),
-# LOOPACT_BASE_URL, LOOPACT_MODEL, LOOPACT_ROBOT, LOOPACT_ROBOT_PROFILE, LOOPACT_LANG.
-# Command-line flags override both.
+# LOOPACT_BASE_URL, LOOPACT_MODEL, LOOPACT_ROBOT, LOOPACT_ROBOT_PROFILE, LOOPACT_LANG,
+# LOOPACT_MQTT_BROKER, LOOPACT_MQTT_USERNAME, LOOPACT_MQTT_PASSWORD, LOOPACT_MQTT_CA_FILE,
+# LOOPACT_MQTT_CERT_FILE, LOOPACT_MQTT_KEY_FILE. Command-line flags override both.
 
 model:
   provider: openai            # openai: OpenAI-compatible chat/completions (OpenAI, Qwen,
@@ -786,4 +867,36 @@ local:
   threads: null               # CPU threads; null = all cores
   chat_format: null           # llama-cpp-python chat format; null = chatml for ChatML models,
                               # else the GGUF's own template
+
+# nodes: hot-pluggable tool and sensor nodes (docs/ros2.md, docs/mqtt.md)
+nodes:
+  transport: auto             # auto (ROS 2 when robot.kind is ros2), ros2, mqtt or none
+                              # (--transport); with mqtt the simulator's tools are served
+                              # over the broker next to the robot and its governor
+  shared: true                # mqtt: also use the fleet's shared nodes (loopact node --shared)
+
+# mqtt: the broker of the MQTT transport and of the mqtt_* tools (docs/mqtt.md)
+mqtt:
+  broker: mqtt://127.0.0.1:1883  # mqtts://host:8883 for TLS (--broker, LOOPACT_MQTT_BROKER)
+  prefix: loopact             # topic prefix of the node protocol
+  username: null              # LOOPACT_MQTT_USERNAME
+  password: null              # better: export LOOPACT_MQTT_PASSWORD=... (never logged)
+  tls:
+    ca_file: null             # CA that signed the broker's certificate; TLS on when set
+    cert_file: null           # client certificate (PEM) for mutual TLS
+    key_file: null            # its key (PEM)
+    insecure: false           # true: do not check the broker's host name
+  keepalive_s: 10             # the broker fires a dead client's last will after 1.5x this
+  client_id: null             # null: loopact-<role>-<random>, one per process run
+  tools: true                 # the mqtt_* tools, when the transport is mqtt or
+                              # subscriptions are set
+  brokers: []                 # other brokers mqtt_connect may use (same credentials)
+  allow_subscribe: ["#"]      # topic filters the tools may subscribe to
+  allow_publish: ["#"]        # topics mqtt_publish may write (a write tool: confirmed)
+  min_publish_interval_s: 0.1 # per topic; at least 0.1
+  max_publish_bytes: 65536    # largest mqtt_publish payload
+  history_per_topic: 100      # messages kept per topic for mqtt_history
+  subscriptions: []           # subscribed at start, e.g.
+                              # - {topic: home/+/temperature, mode: filter,
+                              #    rules: ["temperature > 30"]}
 """

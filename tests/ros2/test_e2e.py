@@ -21,14 +21,7 @@ from .conftest import Topic, events_topic
 
 pytestmark = pytest.mark.ros2_e2e  # also run alone by `make test-ros2-e2e`
 
-MY_TOOL = '''
-from loopact import tool
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
+MY_TOOL = (Path(__file__).parent.parent / "node_files" / "add_tool.py").read_text()
 
 
 def odom_topic(conn: Ros2Connector) -> Topic:

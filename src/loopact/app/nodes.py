@@ -22,16 +22,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loopact.agent import Agent
+from loopact.app.robot import Body
 from loopact.channels.ros2_text import Ros2TextChannel
+from loopact.config import Config
+from loopact.events import EventBus
 from loopact.nodes.connector import Connector
 from loopact.nodes.discovery import ToolDiscovery
 from loopact.nodes.input import InputNode, InputSource
 from loopact.nodes.inputs import InputHub, make_input_tools
+from loopact.nodes.protocol import SHARED_AGENT
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +58,7 @@ class NodeAttachment:
     input_tools: list[str]
     registry: Any
     builtin: list[tuple[InputNode, asyncio.Task[None] | None]] = field(default_factory=list)
+    shared: list[ToolDiscovery | InputHub] = field(default_factory=list)
 
     async def close(self) -> None:
         """Stop everything that was started (the connector is the caller's)."""
@@ -65,11 +71,44 @@ class NodeAttachment:
         if self.channel is not None:
             with contextlib.suppress(Exception):
                 await self.channel.stop()
+        for watch in self.shared:
+            await watch.stop()
         await self.discovery.stop()
         await self.hub.stop()
         for name in self.input_tools:
             if name in self.registry:
                 self.registry.remove(name)
+
+
+async def open_nodes_connector(
+    cfg: Config, body: Body, stack: AsyncExitStack, bus: EventBus
+) -> Connector | None:
+    """The transport of the run's nodes (``nodes.transport``; SPEC C4); ``stack`` closes it.
+
+    ``auto`` is the robot's ROS 2 connector when the robot is on ROS 2, else none; ``ros2``
+    and ``mqtt`` open one (``mqtt``: :func:`loopact.app.mqtt.open_mqtt_connector`).
+
+    Raises:
+        ConfigError: A bad ``mqtt.*`` setting or a refused login.
+        NodeError: ROS 2 is unavailable.
+    """
+    transport = cfg.nodes.transport
+    if transport == "auto":
+        return body.connector
+    if transport == "none":
+        return None
+    if transport == "ros2":
+        if body.connector is not None:
+            return body.connector
+        from loopact.nodes.ros2 import Ros2Connector
+
+        ros = Ros2Connector(f"{cfg.agent.name}_agent")
+        stack.push_async_callback(ros.shutdown)
+        await ros.start()
+        return ros
+    from loopact.app.mqtt import open_mqtt_connector
+
+    return await open_mqtt_connector(cfg, stack, bus, f"agent-{cfg.agent.name}")
 
 
 async def attach_nodes(
@@ -80,6 +119,7 @@ async def attach_nodes(
     text_channel: bool = True,
     seewhat: bool | None = None,
     settle_s: float = 0.0,
+    shared: bool = False,
 ) -> NodeAttachment:
     """Discover tools and inputs for ``agent`` over ``connector``.
 
@@ -91,6 +131,8 @@ async def attach_nodes(
         seewhat: Add a ``seewhat`` that reads camera inputs; default: only when the registry
             has no ``seewhat`` yet.
         settle_s: Seconds to wait afterwards so running nodes are discovered (``--once``).
+        shared: Also discover the fleet's shared nodes (``/_shared/...``, SPEC X4); a shared
+            tool whose name the agent already has is reported and not offered.
     """
     await connector.start()
     discovery = ToolDiscovery(connector, agent.registry, agent_name, bus=agent.bus)
@@ -111,9 +153,18 @@ async def attach_nodes(
     if text_channel:
         channel = Ros2TextChannel(agent, connector, agent_name)
         await channel.start()
+    extra: list[ToolDiscovery | InputHub] = []
+    if shared:
+        extra = [
+            ToolDiscovery(connector, agent.registry, SHARED_AGENT, bus=agent.bus),
+            InputHub(connector, SHARED_AGENT, bus=agent.bus),
+        ]
+        for watch in extra:
+            await watch.start()
+        agent.add_input_source(extra[1].take_snapshot)  # type: ignore[union-attr]
     if settle_s > 0:
         await asyncio.sleep(settle_s)
-    return NodeAttachment(discovery, hub, channel, added, agent.registry, builtin)
+    return NodeAttachment(discovery, hub, channel, added, agent.registry, builtin, extra)
 
 
 async def _start_builtin_inputs(

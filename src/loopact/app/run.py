@@ -29,6 +29,7 @@ from loopact.app.mcp import attach_mcp
 from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
+from loopact.app.nodes import open_nodes_connector
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
 from loopact.config import Config
@@ -36,6 +37,7 @@ from loopact.errors import ConfigError
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
+from loopact.nodes.connector import Connector
 from loopact.tools.builtin.messages import MessageChannel
 from loopact.tools.registry import ToolRegistry
 
@@ -60,9 +62,8 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
     async with AsyncExitStack() as stack:
         cfg, brain = await start_local_brain(cfg, stack, bus)
         body = await open_body(cfg, stack)
-        if body.session is not None:
-            for tool in body.session.tools:
-                registry.add(tool)
+        connector = await open_nodes_connector(cfg, body, stack, bus)
+        served = await _robot_tools(cfg, body, connector, registry, stack)
         memory = await open_memory(cfg, registry, stack)
         await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
         model = make_model(cfg, local_brain=brain)
@@ -71,12 +72,38 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         options = dataclasses.replace(options, interactive=once is None)
         channels = await open_message_channels(cfg, stack, body.connector)
         agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
-        await _attach(cfg, agent, body, memory, stack, once, config_source)
+        await _attach(cfg, agent, connector, served, memory, stack, once, config_source)
         if brain is not None and cfg.local.prompt_cache:
             await prepare_local_prompt(agent)
         if once is not None:
             return await _run_once(agent, once, cfg.agent.lang)
         return await _run_terminal(cfg, agent, body, stack, config_source)
+
+
+async def _robot_tools(
+    cfg: Config,
+    body: Body,
+    connector: Connector | None,
+    registry: ToolRegistry,
+    stack: AsyncExitStack,
+) -> list[str]:
+    """The robot's tools go into the registry, or, for an in-process robot with the MQTT
+    transport, are served as MQTT nodes next to the robot and its governor (issue 17).
+
+    Returns:
+        The names served over MQTT (the agent discovers them), or [].
+    """
+    if body.session is None:
+        return []
+    if connector is not None and connector.transport == "mqtt" and body.kind == "sim":
+        from loopact.app.mqtt import serve_robot_tools
+        from loopact.nodes.mqtt import MqttConnector
+
+        assert isinstance(connector, MqttConnector)
+        return await serve_robot_tools(body.session.tools, connector, cfg.agent.name, stack)
+    for tool in body.session.tools:
+        registry.add(tool)
+    return []
 
 
 def _workspace(cfg: Config) -> Path:
@@ -172,13 +199,15 @@ def _make_agent(
 async def _attach(
     cfg: Config,
     agent: Agent,
-    body: Body,
+    connector: Connector | None,
+    served: list[str],
     memory: OpenedMemory,
     stack: AsyncExitStack,
     once: str | None,
     config_source: Path | None,
 ) -> None:
-    """Attach what watches the agent: memory recorder, ROS 2 nodes and text channel, trace."""
+    """Attach what watches the agent: memory recorder, nodes (ROS 2 or MQTT) and the text
+    channel, the MQTT tools, trace."""
     from loopact.trace import TraceWriter
 
     recorder = memory.recorder
@@ -186,14 +215,29 @@ async def _attach(
         recorder.history = lambda: agent.history
         recorder.attach(agent.bus)
         stack.push_async_callback(recorder.close)
-    if body.connector is not None:
-        # Issue 4: hot-pluggable ROS 2 nodes and the ROS 2 text channel (C2-C4, F3).
+    if connector is not None:
+        # Issue 4: hot-pluggable ROS 2 nodes and the ROS 2 text channel (C2-C4, F3); issue
+        # 17: the same over MQTT, with the nodes shared by a fleet.
         from loopact.app.nodes import attach_nodes
 
         nodes = await attach_nodes(
-            agent, body.connector, cfg.agent.name, settle_s=1.5 if once is not None else 0.0
+            agent,
+            connector,
+            cfg.agent.name,
+            settle_s=1.5 if once is not None else 0.0,
+            shared=cfg.nodes.shared and connector.transport == "mqtt",
         )
         stack.push_async_callback(nodes.close)
+        if served:
+            from loopact.app.mqtt import wait_discovered
+
+            await wait_discovered(agent.registry, served, timeout_s=10.0)
+    if cfg.mqtt.tools and (
+        (connector is not None and connector.transport == "mqtt") or cfg.mqtt.subscriptions
+    ):
+        from loopact.app.mqtt import attach_mqtt_tools
+
+        await attach_mqtt_tools(cfg, agent, stack)
     if cfg.trace.path is not None:
         writer = TraceWriter(
             cfg.trace.path,

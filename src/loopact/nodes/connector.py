@@ -2,7 +2,7 @@
 
 A node (an output node serving a tool, an input node publishing a sensor) is written once
 against :class:`Connector` and runs unchanged in-process (:mod:`loopact.nodes.local`) or as a
-ROS 2 node (:mod:`loopact.nodes.ros2`); an MQTT connector can follow with the same verbs:
+ROS 2 node (:mod:`loopact.nodes.ros2`) or over an MQTT broker (:mod:`loopact.nodes.mqtt`):
 
 - :meth:`Connector.publish` / :meth:`Connector.subscribe`: messages on named topics (``/a/b/c``
   paths; an MQTT connector maps them to ``a/b/c``). A *latched* topic keeps its last message for
@@ -106,7 +106,7 @@ class Connector(abc.ABC):
     """Transport-neutral messaging verbs (see the module docstring).
 
     Attributes:
-        transport: ``local`` or ``ros2`` (``mqtt`` later).
+        transport: ``local``, ``ros2`` or ``mqtt``.
     """
 
     transport: str = "abstract"
@@ -160,8 +160,12 @@ class Connector(abc.ABC):
         """
 
     @abc.abstractmethod
-    def serve(self, endpoint: str, handler: Handler) -> Subscription:
-        """Serve long calls on ``endpoint`` with ``handler`` (cancelled on a cancel request)."""
+    def serve(self, endpoint: str, handler: Handler, *, instance: str = "") -> Subscription:
+        """Serve long calls on ``endpoint`` with ``handler`` (cancelled on a cancel request).
+
+        ``instance`` is the serving node's instance id (its heartbeat's): a transport that can
+        address one node (MQTT) ignores calls meant for another node with the same name.
+        """
 
     @abc.abstractmethod
     async def start_call(
@@ -172,6 +176,7 @@ class Connector(abc.ABC):
         progress: ProgressFn | None = None,
         *,
         connect_timeout_s: float = 2.0,
+        instance: str = "",
     ) -> CallHandle:
         """Start a long call.
 
@@ -181,6 +186,8 @@ class Connector(abc.ABC):
             timeout_s: The callee's time limit in seconds (passed along).
             progress: Called on the event loop with each progress text.
             connect_timeout_s: How long to wait for the server to be reachable.
+            instance: The node instance meant ("" for any): over MQTT only that node runs the
+                call (the ROS 2 and in-process transports have one server per endpoint).
 
         Raises:
             NodeError: No server answered within ``connect_timeout_s`` or it rejected the call.
@@ -192,9 +199,11 @@ class Connector(abc.ABC):
         input_json: str,
         timeout_s: float,
         progress: ProgressFn | None = None,
+        *,
+        instance: str = "",
     ) -> CallReply:
         """Start a call and wait for its reply; cancels the remote call if cancelled."""
-        handle = await self.start_call(endpoint, input_json, timeout_s, progress)
+        handle = await self.start_call(endpoint, input_json, timeout_s, progress, instance=instance)
         try:
             return await handle.result()
         except asyncio.CancelledError:

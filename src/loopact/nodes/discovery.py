@@ -2,7 +2,9 @@
 
 :class:`ToolDiscovery` watches ``/<agent>/output/*/info``. A valid heartbeat adds a
 :class:`RemoteTool` proxy to the agent's live :class:`~loopact.tools.registry.ToolRegistry`;
-a node silent for 3 s is dropped (its running calls fail at once). When a node restarts (a new
+a node silent for 3 s is dropped (its running calls fail at once), and so is one whose
+heartbeat topic carries an empty message (the node left: over MQTT, its cleared retained
+heartbeat or its last will, :mod:`loopact.nodes.mqtt`). When a node restarts (a new
 ``instance`` id after the old one went quiet) the proxy switches to it and the transport's
 client for the endpoint is recreated, so a restarted node never stays "not found". Two nodes
 beating with one name at the same time are a conflict: the first stays, the conflict is
@@ -61,6 +63,8 @@ class RemoteTool(Tool):
         self.safety = info.safety
         self.reentrant = info.reentrant
         self.timeout_s = info.timeout_s
+        self.examples = info.examples
+        self.directions = dict(info.directions)
         self._lock = asyncio.Lock()
         self._lost: asyncio.Event = asyncio.Event()
         self._lost_reason = ""
@@ -87,7 +91,11 @@ class RemoteTool(Tool):
         timeout = self.timeout_s or 30.0
         try:
             handle = await self.connector.start_call(
-                self.endpoint, json.dumps(arguments, ensure_ascii=False), timeout, ctx.progress
+                self.endpoint,
+                json.dumps(arguments, ensure_ascii=False),
+                timeout,
+                ctx.progress,
+                instance=self.info.instance,
             )
         except NodeError as exc:
             return ToolResult.failure(f"node {self.name}: {exc}")
@@ -177,6 +185,9 @@ class ToolDiscovery(HeartbeatWatch):
 
     def _on_heartbeat(self, topic: str, payload: Payload) -> None:
         name = name_from_topic(topic, self.prefix, "/info")
+        if payload == "":  # an empty heartbeat: the node left (MQTT: its last will)
+            self._drop(name, "the node went offline")
+            return
         if not isinstance(payload, str):
             self._report_error(topic, "heartbeat is not a string message")
             return

@@ -33,6 +33,7 @@ from loopact.nodes.protocol import (
     InputInfo,
     InputKind,
     InputMode,
+    check_agent_name,
     check_name,
     input_data_topic,
     input_info_topic,
@@ -73,7 +74,7 @@ class InputNode:
         heartbeat_period_s: float = HEARTBEAT_PERIOD_S,
     ) -> None:
         check_name(name, "input name")
-        check_name(agent, "agent name")
+        check_agent_name(agent)
         if mode not in ("accumulate", "latest"):
             raise ProtocolError(f"mode {mode!r} must be accumulate or latest")
         if kind not in ("text", "image", "json"):

@@ -100,6 +100,9 @@ class InputHub(HeartbeatWatch):
 
     def _on_heartbeat(self, topic: str, payload: Payload) -> None:
         name = name_from_topic(topic, self.prefix, "/info")
+        if payload == "":  # an empty heartbeat: the input node left (MQTT: its last will)
+            self._forget(name, "the node went offline")
+            return
         try:
             if not isinstance(payload, str):
                 raise ProtocolError("heartbeat is not a string message")
@@ -170,10 +173,15 @@ class InputHub(HeartbeatWatch):
         now = time.monotonic() if now is None else now
         for name, inp in list(self.inputs.items()):
             if now - inp.last_beat_s > self.drop_after_s:
-                if inp.sub is not None:
-                    inp.sub.close()
-                del self.inputs[name]
-                self._emit("node_removed", name=name, kind="input", reason="no heartbeat")
+                self._forget(name, "no heartbeat")
+
+    def _forget(self, name: str, reason: str) -> None:
+        inp = self.inputs.pop(name, None)
+        if inp is None:
+            return
+        if inp.sub is not None:
+            inp.sub.close()
+        self._emit("node_removed", name=name, kind="input", reason=reason)
 
     # ---------------------------------------------------------------- reading
     def latest(self, name: str) -> tuple[Any, float] | None:

@@ -234,7 +234,7 @@ class LocalConnector(Connector):
         """Drop a latched message (a node that stopped)."""
         self.bus.latched.pop(topic, None)
 
-    def serve(self, endpoint: str, handler: Handler) -> Subscription:
+    def serve(self, endpoint: str, handler: Handler, *, instance: str = "") -> Subscription:
         """See :meth:`Connector.serve`. A second server on a served endpoint is refused (the
         first stays, as the agent's discovery keeps the first node: SPEC C2); it is logged.
         """
@@ -254,8 +254,9 @@ class LocalConnector(Connector):
         progress: ProgressFn | None = None,
         *,
         connect_timeout_s: float = 2.0,
+        instance: str = "",
     ) -> CallHandle:
-        """See :meth:`Connector.start_call`."""
+        """See :meth:`Connector.start_call` (one server per endpoint: ``instance`` unused)."""
         served = self.bus.servers.get(endpoint)
         if served is None:
             raise NodeError(f"no node serves {endpoint}")

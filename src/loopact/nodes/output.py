@@ -23,6 +23,7 @@ from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
     HEARTBEAT_PERIOD_S,
     OutputInfo,
+    check_agent_name,
     check_name,
     encode_result,
     output_endpoint,
@@ -63,7 +64,7 @@ class OutputNode:
         default_timeout_s: float = 30.0,
     ) -> None:
         check_name(tool.name, "tool name")
-        check_name(agent, "agent name")
+        check_agent_name(agent)
         self.tool = tool
         self.connector = connector
         self.agent = agent
@@ -88,7 +89,7 @@ class OutputNode:
     async def start(self) -> None:
         """Serve the execute interface, then start the heartbeat."""
         await self.connector.start()
-        self._served = self.connector.serve(self.endpoint, self._handle)
+        self._served = self.connector.serve(self.endpoint, self._handle, instance=self.instance)
         self._heartbeat = asyncio.get_running_loop().create_task(
             self._beat(), name=f"loopact-heartbeat-{self.tool.name}"
         )

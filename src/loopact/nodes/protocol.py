@@ -37,6 +37,7 @@ from typing import Any, Literal
 from loopact.errors import ProtocolError
 from loopact.llm.messages import Image
 from loopact.tools.base import SafetyClass, Tool, ToolResult
+from loopact.tools.directions import check_directions
 
 HEARTBEAT_PERIOD_S = 0.5
 """Seconds between two heartbeats."""
@@ -45,6 +46,11 @@ DROP_AFTER_S = 3.0
 """A node silent this long (seconds) is dropped."""
 
 DEFAULT_AGENT_NAME = "loopact"
+
+SHARED_AGENT = "_shared"
+"""The agent segment of nodes shared by every agent of a fleet (``/_shared/output/<name>``;
+agent names start with a letter, so it is nobody's name). Agents discover these beside their
+own nodes (``nodes.shared``, SPEC X4)."""
 
 MAX_OUTPUT_JSON_CHARS = 8_000_000
 """A call result longer than this is refused (memory bound)."""
@@ -67,6 +73,15 @@ def check_name(name: str, what: str = "node name") -> str:
             "underscores (at most 64 characters), so that it is a valid ROS 2 topic segment"
         )
     return name
+
+
+def check_agent_name(name: str) -> str:
+    """An agent name (:func:`check_name`) or :data:`SHARED_AGENT`.
+
+    Raises:
+        ProtocolError: Neither.
+    """
+    return name if name == SHARED_AGENT else check_name(name, "agent name")
 
 
 def output_info_topic(agent: str, name: str) -> str:
@@ -109,6 +124,9 @@ class OutputInfo:
         reentrant: Whether calls may overlap.
         timeout_s: Per-call timeout in seconds.
         instance: Id of the running node process ("" when the node does not send one).
+        examples: ``(instruction, arguments)`` pairs for text-call models (optional).
+        directions: Sign conventions of signed arguments, ``{arg: (positive, negative)}``
+            (optional; :mod:`loopact.tools.directions`).
     """
 
     name: str
@@ -118,6 +136,8 @@ class OutputInfo:
     reentrant: bool = False
     timeout_s: float = 30.0
     instance: str = ""
+    examples: tuple[tuple[str, dict[str, Any]], ...] = ()
+    directions: tuple[tuple[str, tuple[str, str]], ...] = ()
 
     @classmethod
     def from_tool(
@@ -132,6 +152,8 @@ class OutputInfo:
             reentrant=tool.reentrant,
             timeout_s=tool.timeout_s or default_timeout_s,
             instance=instance,
+            examples=tuple(tool.examples),
+            directions=tuple(sorted(tool.directions.items())),
         )
 
     def to_json(self) -> str:
@@ -149,6 +171,12 @@ class OutputInfo:
                     "reentrant": self.reentrant,
                     "timeout_s": self.timeout_s,
                     "instance": self.instance,
+                    **({"examples": [list(e) for e in self.examples]} if self.examples else {}),
+                    **(
+                        {"directions": {k: list(v) for k, v in self.directions}}
+                        if self.directions
+                        else {}
+                    ),
                 },
             },
             ensure_ascii=False,
@@ -208,6 +236,7 @@ class OutputInfo:
         ):
             raise ProtocolError(f"x-loopact.timeout_s must be a positive number, got {timeout!r}")
         instance = ext.get("instance", "")
+        examples, directions = _parse_hints(ext)
         return cls(
             name=name,
             description=desc or name.replace("_", " "),
@@ -216,7 +245,40 @@ class OutputInfo:
             reentrant=reentrant,
             timeout_s=float(timeout),
             instance=str(instance) if instance is not None else "",
+            examples=examples,
+            directions=directions,
         )
+
+
+def _parse_hints(
+    ext: dict[str, Any],
+) -> tuple[tuple[tuple[str, dict[str, Any]], ...], tuple[tuple[str, tuple[str, str]], ...]]:
+    """``x-loopact.examples`` and ``x-loopact.directions`` (optional hints).
+
+    Raises:
+        ProtocolError: Present but of the wrong shape (named).
+    """
+    raw_examples = ext.get("examples", [])
+    if not isinstance(raw_examples, list) or not all(
+        isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)
+        for e in raw_examples
+    ):
+        raise ProtocolError('x-loopact.examples must be a list of ["instruction", {arguments}]')
+    raw_dirs = ext.get("directions", {})
+    if not isinstance(raw_dirs, dict):
+        raise ProtocolError('x-loopact.directions must be an object {"arg": ["left", "right"]}')
+    directions = []
+    for arg, pair in sorted(raw_dirs.items()):
+        if not (
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        ):
+            raise ProtocolError(f"x-loopact.directions.{arg} must be a pair of directions")
+        directions.append((str(arg), (pair[0], pair[1])))
+    try:
+        check_directions(dict(directions))
+    except ValueError as exc:
+        raise ProtocolError(f"x-loopact.directions: {exc}") from None
+    return tuple((e[0], e[1]) for e in raw_examples), tuple(directions)
 
 
 # --------------------------------------------------------------------------- input nodes

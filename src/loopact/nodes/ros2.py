@@ -667,7 +667,7 @@ class Ros2Connector(Connector):
             self._scan_graph()
 
     # ------------------------------------------------------------------ long calls
-    def serve(self, endpoint: str, handler: Handler) -> Subscription:
+    def serve(self, endpoint: str, handler: Handler, *, instance: str = "") -> Subscription:
         """Serve ``ExecuteTool`` goals on ``endpoint`` (see :meth:`Connector.serve`)."""
         node = self._require_node()
         ExecuteTool = ros_types("loopact_interfaces.action", "ExecuteTool")
@@ -758,8 +758,10 @@ class Ros2Connector(Connector):
         progress: ProgressFn | None = None,
         *,
         connect_timeout_s: float = 2.0,
+        instance: str = "",
     ) -> CallHandle:
-        """Send an ``ExecuteTool`` goal (see :meth:`Connector.start_call`)."""
+        """Send an ``ExecuteTool`` goal (see :meth:`Connector.start_call`; ROS 2 actions cannot
+        address one of two servers, so ``instance`` is unused: docs/ros2.md, Limits)."""
         node = self._require_node()
         ExecuteTool = ros_types("loopact_interfaces.action", "ExecuteTool")
         ActionClient = ros_types("rclpy.action", "ActionClient")

@@ -1,4 +1,4 @@
-"""``loopact node FILE.py``: serve a plain file's tools and inputs as ROS 2 nodes (SPEC C2-C4).
+"""``loopact node FILE.py``: serve a plain file's tools and inputs as nodes (SPEC C2-C4).
 
 A user adds a capability to a running agent in a few lines::
 
@@ -12,7 +12,8 @@ A user adds a capability to a running agent in a few lines::
 
 ``loopact node my_tool.py`` finds every tool (``@loopact.tool`` functions and other
 :class:`~loopact.tools.base.Tool` objects) and every :func:`~loopact.nodes.input.input_source`
-at the file's top level, and serves each as an output or input node until Ctrl-C / SIGTERM.
+at the file's top level, and serves each as an output or input node until Ctrl-C / SIGTERM,
+over ROS 2 (default) or MQTT (``--transport mqtt --broker mqtt://host:1883``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from loopact.errors import ConfigError
 from loopact.nodes.connector import Connector
 from loopact.nodes.input import InputNode, InputSource
 from loopact.nodes.output import OutputNode
-from loopact.nodes.protocol import DEFAULT_AGENT_NAME, check_name
+from loopact.nodes.protocol import (
+    DEFAULT_AGENT_NAME,
+    SHARED_AGENT,
+    check_agent_name,
+    check_name,
+)
 from loopact.tools.base import Tool
 
 logger = logging.getLogger(__name__)
@@ -155,19 +161,33 @@ class NodeRunner:
         await self.connector.shutdown()
 
 
-async def serve_file(path: Path, agent: str = DEFAULT_AGENT_NAME) -> int:
+def node_name_for(path: Path) -> str:
+    """``loopact_node_<file stem>`` (letters, digits and underscores)."""
+    return f"loopact_node_{''.join(c if c.isalnum() else '_' for c in Path(path).stem)}"
+
+
+async def serve_file(
+    path: Path, agent: str = DEFAULT_AGENT_NAME, connector: Connector | None = None
+) -> int:
     """``loopact node FILE.py``: serve until SIGINT/SIGTERM; returns the exit code.
 
+    Args:
+        path: The node file.
+        agent: The agent served (:data:`~loopact.nodes.protocol.SHARED_AGENT` for every agent
+            of a fleet).
+        connector: The transport (default: a ROS 2 node named after the file).
+
     Raises:
-        ConfigError: See :func:`load_node_file`.
+        ConfigError: See :func:`load_node_file`; or the MQTT broker refused the login.
         NodeError: ROS 2 is unavailable.
     """
-    from loopact.nodes.ros2 import Ros2Connector
-
-    check_name(agent, "agent name")
+    check_agent_name(agent)
     node_file = load_node_file(path)
-    node_name = f"loopact_node_{''.join(c if c.isalnum() else '_' for c in path.stem)}"
-    runner = NodeRunner(node_file, Ros2Connector(node_name), agent)
+    if connector is None:
+        from loopact.nodes.ros2 import Ros2Connector
+
+        connector = Ros2Connector(node_name_for(path))
+    runner = NodeRunner(node_file, connector, agent)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -176,7 +196,11 @@ async def serve_file(path: Path, agent: str = DEFAULT_AGENT_NAME) -> int:
     try:
         await runner.start()
         names = [t.name for t in node_file.tools] + [s.name for s in node_file.inputs]
-        print(f"loopact node: serving {', '.join(names)} for agent {agent!r}", flush=True)
+        whom = "every agent (shared)" if agent == SHARED_AGENT else f"agent {agent!r}"
+        print(
+            f"loopact node: serving {', '.join(names)} for {whom} over {connector.transport}",
+            flush=True,
+        )
         await stop.wait()
     finally:
         await runner.stop()
