@@ -191,14 +191,16 @@ def _decapitalise(text: str) -> str:
 def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool = False) -> str:
     """The reply of a split instruction: what each step that ran did, and what did not run.
 
+    Each sentence keeps its own language (the runtime's result sentences are English; a
+    model's answer may be Chinese), and so do the words joining it to the one before.
+
     Args:
         done: The clauses that ran, in order.
         skipped: The clauses not run (after a failed step).
-        zh: The instruction was Chinese (the connecting words are then Chinese).
+        zh: The instruction was Chinese (the "did not do" sentence is then Chinese).
     """
     parts: list[str] = []
     for i, clause in enumerate(done):
-        text = clause.sentence() or (f"“{clause.text}”完成" if zh else f"Did “{clause.text}”")
         failed = clause.failed
         if failed and not clause.results[-1][1]:
             text = (
@@ -206,14 +208,17 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
                 if zh
                 else f"“{clause.text}” did not succeed ({failed})"
             )
-        if i and not zh:
-            text = "Then " + _decapitalise(text)
-        elif i:
+        else:
+            text = clause.sentence() or (f"“{clause.text}”完成" if zh else f"Did “{clause.text}”")
+        chinese = is_chinese(text.strip("“”" + clause.text)) or (zh and text.startswith("“"))
+        if not i:
+            text = text[:1].upper() + text[1:]
+        elif chinese:
             text = "然后" + text
         else:
-            text = text[:1].upper() + text[1:]
-        parts.append(text.rstrip(".。") + ("。" if zh else "."))
+            text = "Then " + _decapitalise(text)
+        parts.append(text.rstrip(".。") + ("。" if chinese else ". "))
     if skipped:
         rest = "、".join(f"“{s}”" for s in skipped) if zh else ", ".join(f"“{s}”" for s in skipped)
         parts.append(f"因此没有执行：{rest}。" if zh else f"So I did not do: {rest}.")
-    return " ".join(parts) if not zh else "".join(parts)
+    return "".join(parts).strip()
