@@ -48,6 +48,7 @@ FAKE_MAIN = textwrap.dedent(
     crash = script.pop("crash_on_request", None)
     server = ScriptedModelServer(script, port=port).start()
     print(f"fake local server {n}: pid {os.getpid()} port {port}", flush=True)
+    print("OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", ""), flush=True)
     while True:
         if crash and any(r.path == "/v1/chat/completions" for r in server.requests):
             print("fake local server: crashing with", crash, flush=True)
@@ -167,6 +168,8 @@ async def test_killed_server_mid_task_is_restarted_and_the_task_retried(
     assert states[2:5] == ["crashed", "restarting", "ready"], states
     assert statuses[4]["restarts"] == 1 and statuses[4]["model_file"] == "m.gguf"
     assert (scripts / "started-2").exists() and not (scripts / "started-3").exists()
+    # llama.cpp's OpenMP threads wait passively, so they do not fight other work for the cores
+    assert "OMP_WAIT_POLICY=PASSIVE" in (tmp_path / "server.log").read_text()
     assert agent.status()["backend"]["state"] == "stopped"
 
 

@@ -40,6 +40,11 @@ log = logging.getLogger(__name__)
 
 #: The module the child process runs: llama-cpp-python's server plus loopact's prefix cache.
 SERVER_MODULE = "loopact.llm.local_server"
+#: Environment defaults of the server process (the user's environment wins). OpenMP's
+#: default spin-waiting makes llama.cpp's threads fight any other busy process for the cores:
+#: on 2 cores beside other work, generation fell to 0.5-0.6 tokens/s with it and ran at
+#: 13-25 tokens/s with passive waiting (docs/local-brain.md, issue 13).
+SERVER_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 #: Its health route, answered without waiting for the model.
 HEALTH_PATH = "/loopact/health"
 _STDERR_TAIL_LINES = 25
@@ -399,7 +404,7 @@ class LocalBrain:
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, **(self.extra_env or {})},
+                env={**SERVER_ENV, **os.environ, **(self.extra_env or {})},
                 preexec_fn=_die_with_parent,
             )
         try:
