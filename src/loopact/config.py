@@ -308,6 +308,7 @@ class MessagesConfig(pydantic.BaseModel):
     model_config = _STRICT
     email: EmailConfig | None = None
     ros2: TopicMessagesConfig | None = None
+    mqtt: TopicMessagesConfig | None = None
 
 
 McpSafety = Literal["read_only", "idempotent", "write"]
@@ -846,6 +847,8 @@ images:                       # generate_image exists only when base_url and mod
 #     subject: null           # null: the message's first line
 #   ros2:                     # send_message(channel="ros2", to=TOPIC): std_msgs/String
 #     allow_to: [/ops/chat]
+#   mqtt:                     # send_message(channel="mqtt", to=TOPIC): QoS 1 on the
+#     allow_to: [alerts/#]    # mqtt.broker (MQTT filters or * wildcards)
 
 mcp:                          # MCP servers whose tools the agent uses (docs/mcp.md); also
   servers: {}                 # --mcp-config FILE (JSON or YAML with a servers mapping). E.g.

@@ -1,8 +1,8 @@
 """The message channels of ``send_message`` from the configuration (issue 19, SPEC C6).
 
 :func:`open_message_channels` builds one channel per configured ``messages.*`` section
-(``email``: SMTP, ``ros2``: a ROS 2 topic); the console channel is added by
-:func:`loopact.agent.tools.make_send_message_tool` itself. A new channel (MQTT) is one more
+(``email``: SMTP, ``ros2``: a ROS 2 topic, ``mqtt``: an MQTT topic); the console channel is
+added by :func:`loopact.agent.tools.make_send_message_tool` itself. A new channel is one more
 ``if`` here that appends its :class:`~loopact.tools.builtin.messages.MessageChannel`.
 """
 
@@ -30,7 +30,7 @@ async def open_message_channels(
             ``ros2`` channel opens its own node.
 
     Returns:
-        The channels, in the order ``email``, ``ros2``.
+        The channels, in the order ``email``, ``ros2``, ``mqtt``.
 
     Raises:
         NodeError: ``messages.ros2`` is set but ROS 2 is unavailable.
@@ -62,6 +62,14 @@ async def open_message_channels(
             connector = Ros2Connector(f"{cfg.agent.name}_messages")
             stack.push_async_callback(connector.shutdown)
         channels.append(TopicChannel("ros2", connector, ros2.allow_to))
+    mqtt = cfg.messages.mqtt
+    if mqtt is not None:
+        # issue 17: raw MQTT topics on mqtt.broker, with the mqtt.* credentials
+        from loopact.app.mqtt import mqtt_settings
+        from loopact.nodes.mqtt_channel import MqttChannel
+
+        mqtt_settings(cfg)  # a malformed mqtt.broker is a ConfigError now, not at the first message
+        channels.append(MqttChannel(lambda: mqtt_settings(cfg), mqtt.allow_to, cfg.mqtt.prefix))
     for channel in channels:
         stack.push_async_callback(channel.close)
     return channels
