@@ -360,6 +360,7 @@ class RoundDispatcher:
             workspace=self.workspace,
             progress=progress,
             show_image=show_image,
+            executor=self.registry.blocking,
         )
         result = await self.registry.execute(call, ctx, self.bounds.tool_timeout_s)
         result = self._annotate(call, result)

@@ -22,7 +22,6 @@ back to the model as an observation (SPEC A1); the loop never crashes because a 
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import inspect
 import re
@@ -38,6 +37,7 @@ import pydantic
 from loopact.errors import ToolArgumentError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image
+from loopact.tools.blocking import BlockingExecutor
 from loopact.tools.directions import check_directions
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -119,6 +119,10 @@ class ToolContext:
         show_image: Show people an image the tool used, e.g. a camera frame with the
             detected box drawn (``tool_image`` event: trace and web console, SPEC F6); it is
             not sent to the model. Arguments: the gated image and a one-line caption.
+        executor: Where blocking work runs (a sync tool's function, file-system calls): on
+            daemon threads that a timeout abandons without leaking a pool thread or blocking
+            exit (:class:`~loopact.tools.blocking.BlockingExecutor`, issue 22). The
+            registry's, shared by all calls of an agent.
     """
 
     task_id: str
@@ -126,6 +130,7 @@ class ToolContext:
     workspace: Path
     progress: Callable[[str], None] = lambda _text: None
     show_image: Callable[[Image, str], None] = lambda _image, _caption: None
+    executor: BlockingExecutor = field(default_factory=BlockingExecutor)
 
 
 class Tool:
@@ -187,8 +192,10 @@ class FunctionTool(Tool):
     """A tool built from a typed function (sync or async) by :func:`tool`.
 
     Args:
-        fn: The function. Sync functions run in a worker thread (they cannot be interrupted
-            there; prefer ``async def`` for anything that must stop on cancel).
+        fn: The function. Sync functions run on a daemon thread of the context's
+            :class:`~loopact.tools.blocking.BlockingExecutor`: they cannot be interrupted
+            there, but a timeout abandons them without blocking other tools or exit (prefer
+            ``async def`` for anything that must stop on cancel).
         name: Tool name, default ``fn.__name__``.
         description: Default: the docstring's description.
         safety: Safety class, a :class:`SafetyClass` or its value.
@@ -288,7 +295,7 @@ class FunctionTool(Tool):
         if self._is_async:
             value = await self.fn(**kwargs)
         else:
-            value = await asyncio.to_thread(self.fn, **kwargs)
+            value = await ctx.executor.run(self.fn, **kwargs)
         return as_result(value)
 
     async def __call__(self, **kwargs: Any) -> ToolResult:

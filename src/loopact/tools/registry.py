@@ -36,6 +36,7 @@ from loopact.errors import RobotError, SafetyError, ToolArgumentError, ToolError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import Tool, ToolContext, ToolResult, as_result
+from loopact.tools.blocking import BlockingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.blocking = BlockingExecutor()
+        """Where the tools' blocking work runs (:class:`ToolContext.executor`, issue 22)."""
         for t in tools:
             self.add(t)
 

@@ -1,0 +1,199 @@
+"""A tool that never returns blocks neither other tools nor exit (issue 22 item 8, SPEC A2).
+
+The stuck tool opens a FIFO that nobody writes: ``open()`` blocks in the kernel, like
+``open()`` on a hung network file system, and no Python code can interrupt it. Opening the
+FIFO for writing at the end releases every such reader, so the tests also see the stuck
+threads come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.test_cli import cli_env
+
+from loopact.errors import ToolError
+from loopact.llm.messages import ToolCall
+from loopact.testing import ScriptedModelServer
+from loopact.tools.base import ToolContext, tool
+from loopact.tools.blocking import BlockingExecutor
+from loopact.tools.registry import ToolRegistry
+
+Factory = Callable[[Any], ScriptedModelServer]
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[Path]:
+    """A FIFO whose readers block in open(); released (EOF) at teardown."""
+    path = tmp_path / "gauge.fifo"
+    os.mkfifo(path)
+    yield path
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # fails when no reader is waiting
+    except OSError:
+        return
+    os.close(fd)
+
+
+async def wait_until(predicate: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    """Poll an observable condition (never a fixed sleep), failing after ``timeout_s``."""
+    async with asyncio.timeout(timeout_s):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+def gauge_tools(fifo: Path) -> list[Any]:
+    @tool(timeout_s=0.2, reentrant=True)
+    def read_gauge() -> str:
+        """Read the pressure gauge (a file on a network mount)."""
+        with open(fifo) as f:  # blocks forever: nobody writes to the FIFO
+            return f.read()
+
+    @tool(timeout_s=5.0)
+    def read_clock() -> str:
+        """Read the clock (a quick synchronous tool)."""
+        return "12:00"
+
+    return [read_gauge, read_clock]
+
+
+async def test_stuck_calls_do_not_stall_other_threaded_tools(fifo: Path) -> None:
+    """More stuck calls than the default thread pool has workers (min(32, cpus + 4)); a
+    quick synchronous tool still runs, and the stuck threads return once released."""
+    registry = ToolRegistry(gauge_tools(fifo))
+
+    async def call(name: str, n: int) -> Any:
+        ctx = ToolContext(
+            task_id="t", call_id=f"{name}{n}", workspace=fifo.parent, executor=registry.blocking
+        )
+        return await registry.execute(ToolCall(f"{name}{n}", name), ctx, 30.0)
+
+    stuck = await asyncio.gather(*(call("read_gauge", n) for n in range(40)))
+    assert all(r.metadata.get("error_kind") == "timeout" for r in stuck)
+    # Those that got a thread before their timeout are stuck in open(); the rest never
+    # started. None of them holds a slot now.
+    assert 1 <= registry.blocking.stuck <= 40
+    quick = await call("read_clock", 0)
+    assert quick.ok and quick.data == "12:00"
+    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # release the 40 readers (EOF)
+    os.close(fd)
+    await wait_until(lambda: registry.blocking.stuck == 0)
+    assert not [t for t in threading.enumerate() if t.name.startswith("loopact-blocking")]
+
+
+async def test_too_many_stuck_calls_are_refused_clearly(fifo: Path) -> None:
+    executor = BlockingExecutor(max_workers=2, max_stuck=3)
+
+    def stuck() -> str:
+        with open(fifo) as f:
+            return f.read()
+
+    for _ in range(3):
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.1):
+                await executor.run(stuck)
+    assert executor.stuck == 3
+    with pytest.raises(ToolError, match="3 earlier blocking tool calls never returned"):
+        await executor.run(lambda: "never started")
+    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    os.close(fd)
+    await wait_until(lambda: executor.stuck == 0)
+    assert await executor.run(lambda: "runs again") == "runs again"
+
+
+async def test_results_exceptions_and_context_come_back() -> None:
+    import contextvars
+
+    who: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
+    who.set("the caller")
+    executor = BlockingExecutor(max_workers=1)
+    assert await executor.run(lambda: who.get()) == "the caller"
+    with pytest.raises(ZeroDivisionError):
+        await executor.run(lambda: 1 / 0)
+    results = await asyncio.gather(*(executor.run(lambda i=i: i * i) for i in range(5)))
+    assert results == [0, 1, 4, 9, 16]  # max_workers=1: one at a time, all of them
+    assert executor.stuck == 0
+
+
+LAUNCHER = textwrap.dedent(
+    '''
+    """``loopact`` with one extra built-in tool whose open() never returns."""
+    import os
+    import sys
+
+    import loopact.tools.builtin as builtin
+    from loopact.tools.base import tool
+
+    _builtins = builtin.make_builtin_tools
+
+
+    def make_builtin_tools(workspace):
+        @tool(timeout_s=0.5)
+        def read_gauge() -> str:
+            """Read the pressure gauge (a file on a network mount)."""
+            with open(os.environ["GAUGE_FIFO"]) as f:  # blocks forever: nobody writes
+                return f.read()
+
+        return [*_builtins(workspace), read_gauge]
+
+
+    builtin.make_builtin_tools = make_builtin_tools
+    from loopact.cli import main
+
+    sys.argv = ["loopact", *sys.argv[1:]]
+    main()
+    '''
+)
+
+
+def test_once_exits_after_its_reply_while_a_tool_is_stuck(
+    scripted_server: Factory, tmp_path: Path, fifo: Path
+) -> None:
+    """The real CLI in its own process: the stuck tool times out, the model answers, and
+    the process exits (before: interpreter shutdown waited on the stuck thread for good)."""
+    server = scripted_server(
+        [
+            {"tool_calls": [{"id": "g1", "name": "read_gauge", "arguments": {}}]},
+            {"text": "The gauge did not answer in time.", "expect": {"contains": "timed out"}},
+        ]
+    )
+    launcher = tmp_path / "loopact_with_gauge.py"
+    launcher.write_text(LAUNCHER)
+    env = cli_env(tmp_path)
+    env["GAUGE_FIFO"] = str(fifo)
+    args = [
+        "run",
+        "--once",
+        "read the gauge",
+        "--base-url",
+        server.base_url,
+        "--api-key",
+        "sk-test",
+        "--model",
+        "m",
+        "--robot",
+        "none",
+        "--no-memory",
+        "--no-web",
+        "--workspace",
+        str(tmp_path / "ws"),
+    ]
+    proc = subprocess.run(
+        [sys.executable, str(launcher), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,  # generous: a hang is the failure; the exit itself takes well under 1 s
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "The gauge did not answer in time."
