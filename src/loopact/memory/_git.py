@@ -2,6 +2,14 @@
 
 :class:`~loopact.memory.store.GitMemory` calls these through ``asyncio.to_thread`` and
 serialises them with its own locks; nothing here is thread-safe on its own.
+
+Nothing in the repository can make a memory commit run a program (issue 21): dulwich would
+run ``.git/hooks/pre-commit``, ``commit-msg`` and ``post-commit``, the ``clean`` command of a
+filter that ``.gitattributes`` names and ``.git/config`` defines, ``gpg`` when
+``commit.gpgSign`` is set, and ``core.sshCommand`` on a sync. :class:`MemoryRepo` drops every
+hook, stores files byte for byte (no filters, no attributes, no line-ending conversion),
+commits with an empty configuration, and reads only the user's and the system's Git
+configuration (never the repository's own ``.git/config``) for fetch and push.
 """
 
 from __future__ import annotations
@@ -9,13 +17,19 @@ from __future__ import annotations
 import io
 import logging
 import os
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dulwich import porcelain
+from dulwich.client import get_transport_and_path
+from dulwich.config import ConfigFile, StackedConfig
 from dulwich.file import FileLocked
+from dulwich.filters import FilterBlobNormalizer
 from dulwich.graph import find_merge_base
+from dulwich.objects import ZERO_SHA, Blob
 from dulwich.repo import Repo
 
 from loopact.errors import PushRejected
@@ -24,6 +38,7 @@ from loopact.memory.merge import merge_file
 
 if TYPE_CHECKING:
     from dulwich.objects import ObjectID
+    from dulwich.pack import UnpackedObject
     from dulwich.refs import Ref
 
 log = logging.getLogger(__name__)
@@ -46,12 +61,58 @@ class Integration:
     conflicts: tuple[str, ...] = ()
 
 
-def open_repo(path: Path) -> Repo:
+class _Verbatim(FilterBlobNormalizer):
+    """A blob normaliser that changes nothing: no filter, attribute or line-ending rule."""
+
+    def __init__(self) -> None:  # no config, no attributes, no filter processes
+        self._owns_context = False
+
+    def checkin_normalize(self, blob: Blob, path: bytes) -> Blob:
+        return blob
+
+    def checkout_normalize(self, blob: Blob, path: bytes) -> Blob:
+        return blob
+
+    def close(self) -> None:
+        return None
+
+
+class MemoryRepo(Repo):
+    """The memory repository, unable to run anything the repository configures (issue 21).
+
+    No hooks (dulwich skips a hook it does not know), no clean/smudge filters, no
+    ``.gitattributes`` processing, and a configuration stack without the repository's own
+    ``.git/config``: a file written into the repository can never become a command.
+    """
+
+    def __init__(self, root: str, **kwargs: Any) -> None:
+        super().__init__(root, **kwargs)
+        self.hooks.clear()
+
+    def get_config_stack(self) -> StackedConfig:
+        """The user's and system's Git configuration only (transport settings for a sync)."""
+        return StackedConfig(StackedConfig.default_backends())
+
+    def get_blob_normalizer(
+        self, config: Any = None, tree: bytes | None = None
+    ) -> FilterBlobNormalizer:
+        """Files are stored and checked out byte for byte."""
+        return _Verbatim()
+
+
+def _commit_config() -> ConfigFile:
+    """The configuration memory commits are made with: empty (no signing, no sign-off)."""
+    return ConfigFile()
+
+
+def open_repo(path: Path) -> MemoryRepo:
     """Open the repository at ``path``, creating it (branch ``main``) if there is none."""
     if (path / ".git").exists():
-        return Repo(str(path))
+        return MemoryRepo(str(path))
     path.mkdir(parents=True, exist_ok=True)
-    return Repo.init(str(path), default_branch=b"main")
+    repo = MemoryRepo.init(str(path), default_branch=b"main")
+    assert isinstance(repo, MemoryRepo)
+    return repo
 
 
 def head(repo: Repo) -> bytes | None:
@@ -102,11 +163,12 @@ def commit_paths(
         The new commit id, or None when the tree did not change.
     """
     wt = repo.get_worktree()
+    config = _commit_config()
     if paths:
-        wt.stage(sorted(set(paths)))
+        wt.stage(sorted(set(paths)), config=config)
     current = head(repo)
     if not merge_heads and current is not None:
-        tree = repo.open_index().commit(repo.object_store)
+        tree = repo.open_index(config=config).commit(repo.object_store)
         if tree == repo[current].tree:  # type: ignore[attr-defined]
             return None
     commit_id: bytes = wt.commit(
@@ -115,6 +177,10 @@ def commit_paths(
         committer=author,
         ref=BRANCH,
         merge_heads=_ids(merge_heads) if merge_heads else None,
+        no_verify=True,
+        sign=False,
+        signoff=False,
+        config=config,
     )
     return commit_id
 
@@ -130,22 +196,41 @@ def fetch(repo: Repo, remote: str) -> bytes | None:
 
 
 def push(repo: Repo, remote: str) -> None:
-    """Push ``main`` to the remote's ``main``.
+    """Push ``main`` to the remote's ``main`` if that is a fast-forward.
+
+    The remote's current ``main`` must be an ancestor of ours (checked with
+    :func:`is_ancestor`); the remote's ref is then moved with a compare-and-swap, so a push
+    that races another robot's is rejected, never lost.
 
     Raises:
         PushRejected: The remote's ``main`` is not an ancestor of ours any more.
     """
-    err = io.BytesIO()
+    client, path = get_transport_and_path(remote, config=repo.get_config_stack())
+    local = head(repo)
+    if local is None:
+        return
+
+    def update_refs(refs: dict[Ref, ObjectID]) -> dict[Ref, ObjectID]:
+        current = refs.get(BRANCH)
+        if (
+            current is not None
+            and current not in (local, ZERO_SHA)
+            and (current not in repo.object_store or not is_ancestor(repo, current, local))
+        ):
+            raise PushRejected(f"the remote's main {current.decode()[:7]} is not ours")
+        return {BRANCH: cast("ObjectID", local)}
+
+    def pack_data(
+        have: AbstractSet[ObjectID],
+        want: AbstractSet[ObjectID],
+        *,
+        ofs_delta: bool = False,
+        progress: Callable[..., None] | None = None,
+    ) -> tuple[int, Iterator[UnpackedObject]]:
+        return repo.generate_pack_data(set(have), set(want), progress=progress, ofs_delta=ofs_delta)
+
     try:
-        result = porcelain.push(
-            repo,
-            remote,
-            b"refs/heads/main:refs/heads/main",
-            outstream=io.BytesIO(),
-            errstream=err,
-        )
-    except porcelain.DivergedBranches as exc:
-        raise PushRejected(str(exc)) from None
+        result = client.send_pack(path.encode(), update_refs, generate_pack_data=pack_data)
     except FileLocked as exc:  # another robot is updating the same ref right now
         raise PushRejected(f"remote ref locked: {exc}") from None
     for ref, error in (result.ref_status or {}).items():
@@ -154,8 +239,26 @@ def push(repo: Repo, remote: str) -> None:
 
 
 def is_ancestor(repo: Repo, ancestor: bytes, descendant: bytes) -> bool:
-    """True when ``ancestor`` is ``descendant`` or one of its ancestors."""
-    return ancestor == descendant or ancestor in find_merge_base(repo, _ids([ancestor, descendant]))
+    """True when ``ancestor`` is ``descendant`` or one of its ancestors.
+
+    Walks the parents of ``descendant``. dulwich's ``can_fast_forward`` and
+    ``find_merge_base`` order commits by commit time and break ties by object id, and miss
+    an ancestor whose commit time equals its descendants' (seen with memory commits made
+    within one second), so they are not used for this decision.
+    """
+    if ancestor == descendant:
+        return True
+    seen: set[bytes] = {descendant}
+    todo = [descendant]
+    while todo:
+        commit = repo[todo.pop()]
+        for parent in getattr(commit, "parents", ()):
+            if parent == ancestor:
+                return True
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return False
 
 
 def integrate(repo: Repo, workdir: Path, remote_head: bytes | None, author: bytes) -> Integration:
@@ -186,7 +289,7 @@ def integrate(repo: Repo, workdir: Path, remote_head: bytes | None, author: byte
         # Move main, then stage exactly the changed paths so the index matches the new tree.
         repo.refs[BRANCH] = cast("ObjectID", remote_head)
         if changed:
-            repo.get_worktree().stage(changed)
+            repo.get_worktree().stage(changed, config=_commit_config())
         return Integration("fast_forward", tuple(changed))
     bases = find_merge_base(repo, _ids([local, remote_head]))
     base = tree_files(repo, bases[0]) if bases else {}
