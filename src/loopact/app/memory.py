@@ -42,6 +42,11 @@ def machine_id() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", mid)[:64] or "loopact"
 
 
+def memory_folder(cfg: Config) -> Path:
+    """The memory folder the config names (``memory.path`` or the default), ``~`` expanded."""
+    return (cfg.memory.path or default_memory_dir()).expanduser()
+
+
 async def open_memory(cfg: Config, registry: ToolRegistry, stack: AsyncExitStack) -> OpenedMemory:
     """Open the Git-backed memory and the skills (SPEC E2-E4); ``stack`` closes them.
 
@@ -54,7 +59,7 @@ async def open_memory(cfg: Config, registry: ToolRegistry, stack: AsyncExitStack
     rules: str | None = None
     recorder: MemoryRecorder | None = None
     if cfg.memory.enabled:
-        path = (cfg.memory.path or default_memory_dir()).expanduser()
+        path = memory_folder(cfg)
         memory = GitMemory(
             path,
             cfg.memory.machine_id or machine_id(),

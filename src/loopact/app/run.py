@@ -30,6 +30,7 @@ from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
+from loopact.app.own_state import agent_state_paths
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
 from loopact.config import Config
@@ -38,6 +39,7 @@ from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.nodes.connector import Connector
+from loopact.tools.base import Tool
 from loopact.tools.builtin.messages import MessageChannel
 from loopact.tools.registry import ToolRegistry
 
@@ -54,10 +56,8 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
     Raises:
         ConfigError: A robot profile, site, workspace, memory folder or other setting is wrong.
     """
-    from loopact.tools.builtin import make_builtin_tools
-
-    workspace = _workspace(cfg)
-    registry = ToolRegistry([*make_builtin_tools(workspace), *general_tools(cfg, workspace)])
+    workspace, builtin = _workspace(cfg, config_source)
+    registry = ToolRegistry([*builtin, *general_tools(cfg, workspace)])
     bus = EventBus()
     async with AsyncExitStack() as stack:
         cfg, brain = await start_local_brain(cfg, stack, bus)
@@ -106,22 +106,31 @@ async def _robot_tools(
     return []
 
 
-def _workspace(cfg: Config) -> Path:
-    """The file tools' folder, created if missing.
+def _workspace(cfg: Config, config_source: Path | None) -> tuple[Path, list[Tool]]:
+    """The file tools' folder (created if missing) and the built-in tools confined to it.
+
+    The file tools never reach loopact's own state (issue 21, :mod:`loopact.app.own_state`).
 
     Raises:
-        ConfigError: It cannot be used as a folder (``agent.workspace``).
+        ConfigError: It cannot be used as a folder, or it lies inside loopact's own state
+            (``agent.workspace``).
     """
+    from loopact.tools.builtin import make_builtin_tools
+
     workspace = cfg.agent.workspace.expanduser().resolve()
     try:
-        workspace.mkdir(parents=True, exist_ok=True)
+        tools = make_builtin_tools(workspace, protected=agent_state_paths(cfg, config_source))
+    except ValueError as exc:  # inside the memory folder, say
+        raise ConfigError(
+            f"agent.workspace: {exc} (set --workspace DIR)", key="agent.workspace"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"agent.workspace {workspace} cannot be used as a folder: {exc.strerror or exc} "
             "(set --workspace DIR)",
             key="agent.workspace",
         ) from None
-    return workspace
+    return workspace, tools
 
 
 def agent_options(

@@ -8,14 +8,16 @@ Use :func:`make_builtin_tools` to get them all, bound to one workspace folder::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from loopact.tools.base import Tool
-from loopact.tools.builtin.files import Workspace, make_file_tools
+from loopact.tools.builtin.files import ProtectedPath, Workspace, make_file_tools
 from loopact.tools.builtin.system import make_system_tools
 from loopact.tools.builtin.wait import make_wait_tool
 
 __all__ = [
+    "ProtectedPath",
     "Workspace",
     "make_builtin_tools",
     "make_file_tools",
@@ -24,11 +26,13 @@ __all__ = [
 ]
 
 
-def make_builtin_tools(workspace: Path) -> list[Tool]:
+def make_builtin_tools(workspace: Path, protected: Iterable[ProtectedPath] = ()) -> list[Tool]:
     """All built-in tools, file tools confined to ``workspace`` (SPEC C6).
 
     Args:
         workspace: The workspace folder; created (with parents) if missing.
+        protected: loopact's own state, out of reach of the file tools (issue 21, see
+            :class:`~loopact.tools.builtin.files.Workspace`).
 
     Returns:
         ``system_status``, ``file_read``, ``file_write``, ``file_list``, ``wait``, in that
@@ -36,6 +40,7 @@ def make_builtin_tools(workspace: Path) -> list[Tool]:
 
     Raises:
         OSError: The workspace folder cannot be created.
+        ValueError: The workspace lies inside a protected path.
     """
-    ws = Workspace(workspace)
+    ws = Workspace(workspace, protected)
     return [*make_system_tools(ws.root), *make_file_tools(ws), make_wait_tool()]
