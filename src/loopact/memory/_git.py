@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BRANCH = cast("Ref", b"refs/heads/main")
+_FETCH_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -186,13 +187,25 @@ def commit_paths(
 
 
 def fetch(repo: Repo, remote: str) -> bytes | None:
-    """Fetch the remote's objects; return its ``main`` commit id (None if it has none)."""
-    result = porcelain.fetch(
-        repo, remote, outstream=io.StringIO(), errstream=io.BytesIO(), quiet=True
-    )
-    refs = result.refs or {}
-    found = refs.get(BRANCH)
-    return bytes(found) if found is not None else None
+    """Fetch the remote's objects; return its ``main`` commit id (None if it has none).
+
+    dulwich reads a local remote's refs *after* copying its objects, so a push by another
+    robot in between reports a ``main`` whose objects did not come along; the fetch is then
+    repeated (up to :data:`_FETCH_TRIES` times).
+
+    Raises:
+        PushRejected: The remote kept moving during every try (the sync retries).
+    """
+    for _ in range(_FETCH_TRIES):
+        result = porcelain.fetch(
+            repo, remote, outstream=io.StringIO(), errstream=io.BytesIO(), quiet=True
+        )
+        found = (result.refs or {}).get(BRANCH)
+        if found is None:
+            return None
+        if found in repo.object_store:
+            return bytes(found)
+    raise PushRejected("the remote moved while it was fetched")
 
 
 def push(repo: Repo, remote: str) -> None:
