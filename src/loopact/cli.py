@@ -107,6 +107,12 @@ def run(
     broker: str | None = typer.Option(
         None, "--broker", help="MQTT broker, e.g. mqtt://host:1883 (with --transport mqtt)."
     ),
+    board: str | None = typer.Option(
+        None, "--board", help="Board devices: sim (default, simulated), linux or none."
+    ),
+    board_file: Path | None = typer.Option(
+        None, "--board-file", help="Board description (YAML) of its pins and devices."
+    ),
     profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
     site: str | None = typer.Option(None, "--site", help="Site map name or path."),
     sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
@@ -145,6 +151,7 @@ def run(
             "context_limit": context_limit,
         },
         "memory": {"path": memory, "enabled": False if no_memory else None},
+        "board": {"kind": board, "file": board_file},
         "web": {
             "host": web_host,
             "port": web_port,

@@ -239,6 +239,15 @@ class ShellConfig(pydantic.BaseModel):
     max_output_chars: int = pydantic.Field(8000, ge=100)
 
 
+class BoardConfig(pydantic.BaseModel):
+    """``board``: the device layer (issue 19, SPEC C9); ``--board sim|linux``."""
+
+    model_config = _STRICT
+    kind: Literal["sim", "linux", "none"] = "sim"
+    file: Path | None = None
+    poll_s: float = pydantic.Field(1.0, gt=0)
+
+
 class ImagesConfig(pydantic.BaseModel):
     """``images``: ``generate_image`` through an OpenAI-compatible images endpoint (issue 19);
     the tool exists only when ``base_url`` and ``model`` are both set."""
@@ -434,6 +443,7 @@ class Config(pydantic.BaseModel):
     tools: ToolsConfig = ToolsConfig()
     documents: DocumentsConfig = DocumentsConfig()
     images: ImagesConfig = ImagesConfig()
+    board: BoardConfig = BoardConfig()
     messages: MessagesConfig = MessagesConfig()
     mcp: McpConfig = McpConfig()
     nodes: NodesConfig = NodesConfig()
@@ -831,6 +841,12 @@ images:                       # generate_image exists only when base_url and mod
                               # as model.base_url: the model's key
   default_size: 1024x1024
   timeout_s: 120
+
+board:
+  kind: sim                   # sim (a simulated board), linux (gpiod, sysfs PWM, IIO,
+                              # smbus2, spidev) or none; like --board
+  file: null                  # board description (YAML); null: the built-in sim board
+  poll_s: 1.0                 # seconds between sensor threshold checks (input events)
 
 # messages: channels of send_message beyond the console; each exists only when set.
 # messages:

@@ -23,6 +23,7 @@ from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
 from loopact.agent.tools import AgentCallTool, make_send_message_tool
+from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain
 from loopact.app.mcp import attach_mcp
@@ -73,6 +74,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         channels = await open_message_channels(cfg, stack, body.connector)
         agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
         await _attach(cfg, agent, connector, served, memory, stack, once, config_source)
+        await attach_board(cfg, agent, stack, connector)
         if brain is not None and cfg.local.prompt_cache:
             await prepare_local_prompt(agent)
         if once is not None:
