@@ -13,7 +13,6 @@ along in every round.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopact.errors import ProtocolError, ToolError
+from loopact.errors import ProtocolError
 from loopact.events import EventBus
 from loopact.llm.messages import Image, Message
 from loopact.nodes.connector import Connector, ImageData, Payload, PayloadKind, Subscription
@@ -35,7 +34,7 @@ from loopact.nodes.protocol import (
     name_from_topic,
 )
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
-from loopact.tools.builtin.frames import save_image
+from loopact.tools.builtin.frames import keep_for_plan
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -309,14 +308,7 @@ def make_input_tools(hub: InputHub, gate: ImageGate | None = None, *, seewhat: b
             images = _gate(img, image_gate)
             if not images:
                 return ToolResult.failure(f"the newest frame of {name} was rejected by the gate")
-            try:  # kept for later plan steps: {{steps.N.outputs.metadata.image}}
-                kept = {
-                    "image": await asyncio.to_thread(
-                        save_image, ctx.workspace, images[0], "seewhat"
-                    )
-                }
-            except ToolError as exc:
-                kept = {"image_error": str(exc)}
+            kept = await keep_for_plan(ctx, images, "seewhat")  # {{steps.N...image}}
             return ToolResult.success(
                 f"newest frame of {name}",
                 images=images,

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from loopact.errors import ModelError, RobotError, StaleDataError, ToolError
+from loopact.errors import ModelError, RobotError, StaleDataError
 from loopact.llm.messages import Image
 from loopact.robot.interface import CameraFrame, DepthFrame
 from loopact.robot.motion import RobotEnv, rotate
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
-from loopact.tools.builtin.frames import save_image
+from loopact.tools.builtin.frames import keep_for_plan
 from loopact.vision.detect import ColorRanges, Detection, detect_colors
 from loopact.vision.model import VisionModel
 from loopact.vision.overlay import draw_boxes
@@ -172,18 +172,6 @@ def caption(objects: list[dict[str, Any]]) -> str:
     return "detected: " + "; ".join(parts)
 
 
-async def _kept(ctx: ToolContext, images: list[Image]) -> dict[str, Any]:
-    """``{"image": "frames/seewhat-....jpg"}``: the frame the model saw, saved in the
-    workspace for later plan steps (``{{steps.N.outputs.metadata.image}}``, issue 19); empty
-    when there is no usable frame or it cannot be saved."""
-    if not images:
-        return {}
-    try:
-        return {"image": await asyncio.to_thread(save_image, ctx.workspace, images[0], "seewhat")}
-    except ToolError as exc:
-        return {"image_error": str(exc)}
-
-
 async def _view(
     env: RobotEnv, ranges: ColorRanges, label: str
 ) -> tuple[dict[str, Any], list[Image]]:
@@ -258,7 +246,7 @@ async def see(
                 "answer from them and say what you cannot tell"
             )
     if ctx is not None:
-        meta.update(await _kept(ctx, images))
+        meta.update(await keep_for_plan(ctx, images, "seewhat"))
     overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
     show(env, ctx, overlay, text)
     return ToolResult(ok=True, data=data, metadata=meta, images=tuple(images))

@@ -9,13 +9,17 @@ are kept, so a long run does not fill the disk.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+from loopact.errors import ToolError
 from loopact.llm.messages import Image
+from loopact.tools.base import ToolContext
 from loopact.tools.builtin.files import Workspace, write_text
 
 log = logging.getLogger(__name__)
@@ -66,3 +70,19 @@ def _prune(folder: Path, prefix: str, keep: int) -> None:
         with contextlib.suppress(OSError):
             old.unlink()
             log.debug("deleted old frame %s", old.name)
+
+
+async def keep_for_plan(ctx: ToolContext, images: Sequence[Image], prefix: str) -> dict[str, str]:
+    """``{"image": "frames/<prefix>-....jpg"}`` for a tool result's metadata: the first image,
+    saved in the call's workspace for later plan steps (``{{steps.N.outputs.metadata.image}}``).
+
+    Empty when there is no image or the call is a direct one (``tool()`` in a script or test,
+    whose context's workspace is only the current folder); ``{"image_error": ...}`` when
+    the file cannot be written (the tool's result stays a success).
+    """
+    if not images or ctx.call_id == "direct":
+        return {}
+    try:
+        return {"image": await asyncio.to_thread(save_image, ctx.workspace, images[0], prefix)}
+    except ToolError as exc:
+        return {"image_error": str(exc)}
