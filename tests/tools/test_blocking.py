@@ -136,14 +136,14 @@ LAUNCHER = textwrap.dedent(
     _builtins = builtin.make_builtin_tools
 
 
-    def make_builtin_tools(workspace):
+    def make_builtin_tools(workspace, **kwargs):
         @tool(timeout_s=0.5)
         def read_gauge() -> str:
             """Read the pressure gauge (a file on a network mount)."""
             with open(os.environ["GAUGE_FIFO"]) as f:  # blocks forever: nobody writes
                 return f.read()
 
-        return [*_builtins(workspace), read_gauge]
+        return [*_builtins(workspace, **kwargs), read_gauge]
 
 
     builtin.make_builtin_tools = make_builtin_tools
