@@ -163,13 +163,23 @@ def run(
         "nodes": {"transport": transport},
         "mqtt": {"broker": broker},
     }
-    from loopact.app.run import build_and_run
-    from loopact.config import load_config
-    from loopact.i18n import t
-
     if once is not None and not once.strip():
         err.print("loopact: --once needs an instruction (got an empty one)", markup=False)
         raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(_start(config, mcp_config, overrides, once))
+
+
+def _start(
+    config: Path | None, mcp_config: Path | None, overrides: dict[str, Any], once: str | None
+) -> int:
+    """Load the configuration, say which brain runs, and run the agent; returns the exit code.
+
+    Raises:
+        typer.Exit: With :data:`EXIT_USAGE` when the configuration is wrong (message on stderr).
+    """
+    from loopact.app.run import build_and_run
+    from loopact.config import load_config
+    from loopact.i18n import t
 
     try:
         cfg, source = load_config(config, overrides=overrides, mcp_config=mcp_config)
@@ -188,14 +198,13 @@ def run(
             raise typer.Exit(EXIT_USAGE) from None
         err.print(banner, highlight=False, markup=False)
     try:
-        code = _run_async(build_and_run(cfg, once=once, config_source=source))
+        return _run_async(build_and_run(cfg, once=once, config_source=source))
     except ConfigError as exc:
         err.print(f"loopact: {exc}", markup=False)
-        code = EXIT_USAGE
+        return EXIT_USAGE
     except LoopactError as exc:
         err.print(f"loopact: {exc}", markup=False)
-        code = EXIT_ERROR
-    raise typer.Exit(code)
+        return EXIT_ERROR
 
 
 def _run_async(coro: Any) -> int:

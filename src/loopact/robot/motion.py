@@ -18,7 +18,7 @@ from loopact.errors import RobotError, SafetyError, StaleDataError, ToolArgument
 from loopact.robot.governor import MotionLease, SafetyGovernor
 from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
 from loopact.robot.profile import HardwareProfile, SiteMap
-from loopact.tools.base import FunctionTool, SafetyClass, Tool, ToolContext, ToolResult, tool
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.gate import ImageGate
 
 CONTROL_PERIOD_S = 0.05
@@ -377,8 +377,13 @@ async def drive_for(
 
 
 def make_motion_tools(env: RobotEnv) -> list[Tool]:
-    """The motion tools bound to ``env`` (SPEC D2)."""
+    """The motion tools bound to ``env`` (SPEC D2), in the order the model sees them:
+    ``move_forward``, ``move_backward``, ``turn_left``, ``turn_right``, ``drive``, ``stop``,
+    ``get_current_pose``."""
+    return [*_straight_tools(env), *_turn_tools(env), *_velocity_and_pose_tools(env)]
 
+
+def _straight_tools(env: RobotEnv) -> list[Tool]:
     @tool(
         safety=SafetyClass.MOTION,
         timeout_s=90,
@@ -407,6 +412,10 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
         """
         return await straight(env, "move_backward", distance_m, speed_mps, -1, ctx.progress)
 
+    return [move_forward, move_backward]
+
+
+def _turn_tools(env: RobotEnv) -> list[Tool]:
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
     async def turn_left(ctx: ToolContext, angle_deg: float, speed_dps: float = 45) -> ToolResult:
         """Turn the whole robot in place to the left (counter-clockwise) by an angle. 左转。
@@ -427,6 +436,10 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
         """
         return await rotate(env, "turn_right", angle_deg, speed_dps, -1, ctx.progress)
 
+    return [turn_left, turn_right]
+
+
+def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
     @tool(
         safety=SafetyClass.MOTION,
         timeout_s=90,
@@ -466,13 +479,4 @@ def make_motion_tools(env: RobotEnv) -> list[Tool]:
             }
         )
 
-    tools: list[FunctionTool] = [
-        move_forward,
-        move_backward,
-        turn_left,
-        turn_right,
-        drive,
-        stop,
-        get_current_pose,
-    ]
-    return list(tools)
+    return [drive, stop, get_current_pose]

@@ -30,7 +30,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from fastapi import FastAPI, File, HTTPException, Request, UploadFile, WebSocket
+from fastapi import APIRouter, FastAPI, File, HTTPException, Request, UploadFile, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.websockets import WebSocketDisconnect
@@ -155,27 +155,49 @@ def create_app(
     app = FastAPI(title=settings.title, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.console = state
     app.mount("/static", StaticFiles(directory=str(_WEB_DIR / "static")), name="static")
+    for router in (
+        _page_routes(settings),
+        _chat_routes(state),
+        _image_routes(state),
+        _settings_routes(state),
+    ):
+        app.include_router(router)
+    app.add_middleware(RequestGuard, token=settings.token)
+    return app
+
+
+def _page_routes(settings: WebSettings) -> APIRouter:
+    """``GET /`` (chat) and ``GET /settings``: the two server-rendered pages."""
+    router = APIRouter()
     title = _html_escape(settings.title)
     chat_html = _page("chat.html", title=title)
     settings_html = _page("settings.html", title=title)
     no_store = {"Cache-Control": "no-store"}
 
-    @app.get("/", response_class=HTMLResponse)
+    @router.get("/", response_class=HTMLResponse)
     async def chat_page() -> HTMLResponse:
         return HTMLResponse(chat_html, headers=no_store)
 
-    @app.get("/settings", response_class=HTMLResponse)
+    @router.get("/settings", response_class=HTMLResponse)
     async def settings_page() -> HTMLResponse:
         return HTMLResponse(settings_html, headers=no_store)
 
-    @app.get("/api/status")
+    return router
+
+
+def _chat_routes(state: ConsoleState) -> APIRouter:
+    """Status, messages, stop, reset, confirmations and the event web socket."""
+    router = APIRouter()
+    agent = state.agent
+
+    @router.get("/api/status")
     async def status() -> dict[str, Any]:
         info = dict(agent.status())
         info["pose"] = await state.pose()
         info["camera"] = state.camera is not None
         return info
 
-    @app.post("/api/message")
+    @router.post("/api/message")
     async def message(request: Request) -> dict[str, Any]:
         body = await _json_body(request)
         text = body.get("text")
@@ -196,17 +218,17 @@ def create_app(
             raise HTTPException(400, state.scrub(str(exc))) from exc
         return {"task_id": task_id, "stopped": task_id is None}
 
-    @app.post("/api/stop")
+    @router.post("/api/stop")
     async def stop() -> dict[str, Any]:
         agent.stop(source="web")
         return {"ok": True}
 
-    @app.post("/api/reset")
+    @router.post("/api/reset")
     async def reset() -> dict[str, Any]:
         agent.reset()
         return {"ok": True}
 
-    @app.post("/api/confirm")
+    @router.post("/api/confirm")
     async def confirm(request: Request) -> dict[str, Any]:
         body = await _json_body(request)
         request_id, allow = body.get("id"), body.get("allow")
@@ -218,7 +240,25 @@ def create_app(
             raise HTTPException(409, f"confirmation {request_id} is unknown or expired")
         return {"ok": True, "id": request_id, "allow": allow}
 
-    @app.post("/api/upload")
+    @router.websocket("/ws")
+    async def events(ws: WebSocket) -> None:
+        await ws.accept()
+        queue = state.hub.connect()
+        try:
+            await _pump(ws, queue, state)
+        finally:
+            state.hub.disconnect(queue)
+
+    return router
+
+
+def _image_routes(state: ConsoleState) -> APIRouter:
+    """Uploads through the image gate, the images tools returned, and the live camera."""
+    router = APIRouter()
+    agent = state.agent
+    settings = state.settings
+
+    @router.post("/api/upload")
     async def upload(file: UploadFile = File(...)) -> dict[str, Any]:  # noqa: B008
         gate = state.get_gate()
         if gate is None:
@@ -243,7 +283,7 @@ def create_app(
             "laplacian_var": float(getattr(result, "laplacian_var", 0.0)),
         }
 
-    @app.get("/images/{call_id}/{n}.jpg")
+    @router.get("/images/{call_id}/{n}.jpg")
     async def tool_image(call_id: str, n: int) -> Response:
         images = list(agent.last_images(call_id) or [])
         if not 0 <= n < len(images):
@@ -253,14 +293,14 @@ def create_app(
             img.data, media_type=img.media_type, headers={"Cache-Control": "max-age=3600"}
         )
 
-    @app.get("/images/{call_id}/shown/{n}.jpg")
+    @router.get("/images/{call_id}/shown/{n}.jpg")
     async def shown_image(call_id: str, n: int) -> Response:
         data = state.shown.get(call_id, n)
         if data is None:
             raise HTTPException(404, f"no shown image {n} for tool call {call_id}")
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "max-age=3600"})
 
-    @app.get("/api/camera/frame.jpg")
+    @router.get("/api/camera/frame.jpg")
     async def camera_frame() -> Response:
         if state.camera is None:
             raise HTTPException(404, "no camera: the console runs without a robot")
@@ -278,7 +318,7 @@ def create_app(
             },
         )
 
-    @app.get("/camera.mjpg")
+    @router.get("/camera.mjpg")
     async def camera_stream() -> StreamingResponse:
         if state.camera is None:
             raise HTTPException(404, "no camera: the console runs without a robot")
@@ -288,7 +328,15 @@ def create_app(
             headers={"Cache-Control": "no-store"},
         )
 
-    @app.get("/api/settings")
+    return router
+
+
+def _settings_routes(state: ConsoleState) -> APIRouter:
+    """``GET`` and ``POST /api/settings`` (the API key is write-only)."""
+    router = APIRouter()
+    settings = state.settings
+
+    @router.get("/api/settings")
     async def get_settings() -> dict[str, Any]:
         return {
             **state.store.public(),
@@ -297,7 +345,7 @@ def create_app(
             "editable": settings.on_settings is not None,
         }
 
-    @app.post("/api/settings")
+    @router.post("/api/settings")
     async def post_settings(request: Request) -> JSONResponse:
         form = await _json_body(request)
         clean, errors = validate_settings(form, settings.providers, settings.profiles)
@@ -321,17 +369,7 @@ def create_app(
         state.store.apply(clean)
         return JSONResponse({"ok": True, "settings": state.store.public()})
 
-    @app.websocket("/ws")
-    async def events(ws: WebSocket) -> None:
-        await ws.accept()
-        queue = state.hub.connect()
-        try:
-            await _pump(ws, queue, state)
-        finally:
-            state.hub.disconnect(queue)
-
-    app.add_middleware(RequestGuard, token=settings.token)
-    return app
+    return router
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
