@@ -450,3 +450,47 @@ async def test_truncated_call_is_not_executed(scripted_server: Any, tmp_path: Pa
     assert not (tmp_path / "a.txt").exists()
     res = rec.of("tool_result")[0].data
     assert res["ok"] is False and "truncated" in res["error"]
+
+
+async def test_a_calls_arguments_are_validated_once(scripted_server: Any, tmp_path: Path) -> None:
+    """Issue 14: the dispatcher checks a call once and runs it without checking again; the
+    tool gets the normalised arguments (an integer field given 2.0 gets the int 2)."""
+    seen: list[Any] = []
+
+    @tool(safety="idempotent")
+    async def beep(times: int) -> str:
+        """Beep.
+
+        Args:
+            times: How often.
+        """
+        seen.append(times)
+        return "beeped"
+
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [
+                    call("beep", {"times": 2.0}, "b1"),
+                    call("beep", {"times": "x"}, "b2"),
+                ]
+            },
+            {"text": "Beeped twice."},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[beep])
+    checks: list[str] = []
+    check = agent.registry.check
+
+    def counting_check(c: Any) -> Any:
+        checks.append(c.id)
+        return check(c)
+
+    agent.registry.check = counting_check  # type: ignore[method-assign]
+    outcome = await agent.run_task("beep twice")
+    await agent.close()
+    assert outcome.reply == "Beeped twice."
+    assert checks == ["b1", "b2"]  # once per call, none again at run time
+    assert seen == [2] and type(seen[0]) is int
+    bad = next(e for e in rec.of("tool_result") if e.data["id"] == "b2")
+    assert bad.data["ok"] is False and bad.data["metadata"]["error_kind"] == "arguments"

@@ -48,7 +48,7 @@ from loopact.llm.messages import Image, ToolCall
 from loopact.llm.toolnames import resolve_tool_name
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.directions import normalize_directions
-from loopact.tools.registry import ToolRegistry
+from loopact.tools.registry import ToolRegistry, ValidCall
 from loopact.tools.units import normalize_units, unit_conflicts, unit_of
 
 log = logging.getLogger(__name__)
@@ -147,17 +147,15 @@ class RoundDispatcher:
         self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
         call = self._normalise_arguments(call, tool)
         try:
-            arguments = self.registry.validate(call)
+            valid = self.registry.check(call)  # the one validation of this call's arguments
         except ToolError as exc:
-            self._add_done(call, tool, ToolResult.failure(str(exc)))
+            self._add_done(call, tool, self.registry.refusal(exc))
             return
         refusal = self._unit_conflict(call)
         if refusal is not None:
             self._add_done(call, tool, refusal)
             return
-        assert tool is not None  # validate() raised for unknown tools
-        if arguments != call.arguments:
-            call = ToolCall(call.id, call.name, arguments, call.raw_arguments, call.error)
+        call, tool = valid.call, valid.tool
 
         self.state.call_counts[call.name] += 1
         count = self.state.call_counts[call.name]
@@ -175,7 +173,7 @@ class RoundDispatcher:
                 self._add_task(call, tool, self._repeat(call, earlier[1], earlier[2]), False)
                 return
         deps = self._dependencies(tool)
-        task = self._add_task(call, tool, self._run(call, tool, deps), True)
+        task = self._add_task(call, tool, self._run(valid, deps), True)
         if tool.safety is SafetyClass.READ_ONLY:
             key = (call.name, call.arguments_json())
             self.state.readonly_results[key] = (self.state.state_version, call.id, task)
@@ -321,9 +319,8 @@ class RoundDispatcher:
         self._emit_result(call, result)
         return result
 
-    async def _run(
-        self, call: ToolCall, tool: Tool, deps: list[asyncio.Future[ToolResult]]
-    ) -> ToolResult:
+    async def _run(self, valid: ValidCall, deps: list[asyncio.Future[ToolResult]]) -> ToolResult:
+        call, tool = valid.call, valid.tool
         if deps:
             await asyncio.wait(deps)
         if tool.safety is SafetyClass.WRITE:
@@ -362,7 +359,7 @@ class RoundDispatcher:
             show_image=show_image,
             executor=self.registry.blocking,
         )
-        result = await self.registry.execute(call, ctx, self.bounds.tool_timeout_s)
+        result = await self.registry.run(valid, ctx, self.bounds.tool_timeout_s)
         result = self._annotate(call, result)
         self._emit_result(call, result)
         return result

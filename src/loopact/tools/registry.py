@@ -10,7 +10,11 @@ The registry holds the tools offered to the model, keyed by name. For each call 
 4. runs the tool under a timeout that cancels it, one call at a time unless the tool is
    re-entrant (SPEC C2),
 
-and always answers with a :class:`ToolResult`: every ``tool_call_id`` gets exactly one result,
+Validation happens once per call: :meth:`ToolRegistry.check` returns a :class:`ValidCall`
+(the call with its normalised arguments and its tool) that :meth:`ToolRegistry.run` executes
+without checking again; :meth:`ToolRegistry.execute` is the two in one. (A function tool then
+only converts the valid JSON into its Python types.) The registry always answers with a
+:class:`ToolResult`: every ``tool_call_id`` gets exactly one result,
 errors included (SPEC A1). Only :class:`asyncio.CancelledError` escapes :meth:`execute`, so that
 cancelling the caller cancels the tool.
 
@@ -23,10 +27,12 @@ to a safety stop without parsing text.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -48,6 +54,19 @@ _MAX_NORMALISE_DEPTH = 8
 # the timeout, anything earlier is a TimeoutError the tool raised itself.
 _DEADLINE_SLACK_S = 0.005
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True)
+class ValidCall:
+    """A tool call whose arguments passed its tool's schema; made by :meth:`ToolRegistry.check`.
+
+    Attributes:
+        call: The call, its ``arguments`` normalised (numeric strings made numbers).
+        tool: The tool it calls.
+    """
+
+    call: ToolCall
+    tool: Tool
 
 
 class ToolRegistry:
@@ -130,17 +149,26 @@ class ToolRegistry:
 
     # ------------------------------------------------------------------ validation
     def validate(self, call: ToolCall) -> dict[str, Any]:
-        """Check a call and return its normalised, schema-valid arguments (SPEC A1, B7).
+        """The normalised, schema-valid arguments of ``call`` (see :meth:`check`).
+
+        Raises:
+            ToolError: The tool is unknown (the message lists the available tools).
+            ToolArgumentError: The arguments could not be parsed or fail the tool's schema.
+        """
+        return self.check(call).call.arguments
+
+    def check(self, call: ToolCall) -> ValidCall:
+        """Check a call once: its tool exists and its arguments fit the schema (SPEC A1, B7).
 
         Numeric strings (``"1.5"``) given for ``number``/``integer`` fields become numbers, and
         integer-valued floats (``2.0``) given for ``integer`` fields become ints; nothing else
-        is changed. ``call.arguments`` itself is never modified.
+        is changed. ``call`` itself is never modified.
 
         Args:
             call: The model's tool call.
 
         Returns:
-            The arguments to pass to :meth:`Tool.invoke`.
+            The call with the arguments to pass to :meth:`Tool.invoke`, and its tool.
 
         Raises:
             ToolError: The tool is unknown (the message lists the available tools).
@@ -168,35 +196,52 @@ class ToolRegistry:
         errors = list(validator.iter_errors(args))
         if errors:
             raise ToolArgumentError(_format_errors(tool, errors))
-        return args  # type: ignore[no-any-return]
+        # Always the normalised copy: 2.0 == 2, but an integer field must get the int.
+        return ValidCall(dataclasses.replace(call, arguments=args), tool)
+
+    @staticmethod
+    def refusal(exc: ToolError) -> ToolResult:
+        """The failed result for a call :meth:`check` refused (``error_kind`` ``arguments``
+        or ``unknown_tool``)."""
+        kind = "arguments" if isinstance(exc, ToolArgumentError) else "unknown_tool"
+        return ToolResult.failure(str(exc), error_kind=kind)
 
     # ------------------------------------------------------------------ execution
     async def execute(self, call: ToolCall, ctx: ToolContext, timeout_s: float) -> ToolResult:
-        """Validate and run one call; every failure becomes a failed result (SPEC A1, A2, C2).
-
-        Calls to a non-reentrant tool run one at a time, in arrival order; time spent waiting
-        for the previous call counts toward the timeout.
-
-        Args:
-            call: The model's tool call.
-            ctx: The per-call context passed to the tool.
-            timeout_s: Default timeout in seconds, used when the tool sets no ``timeout_s``.
+        """Check and run one call: :meth:`check`, then :meth:`run` (SPEC A1, A2, C2).
 
         Returns:
-            The tool's result, or a failed result whose ``error`` tells the model what went
-            wrong (unknown tool, bad arguments, tool error, timeout, exception) and whose
-            ``metadata["error_kind"]`` names the kind.
+            The tool's result, or a failed result (see :meth:`run` and :meth:`refusal`).
 
         Raises:
             asyncio.CancelledError: The caller was cancelled; the tool was cancelled too.
         """
         try:
-            args = self.validate(call)
-        except ToolArgumentError as exc:
-            return ToolResult.failure(str(exc), error_kind="arguments")
+            valid = self.check(call)
         except ToolError as exc:
-            return ToolResult.failure(str(exc), error_kind="unknown_tool")
-        tool = self._tools[call.name]
+            return self.refusal(exc)
+        return await self.run(valid, ctx, timeout_s)
+
+    async def run(self, valid: ValidCall, ctx: ToolContext, timeout_s: float) -> ToolResult:
+        """Run a checked call; every failure becomes a failed result (SPEC A1, A2, C2).
+
+        Calls to a non-reentrant tool run one at a time, in arrival order; time spent waiting
+        for the previous call counts toward the timeout.
+
+        Args:
+            valid: The call as :meth:`check` returned it (its arguments are not checked again).
+            ctx: The per-call context passed to the tool.
+            timeout_s: Default timeout in seconds, used when the tool sets no ``timeout_s``.
+
+        Returns:
+            The tool's result, or a failed result whose ``error`` tells the model what went
+            wrong (tool error, timeout, exception) and whose ``metadata["error_kind"]`` names
+            the kind.
+
+        Raises:
+            asyncio.CancelledError: The caller was cancelled; the tool was cancelled too.
+        """
+        tool, args = valid.tool, valid.call.arguments
         timeout = tool.timeout_s if tool.timeout_s is not None else timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
