@@ -738,6 +738,8 @@ model:
   base_url: null              # e.g. https://api.openai.com/v1 or http://localhost:11434/v1
   model: gpt-4o-mini
   api_key: null               # better: export LOOPACT_API_KEY=...
+  temperature: null           # sampling temperature 0-2 sent with every request; null: the
+                              # endpoint's default (not for dify: the app sets its own)
   # capabilities:             # what the endpoint can do; the loop adapts to it
   #   vision: true
   #   native_tool_calls: true

@@ -82,6 +82,8 @@ class AgentOptions:
             governor's ``stop_all``), before the model is involved (A6).
         state_provider: Returns the robot state for the ``robot_state`` event, or None.
         trace_full: Put each request's messages into ``model_request`` events (H3).
+        temperature: Sampling temperature (0-2) sent with every model request; None for the
+            endpoint's default (config ``model.temperature``).
         context: Context-window management (SPEC E1), or None to never compress. The
             default compresses above 60 % of the model's context size
             (``Capabilities.context_tokens``), when the model has one.
@@ -105,5 +107,6 @@ class AgentOptions:
     stop_hooks: tuple[StopHook, ...] = ()
     state_provider: StateProvider | None = None
     trace_full: bool = False
+    temperature: float | None = None
     context: ContextManager | None = field(default_factory=ContextManager)
     split_steps: bool = False

@@ -455,7 +455,9 @@ class TaskRun:
                 await self._maybe_compress(ctx)
         if messages is None:
             messages = self._prompt(extra, system)
-        request = ModelRequest(messages=messages, tools=specs)
+        request = ModelRequest(
+            messages=messages, tools=specs, temperature=self.env.options.temperature
+        )
         self._emit_request(round_no, request)
         done, rs = await self._respond(request)
         usage = done.usage

@@ -24,7 +24,8 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
             prompt).
 
     Raises:
-        ConfigError: The provider is unknown, or the Dify provider has no base URL.
+        ConfigError: The provider is unknown, the Dify provider has no base URL, or
+            ``model.temperature`` is set for Dify (the app sets its own).
     """
     from loopact.llm.openai_chat import OpenAIChatModel
 
@@ -58,6 +59,12 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
             api_key=cfg.api_key,
             capabilities=caps,
             request_timeout_s=cfg.agent.bounds.request_timeout_s,
+        )
+    if provider == "dify" and cfg.model.temperature is not None:
+        raise ConfigError(
+            "model.temperature does not apply to the dify provider: a Dify app sets its own "
+            "temperature in the app's model settings; remove model.temperature",
+            key="model.temperature",
         )
     if provider == "dify":
         from loopact.llm.dify import DIFY_CAPABILITIES, DifyModel

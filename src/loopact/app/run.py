@@ -185,6 +185,7 @@ def agent_options(
         state_provider=session.state if session is not None else None,
         trace_full=cfg.trace.full,
         split_steps=local and cfg.local.split_steps,
+        temperature=cfg.model.temperature if not local else None,
     )
 
 
