@@ -132,41 +132,60 @@ def run(
 ) -> None:
     """Start the agent: an interactive terminal chat, or one task with --once."""
     _setup_logging(verbose)
-    overrides: dict[str, Any] = {
-        "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
-        "robot": {
-            "kind": robot,
-            "profile": profile,
-            "site": site,
-            "sim_speed": sim_speed,
-            "scenario": scenario,
-            "sim_log": sim_log,
-        },
-        "agent": {
-            "workspace": workspace,
-            "lang": lang,
-            "name": agent_name,
-            "mode": mode,
-            "tool_calling": tool_calling,
-            "context_limit": context_limit,
-        },
-        "memory": {"path": memory, "enabled": False if no_memory else None},
-        "board": {"kind": board, "file": board_file},
-        "web": {
-            "host": web_host,
-            "port": web_port,
-            "token": web_token,
-            "enabled": False if no_web else None,
-        },
-        "confirm": {"auto_approve": True if yes else None},
-        "trace": {"path": trace, "full": True if trace_full else None},
-        "nodes": {"transport": transport},
-        "mqtt": {"broker": broker},
-    }
+    overrides = _run_overrides(locals())
     if once is not None and not once.strip():
         err.print("loopact: --once needs an instruction (got an empty one)", markup=False)
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(_start(config, mcp_config, overrides, once))
+
+
+_RUN_FLAG_KEYS = {
+    "provider": "model.provider",
+    "base_url": "model.base_url",
+    "model": "model.model",
+    "api_key": "model.api_key",
+    "robot": "robot.kind",
+    "profile": "robot.profile",
+    "site": "robot.site",
+    "sim_speed": "robot.sim_speed",
+    "scenario": "robot.scenario",
+    "sim_log": "robot.sim_log",
+    "workspace": "agent.workspace",
+    "lang": "agent.lang",
+    "agent_name": "agent.name",
+    "mode": "agent.mode",
+    "tool_calling": "agent.tool_calling",
+    "context_limit": "agent.context_limit",
+    "memory": "memory.path",
+    "web_host": "web.host",
+    "web_port": "web.port",
+    "web_token": "web.token",
+    "trace": "trace.path",
+    "transport": "nodes.transport",
+    "broker": "mqtt.broker",
+    "board": "board.kind",
+    "board_file": "board.file",
+}
+"""``loopact run`` flags that set a config key (``section.key``) to their value."""
+_RUN_SWITCHES = {
+    "no_memory": ("memory.enabled", False),
+    "no_web": ("web.enabled", False),
+    "yes": ("confirm.auto_approve", True),
+    "trace_full": ("trace.full", True),
+}
+"""``loopact run`` switches that, when given, set a config key to a fixed value."""
+
+
+def _run_overrides(flags: dict[str, Any]) -> dict[str, Any]:
+    """The config overrides of ``loopact run``'s flags (None: not given, the config decides)."""
+    out: dict[str, dict[str, Any]] = {}
+    for flag, key in _RUN_FLAG_KEYS.items():
+        section, name = key.split(".")
+        out.setdefault(section, {})[name] = flags[flag]
+    for flag, (key, value) in _RUN_SWITCHES.items():
+        section, name = key.split(".")
+        out.setdefault(section, {})[name] = value if flags[flag] else None
+    return out
 
 
 def _start(
