@@ -10,7 +10,7 @@ STAMP_DEV  := $(VENV)/.installed-dev
 STAMP_ROS2 := $(VENV)/.installed-ros2
 ARGS ?=
 
-.PHONY: run test lint layers typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e
+.PHONY: run test lint layers typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e test-slow-sim
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,10 @@ pytest: $(STAMP_DEV)
 # The three-process ROS 2 acceptance runs (issue 4) alone; `make test` runs them too.
 test-ros2-e2e: $(STAMP_ROS2)
 	$(VENV)/bin/pytest -q -m ros2_e2e tests/ros2/test_e2e.py $(ARGS)
+
+# Long simulator acceptance runs (issue 15: two laps of follow_line, 30 s of track), minutes.
+test-slow-sim: $(STAMP_DEV)
+	LOOPACT_SLOW_SIM=1 $(VENV)/bin/pytest -q -m slow_sim tests $(ARGS)
 
 test: ros2 lint typecheck pytest
 

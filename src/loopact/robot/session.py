@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
@@ -47,12 +48,14 @@ def make_robot_tools(
     ``follow_line``, ``track``).
     """
     env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
+    perception = perception or PerceptionOptions()
     return [
         *make_motion_tools(env),
         *make_navigation_tools(env),
         *make_head_tools(env),
         *make_perception_tools(env, perception),
-        *make_positioning_tools(env, perception or PerceptionOptions()),
+        *make_positioning_tools(env, perception),
+        *make_follow_line_tools(env, perception),
     ]
 
 

@@ -1,0 +1,135 @@
+"""follow_line on the real simulator, graded by the ground-truth pose log (issue 15 acc. 1)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopact.robot.governor import SafetyGovernor
+from loopact.robot.perception import PerceptionOptions
+from loopact.robot.profile import load_profile, load_site
+from loopact.robot.session import make_robot_tools
+from loopact.sim import SimRobot
+from loopact.sim.describe import line_polyline
+from loopact.sim.groundtruth import distance_to_polyline
+from loopact.sim.simlog import read_sim_log
+from loopact.tools.base import Tool
+from loopact.vision.gate import ImageGate
+
+pytestmark = pytest.mark.sim
+
+
+@dataclass
+class LineRig:
+    robot: SimRobot
+    governor: SafetyGovernor
+    tools: dict[str, Tool]
+    log: Path
+
+    def on_line(self, since_s: float) -> tuple[list[float], float]:
+        """Distances of the true robot centre to the line since ``since_s``, and the span."""
+        samples = [s for s in read_sim_log(self.log) if s["t_s"] >= since_s]
+        poly = line_polyline()
+        d = [distance_to_polyline(s["x_m"], s["y_m"], poly) for s in samples]
+        return d, samples[-1]["t_s"] - samples[0]["t_s"]
+
+
+async def _rig(tmp_path: Path, speed: float, line_speed: float) -> LineRig:
+    log = tmp_path / "sim.jsonl"
+    robot = await asyncio.wait_for(
+        SimRobot.create(speed=speed, width=320, height=240, sim_log=log), 30
+    )
+    prof, site = load_profile("sim"), load_site("sim_room")
+    gov = SafetyGovernor(robot, prof, site)
+    gov.start()
+    opts = PerceptionOptions(line_speed_mps=line_speed, line_lost_grace_s=1.0)
+    tools = make_robot_tools(robot, gov, prof, site, ImageGate(), opts)
+    return LineRig(robot, gov, {t.name: t for t in tools}, log)
+
+
+@pytest.fixture
+async def line_rig(tmp_path: Path) -> AsyncIterator[LineRig]:
+    rig = await _rig(tmp_path, speed=3.0, line_speed=0.3)
+    try:
+        yield rig
+    finally:
+        await rig.governor.close()
+        await rig.robot.close()
+
+
+async def test_follow_line_takes_a_corner_on_the_line(line_rig: LineRig) -> None:
+    await line_rig.robot.teleport(2.6, -1.1, 0.0)  # 1 m before the south-east corner
+    t0 = line_rig.robot.clock.now()
+    res: Any = await line_rig.tools["follow_line"](color="purple", duration_s=9.0)
+    assert res.ok, res.error
+    assert res.data["stopped_by"] == "duration" and res.data["distance_m"] > 1.3
+    pose = await line_rig.robot.get_pose()
+    assert pose.x_m == pytest.approx(3.6, abs=0.06) and pose.y_m > -0.9  # round the corner
+    assert abs(math.degrees(pose.yaw_rad) - 90) < 15
+    d, _span = line_rig.on_line(t0)
+    assert max(d) < 0.10  # ground truth, not the tool's claim
+    assert res.data["time_on_line_s"] > 0.9 * res.data["duration_s"]
+
+
+async def test_follow_line_refuses_an_unknown_colour_and_stops_when_no_line(
+    line_rig: LineRig,
+) -> None:
+    bad: Any = await line_rig.tools["follow_line"](color="magenta")
+    assert not bad.ok and "no HSV range for colour 'magenta'" in (bad.error or "")
+    await line_rig.robot.teleport(4.0, 2.0, math.radians(90))  # facing the north wall
+    start = await line_rig.robot.get_pose()
+    lost: Any = await line_rig.tools["follow_line"](color="purple", duration_s=20.0)
+    assert not lost.ok and lost.data, lost.error
+    assert lost.data["stopped_by"] == "line_lost"
+    end = await line_rig.robot.get_pose()
+    assert math.hypot(end.x_m - start.x_m, end.y_m - start.y_m) < 0.05  # it never drove off
+    assert line_rig.governor.last_twist.is_zero
+
+
+async def test_a_stop_halts_follow_line(line_rig: LineRig) -> None:
+    await line_rig.robot.teleport(1.0, -1.1, 0.0)
+    task = asyncio.ensure_future(line_rig.tools["follow_line"](color="purple", duration_s=30.0))
+    clock = line_rig.robot.clock
+    while line_rig.governor.last_twist.linear_mps <= 0:  # bounded by the sim-time check
+        assert clock.now() < 20.0 and not task.done()
+        await clock.sleep(0.05)
+    await line_rig.governor.stop_all("user said stop")
+    res: Any = await asyncio.wait_for(task, 30)
+    assert not res.ok and res.data["stopped_by"] == "cancelled"
+    assert line_rig.governor.last_twist.is_zero
+    await clock.sleep(0.5)
+    st = line_rig.robot.sim.state()
+    assert abs(st.linear_mps) < 0.01
+
+
+SLOW = pytest.mark.skipif(
+    os.environ.get("LOOPACT_SLOW_SIM") != "1",
+    reason="minutes of simulation: make test-slow-sim (LOOPACT_SLOW_SIM=1) or make bench",
+)
+
+
+@pytest.mark.slow_sim
+@SLOW
+async def test_follow_line_two_laps_within_ten_centimetres(tmp_path: Path) -> None:
+    rig = await _rig(tmp_path, speed=2.0, line_speed=0.3)
+    try:
+        await rig.robot.teleport(2.0, -1.1, 0.0)
+        t0 = rig.robot.clock.now()
+        res: Any = await rig.tools["follow_line"](color="purple", duration_s=300.0, laps=2)
+        assert res.ok, res.error
+        assert res.data["laps"] == 2 and res.data["stopped_by"] == "laps"
+        d, span = rig.on_line(t0)
+        within = sum(x <= 0.10 for x in d) / len(d)
+        assert within >= 0.95, (within, max(d))
+        assert len(d) >= 10 * span  # the log's own rate held
+        assert res.data["distance_m"] > 2 * 10.4 - 0.5
+    finally:
+        await rig.governor.close()
+        await rig.robot.close()

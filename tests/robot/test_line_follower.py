@@ -1,0 +1,82 @@
+"""The floor line on recorded frames and the follower's controller, without a simulator (D5)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from tests.vision.conftest import load_frame
+
+from loopact.robot.interface import Pose
+from loopact.robot.line_follower import LineFollower
+from loopact.vision.line import Camera, LineView, find_line
+
+
+def _view(name: str) -> LineView:
+    f = load_frame(name)
+    tilt = math.degrees(f["pose"][4])
+    return find_line(f["rgb"], Camera(70.0, 0.35, 0.04, tilt))
+
+
+def test_line_straight_ahead_has_no_offset_heading_or_corner() -> None:
+    v = _view("line_ahead")  # on the south side, facing east, 2.6 m before the corner
+    assert v.in_band and v.offset_m == pytest.approx(0.0, abs=0.01)
+    assert v.heading_deg == pytest.approx(0.0, abs=2.0) and v.corner_m is None
+
+
+def test_line_at_an_angle_gives_its_heading() -> None:
+    v = _view("line_left")  # robot turned 14.3 degrees right of the line
+    assert v.in_band and v.heading_deg == pytest.approx(14.3, abs=2.5)
+
+
+def test_corner_ahead_gives_distance_and_side() -> None:
+    v = _view("corner")  # 0.4 m before the south-east corner, the line turns left
+    assert v.corner_m == pytest.approx(0.4, abs=0.05) and v.corner_side == 1
+
+
+def test_line_across_the_view_from_the_start_pose() -> None:
+    v = _view("start")  # the west side crosses 0.6 m ahead
+    assert not v.in_band and v.nearest_m is not None
+    assert v.nearest_m[0] == pytest.approx(0.6, abs=0.05) and v.corner_m is not None
+
+
+def test_no_line_when_it_is_out_of_view() -> None:
+    v = _view("red_ahead")  # the line runs 0.5 m to the left, outside the near view
+    assert not v.in_band and v.nearest_m is not None and v.nearest_m[1] > 0.3
+
+
+def _band(offset: float, heading: float = 0.0, corner: float | None = None) -> LineView:
+    return LineView(
+        True, offset, 0.42, heading, corner, 1 if corner else 0, (0.36, 0.0), 2000, (0, 1), 160.0
+    )
+
+
+def test_pid_turns_towards_the_line_and_slows_with_the_error() -> None:
+    f = LineFollower(speed_mps=0.3)
+    straight = f.step(_band(0.0), Pose(0, 0, 0), 0.0)
+    assert straight.state == "follow" and straight.angular_radps == 0.0
+    left = f.step(_band(0.08), Pose(0.03, 0, 0), 0.1)
+    assert left.angular_radps > 0.2 and left.linear_mps < straight.linear_mps
+    right = LineFollower(speed_mps=0.3).step(_band(-0.08), Pose(0, 0, 0), 0.0)
+    assert right.angular_radps < -0.2
+
+
+def test_corner_approach_pivot_and_rejoin() -> None:
+    f = LineFollower(speed_mps=0.3)
+    assert f.step(_band(0.0, corner=0.45), Pose(0, 0, 0), 0.0).state == "approach"
+    # drives straight to the corner point on odometry, even with the line out of view
+    blind = LineView(False, None, None, None, None, 0, None, 0, (0, 1), None)
+    assert f.step(blind, Pose(0.3, 0, 0), 1.0).state == "approach"
+    turn = f.step(blind, Pose(0.46, 0, 0), 2.0)
+    assert turn.state == "pivot" and turn.linear_mps == 0 and turn.angular_radps > 0
+    f.step(blind, Pose(0.46, 0, math.radians(50)), 2.5)
+    back = f.step(_band(0.0), Pose(0.46, 0, math.radians(88)), 3.0)
+    assert back.state == "follow"
+
+
+def test_a_lap_is_counted_back_at_the_start() -> None:
+    f = LineFollower()
+    f.step(_band(0.0), Pose(0, 0, 0), 0.0)
+    for i, (x, y) in enumerate([(1, 0), (1, 1), (0, 1), (-0.1, 0.5), (-0.05, 0.0)]):
+        f.step(_band(0.0), Pose(x, y, 0.0 if i == 4 else 1.0), float(i + 1))
+    assert f.laps == 1 and f.path_m > 3
