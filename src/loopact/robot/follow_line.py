@@ -20,9 +20,10 @@ import math
 from typing import Any
 
 from loopact.errors import RobotError, SafetyError
+from loopact.robot.camera_loop import FrameWorker
 from loopact.robot.governor import MotionLease
-from loopact.robot.interface import Twist
-from loopact.robot.line_follower import LineFollower
+from loopact.robot.interface import CameraFrame, Twist
+from loopact.robot.line_follower import Command, LineFollower
 from loopact.robot.motion import RobotEnv
 from loopact.robot.perception import PerceptionOptions, fresh_frame, show
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
@@ -31,6 +32,10 @@ from loopact.vision.overlay import draw_line
 
 FRAME_PERIOD_S = 0.1
 """Robot-clock seconds between frames (10 Hz)."""
+CONTROL_PERIOD_S = 0.05
+"""Robot-clock seconds between commands to the governor (20 Hz)."""
+STALE_S = 0.5
+"""The base is held while the newest processed frame is older than this, seconds."""
 LINE_TILT_DEG = 20.0
 """Head tilt while following: the floor from 0.3 m ahead is in view, the robot's body is not."""
 SHOW_EVERY_S = 2.0
@@ -87,7 +92,6 @@ async def follow(
     stopped_by = "duration"
     detail = ""
     on_line_s = 0.0
-    frames = 0
     try:
         tilt = await _aim_head(env)
         t0 = clock.now()
@@ -101,48 +105,60 @@ async def follow(
     next_report = clock.now() + 1.0
     view: LineView | None = None
     last_state, last_t = "", clock.now()
+    cmd = Command(0.0, 0.0, "acquire", False)
+    seen_seq = 0
+
+    def process(frame: CameraFrame) -> LineView:
+        return find_line(frame.rgb, cam, key, opts.colors)
+
     try:
-        while True:
-            now = clock.now()
-            if now >= end:
-                break
-            if now > lease.deadline_s - RENEW_MARGIN_S and lease.active:
-                await gov.end_motion(lease)
-                lease = await gov.begin_motion("follow_line", min(end - now, max_s), True)
-            frame = await fresh_frame(env)
-            pose = await env.pose()
-            view = await asyncio.to_thread(find_line, frame.rgb, cam, key, opts.colors)
-            frames += 1
-            cmd = follower.step(view, pose, frame.stamp_s)
-            if view.points > 0 or cmd.state in ("approach", "pivot"):
-                last_seen = now  # the line is under the robot there, out of the camera's view
-            if last_state in ("follow", "approach", "pivot"):
-                on_line_s += now - last_t  # the time since the last frame was spent on the line
-            last_state, last_t = cmd.state, now
-            if now - last_seen > opts.line_lost_grace_s:
-                stopped_by, detail = (
-                    "line_lost",
-                    f"no {key} line in view for {now - last_seen:.1f} s",
-                )
-                break
-            if laps and follower.laps >= laps:
-                stopped_by = "laps"
-                break
-            await gov.command(lease, Twist(cmd.linear_mps, cmd.angular_radps))
-            if not lease.active:
-                stopped_by, detail = lease.stopped_by or "cancelled", lease.detail
-                break
-            if ctx is not None and now >= next_report:
-                next_report += 1.0
-                ctx.progress(
-                    f"follow_line: {cmd.state}, {follower.path_m:.1f} m, laps {follower.laps}"
-                )
-            if ctx is not None and now >= next_show:
-                next_show = now + SHOW_EVERY_S
-                await _show(env, ctx, frame.rgb, view, key, opts, cmd.state, follower.laps)
-            await clock.sleep(FRAME_PERIOD_S)
+        async with FrameWorker(env, process, FRAME_PERIOD_S) as frames:
+            while True:
+                now = clock.now()
+                if now >= end:
+                    break
+                if now > lease.deadline_s - RENEW_MARGIN_S and lease.active:
+                    await gov.end_motion(lease)
+                    lease = await gov.begin_motion("follow_line", min(end - now, max_s), True)
+                frames.check()
+                sample = frames.latest
+                if sample is not None and sample.seq != seen_seq:
+                    seen_seq = sample.seq
+                    view = sample.result
+                    cmd = follower.step(view, sample.pose, sample.frame.stamp_s)
+                    if view.points > 0 or cmd.state in ("approach", "pivot"):
+                        last_seen = now  # the line is under the robot there, out of view
+                    if last_state in ("follow", "approach", "pivot"):
+                        on_line_s += now - last_t  # since the last frame: on the line
+                    last_state, last_t = cmd.state, now
+                    if ctx is not None and now >= next_show:
+                        next_show = now + SHOW_EVERY_S
+                        await _show(
+                            env, ctx, sample.frame.rgb, view, key, opts, cmd.state, follower.laps
+                        )
+                if now - last_seen > opts.line_lost_grace_s:
+                    stopped_by = "line_lost"
+                    detail = f"no {key} line in view for {now - last_seen:.1f} s"
+                    break
+                if laps and follower.laps >= laps:
+                    stopped_by = "laps"
+                    break
+                fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
+                twist = Twist(cmd.linear_mps, cmd.angular_radps) if fresh else Twist()
+                await gov.command(lease, twist)
+                if not lease.active:
+                    stopped_by, detail = lease.stopped_by or "cancelled", lease.detail
+                    break
+                if ctx is not None and now >= next_report:
+                    next_report += 1.0
+                    ctx.progress(
+                        f"follow_line: {cmd.state}, {follower.path_m:.1f} m, laps {follower.laps}"
+                    )
+                await clock.sleep(CONTROL_PERIOD_S)
+            n_frames = frames.frames
     except (SafetyError, RobotError) as exc:
         stopped_by, detail = "error", str(exc)
+        n_frames = 0
     finally:
         await gov.end_motion(lease)
     elapsed = clock.now() - t0
@@ -158,7 +174,7 @@ async def follow(
         f"{follower.laps} laps, on the line {data['time_on_line_s']:.0f} s; stopped by {stopped_by}"
         + (f" ({detail})" if detail else "")
     )
-    meta = {"frames": frames, "state": follower.state}
+    meta = {"frames": n_frames, "state": follower.state}
     if view is not None and ctx is not None:
         try:
             last = await fresh_frame(env)
