@@ -67,9 +67,9 @@ async def line_rig(tmp_path: Path) -> AsyncIterator[LineRig]:
 async def test_follow_line_takes_a_corner_on_the_line(line_rig: LineRig) -> None:
     await line_rig.robot.teleport(2.6, -1.1, 0.0)  # 1 m before the south-east corner
     t0 = line_rig.robot.clock.now()
-    res: Any = await line_rig.tools["follow_line"](color="purple", duration_s=9.0)
+    res: Any = await line_rig.tools["follow_line"](color="purple", duration_s=12.0)
     assert res.ok, res.error
-    assert res.data["stopped_by"] == "duration" and res.data["distance_m"] > 1.3
+    assert res.data["stopped_by"] == "duration" and res.data["distance_m"] > 1.2, res.data
     pose = await line_rig.robot.get_pose()
     assert pose.x_m == pytest.approx(3.6, abs=0.06) and pose.y_m > -0.9  # round the corner
     assert abs(math.degrees(pose.yaw_rad) - 90) < 15
