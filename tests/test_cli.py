@@ -265,13 +265,40 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
             "agent.workspace",
         ),
         (["trace", str(tmp_path / "bad.yaml")], "cannot read trace"),
-        (["scripted-server", str(tmp_path)], "is not a file"),
+        (["scripted-server", str(tmp_path)], f"loopact: script {tmp_path} is not a file\n"),
     ]
     for args, expected in cases:
         proc = run_cli(args, tmp_path)
         assert proc.returncode == 2, (args, proc.stderr)
         assert expected in proc.stderr, (args, proc.stderr)
         assert "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 22: stderr to a pipe was hard-wrapped at 80 columns, so whether a message could
+    be found depended on the length of the temp path. A folder name of 120 characters makes
+    every message below longer than any terminal default, whatever the temp path."""
+    deep = tmp_path / ("d" * 120)
+    deep.mkdir()
+    proc = run_cli(["scripted-server", str(deep)], tmp_path)
+    assert proc.returncode == 2
+    assert f"loopact: script {deep} is not a file\n" in proc.stderr
+    proc = run_cli(["trace", str(deep / "missing.jsonl")], tmp_path)
+    assert proc.returncode == 2
+    (line,) = [x for x in proc.stderr.splitlines() if "cannot read trace" in x]
+    assert str(deep / "missing.jsonl") in line
+    # Log records too: with -v every debug line is one line, however long.
+    server = scripted_server([{"text": "hello"}])
+    model = "m" * 120
+    proc = run_cli(
+        once_args(server, tmp_path, "hi", "--no-memory", "--no-web", "-v", "--model", model),
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (request_line,) = [x for x in proc.stderr.splitlines() if "chat completion request" in x]
+    assert f"model={model} " in request_line and "tools=" in request_line
 
 
 def test_unwritable_outputs_are_usage_errors(scripted_server: Any, tmp_path: Path) -> None:

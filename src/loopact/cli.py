@@ -44,10 +44,18 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _setup_logging(verbose: bool) -> None:
+    # A terminal gets rich's layout; logs, pipes and CI get one plain line per record, never
+    # wrapped at 80 columns (issue 22: wrapped messages break every grep and test).
+    handler: logging.Handler
+    if err.is_terminal:
+        handler = RichHandler(console=err, show_time=False, show_path=False)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(name)s: %(message)s",
-        handlers=[RichHandler(console=err, show_time=False, show_path=False)],
+        handlers=[handler],
     )
     # The MCP SDK logs a traceback per line a server prints that is not JSON-RPC; loopact
     # reports such servers itself in one line (issue 18), so its records show only with -v.
