@@ -142,6 +142,7 @@ class _Entry:
     tool: RemoteTool
     instance: str
     last_s: float
+    text: str = ""
     contender: str | None = None
     contender_first_s: float = 0.0
     contender_last_s: float = 0.0
@@ -191,6 +192,10 @@ class ToolDiscovery(HeartbeatWatch):
         if not isinstance(payload, str):
             self._report_error(topic, "heartbeat is not a string message")
             return
+        entry = self.tools.get(name)
+        if entry is not None and entry.text == payload:
+            entry.last_s = time.monotonic()  # the same heartbeat again (every 0.5 s per node)
+            return
         try:
             info = OutputInfo.parse(payload, expected_name=name)
         except ProtocolError as exc:
@@ -198,6 +203,9 @@ class ToolDiscovery(HeartbeatWatch):
             return
         try:
             self._accept(topic, info)
+            accepted = self.tools.get(name)
+            if accepted is not None and accepted.instance == info.instance:
+                accepted.text = payload
         except Exception as exc:  # never let a heartbeat break the agent
             logger.exception("discovery failed on %s", topic)
             self._report_error(topic, f"could not add the tool: {exc}")

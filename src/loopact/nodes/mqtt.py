@@ -14,7 +14,8 @@ Mapping of the neutral verbs (``<p>`` is the topic prefix, ``mqtt.prefix``, defa
   Text goes with QoS 1, images with QoS 0. A *latched* topic is a retained message; a
   subscriber that is not latched ignores retained messages. An empty retained message on a
   latched topic means "gone" (it also clears the broker's copy).
-- **subscribe_pattern**: the ``+`` wildcard, ``<p>/<prefix>+<suffix>``.
+- **subscribe_pattern**: the ``+`` wildcard, ``<p>/<prefix>+<suffix>`` (QoS 0 when latched:
+  heartbeats repeat, so the agent sends no PUBACK for each).
 - **long calls** (served endpoint ``/<agent>/output/<name>``): see :mod:`loopact.nodes.mqtt_calls`
   (``.../request`` and ``.../response`` with correlation ids, QoS 1, cancel, exit code,
   duplicate requests answered from a cache and never run twice).
@@ -439,7 +440,16 @@ class MqttConnector(Connector):
         """See :meth:`Connector.subscribe_pattern` (an MQTT ``+`` wildcard)."""
         if not prefix.endswith("/") or (suffix and not suffix.startswith("/")):
             raise NodeError(f"pattern {prefix}*{suffix}: the wildcard must be one topic level")
-        return self._subscribe(self.to_mqtt(prefix) + "+" + suffix, kind, callback, latched, 1000)
+        # a latched pattern is a heartbeat watch: QoS 0 spares a PUBACK per heartbeat (they
+        # repeat every 0.5 s; over TCP one is lost only with the link, which reconnects)
+        return self._subscribe(
+            self.to_mqtt(prefix) + "+" + suffix,
+            kind,
+            callback,
+            latched,
+            1000,
+            qos=0 if latched else 1,
+        )
 
     def _subscribe(
         self,
@@ -448,9 +458,10 @@ class MqttConnector(Connector):
         on_topic: Callable[[str, Payload], None],
         latched: bool,
         depth: int,
+        qos: int = 1,
     ) -> _TopicSub:
         sub = _TopicSub(self, kind, latched, on_topic)
-        sub.link_sub = self.link.subscribe(topic_filter, sub.deliver, depth=depth)
+        sub.link_sub = self.link.subscribe(topic_filter, sub.deliver, qos=qos, depth=depth)
         self._subs.append(sub)
         return sub
 
