@@ -7,14 +7,18 @@ connectors are the real ones, talking over loopback TCP.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from loopact.app.mqtt import mqtt_settings
+from loopact.config import load_config
 from loopact.errors import ConfigError, NodeError
 from loopact.events import Event, EventBus
 from loopact.nodes.connector import ImageData
@@ -28,7 +32,7 @@ from loopact.testing.mqtt_broker import MqttBroker, free_port
 from loopact.tools.base import SafetyClass, ToolContext, tool
 from loopact.tools.registry import ToolRegistry
 
-from .mqtt_helpers import needs_broker, wait_until
+from .mqtt_helpers import broker_available, needs_broker, wait_until
 
 pytestmark = needs_broker
 
@@ -390,3 +394,84 @@ async def test_a_broker_down_at_start_is_waited_for(tmp_path: Path, caplog: Any)
     finally:
         await agent.shutdown()
         broker.stop()
+
+
+def make_certs(folder: Path) -> dict[str, Path]:
+    """A CA, a broker certificate for 127.0.0.1 and a client certificate (openssl)."""
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    p = {n: folder / n for n in ("ca.key", "ca.crt", "srv.key", "srv.crt", "cl.key", "cl.crt")}
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder)
+
+    key = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")
+    run("req", "-x509", *key, "-nodes", "-days", "2", "-subj", "/CN=test CA",
+        "-keyout", str(p["ca.key"]), "-out", str(p["ca.crt"]))  # fmt: skip
+    ext = folder / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    for who, cn in (("srv", "127.0.0.1"), ("cl", "robot")):
+        csr = folder / f"{who}.csr"
+        run("req", *key, "-nodes", "-subj", f"/CN={cn}",
+            "-keyout", str(p[f"{who}.key"]), "-out", str(csr))  # fmt: skip
+        run("x509", "-req", "-in", str(csr), "-CA", str(p["ca.crt"]), "-CAkey", str(p["ca.key"]),
+            "-CAcreateserial", "-days", "2", "-out", str(p[f"{who}.crt"]),
+            *(["-extfile", str(ext)] if who == "srv" else []))  # fmt: skip
+    return p
+
+
+@pytest.mark.skipif(
+    not (broker_available("mosquitto") and shutil.which("openssl")),
+    reason="the TLS test needs mosquitto and openssl",
+)
+async def test_tls_with_a_client_certificate_and_credentials_from_the_environment(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    certs = make_certs(tmp_path / "certs")
+    broker = MqttBroker(
+        tmp_path / "tls",
+        kind="mosquitto",
+        users={"robot": "tls-secret"},
+        tls=(certs["ca.crt"], certs["srv.crt"], certs["srv.key"]),
+    ).start()
+    env = {
+        "LOOPACT_MQTT_BROKER": broker.url,
+        "LOOPACT_MQTT_USERNAME": "robot",
+        "LOOPACT_MQTT_PASSWORD": "tls-secret",
+        "LOOPACT_MQTT_CA_FILE": str(certs["ca.crt"]),
+        "LOOPACT_MQTT_CERT_FILE": str(certs["cl.crt"]),
+        "LOOPACT_MQTT_KEY_FILE": str(certs["cl.key"]),
+    }
+    try:
+        cfg, _ = load_config(None, env=env, cwd=tmp_path)
+        assert "tls-secret" not in repr(cfg.mqtt)
+        settings = mqtt_settings(cfg)
+        assert settings.address.tls and settings.ca_file == certs["ca.crt"]
+        node = MqttConnector(settings, role="tls-node")
+        agent = MqttConnector(settings, role="tls-agent")
+        await node.start()
+        await agent.start()
+        out = OutputNode(add, node)
+        await out.start()
+        disc, _ = await discover(agent, ["add"])
+        result = await disc.registry.get("add").invoke({"a": 20, "b": 22}, ctx(tmp_path))  # type: ignore[union-attr]
+        assert result.ok and result.data == 42
+        await disc.stop()
+        await node.shutdown()
+        await agent.shutdown()
+        # without the client certificate, or trusting another CA: no connection
+        for missing in ("LOOPACT_MQTT_CERT_FILE", "LOOPACT_MQTT_CA_FILE"):
+            other = {k: v for k, v in env.items() if k != missing}
+            if missing == "LOOPACT_MQTT_CA_FILE":
+                other["LOOPACT_MQTT_CA_FILE"] = str(make_certs(tmp_path / "other")["ca.crt"])
+            cfg2, _ = load_config(None, env=other, cwd=tmp_path)
+            s2 = dataclasses.replace(mqtt_settings(cfg2), connect_timeout_s=1.0)
+            refused = MqttConnector(s2, role="tls-refused", require_broker=True)
+            with pytest.raises(NodeError, match="not reachable"):
+                await refused.start()
+            await refused.shutdown()
+    finally:
+        broker.stop()
+    assert "tls-secret" not in caplog.text

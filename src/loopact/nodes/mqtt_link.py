@@ -320,9 +320,10 @@ class MqttLink:
             )
         except asyncio.TimeoutError:
             if require:
+                hint = " or the TLS handshake failed (mqtt.tls.*)" if self.address.tls else ""
                 raise NodeError(
                     f"MQTT broker {self.address} is not reachable (no answer within "
-                    f"{self.settings.connect_timeout_s:g} s)"
+                    f"{self.settings.connect_timeout_s:g} s){hint}"
                 ) from None
             logger.warning(
                 "MQTT broker %s is not reachable yet; retrying in the background", self.address

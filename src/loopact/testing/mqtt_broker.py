@@ -59,6 +59,8 @@ class MqttBroker:
         kind: ``mosquitto`` or ``amqtt`` (default: :func:`default_kind`).
         users: ``{user: password}``; when given, anonymous clients are refused.
         port: TCP port (default: a free one).
+        tls: ``(ca_file, cert_file, key_file)`` of the broker: the listener speaks TLS and
+            requires a client certificate signed by that CA (mosquitto only).
     """
 
     def __init__(
@@ -67,11 +69,13 @@ class MqttBroker:
         kind: BrokerKind | None = None,
         users: dict[str, str] | None = None,
         port: int | None = None,
+        tls: tuple[Path, Path, Path] | None = None,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kind: BrokerKind = kind or default_kind()
         self.users = dict(users or {})
+        self.tls = tls
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self.log_path = self.workdir / f"{self.kind}.log"
@@ -81,7 +85,7 @@ class MqttBroker:
     @property
     def url(self) -> str:
         """``mqtt://127.0.0.1:<port>``."""
-        return f"mqtt://{self.host}:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
     # ------------------------------------------------------------------ config
     def _mosquitto_conf(self) -> Path:
@@ -102,6 +106,10 @@ class MqttBroker:
             "log_type notice",
             f"log_dest file {self.log_path}",
         ]
+        if self.tls:
+            ca, cert, key = self.tls
+            lines += [f"cafile {ca}", f"certfile {cert}", f"keyfile {key}"]
+            lines += ["require_certificate true", "tls_version tlsv1.2"]
         if self.users:
             pwfile = self.workdir / "passwd"
             pwfile.write_text("")
@@ -153,6 +161,8 @@ class MqttBroker:
         Raises:
             RuntimeError: It exited or did not listen within ``timeout_s`` (the log is quoted).
         """
+        if self.tls and self.kind != "mosquitto":
+            raise RuntimeError("TLS brokers are mosquitto only")
         if self.kind == "mosquitto":
             exe = mosquitto_path()
             if exe is None:
