@@ -157,7 +157,7 @@ async def attach_nodes(
     if shared:
         extra = [
             ToolDiscovery(connector, agent.registry, SHARED_AGENT, bus=agent.bus),
-            InputHub(connector, SHARED_AGENT, bus=agent.bus),
+            InputHub(connector, SHARED_AGENT, bus=agent.bus, on_new=agent.wake),
         ]
         for watch in extra:
             await watch.start()
