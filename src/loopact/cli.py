@@ -3,7 +3,8 @@
 ``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
 ``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
 ``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
-``loopact sim`` works with the simulator. Exit codes of ``run --once``: 0 the task ended
+``loopact sim`` works with the simulator; ``loopact mcp`` serves the agent's tools over MCP.
+Exit codes of ``run --once``: 0 the task ended
 with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
 stderr), 2 a usage or configuration error, 130 Ctrl-C.
 """
@@ -498,6 +499,79 @@ def base(
     from loopact.robot.base_node import run_base
 
     _run_service(run_base(profile, site, agent_name))
+
+
+@app.command("mcp")
+def mcp_cmd(
+    http: str | None = typer.Option(
+        None, "--http", help="Serve streamable HTTP at HOST:PORT (default: stdio)."
+    ),
+    token: str | None = typer.Option(
+        None, "--token", help="Bearer token for --http (required beyond loopback)."
+    ),
+    agent: bool = typer.Option(
+        False, "--agent", help="Also serve instruct(text): a whole task for loopact's agent."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="Config file (YAML)."),
+    robot: str | None = typer.Option(None, "--robot", help="Robot: sim (default), ros2, none."),
+    profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
+    site: str | None = typer.Option(None, "--site", help="Site map name or path."),
+    sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
+    workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
+    no_web: bool = typer.Option(False, "--no-web", help="No web console (writes are refused)."),
+    web_port: int | None = typer.Option(None, "--web-port", help="Console port (8080)."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="Without long-term memory."),
+    provider: str | None = typer.Option(None, "--provider", help="--agent: model protocol."),
+    base_url: str | None = typer.Option(None, "--base-url", help="--agent: API root."),
+    model: str | None = typer.Option(None, "--model", help="--agent: model name."),
+    api_key: str | None = typer.Option(None, "--api-key", help="--agent: API key."),
+    trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+) -> None:
+    """Serve the agent's tools (robot tools included) to MCP clients (docs/mcp.md): every
+    motion goes through the safety governor; write tools ask on the web console (or the
+    terminal with --http) and are refused without an answer or --yes."""
+    _setup_logging(verbose)
+    from loopact.config import load_config
+    from loopact.mcp.address import check_access, parse_address
+
+    overrides: dict[str, Any] = {
+        "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
+        "robot": {"kind": robot, "profile": profile, "site": site, "sim_speed": sim_speed},
+        "agent": {"workspace": workspace},
+        "memory": {"enabled": False if no_memory else None},
+        "web": {"port": web_port, "enabled": False if no_web else None},
+        "confirm": {"auto_approve": True if yes else None},
+        "trace": {"path": trace},
+        "mcp": {"token": token},
+    }
+    try:
+        cfg, source = load_config(config, overrides=overrides)
+        address = parse_address(http) if http is not None else None
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    secret = cfg.mcp.token.get_secret_value() if cfg.mcp.token else None
+    try:
+        if address is not None:
+            check_access(address[0], secret)
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    from loopact.app.mcp_serve import serve_mcp
+
+    try:
+        code = _run_async(
+            serve_mcp(cfg, http=address, token=secret, agent_mode=agent, config_source=source)
+        )
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        code = EXIT_USAGE
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        code = EXIT_ERROR
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -5,9 +5,10 @@ in the user config folder (platformdirs). Then environment variables override (r
 nowhere else): ``LOOPACT_API_KEY``, ``LOOPACT_BASE_URL``, ``LOOPACT_MODEL``,
 ``LOOPACT_PROVIDER``, ``LOOPACT_ROBOT``, ``LOOPACT_ROBOT_PROFILE``, ``LOOPACT_LANG`` and the
 provider's usual key (``OPENAI_API_KEY``); the SMTP password comes from the variable that
-``messages.email.password_env`` names, and ``LOOPACT_IMAGES_API_KEY`` (``images.api_key``);
-``LOOPACT_MQTT_BROKER`` / ``_USERNAME`` / ``_PASSWORD`` / ``_CA_FILE`` / ``_CERT_FILE`` /
-``_KEY_FILE`` (``mqtt.*``). Then CLI flags override those.
+``messages.email.password_env`` names, ``LOOPACT_IMAGES_API_KEY`` (``images.api_key``),
+``LOOPACT_MCP_TOKEN`` (``mcp.token``); ``LOOPACT_MQTT_BROKER`` / ``_USERNAME`` /
+``_PASSWORD`` / ``_CA_FILE`` / ``_CERT_FILE`` / ``_KEY_FILE`` (``mqtt.*``). Then CLI flags
+override those.
 Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
 """
 
@@ -372,6 +373,8 @@ class McpConfig(pydantic.BaseModel):
 
     model_config = _STRICT
     servers: dict[McpServerName, McpServerConfig] = pydantic.Field(default_factory=dict)
+    token: pydantic.SecretStr | None = None
+    """Bearer token of ``loopact mcp --http`` (required beyond loopback; ``--token``)."""
 
 
 class NodesConfig(pydantic.BaseModel):
@@ -567,6 +570,8 @@ def load_config(
         env_over["agent"]["lang"] = env["LOOPACT_LANG"]
     if env.get("LOOPACT_IMAGES_API_KEY"):
         env_over["images"] = {"api_key": env["LOOPACT_IMAGES_API_KEY"]}
+    if env.get("LOOPACT_MCP_TOKEN"):
+        env_over["mcp"] = {"token": env["LOOPACT_MCP_TOKEN"]}
     env_given = {k: v for k, v in env_over.items() if v}
     flags_given = _drop_none(overrides) if overrides else {}
     data = _merge(data, env_given)
@@ -879,6 +884,8 @@ mcp:                          # MCP servers whose tools the agent uses (docs/mcp
   #     safety: {}            # per tool name: read_only, idempotent or write
   #     timeout_s: null       # per call; null: agent.bounds.tool_timeout_s
   #     connect_timeout_s: 30 # start-up and initialize
+  token: null                 # bearer token of `loopact mcp --http` (needed beyond
+                              # loopback); better: LOOPACT_MCP_TOKEN or --token
 
 # local: the offline brain, used only when no endpoint (base_url / API key) is configured.
 # See docs/local-brain.md. `make local-brain` builds and downloads what it needs.

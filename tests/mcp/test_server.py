@@ -1,0 +1,310 @@
+"""``loopact mcp``: the agent's tools served to MCP clients (issue 18, C8, C5, X3, G1).
+
+``loopact mcp`` runs as its own process; the clients are the official SDK's (and, for input
+the SDK cannot produce, raw JSON-RPC over HTTP). Robot behaviour is graded by the
+simulator's pose, which the server records as ``robot_state`` in its trace after every
+motion, never by what the tool result claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp.types as mt
+import pytest
+from mcp import Client, StdioServerParameters
+from tests.mcp.helpers import free_port, until
+from tests.test_cli import cli_env, run_cli
+
+from loopact.robot.profile import load_profile
+from loopact.trace import read_trace
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _texts(result: mt.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, mt.TextContent))
+
+
+def _body(result: mt.CallToolResult) -> dict[str, Any]:
+    return json.loads(_texts(result))  # type: ignore[no-any-return]
+
+
+def _states(trace: Path) -> list[dict[str, Any]]:
+    if not trace.exists():
+        return []
+    return [e for e in read_trace(trace) if e["type"] == "robot_state"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = cli_env(tmp_path)
+    env.pop("LOOPACT_MCP_TOKEN", None)
+    return env
+
+
+# ---------------------------------------------------------------------- acceptance 2 (stdio)
+async def test_an_sdk_client_drives_the_simulated_robot_within_its_limits(tmp_path: Path) -> None:
+    """Acceptance 2: list with schemas, move_forward(1.0) ends at x = 1.0 +- 0.05 m (sim
+    pose), drive(50, 0, 1) is clamped and says so, file_write is refused unconfirmed; bad
+    input (no arguments, NaN as the SDK sends it) gets clear errors; images come back."""
+    trace = tmp_path / "t.jsonl"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "loopact",
+            "mcp",
+            "--no-web",
+            "--no-memory",
+            "--trace",
+            str(trace),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ],  # fmt: skip
+        env=_env(tmp_path),
+        cwd=str(tmp_path),
+    )
+    limits = load_profile("sim").limits
+    async with Client(params, cache=None) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert {"move_forward", "drive", "file_write", "seewhat", "get_current_pose"} <= set(tools)
+        assert "agent_call" not in tools and "instruct" not in tools
+        mf = tools["move_forward"]
+        assert mf.input_schema["required"] == ["distance_m"]
+        assert mf.input_schema["properties"]["distance_m"]["type"] == "number"
+        assert mf.annotations is not None and mf.annotations.destructive_hint
+        assert mf.meta and mf.meta["io.github.loopact/safety"] == "motion"
+        pose = tools["get_current_pose"].annotations
+        assert pose is not None and pose.read_only_hint
+
+        moved = await client.call_tool("move_forward", {"distance_m": 1.0})
+        assert not moved.is_error, _texts(moved)
+        state = await until(lambda: _states(trace), what="robot_state in the trace")
+        assert abs(state[-1]["x_m"] - 1.0) <= 0.05 and abs(state[-1]["y_m"]) <= 0.05
+
+        drove = await client.call_tool(
+            "drive", {"linear_mps": 50, "angular_dps": 0, "duration_s": 1}
+        )
+        body = _body(drove)
+        assert body["metadata"]["clamped"]["linear_mps"]["requested"] == 50
+        assert body["metadata"]["clamped"]["linear_mps"]["applied"] <= limits.max_linear_mps
+        assert "clamped" in body["data"]["result"]
+        after = await until(lambda: len(_states(trace)) >= 2 and _states(trace))
+        assert after[-1]["x_m"] - state[-1]["x_m"] <= limits.max_linear_mps * 1.0 + 0.05
+
+        refused = await client.call_tool("file_write", {"path": "a.txt", "content": "x"})
+        assert refused.is_error and "needs a person's confirmation" in _texts(refused)
+        assert not (tmp_path / "ws" / "a.txt").exists()
+
+        missing = await client.call_tool("move_forward", None)
+        assert missing.is_error and "'distance_m' is a required property" in _texts(missing)
+        nan = await client.call_tool("move_forward", {"distance_m": float("nan")})
+        assert nan.is_error and "distance_m" in _texts(nan)  # the SDK sends NaN as null
+        unknown = await client.call_tool("fly", {})
+        assert unknown.is_error and "unknown tool 'fly'" in _texts(unknown)
+
+        seen = await client.call_tool("seewhat", {})
+        images = [b for b in seen.content if isinstance(b, mt.ImageContent)]
+        assert not seen.is_error and len(images) == 1 and images[0].mime_type == "image/jpeg"
+        assert len(_states(trace)) == 2  # read-only calls do not move the robot
+    events = list(read_trace(trace))
+    calls = [e["name"] for e in events if e["type"] == "tool_call" and e["task_id"] == "mcp"]
+    assert calls[:3] == ["move_forward", "drive", "file_write"]
+
+
+# ---------------------------------------------------------------------- HTTP
+@asynccontextmanager
+async def _http_server(tmp_path: Path, *args: str) -> AsyncIterator[str]:
+    """``loopact mcp --http ...`` as a process; yields its URL once it serves."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "loopact",
+        "mcp",
+        "--no-memory",
+        "--workspace",
+        str(tmp_path / "ws"),
+        *args,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    seen: list[str] = []
+    try:
+        while True:
+            line = (await asyncio.wait_for(proc.stderr.readline(), 90)).decode()
+            seen.append(line)
+            if not line:
+                raise AssertionError("loopact mcp exited: " + "".join(seen))
+            match = re.search(r"at (http://\S+/mcp)", line)
+            if match:
+                break
+        drain = asyncio.ensure_future(proc.stderr.read())
+        yield match.group(1)
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0  # SIGTERM: a clean stop
+        drain.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def _raw(url: str, token: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One legacy-handshake session over plain HTTP, then ``method``: the raw JSON answer."""
+    headers = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+    }
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first = await http.post(url, json=init, headers=headers)
+        assert first.status_code == 200, first.text
+        headers["mcp-session-id"] = first.headers["mcp-session-id"]
+        headers["mcp-protocol-version"] = "2025-11-25"
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(url, json=note, headers=headers)
+        # NaN is not JSON, but clients write it (Python's json.dumps does): send it raw.
+        text = json.dumps({"jsonrpc": "2.0", "id": 2, "method": method, "params": params})
+        reply = await http.post(url, content=text.encode(), headers=headers)
+    for line in reply.text.splitlines():
+        if line.startswith("data:"):
+            return json.loads(line[5:])  # type: ignore[no-any-return]
+    return json.loads(reply.text)  # type: ignore[no-any-return]
+
+
+async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
+    tmp_path: Path,
+) -> None:
+    """Acceptance 3 (401 without the token beyond loopback) and the bad input an SDK client
+    cannot send: NaN on the wire, a call without arguments; confirmation on the web console
+    allows one write and denies another."""
+    port, web = free_port(), free_port()
+    async with _http_server(
+        tmp_path, "--robot", "none", "--http", f"0.0.0.0:{port}", "--token", "s3cret",
+        "--web-port", str(web),
+    ) as served:  # fmt: skip
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert served == f"http://0.0.0.0:{port}/mcp"
+        async with httpx2.AsyncClient(timeout=10) as http:
+            bare = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            wrong = await http.post(url, json={}, headers={"authorization": "Bearer nope"})
+        assert bare.status_code == 401 and wrong.status_code == 401
+        assert bare.headers["www-authenticate"].startswith("Bearer")
+        assert "no bearer token" in bare.json()["error_description"]
+
+        wait_nan = {"name": "wait", "arguments": {"seconds": float("nan")}}
+        nan = await _raw(url, "s3cret", "tools/call", wait_nan)
+        assert nan["result"]["isError"] and "seconds must be a finite number" in json.dumps(nan)
+        bare_call = await _raw(url, "s3cret", "tools/call", {"name": "file_read"})
+        assert bare_call["result"]["isError"]
+        assert "'path' is a required property" in json.dumps(bare_call)
+
+        async with _sdk_client(url, "s3cret") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "file_write" in names and "move_forward" not in names  # --robot none
+            for allow in (True, False):
+                path = f"{'yes' if allow else 'no'}.txt"
+                call = asyncio.ensure_future(
+                    client.call_tool("file_write", {"path": path, "content": "hi"})
+                )
+                await _answer_on_the_console(f"http://127.0.0.1:{web}", call, allow)
+                result = await asyncio.wait_for(call, 20)
+                assert result.is_error is (not allow), _texts(result)
+                assert (tmp_path / "ws" / path).exists() is allow
+            assert "denied" in _texts(result)
+
+
+@asynccontextmanager
+async def _sdk_client(url: str, token: str) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP with a bearer token."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30)
+    async with http, Client(streamable_http_client(url, http_client=http), cache=None) as c:
+        yield c
+
+
+async def _answer_on_the_console(console: str, call: asyncio.Future[Any], allow: bool) -> None:
+    """Wait for the write's confirmation request on the web console, then answer it."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        ids: list[str] = []
+        while not ids:
+            assert not call.done(), "the write ended without a confirmation"
+            status = (await http.get(f"{console}/api/status")).json()
+            ids = list(status["pending_confirmations"])
+            await asyncio.sleep(0.05)
+        answer = await http.post(f"{console}/api/confirm", json={"id": ids[0], "allow": allow})
+        assert answer.status_code == 200, answer.text
+
+
+def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli(["mcp", "--robot", "none", "--http", "0.0.0.0:0"], tmp_path, env={})
+    assert proc.returncode == 2
+    assert "--token" in proc.stderr and "beyond loopback" in proc.stderr
+    bad = run_cli(["mcp", "--robot", "none", "--http", "localhost:port"], tmp_path)
+    assert bad.returncode == 2 and "is not HOST:PORT" in bad.stderr
+
+
+# ---------------------------------------------------------------------- --agent
+async def test_instruct_runs_a_whole_task_and_cancelling_it_stops_the_task(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {"tool_calls": [{"id": "c1", "name": "wait", "arguments": {"seconds": 0.1}}]},
+            {"text": "I waited a moment."},
+            {"tool_calls": [{"id": "c2", "name": "wait", "arguments": {"seconds": 60}}]},
+        ]
+    )
+    port = free_port()
+    trace = tmp_path / "t.jsonl"
+    args = ["--agent", "--robot", "none", "--no-web", "--http", f"127.0.0.1:{port}"]
+    args += ["--base-url", server.base_url, "--api-key", "sk-test", "--trace", str(trace)]
+    async with _http_server(tmp_path, *args) as url, Client(url, cache=None) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["instruct"].input_schema["required"] == ["text"]
+        done = await client.call_tool("instruct", {"text": "wait a moment"})
+        assert not done.is_error, _texts(done)
+        assert _body(done)["data"]["reply"] == "I waited a moment."
+        empty = await client.call_tool("instruct", {"text": ""})
+        assert empty.is_error and "text" in _texts(empty)
+
+        long = asyncio.ensure_future(client.call_tool("instruct", {"text": "wait a minute"}))
+        await until(
+            lambda: any(
+                e["type"] == "tool_call" and e.get("arguments") == {"seconds": 60}
+                for e in read_trace(trace)
+            ),
+            what="the long wait to start",
+        )
+        long.cancel()
+        await until(
+            lambda: [
+                e
+                for e in read_trace(trace)
+                if e["type"] == "task_end" and e["status"] == "preempted"
+            ],
+            what="the task to end preempted",
+        )
