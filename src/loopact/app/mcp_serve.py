@@ -30,12 +30,8 @@ from typing import Any
 from rich.console import Console
 
 from loopact.agent import Agent
-from loopact.app.general import general_tools
-from loopact.app.local import start_local_brain
-from loopact.app.memory import open_memory
 from loopact.app.model import make_model
-from loopact.app.robot import open_body
-from loopact.app.run import _attach, _make_agent, _workspace, agent_options
+from loopact.app.run import open_agent
 from loopact.config import Config
 from loopact.errors import TaskFailed
 from loopact.events import Event, EventBus
@@ -44,7 +40,6 @@ from loopact.llm.base import Model
 from loopact.llm.messages import ToolCall
 from loopact.mcp.server import Decision, ToolServer
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
-from loopact.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -193,35 +188,32 @@ async def serve_mcp(
         mcp_out = os.dup(1)  # the protocol's; everything else printed goes to stderr
         os.dup2(2, 1)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    from loopact.tools.builtin import make_builtin_tools
-
-    workspace = _workspace(cfg)
-    registry = ToolRegistry([*make_builtin_tools(workspace), *general_tools(cfg, workspace)])
     bus = EventBus()
     async with AsyncExitStack() as stack:
-        brain = None
-        if agent_mode:  # the model is needed only for instruct (and the console's chat)
-            cfg, brain = await start_local_brain(cfg, stack, bus)
-        body = await open_body(cfg, stack)
-        if body.session is not None:
-            for tool in body.session.tools:
-                registry.add(tool)
-        memory = await open_memory(cfg, registry, stack)
-        model = make_model(cfg, local_brain=brain)
-        options = agent_options(cfg, body, memory, workspace, local=brain is not None)
-        agent = _make_agent(cfg, model, registry, options, stack, bus)
-        await _attach(cfg, agent, body, memory, stack, None, config_source)
-        interactive = await _channels(cfg, agent, body, stack, err, terminal=http is not None)
-        agent.broker.interactive = interactive
+        # The model is needed only by instruct (and the console's chat): the offline brain
+        # starts only with --agent. loopact mcp connects no MCP servers of its own.
+        cfg, opened = await open_agent(
+            cfg,
+            stack,
+            bus,
+            once=None,
+            config_source=config_source,
+            interactive=False,
+            local_brain=agent_mode,
+            mcp_servers=False,
+        )
+        agent, body = opened.agent, opened.body
+        agent.broker.interactive = await _channels(
+            cfg, agent, body, stack, err, terminal=http is not None
+        )
         runner = asyncio.ensure_future(agent.run())
         stack.callback(runner.cancel)
-        extra = [InstructTool(agent)] if agent_mode else []
         tools = ToolServer(
-            registry,
+            agent.registry,
             confirm=_confirm_fn(agent),
             timeout_s=cfg.agent.bounds.tool_timeout_s,
-            workspace=workspace,
-            extra=extra,
+            workspace=opened.workspace,
+            extra=[InstructTool(agent)] if agent_mode else [],
             exclude=NOT_SERVED,
             bus=agent.bus,
             state_provider=body.session.state if body.session is not None else None,

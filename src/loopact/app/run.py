@@ -1,10 +1,10 @@
 """``loopact run``: assemble a running agent from a :class:`~loopact.config.Config` (SPEC H2).
 
-:func:`build_and_run` opens, in order, the workspace and the built-in tools, the local brain
-(when no endpoint is configured), the robot, the memory and skills, the agent, the ROS 2
-nodes and the trace; then runs one task (``--once``) or the terminal chat with the web
-console; and tears everything down in reverse order, so that the robot is stopped whatever
-happens.
+:func:`build_and_run` opens (:func:`open_agent`), in order, the workspace and the built-in
+tools, the local brain (when no endpoint is configured), the robot, the memory and skills, the
+MCP servers' tools, the agent, the nodes and the trace; then runs one task (``--once``) or the
+terminal chat with the web console; and tears everything down in reverse order, so that the
+robot is stopped whatever happens.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,29 +58,82 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
     Raises:
         ConfigError: A robot profile, site, workspace, memory folder or other setting is wrong.
     """
-    workspace, builtin = _workspace(cfg, config_source)
-    registry = ToolRegistry([*builtin, *general_tools(cfg, workspace)])
     bus = EventBus()
     async with AsyncExitStack() as stack:
-        cfg, brain = await start_local_brain(cfg, stack, bus)
-        body = await open_body(cfg, stack)
-        connector = await open_nodes_connector(cfg, body, stack, bus)
-        served = await _robot_tools(cfg, body, connector, registry, stack)
-        memory = await open_memory(cfg, registry, stack)
-        await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
-        model = make_model(cfg, local_brain=brain)
-        attach_vision(cfg, body.session, None if brain is not None else model, stack)
-        options = agent_options(cfg, body, memory, workspace, local=brain is not None)
-        options = dataclasses.replace(options, interactive=once is None)
-        channels = await open_message_channels(cfg, stack, body.connector)
-        agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
-        await _attach(cfg, agent, connector, served, memory, stack, once, config_source)
-        await attach_board(cfg, agent, stack, connector)
-        if brain is not None and cfg.local.prompt_cache:
-            await prepare_local_prompt(agent)
+        cfg, opened = await open_agent(
+            cfg, stack, bus, once=once, config_source=config_source, interactive=once is None
+        )
         if once is not None:
-            return await _run_once(agent, once, cfg.agent.lang)
-        return await _run_terminal(cfg, agent, body, stack, config_source)
+            return await _run_once(opened.agent, once, cfg.agent.lang)
+        return await _run_terminal(cfg, opened.agent, opened.body, stack, config_source)
+
+
+@dataclass(frozen=True)
+class OpenedAgent:
+    """What :func:`open_agent` opened.
+
+    Attributes:
+        agent: The agent, its tools in ``agent.registry``.
+        body: The robot (or none).
+        workspace: The file tools' folder.
+    """
+
+    agent: Agent
+    body: Body
+    workspace: Path
+
+
+async def open_agent(
+    cfg: Config,
+    stack: AsyncExitStack,
+    bus: EventBus,
+    *,
+    once: str | None,
+    config_source: Path | None,
+    interactive: bool,
+    local_brain: bool = True,
+    mcp_servers: bool = True,
+) -> tuple[Config, OpenedAgent]:
+    """Open, in order, the workspace and the built-in tools, the local brain (when no
+    endpoint is configured), the robot, the nodes, the memory and skills, the MCP servers'
+    tools, the agent and what watches it; ``stack`` closes them in reverse order.
+
+    Args:
+        cfg: The loaded configuration.
+        stack: Closes everything opened here.
+        bus: The agent's event bus.
+        once: The ``--once`` instruction (nodes get time to be discovered), or None.
+        config_source: The config file, for the trace header and the protected paths.
+        interactive: Whether a channel can answer confirmations.
+        local_brain: Start the offline brain when no endpoint is configured.
+        mcp_servers: Connect the servers of ``mcp.servers`` (issue 18); ``loopact mcp``
+            does not.
+
+    Returns:
+        The config (with the local brain's model filled in) and what was opened.
+    """
+    workspace, builtin = _workspace(cfg, config_source)
+    registry = ToolRegistry([*builtin, *general_tools(cfg, workspace)])
+    brain = None
+    if local_brain:
+        cfg, brain = await start_local_brain(cfg, stack, bus)
+    body = await open_body(cfg, stack)
+    connector = await open_nodes_connector(cfg, body, stack, bus)
+    served = await _robot_tools(cfg, body, connector, registry, stack)
+    memory = await open_memory(cfg, registry, stack)
+    if mcp_servers:
+        await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
+    model = make_model(cfg, local_brain=brain)
+    attach_vision(cfg, body.session, None if brain is not None else model, stack)
+    options = agent_options(cfg, body, memory, workspace, local=brain is not None)
+    options = dataclasses.replace(options, interactive=interactive)
+    channels = await open_message_channels(cfg, stack, body.connector)
+    agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
+    await _attach(cfg, agent, connector, served, memory, stack, once, config_source)
+    await attach_board(cfg, agent, stack, connector)
+    if brain is not None and cfg.local.prompt_cache:
+        await prepare_local_prompt(agent)
+    return cfg, OpenedAgent(agent, body, workspace)
 
 
 async def _robot_tools(
