@@ -7,7 +7,9 @@ once, before the response has finished streaming. Ordering rules:
   for every earlier state-changing call (idempotent, write, motion) and for earlier calls of
   the same tool unless that tool is re-entrant;
 - any other call waits for every earlier call of the round (motion and writes run in order);
-- a write call additionally waits for the user's confirmation (C5).
+- a write call additionally waits for the user's confirmation (C5); so does any call whose
+  tool asks for it by its arguments (:meth:`~loopact.tools.base.Tool.needs_confirmation`,
+  e.g. ``remember`` of a preference the user did not say, issue 21).
 
 Results go back in call order regardless of finishing order. Guards (SPEC A3): a read-only call
 identical to an earlier one in the task with no state-changing call in between is answered
@@ -323,7 +325,7 @@ class RoundDispatcher:
         call, tool = valid.call, valid.tool
         if deps:
             await asyncio.wait(deps)
-        if tool.safety is SafetyClass.WRITE:
+        if tool.needs_confirmation(call.arguments, self.state.instruction):
             decision = await self.broker.request(self.state.task_id, call)
             if not decision.allowed:
                 result = ToolResult.failure(decision.reason)

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from loopact.agent.prompt import preferences_section
 from loopact.config import Config
 from loopact.errors import ConfigError
 from loopact.memory import GitMemory, default_memory_dir, make_memory_tools
@@ -77,7 +78,8 @@ async def open_memory(cfg: Config, registry: ToolRegistry, stack: AsyncExitStack
         if cfg.memory.remote:
             stack.push_async_callback(memory.sync)
         stack.push_async_callback(memory.close)
-        parts = [memory.rules_text(), memory.preferences_text()]
+        prefs = [(i.text, i.date) for i in memory.preference_items()]
+        parts = [memory.rules_text(), preferences_section(prefs)]
         rules = "\n\n".join(p for p in parts if p.strip()) or None
         for tool in make_memory_tools(memory):
             registry.add(tool)

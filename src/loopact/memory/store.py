@@ -182,6 +182,7 @@ class GitMemory:
         self._worker: asyncio.Task[None] | None = None
         self._rules = ""
         self._preferences = ""
+        self._preference_items: list[MemoryItem] = []
 
     # ----------------------------------------------------------------- life cycle
 
@@ -209,8 +210,11 @@ class GitMemory:
 
     async def _reload_prompt_texts(self) -> None:
         self._rules = await asyncio.to_thread(self._read_rules)
-        prefs = _parse_items(await asyncio.to_thread(self._read, _FACT_FILES["preference"]), "")
-        self._preferences = "\n".join(f"- {i.text}" for i in prefs[-_MAX_PROMPT_PREFS:])
+        prefs = _parse_items(
+            await asyncio.to_thread(self._read, _FACT_FILES["preference"]), "preference"
+        )
+        self._preference_items = prefs[-_MAX_PROMPT_PREFS:]
+        self._preferences = "\n".join(f"- {i.text}" for i in self._preference_items)
 
     async def close(self) -> None:
         """Flush pending commits, stop the worker and close the repository."""
@@ -448,6 +452,14 @@ class GitMemory:
         :meth:`open` (and after a sync that changed them).
         """
         return self._rules
+
+    def preference_items(self) -> list[MemoryItem]:
+        """The remembered preferences for the system prompt (newest 30, oldest first; E4).
+
+        Kept current by :meth:`remember` and :meth:`sync`. The prompt labels them as what the
+        user said, not as instructions (:func:`loopact.agent.prompt.preferences_section`).
+        """
+        return list(self._preference_items)
 
     def preferences_text(self) -> str:
         """The remembered preferences (newest 30) as ``- text`` lines for the system prompt.

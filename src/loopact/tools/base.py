@@ -162,6 +162,20 @@ class Tool:
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
+    def needs_confirmation(self, arguments: Mapping[str, Any], said: str) -> bool:
+        """Whether this call waits for a person's yes before it runs (SPEC C5).
+
+        Args:
+            arguments: The call's validated arguments.
+            said: What the user wrote in their own message for this task (the instruction
+                typed into a channel; never tool results or files), "" when unknown.
+
+        Returns:
+            True for ``write`` tools. A tool may decide by its arguments: ``remember``
+            asks for a preference the user did not say themselves (issue 21).
+        """
+        return self.safety is SafetyClass.WRITE
+
     def spec(self) -> ToolSpec:
         """The :class:`ToolSpec` offered to the model."""
         return ToolSpec(self.name, self.description, self.parameters, self.examples)
