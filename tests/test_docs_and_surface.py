@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import loopact
 from loopact import i18n
 from loopact.config import STARTER_CONFIG
@@ -17,9 +19,18 @@ def test_config_doc_shows_the_current_starter_config() -> None:
 
 
 def test_public_surface_is_exactly_all() -> None:
+    # The providers and the robot are imported on first use: dir() lists them before that,
+    # and once every name of __all__ is resolved the namespace holds exactly __all__.
+    listed = {name for name in dir(loopact) if not name.startswith("_")}
+    for name in loopact.__all__:
+        assert getattr(loopact, name) is not None, name
     public = {name for name in vars(loopact) if not name.startswith("_")}
     modules = {name for name in public if type(getattr(loopact, name)).__name__ == "module"}
     assert public - modules == set(loopact.__all__) - {"__version__"}
+    assert listed - modules == public - modules
+    assert len(loopact.__all__) == len(set(loopact.__all__))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        loopact.Nope  # noqa: B018
 
 
 def test_every_message_has_english_and_chinese() -> None:

@@ -271,3 +271,25 @@ async def test_a_failed_wait_is_retried_instead_of_stopping_the_executor(ros: An
     assert await round_trip(ros, "/loopact_test_retry", "after three failed waits")
     assert left == [0]  # the failures happened
     assert ros._thread is not None and ros._thread.is_alive()
+
+
+async def test_public_open_robot_over_ros2_owns_its_node(ros_env: dict[str, str]) -> None:
+    """loopact.open_robot("ros2") (issue 14): the session's tools go through the agent-side
+    governor, and closing the session shuts its ROS 2 node down too. No robot answers here,
+    so the session starts without odometry (it waits for it a few seconds, then says so)."""
+    import loopact
+
+    session = await loopact.open_robot("ros2", agent_name="api_probe")
+    try:
+        names = {t.name for t in session.tools}
+        assert {"move_forward", "stop", "get_current_pose"} <= names
+        (closer,) = session.on_close
+        connector = closer.__self__  # type: ignore[attr-defined]
+        assert isinstance(connector, Ros2Connector) and connector.node is not None
+        get_pose = next(t for t in session.tools if t.name == "get_current_pose")
+        pose = await get_pose()  # type: ignore[operator]
+        assert not pose.ok and "odometry" in (pose.error or "").lower()
+    finally:
+        await session.close()
+    assert connector._closed
+    await session.close()  # idempotent

@@ -29,6 +29,7 @@ from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
 from loopact.llm.messages import Image, Message
+from loopact.tools.base import Tool
 from loopact.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class Agent:
 
     Args:
         model: The model endpoint (any :class:`~loopact.llm.base.Model`).
-        registry: The tools offered to the model.
+        registry: The tools offered to the model: a registry, or the tools themselves (a new
+            registry is made of them).
         options: Bounds, prompt, confirmation policy, hooks.
         bus: The event bus channels and the trace subscribe to (a new one if None).
 
@@ -71,12 +73,12 @@ class Agent:
     def __init__(
         self,
         model: Model,
-        registry: ToolRegistry,
+        registry: ToolRegistry | Iterable[Tool],
         options: AgentOptions | None = None,
         bus: EventBus | None = None,
     ) -> None:
         self.model = model
-        self.registry = registry
+        self.registry = registry if isinstance(registry, ToolRegistry) else ToolRegistry(registry)
         self.options = options or AgentOptions()
         self.bus = bus or EventBus()
         opts = self.options

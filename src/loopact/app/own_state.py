@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import loopact
 from loopact.app.memory import memory_folder
 from loopact.config import Config, default_config_paths
 from loopact.llm.local import cache_dir
@@ -34,5 +33,6 @@ def agent_state_paths(cfg: Config, config_source: Path | None) -> list[Protected
     paths.append(ProtectedPath(cache_dir(), "the local-brain cache folder"))
     if cfg.local.model_path is not None:
         paths.append(ProtectedPath(cfg.local.model_path, "the local-brain model file"))
-    paths.append(ProtectedPath(Path(loopact.__file__).resolve().parent, "loopact's program files"))
+    package = Path(__file__).resolve().parents[1]  # src/loopact: app/ is one of its packages
+    paths.append(ProtectedPath(package, "loopact's program files"))
     return paths

@@ -22,8 +22,8 @@ from loopact.vision.gate import ImageGate
 if TYPE_CHECKING:
     from loopact.nodes.ros2 import Ros2Connector
 
-ROBOT_KINDS = ("sim",)
-"""Robots :func:`open_robot` opens in-process (``ros2`` needs a connector: :func:`open_body`)."""
+ROBOT_KINDS = ("sim", "ros2")
+"""Robots :func:`open_robot` opens."""
 
 
 async def open_robot(
@@ -35,22 +35,27 @@ async def open_robot(
     scenario: str = "default",
     sim_log: Path | None = None,
     perception: PerceptionOptions | None = None,
+    agent_name: str = "loopact",
 ) -> RobotSession:
-    """Start an in-process robot, its governor and its tools (SPEC D1, D6, X3).
+    """Start a robot, its safety governor and its tools (SPEC D1, D6, X3); public API.
 
     Args:
-        kind: ``sim`` (the embedded MuJoCo simulator).
+        kind: ``sim`` (the embedded MuJoCo simulator) or ``ros2`` (a robot on ROS 2 topics
+            behind the base-side governor, docs/ros2.md; its ROS 2 node is shut down when
+            the session closes).
         profile: Hardware profile name or YAML path.
         site: Site map name or YAML path.
         speed: Simulation speed (simulated seconds per wall second), ``sim`` only.
-        gate: The image gate (default :class:`ImageGate` defaults).
+        gate: The image gate (default :class:`ImageGate` defaults), ``sim`` only.
         scenario: Simulator scenario (``default``, ``moving-target``), ``sim`` only.
         sim_log: Ground-truth pose log (JSON Lines) of the simulator, ``sim`` only.
         perception: Options of the perception tools (:func:`perception_options`).
+        agent_name: The agent's name: prefix of its ROS 2 topics, ``ros2`` only.
 
     Raises:
         ConfigError: Unknown kind, profile, site or scenario, or a bad file (the key is named).
         RobotError: The robot could not start.
+        NodeError: ROS 2 is unavailable (``ros2``).
         OSError: The sim log cannot be created.
     """
     if kind not in ROBOT_KINDS:
@@ -58,9 +63,40 @@ async def open_robot(
             f"robot.kind {kind!r} is not supported; valid values: {', '.join(ROBOT_KINDS)}",
             key="robot.kind",
         )
+    if kind == "ros2":
+        from loopact.nodes.ros2 import Ros2Connector
+
+        connector = Ros2Connector(f"{agent_name}_agent")
+        try:
+            session = await _open_ros2(connector, profile, site, agent_name, perception)
+        except BaseException:
+            await connector.shutdown()
+            raise
+        session.on_close.append(connector.shutdown)
+        return session
     from loopact.sim import open_sim
 
-    return await open_sim(profile, site, speed=speed, gate=gate, scenario=scenario, sim_log=sim_log)
+    return await open_sim(
+        profile,
+        site,
+        speed=speed,
+        gate=gate,
+        scenario=scenario,
+        sim_log=sim_log,
+        perception=perception,
+    )
+
+
+async def _open_ros2(
+    connector: Ros2Connector,
+    profile: str,
+    site: str,
+    agent_name: str,
+    perception: PerceptionOptions | None,
+) -> RobotSession:
+    from loopact.robot.ros2_robot import open_ros2_session
+
+    return await open_ros2_session(connector, profile, site, agent_name, perception=perception)
 
 
 def perception_options(cfg: Config) -> PerceptionOptions:
@@ -135,18 +171,14 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
         return Body(kind)
     connector = None
     if kind == "ros2":
-        # Issue 4: the robot over ROS 2 topics behind the base-side governor.
+        # Issue 4: the robot over ROS 2 topics behind the base-side governor; the nodes
+        # attach to the same connector, so it stays open until the stack closes.
         from loopact.nodes.ros2 import Ros2Connector
-        from loopact.robot.ros2_robot import open_ros2_session
 
         connector = Ros2Connector(f"{cfg.agent.name}_agent")
         stack.push_async_callback(connector.shutdown)
-        session = await open_ros2_session(
-            connector,
-            cfg.robot.profile,
-            cfg.robot.site,
-            cfg.agent.name,
-            perception=perception_options(cfg),
+        session = await _open_ros2(
+            connector, cfg.robot.profile, cfg.robot.site, cfg.agent.name, perception_options(cfg)
         )
     else:
         try:

@@ -13,6 +13,7 @@ A body opens itself and hands its :class:`~loopact.robot.interface.Robot` to
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,8 @@ class RobotSession:
         site: The site map.
         tools: The robot tools for the agent.
         perception: What the perception tools share (colours, the vision model).
+        on_close: Called after the robot is closed, in order (e.g. shutting down the
+            transport the robot was opened on).
     """
 
     robot: Robot
@@ -78,6 +81,7 @@ class RobotSession:
     site: SiteMap
     tools: list[Tool] = field(default_factory=list)
     perception: PerceptionOptions = field(default_factory=PerceptionOptions)
+    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _closed: bool = field(default=False, init=False, repr=False)
 
     async def state(self) -> dict[str, Any]:
@@ -94,14 +98,18 @@ class RobotSession:
         await self.governor.stop_all(reason)
 
     async def close(self) -> None:
-        """Stop the governor and release the robot; safe to call twice."""
+        """Stop the governor, release the robot, then run :attr:`on_close`; safe to call twice."""
         if self._closed:
             return
         self._closed = True
         try:
             await self.governor.close()
         finally:
-            await self.robot.close()
+            try:
+                await self.robot.close()
+            finally:
+                for closer in self.on_close:
+                    await closer()
 
 
 def start_session(
