@@ -6,6 +6,7 @@ check with its real contracts (``[tool.importlinter]`` in pyproject.toml) on the
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -75,15 +76,15 @@ def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) ->
 
 def test_an_import_between_independent_packages_breaks_the_layers(tmp_path: Path) -> None:
     pkg = _copy(tmp_path)
-    # the simulator and the agent sit side by side and must not know each other
+    # the agent and the node transports sit side by side and must not know each other
     _add_line(
-        pkg / "sim" / "session.py",
-        "from loopact.robot.interface import Robot\n",
-        "from loopact.agent.state import Conversation  # noqa: F401\n",
+        pkg / "agent" / "state.py",
+        "from loopact.events import EventBus\n",
+        "from loopact.nodes.connector import Connector  # noqa: F401\n",
     )
     proc = _check(tmp_path)
     assert proc.returncode != 0
-    assert "loopact.sim is not allowed to import loopact.agent" in proc.stdout
+    assert "loopact.agent is not allowed to import loopact.nodes" in proc.stdout
 
 
 def test_a_cycle_between_modules_of_a_package_is_found(tmp_path: Path) -> None:
@@ -99,3 +100,22 @@ def test_a_cycle_between_modules_of_a_package_is_found(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "No import cycles between the modules of a package BROKEN" in proc.stdout
     assert "No cycles are allowed in loopact.agent." in proc.stdout
+
+
+def test_no_module_imports_the_public_namespace() -> None:
+    """``loopact/__init__.py`` sits above every package (it exports from all of them), so a
+    module inside must not import ``loopact`` itself; import-linter's layers start below it."""
+    offenders = []
+    for path in sorted((ROOT / "src" / "loopact").rglob("*.py")):
+        if path == ROOT / "src" / "loopact" / "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            if "loopact" in names:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
