@@ -105,3 +105,31 @@ async def test_visual_positioning_red_box_with_a_vision_model_that_answers_prose
     assert gt is not None and iou(gt, box) >= 0.5
     shown = [e for e in rec.of("tool_image") if e.data["id"] == "vp1"]
     assert len(shown) == 1 and shown[0].data["width_px"] == 640  # the overlay, for people
+
+
+async def test_new_command_stops_track_before_the_next_request(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    await robot.robot.teleport(1.0, -0.5, -0.6)  # type: ignore[attr-defined]
+    from loopact.robot.positioning import locate
+
+    found = await locate(_env(robot), robot.perception, "red box")
+    x1, y1, x2, y2 = found.data["bbox"]
+    server = scripted_server(
+        [
+            {"tool_calls": [call("track", {"x1": x1, "y1": y1, "x2": x2, "y2": y2})]},
+            {"text": "Hello."},
+        ]
+    )
+    await robot.robot.teleport(1.0, -0.5, -0.45)  # type: ignore[attr-defined]  # so it turns
+    twists, rec, first = await _preempt_while_moving(server, robot, tmp_path, "track the box")
+    assert twists == [0.0, 0.0]
+    ends = {e.task_id: e.data["status"] for e in rec.of("task_end")}
+    assert ends[first] == "preempted"
+
+
+def _env(session: RobotSession) -> Any:
+    from loopact.robot.motion import RobotEnv
+    from loopact.vision.gate import ImageGate
+
+    return RobotEnv(session.robot, session.governor, session.profile, session.site, ImageGate())

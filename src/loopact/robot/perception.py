@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from loopact.robot.motion import RobotEnv, rotate
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.frames import keep_for_plan
 from loopact.vision.detect import ColorRanges, Detection, detect_colors
-from loopact.vision.model import VisionModel
+from loopact.vision.model import VisionModel, iou
 from loopact.vision.overlay import draw_boxes
 from loopact.vision.scene import describe
 
@@ -61,13 +62,23 @@ class PerceptionOptions:
     line_lost_grace_s: float = 1.5
     line_speed_mps: float = 0.25
     track_distance_m: float = 1.2
-    frames: OrderedDict[float, CameraFrame] = field(default_factory=OrderedDict)
+    frames: OrderedDict[float, tuple[CameraFrame, tuple[float, ...]]] = field(
+        default_factory=OrderedDict
+    )
 
-    def keep_frame(self, frame: CameraFrame) -> None:
-        """Remember a frame whose coordinates a result handed out."""
-        self.frames[frame.stamp_s] = frame
+    def keep_box(self, frame: CameraFrame, box: Sequence[float]) -> None:
+        """Remember a box a result handed out, with the frame it refers to."""
+        self.frames[frame.stamp_s] = (frame, tuple(float(v) for v in box))
+        self.frames.move_to_end(frame.stamp_s)
         while len(self.frames) > KEEP_FRAMES:
             self.frames.popitem(last=False)
+
+    def frame_of(self, box: Sequence[float]) -> CameraFrame | None:
+        """The frame of the newest handed-out box that ``box`` matches (IoU >= 0.8), or None."""
+        for frame, kept in reversed(self.frames.values()):
+            if iou(kept, box) >= 0.8:
+                return frame
+        return None
 
 
 def show(env: RobotEnv, ctx: ToolContext | None, rgb: npt.NDArray[np.uint8], caption: str) -> None:

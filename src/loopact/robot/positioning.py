@@ -68,7 +68,7 @@ async def locate(
             "tell the user you are not sure this is the right object"
         )
     if answer["found"]:
-        opts.keep_frame(frame)
+        opts.keep_box(frame, answer["bbox"])
     caption = (
         f"{target}: {answer['target']} {answer['bbox']} conf {float(answer['confidence']):.2f}"
         if answer["found"]

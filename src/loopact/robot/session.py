@@ -26,6 +26,7 @@ from loopact.robot.navigation import make_navigation_tools
 from loopact.robot.perception import PerceptionOptions, make_perception_tools
 from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
+from loopact.robot.track import make_track_tools
 from loopact.tools.base import Tool
 from loopact.vision.gate import ImageGate
 
@@ -57,6 +58,7 @@ def make_robot_tools(
         *make_perception_tools(env, perception),
         *make_positioning_tools(env, perception),
         *make_follow_line_tools(env, perception),
+        *make_track_tools(env, perception),
     ]
 
 
