@@ -11,6 +11,7 @@
     │   └── ModelFatalError        4xx that cannot succeed, malformed response
     ├── ToolError              a tool failed; becomes a failed tool result for the model
     │   ├── ToolArgumentError      arguments that are not JSON, fail the schema or a range check
+    │   │   └── BoxAnswerError         a box-selection answer that fails validation (D5; ValueError)
     │   ├── PlanError              a plan that cannot be parsed, validated or resolved (A4)
     │   └── NodeError              a node call or transport failed (C2)
     ├── ProtocolError          a heartbeat or result off the node protocol (also a ValueError)
@@ -18,13 +19,16 @@
     ├── BoundReached           a bound tripped; carries the fallback text (A2; inside the loop)
     ├── RobotError             the robot link or hardware is unusable (raised, handled by the loop)
     │   ├── StaleDataError         sensor data older than the configured maximum age
+    │   ├── DriverError            raw access to a board's pins or buses failed (devices/)
     │   └── SafetyError            the safety governor refused or stopped a command (X3)
     │       └── EmergencyStopError     the latched emergency stop is active
     ├── PushRejected           the memory remote moved on since the fetch (E4): merge, push again
     └── ScriptError            the scripted model server was misused (X2): exhausted or unconsumed
 
-Argument checks that are not a safety decision (a distance that must be positive) raise
-:class:`ToolArgumentError`; :class:`SafetyError` is for what the governor refuses or stops.
+A module may keep a private exception for its own control flow when it derives from this tree
+and never escapes the module. Argument checks that are not a safety decision (a distance that
+must be positive) raise :class:`ToolArgumentError`; :class:`SafetyError` is for what the
+governor refuses or stops.
 Exceptions never log themselves; the layer that handles an error decides whether to log it.
 """
 
@@ -142,8 +146,17 @@ class BoundReached(LoopactError):
         self.text = text
 
 
+class BoxAnswerError(ToolArgumentError, ValueError):
+    """A box-selection answer that failed validation (the message says why, for the model; D5)."""
+
+
 class RobotError(LoopactError):
     """The robot link or hardware is unusable; raised and handled by the loop."""
+
+
+class DriverError(RobotError):
+    """Raw hardware access failed (the message says what and where); the board turns it into
+    a failed tool result (devices/)."""
 
 
 class StaleDataError(RobotError):

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loopact.errors import ToolArgumentError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.llm.toolnames import resolve_tool_name
@@ -323,7 +324,7 @@ def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
     return ToolCall(id=call_id, name=spec.name, arguments=arguments, raw_arguments=source)
 
 
-class _ActionArgError(ValueError):
+class _ActionArgError(ToolArgumentError):
     pass
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopact.devices.board import BoardSpec, load_board
-from loopact.devices.driver import Driver, DriverError
+from loopact.devices.driver import Driver
 from loopact.devices.service import Board
 from loopact.devices.sim import SimDriver
+from loopact.errors import DriverError
 
 __all__ = ["Board", "BoardSpec", "Driver", "DriverError", "SimDriver", "load_board", "open_board"]
 

@@ -13,13 +13,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 
+from loopact.errors import DriverError as DriverError  # the error drivers raise
+
 EdgeCallback = Callable[[int, str, int], None]
 """``(pin, "rising" | "falling", new_level)``; called from a driver thread."""
-
-
-class DriverError(Exception):
-    """Raw hardware access failed (the message says what and where); the board turns it into
-    a failed tool result."""
 
 
 class Driver(abc.ABC):

@@ -19,7 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from loopact.devices.driver import Driver, DriverError, EdgeCallback
+from loopact.devices.driver import Driver, EdgeCallback
+from loopact.errors import DriverError
 
 
 def _need(module: str, package: str) -> Any:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from loopact.devices.board import BoardSpec, DeviceSpec
-from loopact.devices.driver import Driver, DriverError
-from loopact.errors import ToolError
+from loopact.devices.driver import Driver
+from loopact.errors import DriverError, ToolError
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
+from loopact.errors import LoopactError
 from loopact.llm.messages import Image
 
 logger = logging.getLogger(__name__)
@@ -182,7 +183,7 @@ class ImageGate:
         return GateResult(image=image, blurry=var < self.blur_threshold, laplacian_var=var)
 
 
-class _Rejected(Exception):
+class _Rejected(LoopactError):
     """Internal: input refused with a readable reason."""
 
 

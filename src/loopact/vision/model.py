@@ -20,7 +20,7 @@ from typing import Any
 import json_repair
 import jsonschema
 
-from loopact.errors import ModelError, ModelRetryableError
+from loopact.errors import BoxAnswerError, ModelError, ModelRetryableError
 from loopact.llm.base import Model, ModelRequest, TextDelta
 from loopact.llm.messages import Image, Message
 from loopact.vision.detect import Detection
@@ -48,10 +48,6 @@ BOX_SCHEMA: dict[str, Any] = {
 """JSON Schema of a box-selection answer (SPEC D5); ``bbox`` is null only when not found."""
 
 _SYSTEM = "You are the robot's vision. Answer only with what the image shows. Never invent objects."
-
-
-class BoxAnswerError(ValueError):
-    """A box-selection answer that failed validation (the message says why, for the model)."""
 
 
 def iou(a: Sequence[float], b: Sequence[float]) -> float:
