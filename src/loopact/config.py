@@ -71,6 +71,10 @@ class BoundsConfig(pydantic.BaseModel):
     tool_timeout_s: float = pydantic.Field(30.0, gt=0)
     task_timeout_s: float = pydantic.Field(300.0, gt=0)
     token_budget: int = pydantic.Field(200_000, gt=0)
+    max_tokens_round: int = pydantic.Field(8192, ge=16)
+    max_tokens_final: int = pydantic.Field(1024, ge=16)
+    max_tokens_summary: int = pydantic.Field(1024, ge=16)
+    max_tokens_plan: int = pydantic.Field(2048, ge=16)
     max_calls_read_only: int = pydantic.Field(3, ge=1)
     max_calls_state: int = pydantic.Field(10, ge=1)
 
@@ -778,7 +782,11 @@ agent:
     stream_idle_timeout_s: 30
     tool_timeout_s: 30
     task_timeout_s: 300
-    token_budget: 200000
+    token_budget: 200000      # tokens per task; a stream is no longer read past it
+    max_tokens_round: 8192    # max_tokens sent with each request, by kind: a tool round,
+    max_tokens_final: 1024    # the final answer after a bound, a context summary, plan
+    max_tokens_summary: 1024  # mode's plan; an answer longer than that (a server that
+    max_tokens_plan: 2048     # ignores it) is not read on: the task ends on a bound
 
 confirm:
   auto_approve: false         # true: never ask before write tools (like --yes)

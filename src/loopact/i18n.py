@@ -21,6 +21,13 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "I stopped: this task used {used} tokens, over its budget of {limit}.",
         "zh": "已停止：本任务用了 {used} 个 token，超过预算 {limit}。",
     },
+    "bound.output_tokens": {
+        "en": (
+            "I stopped reading the model's answer: it passed the limit of {limit} output "
+            "tokens for one response (agent.bounds.max_tokens_*)."
+        ),
+        "zh": "已停止读取模型的回答：超过了单次回答 {limit} 个输出 token 的上限（agent.bounds.max_tokens_*）。",
+    },
     "bound.wall_clock": {
         "en": "I stopped: the task ran longer than its {limit} s time limit.",
         "zh": "已停止：任务运行超过了 {limit} 秒的时间上限。",

@@ -154,9 +154,11 @@ async def test_oversized_arguments_are_one_failed_call(
         first: dict[str, Any] = {"text": f"<tool_call>{body}</tool_call>", "chunk_size": 65536}
     else:
         first = {"tool_calls": [big], "chunk_size": 65536}
-    first["usage"] = {"prompt_tokens": 100, "completion_tokens": 100}  # not the token bound
+    # Not the output bounds (those stop reading far earlier): the argument cap is the test.
+    first["usage"] = {"prompt_tokens": 100, "completion_tokens": 100}
     server = scripted_server([first, {"text": "The note was too long."}])
-    agent, rec = _agent(server, tmp_path, provider, motion_tools(log))
+    bounds = Bounds(backoff_base_s=0.01, max_tokens_round=10**6, token_budget=10**7)
+    agent, rec = _agent(server, tmp_path, provider, motion_tools(log), bounds=bounds)
     outcome = await agent.run_task("note this")
     await agent.close()
     assert log == []

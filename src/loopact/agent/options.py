@@ -10,6 +10,9 @@ from typing import Any, Literal
 from loopact.agent.context import ContextManager
 from loopact.tools.base import SafetyClass
 
+RequestKind = Literal["round", "final", "summary", "plan"]
+"""What a model request is for; each kind has its own ``max_tokens`` (SPEC A2)."""
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -22,7 +25,14 @@ class Bounds:
         stream_idle_timeout_s: Longest silence in seconds between two streamed events.
         tool_timeout_s: Default per-call timeout in seconds (a tool may set its own).
         task_timeout_s: Wall-clock budget of a task in seconds.
-        token_budget: Tokens (prompt + completion, summed over requests) per task.
+        token_budget: Tokens (prompt + completion, summed over requests) per task; a
+            response is not read on past it (about 4 characters a token).
+        max_tokens_round: ``max_tokens`` of a tool round's request (answer and calls).
+        max_tokens_final: ``max_tokens`` of the final answer after a bound.
+        max_tokens_summary: ``max_tokens`` of a context summary (SPEC E1).
+        max_tokens_plan: ``max_tokens`` of plan mode's plan (SPEC A4). A response whose
+            answer passes its request's ``max_tokens`` (a server that ignores it) is not
+            read on: the task ends on the ``output_tokens`` bound.
         max_calls_read_only: Calls of one read-only tool per task before a round is invalid.
         max_calls_state: Calls of one idempotent/write/motion tool per task before a round
             is invalid.
@@ -38,11 +48,24 @@ class Bounds:
     tool_timeout_s: float = 30.0
     task_timeout_s: float = 300.0
     token_budget: int = 200_000
+    max_tokens_round: int = 8192
+    max_tokens_final: int = 1024
+    max_tokens_summary: int = 1024
+    max_tokens_plan: int = 2048
     max_calls_read_only: int = 3
     max_calls_state: int = 10
     max_invalid_rounds: int = 2
     backoff_base_s: float = 0.5
     backoff_max_s: float = 20.0
+
+    def max_tokens(self, kind: RequestKind) -> int:
+        """The ``max_tokens`` to send with a request of ``kind`` (SPEC A2)."""
+        return {
+            "round": self.max_tokens_round,
+            "final": self.max_tokens_final,
+            "summary": self.max_tokens_summary,
+            "plan": self.max_tokens_plan,
+        }[kind]
 
     def call_limit(self, safety: SafetyClass) -> int:
         """How often one tool of class ``safety`` may run in one task (SPEC A3)."""

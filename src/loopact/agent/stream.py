@@ -4,7 +4,10 @@
 the event bus as they arrive, and each tool call is handed to the round's dispatcher the moment
 its arguments are complete (X1), before the response has finished. A response that stays
 silent too long, or ends without its final event, raises a retryable error; the round decides
-whether a retry is safe (:meth:`RoundState.started_calls`).
+whether a retry is safe (:meth:`RoundState.started_calls`). Every fragment (text, reasoning,
+tool arguments) counts as activity for the idle timeout. A response is not read on once its
+answer passes the request's ``max_tokens`` (a server that ignores it, issue 21 item 6) or the
+whole response passes what is left of the task's token budget: :class:`OutputLimitReached`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from loopact.llm.base import (
     ReasoningDelta,
     ResponseDone,
     TextDelta,
+    ToolCallDelta,
     ToolCallReady,
 )
 from loopact.llm.messages import Message, Usage
@@ -37,6 +41,29 @@ log = logging.getLogger(__name__)
 
 #: Longest tool-result text sent to the model, in characters.
 MAX_RESULT_CHARS = 16_000
+#: Characters a token may stand for before an answer counts as past its ``max_tokens``:
+#: generous (real tokenizers average about 4 for English and fewer for Chinese), so that only
+#: a server that ignores ``max_tokens`` trips it.
+CHARS_PER_TOKEN_LIMIT = 8
+#: Characters per token when the task's token budget is checked mid-stream.
+CHARS_PER_TOKEN = 4
+
+
+class OutputLimitReached(Exception):
+    """A response was not read on: it passed a limit (SPEC A2). Not a model error.
+
+    Attributes:
+        name: The bound: ``output_tokens`` (the request's ``max_tokens``) or ``tokens``
+            (the task's token budget).
+        limit: The limit in tokens.
+        used: Tokens used (estimated) when it tripped.
+    """
+
+    def __init__(self, name: str, limit: int, used: int) -> None:
+        super().__init__(f"{name} limit of {limit} passed ({used})")
+        self.name = name
+        self.limit = limit
+        self.used = used
 
 
 @dataclass
@@ -74,29 +101,41 @@ async def stream_response(
     bounds: Bounds,
     bus: EventBus,
     task_id: str,
+    tokens_used: int = 0,
 ) -> ResponseDone:
     """Consume one streamed response, dispatching ready calls (X1), under the timeouts.
+
+    Args:
+        tokens_used: Tokens the task used before this request (for its token budget).
 
     Raises:
         ModelRetryableError: The response did not start within ``request_timeout_s``, went
             silent for ``stream_idle_timeout_s``, or ended without a final event; or the
             provider raised it (connection error, 429/5xx, cut stream).
         ModelFatalError: The provider raised it.
+        OutputLimitReached: The answer passed ``request.max_output_tokens`` (at
+            :data:`CHARS_PER_TOKEN_LIMIT` characters a token) or the response passed the
+            task's ``token_budget`` (at :data:`CHARS_PER_TOKEN`); the stream was closed.
     """
     loop = asyncio.get_running_loop()
     stream = model.stream(request)
     started = False
+    meter = _OutputMeter(request.max_output_tokens, bounds.token_budget, tokens_used)
     try:
         async with timeout_after(bounds.request_timeout_s) as deadline:
             async for event in stream:
                 started = True
                 reschedule(deadline, loop.time() + bounds.stream_idle_timeout_s)
                 if isinstance(event, TextDelta):
+                    meter.add(event.text, answer=True)
                     rs.text.append(event.text)
                     bus.emit("text_delta", task_id, text=event.text)
                 elif isinstance(event, ReasoningDelta):
+                    meter.add(event.text, answer=False)
                     rs.reasoning.append(event.text)
                     bus.emit("reasoning_delta", task_id, text=event.text)
+                elif isinstance(event, ToolCallDelta):
+                    meter.add(event.text, answer=True)
                 elif isinstance(event, ToolCallReady):
                     if rs.dispatcher is not None:
                         rs.dispatcher.add(event.call)
@@ -111,6 +150,30 @@ async def stream_response(
     finally:
         await _aclose_quietly(stream)
     raise ModelRetryableError("the model stream ended without a final event")
+
+
+class _OutputMeter:
+    """Counts a response's characters against its limits (SPEC A2, issue 21 item 6)."""
+
+    def __init__(self, max_tokens: int | None, budget: int, used: int) -> None:
+        self.max_tokens = max_tokens
+        self.answer_limit = None if max_tokens is None else max_tokens * CHARS_PER_TOKEN_LIMIT
+        self.budget = budget
+        self.used = used
+        self.answer_chars = 0
+        self.chars = 0
+
+    def add(self, text: str, *, answer: bool) -> None:
+        self.chars += len(text)
+        if answer:
+            self.answer_chars += len(text)
+            if self.answer_limit is not None and self.answer_chars > self.answer_limit:
+                assert self.max_tokens is not None
+                raise OutputLimitReached(
+                    "output_tokens", self.max_tokens, self.answer_chars // CHARS_PER_TOKEN
+                )
+        if self.used + self.chars // CHARS_PER_TOKEN > self.budget:
+            raise OutputLimitReached("tokens", self.budget, self.used + self.chars // 4)
 
 
 def retry_delay_s(bounds: Bounds, attempt: int, exc: ModelRetryableError) -> float:

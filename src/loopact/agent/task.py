@@ -31,7 +31,7 @@ from loopact.agent.compress import (
 from loopact.agent.compress import estimate_tokens as estimate_history_tokens
 from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
-from loopact.agent.options import AgentOptions
+from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.plan import (
     PlanOutcome,
     parse_plan,
@@ -42,6 +42,7 @@ from loopact.agent.plan import (
 from loopact.agent.state import Conversation
 from loopact.agent.steps import ClauseResult, compose_reply, is_chinese, split_clauses
 from loopact.agent.stream import (
+    OutputLimitReached,
     RoundState,
     cut_response,
     estimate_tokens,
@@ -57,6 +58,9 @@ from loopact.llm.messages import Image, Message, ToolCall, Usage, history_summar
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
+
+#: Characters of an answer cut by a bound that the bound's reply still shows.
+_SAID_CHARS = 2000
 
 Outcomes = list[tuple[ToolCall, ToolResult]]
 
@@ -225,7 +229,7 @@ class TaskRun:
         ask = Message.user(t("final.ask", self._lang))
         self.rounds += 1
         try:
-            done, _, _ = await self._round(self.rounds, (), extra=(ask,))
+            done, _, _ = await self._round(self.rounds, (), extra=(ask,), kind="final")
             answer = done.message.text.strip()
         except ModelError as exc:
             log.info("final answer request failed: %s", exc)
@@ -327,7 +331,7 @@ class TaskRun:
         """
         self.rounds += 1
         messages = tuple(plan_request_messages(task, specs))
-        done, _, _ = await self._round(self.rounds, (), messages=messages)
+        done, _, _ = await self._round(self.rounds, (), messages=messages, kind="plan")
         try:
             plan = parse_plan(done.message.text)
             validate_plan(plan, specs)
@@ -402,7 +406,7 @@ class TaskRun:
         self.rounds += 1
         request = tuple(summary_request_messages(plan, self.text))
         try:
-            done, _, _ = await self._round(self.rounds, (), messages=request)
+            done, _, _ = await self._round(self.rounds, (), messages=request, kind="summary")
         except ModelError as exc:
             log.info("summary request failed, history kept: %s", exc)
             return None
@@ -432,6 +436,7 @@ class TaskRun:
         *,
         system: Message | None = None,
         messages: tuple[Message, ...] | None = None,
+        kind: RequestKind = "round",
     ) -> tuple[ResponseDone, Outcomes, bool]:
         """One model request and its tool calls.
 
@@ -442,6 +447,11 @@ class TaskRun:
             system: Replaces the history's system message for this request only.
             messages: A separate conversation (planning, summaries); nothing is added to
                 the history.
+            kind: What the request is for; sets its ``max_tokens`` (SPEC A2).
+
+        Raises:
+            BoundReached: The response passed its ``max_tokens`` or the task's token budget
+                while streaming (it was not read on).
 
         Returns:
             The response, the ``(call, result)`` pairs in call order, and whether the round
@@ -456,7 +466,11 @@ class TaskRun:
         if messages is None:
             messages = self._prompt(extra, system)
         request = ModelRequest(
-            messages=messages, tools=specs, temperature=self.env.options.temperature
+            messages=messages,
+            tools=specs,
+            max_output_tokens=self._bounds.max_tokens(kind),
+            temperature=self.env.options.temperature,
+            task=self.text,
         )
         self._emit_request(round_no, request)
         done, rs = await self._respond(request)
@@ -524,8 +538,13 @@ class TaskRun:
             attempt += 1
             rs = RoundState(env.new_dispatcher(self.state) if request.tools else None)
             try:
-                done = await stream_response(env.model(), request, rs, b, env.bus, self.task_id)
+                done = await stream_response(
+                    env.model(), request, rs, b, env.bus, self.task_id, self.state.tokens
+                )
                 return done, rs
+            except OutputLimitReached as exc:
+                await self._abort_round(rs)
+                raise self._output_bound(exc, rs) from None
             except ModelRetryableError as exc:
                 if rs.started_calls:
                     env.bus.emit(
@@ -544,6 +563,19 @@ class TaskRun:
             except BaseException:
                 await self._abort_round(rs)
                 raise
+
+    def _output_bound(self, exc: OutputLimitReached, rs: RoundState) -> BoundReached:
+        """The bound for a response that was not read on (SPEC A2), with the start of what
+        the model had said."""
+        self._bound_event(exc.name, exc.limit)
+        if exc.name == "tokens":
+            notice = t("bound.tokens", self._lang, used=exc.used, limit=exc.limit)
+        else:
+            notice = t("bound.output_tokens", self._lang, limit=exc.limit)
+        said = "".join(rs.text).strip()
+        if len(said) > _SAID_CHARS:
+            said = said[:_SAID_CHARS].rstrip() + " ..."
+        return BoundReached(exc.name, f"{notice}\n\n{said}" if said else notice)
 
     async def _finish_calls(self, done: ResponseDone, rs: RoundState) -> Outcomes:
         """Add the calls the stream did not start, wait for every result, commit the round."""

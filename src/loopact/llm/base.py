@@ -85,14 +85,19 @@ class ModelRequest:
     Attributes:
         messages: The canonical history, system message first.
         tools: The tools offered; empty means a request without tools (final answer).
-        max_output_tokens: Cap on the response length, None for the endpoint default.
+        max_output_tokens: Cap on the response length (``max_tokens``), None for the endpoint
+            default.
         temperature: Sampling temperature, None for the endpoint default.
+        task: The user's instruction of the task this request serves ("" when unknown): a
+            provider that keeps the conversation on the server (Dify) repeats it when the
+            server lost the conversation (issue 22).
     """
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     temperature: float | None = None
+    task: str = ""
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,7 @@ class OpenAIChatModel:
         self.request_timeout_s = request_timeout_s
         self.current_task_only = current_task_only
         self._api_key = api_key or _PLACEHOLDER_KEY
+        self._official = base_url is None or "//api.openai.com" in base_url
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=base_url,
@@ -125,8 +126,8 @@ class OpenAIChatModel:
 
         Returns:
             A JSON-able dict: ``model``, ``messages``, and ``tools``, ``grammar`` (text tool
-            calls with ``constrained_decoding``), ``stream_options``, ``max_tokens``,
-            ``temperature`` when they apply.
+            calls with ``constrained_decoding``), ``stream_options``, ``max_tokens``
+            (``max_completion_tokens`` for api.openai.com), ``temperature`` when they apply.
         """
         caps = self.capabilities
         require_call = self.requires_call(request)
@@ -153,7 +154,10 @@ class OpenAIChatModel:
         if caps.stream_usage:
             body["stream_options"] = {"include_usage": True}
         if request.max_output_tokens is not None:
-            body["max_tokens"] = request.max_output_tokens
+            # api.openai.com's reasoning models refuse max_tokens; compatible servers (vLLM,
+            # Ollama, llama.cpp, DeepSeek, ...) know max_tokens, not always the new name.
+            key = "max_completion_tokens" if self._official else "max_tokens"
+            body[key] = request.max_output_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
         return body
