@@ -2,8 +2,9 @@
 # Installs the few system packages loopact needs that pip cannot bring: Mesa's EGL for
 # headless MuJoCo rendering on the CPU, a CJK font (WenQuanYi Micro Hei, Apache-2.0 / GPL-3
 # with font exception) so that write_document's PDFs show Chinese, poppler-utils
-# (pdftotext, which the document tests read PDFs back with), and the mosquitto MQTT broker
-# that the MQTT tests and benchmarks start on a free loopback port (never as a service).
+# (pdftotext, which the document tests read PDFs back with), espeak-ng (offline speech, GPL-3,
+# run as a separate process; issue 16), PortAudio for sound cards, and the mosquitto MQTT
+# broker that the MQTT tests and benchmarks start on a free loopback port (never as a service).
 # Does nothing when they are there.
 set -euo pipefail
 need=()
@@ -12,6 +13,8 @@ ldconfig -p | grep -q 'libEGL_mesa.so.0' || need+=(libegl-mesa0)
 ldconfig -p | grep -q 'libGL.so.1' || need+=(libgl1)
 [ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 command -v pdftotext >/dev/null || need+=(poppler-utils)
+command -v espeak-ng >/dev/null || need+=(espeak-ng)          # offline TTS, run as a process (issue 16)
+ldconfig -p | grep -q 'libportaudio.so.2' || need+=(libportaudio2)  # sounddevice (issue 16)
 [ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || [ -e /usr/lib/aarch64-linux-gnu/dri/swrast_dri.so ] || need+=(libgl1-mesa-dri)
 optional=()  # without it the MQTT tests run against the pure-Python amqtt broker
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || optional+=(mosquitto)
@@ -26,6 +29,6 @@ if [ "$(id -u)" -ne 0 ]; then
   else
     echo "loopact: please install as root: apt-get install -y ${all[*]}" >&2; exit 1; fi
 fi
-echo "loopact: installing system packages (rendering, fonts, pdftotext, MQTT broker): ${all[*]}"
+echo "loopact: installing system packages (rendering, fonts, pdftotext, speech, MQTT broker): ${all[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${all[@]}" >/dev/null

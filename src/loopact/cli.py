@@ -137,11 +137,26 @@ def run(
     trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
     trace_full: bool = typer.Option(False, "--trace-full", help="Also trace request messages."),
     lang: str | None = typer.Option(None, "--lang", help="Language for people: en or zh."),
+    voice: bool = typer.Option(
+        False, "--voice", help="Talk to the robot: microphone and speaker (docs/voice.md)."
+    ),
+    audio_in: str | None = typer.Option(
+        None,
+        "--audio-in",
+        help="Spoken commands from a WAV file, or raw 16 kHz mono s16le PCM on stdin (-); "
+        "exits after the last reply.",
+    ),
+    audio_out: str | None = typer.Option(
+        None, "--audio-out", help="Spoken replies into a WAV file, or raw PCM on stdout (-)."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
     """Start the agent: an interactive terminal chat, or one task with --once."""
     _setup_logging(verbose)
     overrides = _run_overrides(locals())
+    if once is not None and audio_in is not None:
+        err.print("loopact: give --once TEXT or --audio-in FILE, not both", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     if once is not None and not once.strip():
         err.print("loopact: --once needs an instruction (got an empty one)", markup=False)
         raise typer.Exit(EXIT_USAGE)
@@ -174,6 +189,8 @@ _RUN_FLAG_KEYS = {
     "broker": "mqtt.broker",
     "board": "board.kind",
     "board_file": "board.file",
+    "audio_in": "voice.audio_in",
+    "audio_out": "voice.audio_out",
 }
 """``loopact run`` flags that set a config key (``section.key``) to their value."""
 _RUN_SWITCHES = {
@@ -181,6 +198,7 @@ _RUN_SWITCHES = {
     "no_web": ("web.enabled", False),
     "yes": ("confirm.auto_approve", True),
     "trace_full": ("trace.full", True),
+    "voice": ("voice.enabled", True),
 }
 """``loopact run`` switches that, when given, set a config key to a fixed value."""
 

@@ -23,6 +23,10 @@
     │   └── SafetyError            the safety governor refused or stopped a command (X3)
     │       └── EmergencyStopError     the latched emergency stop is active
     ├── PushRejected           the memory remote moved on since the fetch (E4): merge, push again
+    ├── VoiceError             audio in or out, speech to text or text to speech failed (F4)
+    │   ├── AudioDeviceError       no sound card / PortAudio, or the device failed
+    │   ├── AudioFormatError       audio that cannot be read (not WAV, bad header, empty)
+    │   └── SpeechEngineError      an STT or TTS engine is missing, failed or timed out
     └── ScriptError            the scripted model server was misused (X2): exhausted or unconsumed
 
 A module may keep a private exception for its own control flow when it derives from this tree
@@ -186,3 +190,19 @@ class PushRejected(LoopactError):
 
 class ScriptError(LoopactError):
     """The scripted model server was misused: script exhausted or turns left unconsumed (X2)."""
+
+
+class VoiceError(LoopactError):
+    """Audio input or output, speech to text or text to speech failed (SPEC F4, issue 16)."""
+
+
+class AudioDeviceError(VoiceError):
+    """No usable sound device (no sound card, PortAudio missing) or the device failed."""
+
+
+class AudioFormatError(VoiceError, ValueError):
+    """Audio that cannot be read: not a WAV file, a bad header, no samples (issue 16)."""
+
+
+class SpeechEngineError(VoiceError):
+    """A speech-to-text or text-to-speech engine is missing, failed or timed out."""

@@ -35,9 +35,10 @@ from loopact.app.nodes import open_nodes_connector
 from loopact.app.own_state import agent_state_paths
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
+from loopact.app.voice import VoiceRun
 from loopact.config import Config
 from loopact.errors import ConfigError
-from loopact.events import EventBus
+from loopact.events import Event, EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.nodes.connector import Connector
@@ -63,9 +64,12 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         cfg, opened = await open_agent(
             cfg, stack, bus, once=once, config_source=config_source, interactive=once is None
         )
+        voice = await _open_voice(cfg, opened.agent, stack)  # issue 16
+        if voice is not None and voice.from_file:
+            return await _run_voice_file(cfg, opened.agent, voice)
         if once is not None:
             return await _run_once(opened.agent, once, cfg.agent.lang)
-        return await _run_terminal(cfg, opened.agent, opened.body, stack, config_source)
+        return await _run_terminal(cfg, opened.agent, opened.body, stack, config_source, voice)
 
 
 @dataclass(frozen=True)
@@ -318,6 +322,32 @@ async def _attach(
         stack.callback(writer.close)
 
 
+async def _open_voice(cfg: Config, agent: Agent, stack: AsyncExitStack) -> VoiceRun | None:
+    """Voice for the run when asked for (``--voice``, ``--audio-in``, ``--audio-out``)."""
+    from loopact.app.voice import open_voice
+
+    return await open_voice(cfg, agent, stack, Console(stderr=True, highlight=False))
+
+
+async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:
+    """``--audio-in FILE|-``: progress on stderr, each reply on stdout (stderr when stdout
+    carries the audio), exit once the last reply has been spoken (``--once`` exit codes)."""
+    from loopact.app.voice import run_voice_file
+    from loopact.channels.terminal import ProgressPrinter
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    printer = ProgressPrinter(err, stream_text=False, lang=cfg.agent.lang)
+    agent.bus.subscribe(printer)
+    out = sys.stderr if cfg.voice.audio_out == "-" else sys.stdout
+
+    def print_reply(ev: Event) -> None:
+        if ev.type == "reply":
+            print(ev.data.get("text", ""), file=out, flush=True)
+
+    agent.bus.subscribe(print_reply)
+    return await run_voice_file(voice, agent, err)
+
+
 async def _run_once(agent: Agent, text: str, lang: str) -> int:
     """``--once``: run one task, print its reply; exit 0 (reply), 3 (bound) or 1 (error)."""
     from loopact.channels.terminal import ProgressPrinter
@@ -339,7 +369,12 @@ async def _run_once(agent: Agent, text: str, lang: str) -> int:
 
 
 async def _run_terminal(
-    cfg: Config, agent: Agent, body: Body, stack: AsyncExitStack, config_source: Path | None
+    cfg: Config,
+    agent: Agent,
+    body: Body,
+    stack: AsyncExitStack,
+    config_source: Path | None,
+    voice: VoiceRun | None = None,
 ) -> int:
     """The terminal chat, with the web console beside it; returns 0 when the user quits."""
     from loopact.app.web import serve_web
@@ -373,6 +408,13 @@ async def _run_terminal(
     web_url = await serve_web(cfg, agent, body.session, stack, console, model_factory)
     if web_url:
         welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
-    channel = TerminalChannel(agent, console, welcome=welcome, model_factory=model_factory)
+    commands = None
+    if voice is not None:  # issue 16: the microphone beside the keyboard, /play ... /record
+        from loopact.app.voice import start_listening
+
+        commands = start_listening(voice, agent, stack, console)
+    channel = TerminalChannel(
+        agent, console, welcome=welcome, model_factory=model_factory, commands=commands
+    )
     await channel.run()
     return 0

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -133,6 +133,8 @@ class ProgressPrinter:
                     f"[yellow]  MCP server {escape(str(d['name']))} is back: "
                     f"{escape(str(d.get('detail', '')))}[/]"
                 )
+        elif typ in ("transcript", "speech_in", "speech_out"):
+            self._voice(typ, d)
         elif typ == "stop":
             self._end_text()
             self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")
@@ -156,6 +158,23 @@ class ProgressPrinter:
                 end="",
             )
 
+    def _voice(self, typ: str, d: dict[str, Any]) -> None:
+        """Issue 16: what was heard, and what went wrong with audio."""
+        if typ == "transcript":
+            self._end_text()
+            if d.get("text"):
+                self.console.print(f"[magenta]  heard: {escape(str(d['text']))}[/]")
+            for key in ("error", "note"):
+                if d.get(key):
+                    self.console.print(f"[yellow]  voice: {escape(str(d[key]))}[/]")
+        elif typ == "speech_in" and d.get("notes"):
+            self._end_text()
+            for note in d["notes"]:
+                self.console.print(f"[yellow]  voice: {escape(str(note))}[/]")
+        elif typ == "speech_out" and d.get("state") == "failed":
+            self._end_text()
+            self.console.print(f"[yellow]  voice: {escape(str(d.get('error', '')))}[/]")
+
 
 class TerminalChannel:
     """Interactive chat on the terminal.
@@ -174,8 +193,11 @@ class TerminalChannel:
         stdin: TextIO | None = None,
         welcome: str = "",
         model_factory: Callable[[list[str]], Model] | None = None,
+        commands: dict[str, Callable[[list[str]], Awaitable[str]]] | None = None,
     ) -> None:
         self.agent = agent
+        self.commands = dict(commands or {})  # e.g. the voice playback commands (issue 16)
+        self._commands_running: set[asyncio.Future[None]] = set()
         self.model_factory = model_factory
         self.console = console
         self.stdin = stdin or sys.stdin
@@ -265,6 +287,13 @@ class TerminalChannel:
         key = "term.provider_carried" if carried else "term.provider_fresh"
         self.console.print(t(key, self.lang, provider=model.provider, model=model.model))
 
+    async def _command(self, cmd: str, args: list[str]) -> None:
+        try:
+            text = await self.commands[cmd](args)
+        except LoopactError as exc:
+            text = str(exc)
+        self.console.print(escape(text))
+
     def _handle(self, line: str) -> bool:
         """Handle one typed line; False means quit."""
         if self._pending_confirm:
@@ -286,6 +315,10 @@ class TerminalChannel:
                 self._switch_provider(line.split()[1:])
             elif cmd == "/status":
                 self.console.print_json(json.dumps(self.agent.status(), default=str))
+            elif cmd in self.commands:
+                fut = asyncio.ensure_future(self._command(cmd, line.split()[1:]))
+                self._commands_running.add(fut)
+                fut.add_done_callback(self._commands_running.discard)
             else:
                 self.console.print(t("term.unknown_command", self.lang, cmd=cmd))
             return True

@@ -253,9 +253,14 @@ class Script(_Strict):
 
     Attributes:
         turns: The turns, consumed in order.
+        lanes: Turns of protocols that answer in an order of their own, keyed by the
+            protocol's lane (``transcriptions``: one turn per audio upload, its ``text`` is the
+            transcript; ``speech``: one turn per speech request), so that they never take a
+            chat turn whatever order the requests race in.
     """
 
     turns: list[Turn] = Field(default_factory=list)
+    lanes: dict[str, list[Turn]] = Field(default_factory=dict)
 
     @classmethod
     def load(cls, source: Script | dict[str, Any] | list[Any] | str | Path) -> Script:

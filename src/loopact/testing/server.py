@@ -167,6 +167,9 @@ class Protocol:
 
     name: str = "protocol"
     paths: tuple[str, ...] = ()
+    lane: str | None = None
+    """When set, requests take turns from ``script.lanes[lane]`` (answered by
+    :meth:`render_static` when the script has no such lane), never from ``turns``."""
 
     def consumes_turn(self, request: RecordedRequest) -> bool:
         """Whether this request is answered by the next turn (False: :meth:`render_static`)."""
@@ -209,13 +212,22 @@ class Protocol:
 
 def default_protocols() -> list[Protocol]:
     """The protocols a server speaks when none are given: OpenAI chat completions,
-    Anthropic Messages, Dify chat-messages (with file uploads) and OpenAI image generation."""
+    Anthropic Messages, Dify chat-messages (with file uploads), OpenAI image generation and
+    OpenAI audio transcription and speech (issue 16)."""
     from loopact.testing.anthropic_protocol import AnthropicMessagesProtocol
+    from loopact.testing.audio_protocol import SpeechProtocol, TranscriptionsProtocol
     from loopact.testing.dify_protocol import DifyProtocol
     from loopact.testing.images_protocol import ImagesProtocol
     from loopact.testing.openai_protocol import OpenAIChatProtocol
 
-    return [OpenAIChatProtocol(), AnthropicMessagesProtocol(), DifyProtocol(), ImagesProtocol()]
+    return [
+        OpenAIChatProtocol(),
+        AnthropicMessagesProtocol(),
+        DifyProtocol(),
+        ImagesProtocol(),
+        TranscriptionsProtocol(),
+        SpeechProtocol(),
+    ]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -307,6 +319,7 @@ class ScriptedModelServer:
         self._requests: list[RecordedRequest] = []
         self._failures: list[str] = []
         self._next_turn = 0
+        self._lane_next: dict[str, int] = {}
         self._turn_requests = 0
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -431,6 +444,10 @@ class ScriptedModelServer:
         """
         with self._lock:
             problems = list(self._failures)
+            for lane, turns in self.script.lanes.items():
+                unused = len(turns) - self._lane_next.get(lane, 0)
+                if unused > 0:
+                    problems.append(f"{unused} of {len(turns)} turns of lane {lane!r} not consumed")
             left = len(self.script.turns) - self._next_turn
             if left:
                 problems.append(
@@ -477,6 +494,8 @@ class ScriptedModelServer:
                     f"request {request.index + 1}: no protocol serves {handler.command} {path}"
                 )
                 plan = _plain_error(404, f"scripted model server: no protocol serves {path}")
+            elif proto.lane is not None:
+                request, turn, plan = self._lane_turn(proto, request)
             elif proto.consumes_turn(request):
                 self._turn_requests += 1
                 if self._next_turn >= len(self.script.turns):
@@ -495,6 +514,22 @@ class ScriptedModelServer:
             plan = self._render(proto, turn, request)
         assert plan is not None
         _write_plan(handler, plan, self._stopping)
+
+    def _lane_turn(
+        self, proto: Protocol, request: RecordedRequest
+    ) -> tuple[RecordedRequest, Turn | None, ResponsePlan | None]:
+        """The next turn of the protocol's lane (call with the lock held)."""
+        assert proto.lane is not None
+        lane = self.script.lanes.get(proto.lane)
+        if lane is None:
+            return request, None, None
+        i = self._lane_next.get(proto.lane, 0)
+        if i >= len(lane):
+            msg = f"scripted model server: lane {proto.lane!r} exhausted after {len(lane)} turns"
+            self._failures.append(msg)
+            return request, None, proto.render_error(500, msg, request)
+        self._lane_next[proto.lane] = i + 1
+        return dataclasses.replace(request, turn_index=i), lane[i], None
 
     def _render(self, proto: Protocol, turn: Turn | None, request: RecordedRequest) -> ResponsePlan:
         try:

@@ -1,0 +1,260 @@
+"""Voice for ``loopact run`` (SPEC F4, G3, issue 16): ``--voice``, ``--audio-in``, ``--audio-out``.
+
+:func:`open_voice` builds, from ``cfg.voice``, the engines (speech to text, text to speech),
+the audio ends (a sound card, a WAV file, a raw PCM pipe) and the voice channel, and registers
+their shutdown on the run's exit stack. :func:`run_voice_file` runs an input recording to its
+end: every utterance handled, every reply spoken, then the ``--once`` exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+
+from loopact.agent import Agent
+from loopact.channels.voice import VoiceChannel
+from loopact.channels.voice_tools import (
+    CommandHandler,
+    VoiceControls,
+    console_commands,
+    make_voice_tools,
+)
+from loopact.config import Config
+from loopact.errors import ConfigError, VoiceError
+from loopact.voice.audio import AudioSink, AudioSource
+from loopact.voice.listen import Listener
+from loopact.voice.playback import Player
+from loopact.voice.stt import OpenAISTT, SpeechToText, WhisperSTT
+from loopact.voice.tts import EspeakTTS, OpenAITTS, TextToSpeech
+from loopact.voice.vad import Endpointer, Vad
+
+
+@dataclass
+class VoiceRun:
+    """The voice parts of a run.
+
+    Attributes:
+        channel: The agent side.
+        listener: Microphone -> transcripts (None without an input).
+        player: The robot's voice (None without an output).
+        source: Where speech comes from, or None.
+        from_file: The input is a recording or pipe that ends (``--audio-in``).
+        controls: Play, pause, resume, stop, record (tools and console commands).
+    """
+
+    channel: VoiceChannel
+    listener: Listener | None
+    player: Player | None
+    source: AudioSource | None
+    from_file: bool
+    controls: VoiceControls
+
+
+def voice_requested(cfg: Config) -> bool:
+    """True when the run uses voice (``voice.enabled``, ``--audio-in`` or ``--audio-out``)."""
+    v = cfg.voice
+    return v.enabled or v.audio_in is not None or v.audio_out is not None
+
+
+def check_modality(cfg: Config) -> None:
+    """G3: voice needs ``agent.modality`` ``any`` or ``voice+text``.
+
+    Raises:
+        ConfigError: The configured modality refuses voice (names the key and the fix).
+    """
+    modality = cfg.agent.modality
+    if voice_requested(cfg) and modality not in ("any", "voice+text"):
+        raise ConfigError(
+            f"agent.modality is {modality!r}: spoken requests are refused; set agent.modality "
+            "to voice+text (or any) to use --voice, --audio-in or --audio-out",
+            key="agent.modality",
+        )
+
+
+def _key(value: Any, env_name: str | None, fallback: str | None) -> str | None:
+    if value is not None:
+        return str(value.get_secret_value())
+    if env_name:
+        return os.environ.get(env_name) or None
+    return fallback
+
+
+def make_stt(cfg: Config) -> SpeechToText:
+    """The speech-to-text engine of ``voice.stt``.
+
+    Raises:
+        ConfigError: ``engine: openai`` without a base URL (``voice.stt.base_url`` or
+            ``model.base_url``).
+    """
+    s = cfg.voice.stt
+    if s.engine == "openai":
+        base = s.base_url or cfg.model.base_url
+        if not base:
+            raise ConfigError(
+                "voice.stt.engine is openai but no base URL is set: give voice.stt.base_url",
+                key="voice.stt.base_url",
+            )
+        same = base == cfg.model.base_url
+        key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None)
+        return OpenAISTT(base, s.model, key, s.timeout_s)
+    return WhisperSTT(s.model_path, s.threads, s.timeout_s)
+
+
+def make_tts(cfg: Config) -> TextToSpeech | None:
+    """The text-to-speech engine of ``voice.tts`` (None for ``engine: none``).
+
+    Raises:
+        ConfigError: ``engine: openai`` without a base URL.
+    """
+    s = cfg.voice.tts
+    if s.engine == "none":
+        return None
+    if s.engine == "openai":
+        base = s.base_url or cfg.model.base_url
+        if not base:
+            raise ConfigError(
+                "voice.tts.engine is openai but no base URL is set: give voice.tts.base_url",
+                key="voice.tts.base_url",
+            )
+        same = base == cfg.model.base_url
+        key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None)
+        return OpenAITTS(base, s.model, s.voice, key, s.timeout_s)
+    return EspeakTTS(s.espeak_voices, s.rate_wpm, s.timeout_s)
+
+
+def _open_ends(cfg: Config) -> tuple[AudioSource | None, AudioSink | None, bool]:
+    from loopact.voice.files import open_sink, open_source
+
+    v = cfg.voice
+    source: AudioSource | None = None
+    sink: AudioSink | None = None
+    if v.audio_in is not None:
+        source = open_source(v.audio_in)
+    if v.audio_out is not None:
+        sink = open_sink(v.audio_out)
+    if v.enabled and (source is None or sink is None):
+        from loopact.voice.device import DeviceSink, DeviceSource
+
+        if source is None:
+            source = DeviceSource(v.input_device)
+        if sink is None:
+            sink = DeviceSink(v.output_device)
+    return source, sink, v.audio_in is not None
+
+
+async def open_voice(
+    cfg: Config, agent: Agent, stack: AsyncExitStack, console: Console
+) -> VoiceRun | None:
+    """Build the voice parts of a run, or None when voice is not requested.
+
+    A missing speech engine (espeak-ng, the offline model) is said in one line and the run
+    goes on in text for that direction.
+
+    Raises:
+        ConfigError: The modality refuses voice, an engine is misconfigured, there is no sound
+            card for ``--voice``, or an audio file cannot be read or written.
+    """
+    if not voice_requested(cfg):
+        return None
+    check_modality(cfg)
+    v = cfg.voice
+    try:
+        source, sink, from_file = _open_ends(cfg)
+    except VoiceError as exc:
+        key = "--audio-in" if "audio" in str(exc) and v.audio_in else "voice"
+        raise ConfigError(str(exc), key=key) from None
+    player: Player | None = None
+    if sink is not None:
+        stack.push_async_callback(sink.close)
+        tts = make_tts(cfg)
+        if isinstance(tts, EspeakTTS):
+            try:
+                tts.check()
+            except VoiceError as exc:
+                console.print(f"[yellow]loopact: {exc}[/]")
+                tts = None
+        player = Player(sink, tts, agent.bus)
+        stack.push_async_callback(player.close)
+    channel = VoiceChannel(agent, player)
+    stack.callback(channel.close)
+    listener: Listener | None = None
+    if source is not None:
+        for note in getattr(source, "notes", []):
+            console.print(f"[yellow]loopact: {source.name}: {note}[/]")
+        stt = make_stt(cfg)
+        stack.push_async_callback(stt.aclose)
+        if isinstance(stt, WhisperSTT):
+            try:
+                await stt.warm_up()
+            except VoiceError as exc:
+                raise ConfigError(str(exc), key="voice.stt") from None
+        listener = Listener(
+            source,
+            stt,
+            player,
+            agent.bus,
+            channel.on_transcript,
+            vad=Vad(v.vad_aggressiveness),
+            endpointer=Endpointer(
+                onset_ms=v.onset_ms,
+                end_silence_ms=v.end_silence_ms,
+                max_utterance_s=v.max_utterance_s,
+            ),
+            barge_in=v.barge_in,
+            lang=cfg.agent.lang,
+        )
+        channel.listener = listener
+        stack.push_async_callback(source.close)
+    controls = VoiceControls(player, listener, cfg.agent.workspace)
+    for tool in make_voice_tools(controls):
+        agent.registry.add(tool)
+    return VoiceRun(channel, listener, player, source, from_file, controls)
+
+
+async def run_voice_file(run: VoiceRun, agent: Agent, console: Console) -> int:
+    """``--audio-in FILE|-``: handle every utterance, speak every reply, then exit.
+
+    Returns the ``--once`` exit code over the commands (0, 3, 1; 1 too when the input held no
+    speech at all).
+    """
+    assert run.listener is not None
+    agent_task = asyncio.ensure_future(agent.run())
+    try:
+        await run.listener.run()
+        await run.channel.wait_done()
+    finally:
+        agent_task.cancel()
+        await asyncio.gather(agent_task, return_exceptions=True)
+    if run.listener.stats.utterances == 0:
+        console.print(f"loopact: no speech heard in {run.listener.source.name}", markup=False)
+        return 1
+    return run.channel.exit_code()
+
+
+def start_listening(
+    run: VoiceRun, agent: Agent, stack: AsyncExitStack, console: Console
+) -> dict[str, CommandHandler]:
+    """``--voice`` beside the terminal chat: listen in the background (a device error is
+    printed, the chat goes on); returns the playback console commands."""
+    listener = run.listener
+    if listener is not None:
+
+        async def listen() -> None:
+            try:
+                await listener.run()
+            except VoiceError as exc:
+                console.print(f"[red]loopact: the microphone stopped: {exc}[/]")
+
+        task = asyncio.ensure_future(listen())
+
+        async def stop_listening() -> None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        stack.push_async_callback(stop_listening)
+    return console_commands(run.controls)

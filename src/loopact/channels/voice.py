@@ -1,0 +1,151 @@
+"""The voice channel (SPEC F4, A6, issue 16): spoken commands in, replies spoken as they stream.
+
+:class:`VoiceChannel` joins a :class:`~loopact.voice.listen.Listener` (microphone ->
+transcripts) and a :class:`~loopact.voice.playback.Player` (the robot's voice) to the agent:
+
+- a transcript that is only "stop" / "停" / "停止" stops the robot's voice and goes to
+  :meth:`Agent.submit`, which stops the task and the robot without the model (the one stop path
+  of the runtime); any other transcript is submitted as a command (``source="voice"``) and
+  preempts the running task like a typed one;
+- every task's reply is spoken sentence by sentence from its ``text_delta`` events while it
+  streams, each task in its own generation (a new task drops the old reply's audio);
+- a reply that did not stream (a bound's fallback text) is spoken from its ``reply`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from loopact.agent.runtime import Agent, is_stop
+from loopact.events import Event
+from loopact.voice.listen import Listener
+from loopact.voice.playback import Player
+from loopact.voice.stt import Transcript
+from loopact.voice.text import SentenceSplitter
+
+log = logging.getLogger(__name__)
+
+
+class VoiceChannel:
+    """Speech in and out for one agent.
+
+    Args:
+        agent: The agent.
+        player: The robot's voice, or None (transcripts only).
+        listener: Set with :meth:`attach_listener` (it needs this channel's handler).
+        source: The ``source`` of submitted commands.
+
+    Attributes:
+        outcomes: ``task_end`` statuses of the tasks that voice commands started, in order.
+    """
+
+    def __init__(self, agent: Agent, player: Player | None, source: str = "voice") -> None:
+        self.agent = agent
+        self.player = player
+        self.source = source
+        self.listener: Listener | None = None
+        self._splitters: dict[str, SentenceSplitter] = {}
+        self._streamed: dict[str, str] = {}
+        self._spoken_any: dict[str, bool] = {}
+        self._voice_tasks: set[str] = set()
+        self.outcomes: list[tuple[str, str]] = []
+        self.submitted = 0
+        self._unsubscribe = agent.bus.subscribe(self._on_event)
+        self._changed = asyncio.Event()
+
+    async def on_transcript(self, transcript: Transcript) -> None:
+        """Handle one transcript: a stop, or a command that preempts the running task."""
+        text = transcript.text.strip()
+        if is_stop(text):
+            if self.player is not None:
+                self.player.stop("spoken stop")
+            self.agent.submit(text, source=self.source)
+            return
+        if self.player is not None:
+            self.player.stop("new command")
+        task_id = self.agent.submit(text, source=self.source)
+        self.submitted += 1
+        if task_id is not None:
+            self._voice_tasks.add(task_id)
+        self._changed.set()
+
+    # ------------------------------------------------------------------ speaking
+    def _on_event(self, ev: Event) -> None:
+        player = self.player
+        tid = ev.task_id or ""
+        typ = ev.type
+        if typ == "task_start":
+            self._splitters[tid] = SentenceSplitter()
+            self._streamed[tid] = ""
+            if player is not None:
+                player.begin(ev.task_id)
+        elif typ == "text_delta":
+            self._streamed[tid] = self._streamed.get(tid, "") + str(ev.data.get("text", ""))
+            splitter = self._splitters.setdefault(tid, SentenceSplitter())
+            for sentence in splitter.feed(str(ev.data.get("text", ""))):
+                self._say(sentence, ev.task_id)
+        elif typ == "model_request":
+            self._streamed[tid] = ""
+        elif typ == "model_retry":
+            self._splitters.get(tid, SentenceSplitter()).reset()
+        elif typ == "model_response":
+            pending = self._splitters.get(tid)
+            rest = pending.flush() if pending is not None else None
+            if rest:
+                self._say(rest, ev.task_id)
+        elif typ == "reply":
+            reply = str(ev.data.get("text", "")).strip()
+            if reply and reply != self._streamed.get(tid, "").strip():
+                splitter = SentenceSplitter()
+                for sentence in splitter.feed(reply + "\n"):
+                    self._say(sentence, ev.task_id)
+        elif typ == "stop":
+            if player is not None:
+                player.stop("stop")
+        elif typ == "task_end":
+            self._splitters.pop(tid, None)
+            self._streamed.pop(tid, None)
+            if tid in self._voice_tasks:
+                self._voice_tasks.discard(tid)
+                self.outcomes.append((tid, str(ev.data.get("status"))))
+            self._changed.set()
+
+    def _say(self, sentence: str, task_id: str | None) -> None:
+        if self.player is not None:
+            self.player.say(sentence, task_id=task_id)
+
+    # ------------------------------------------------------------------ running
+    async def wait_done(self) -> None:
+        """Wait until the agent is idle and everything has been spoken (end of an input file)."""
+        while True:
+            await self.agent.wait_idle()
+            if self.player is not None:
+                await self.player.wait_idle()
+            await asyncio.sleep(0)
+            if not self.agent.busy and (self.player is None or not self.player.busy):
+                return
+
+    def exit_code(self) -> int:
+        """``--once`` exit code over the voice commands: 1 if any failed, else 3 if any ended
+        on a bound, else 0 (preempted tasks count as handled)."""
+        statuses = {status for _tid, status in self.outcomes}
+        if "failed" in statuses:
+            return 1
+        if "bounded" in statuses:
+            return 3
+        return 0
+
+    def status(self) -> dict[str, Any]:
+        """For ``/status``: playing, paused, generation."""
+        player = self.player
+        return {
+            "playing": bool(player and player.playing),
+            "paused": player.paused if player else None,
+            "gen": player.gen if player else 0,
+        }
+
+    def close(self) -> None:
+        """Stop following the agent's events."""
+        self._unsubscribe()

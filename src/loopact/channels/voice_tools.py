@@ -1,0 +1,168 @@
+"""Playback controls as tools and console commands (SPEC F4, issue 16).
+
+Like the seeds' ``wavplay`` / ``wavrecord``: ``play_audio`` plays a WAV file of the workspace
+through the robot's speaker (a new playback replaces what was playing), ``pause_audio`` /
+``resume_audio`` pause and continue it (or a spoken reply), ``stop_audio`` stops it and drops
+what was queued, ``record_audio`` records the microphone for some seconds into a WAV file of the
+workspace. The terminal offers the same as ``/play FILE``, ``/pause``, ``/resume``,
+``/stopaudio`` and ``/record SECONDS [FILE]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from loopact.errors import AudioFormatError, ToolError
+from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+from loopact.tools.builtin.files import Workspace, write_text
+from loopact.voice.audio import duration_s, read_wav, wav_bytes
+from loopact.voice.listen import Listener
+from loopact.voice.playback import Player
+
+MAX_RECORD_S = 120.0
+"""The longest recording, in seconds."""
+
+
+class VoiceControls:
+    """The operations behind the tools and commands.
+
+    Args:
+        player: The robot's voice, or None (no speaker).
+        listener: The microphone, or None.
+        workspace: The folder files are read from and written to.
+    """
+
+    def __init__(self, player: Player | None, listener: Listener | None, workspace: Path) -> None:
+        self.player = player
+        self.listener = listener
+        self.ws = Workspace(workspace)
+
+    def _need_player(self) -> Player:
+        if self.player is None:
+            raise ToolError("no speaker: start loopact with --voice or --audio-out")
+        return self.player
+
+    def play(self, filename: str) -> ToolResult:
+        """Play a WAV file of the workspace."""
+        player = self._need_player()
+        path = self.ws.resolve(filename)
+        try:
+            pcm, notes = read_wav(path)
+        except AudioFormatError as exc:
+            raise ToolError(str(exc)) from None
+        player.play_pcm(pcm, f"file {self.ws.relative(path)}")
+        return ToolResult.success(
+            f"playing {self.ws.relative(path)} ({duration_s(pcm):.1f} s)",
+            path=self.ws.relative(path),
+            duration_s=round(duration_s(pcm), 2),
+            notes=notes,
+        )
+
+    def pause(self) -> str:
+        """Pause the playback."""
+        return "paused" if self._need_player().pause("user") else "nothing is playing"
+
+    def resume(self) -> str:
+        """Resume the playback."""
+        return "resumed" if self._need_player().resume() else "nothing is paused"
+
+    def stop(self) -> str:
+        """Stop the playback and drop the queue."""
+        return "stopped" if self._need_player().stop("user") else "nothing was playing"
+
+    async def record(self, seconds: float, filename: str | None = None) -> ToolResult:
+        """Record the microphone into a WAV file of the workspace."""
+        if self.listener is None:
+            raise ToolError("no microphone: start loopact with --voice or --audio-in")
+        if not 0 < seconds <= MAX_RECORD_S:
+            raise ToolError(f"seconds must be > 0 and <= {MAX_RECORD_S:g}, got {seconds:g}")
+        name = filename or time.strftime("recordings/rec-%Y%m%d-%H%M%S.wav")
+        if not name.lower().endswith(".wav"):
+            raise ToolError(f"filename {name!r} must end in .wav")
+        self.ws.resolve(name)  # refuse a path outside the workspace before recording
+        pcm = await self.listener.record(seconds)
+        result = write_text(self.ws, name, wav_bytes(pcm))
+        if not result.ok:
+            return result
+        return ToolResult.success(
+            f"recorded {duration_s(pcm):.1f} s to {result.metadata['path']}",
+            path=result.metadata["path"],
+            duration_s=round(duration_s(pcm), 2),
+        )
+
+
+def make_voice_tools(controls: VoiceControls) -> list[Tool]:
+    """``play_audio``, ``pause_audio``, ``resume_audio``, ``stop_audio``, ``record_audio``."""
+
+    @tool(safety=SafetyClass.IDEMPOTENT)
+    async def play_audio(filename: str) -> ToolResult:
+        """Play a WAV file from the workspace through the robot's speaker.
+
+        Args:
+            filename: A WAV file in the workspace, e.g. 'recordings/hello.wav'.
+        """
+        return controls.play(filename)
+
+    @tool(safety=SafetyClass.IDEMPOTENT)
+    async def pause_audio() -> str:
+        """Pause what the robot is playing or saying (resume_audio continues it)."""
+        return controls.pause()
+
+    @tool(safety=SafetyClass.IDEMPOTENT)
+    async def resume_audio() -> str:
+        """Continue paused playback."""
+        return controls.resume()
+
+    @tool(safety=SafetyClass.IDEMPOTENT)
+    async def stop_audio() -> str:
+        """Stop what the robot is playing or saying and drop what is queued."""
+        return controls.stop()
+
+    @tool(safety=SafetyClass.WRITE, timeout_s=MAX_RECORD_S + 10)
+    async def record_audio(seconds: float, filename: str | None = None) -> ToolResult:
+        """Record the microphone into a WAV file in the workspace.
+
+        Args:
+            seconds: How long to record, in seconds (more than 0, at most 120).
+            filename: Where to save it (a .wav path in the workspace); default
+                recordings/rec-<date>-<time>.wav.
+        """
+        return await controls.record(seconds, filename)
+
+    return [play_audio, pause_audio, resume_audio, stop_audio, record_audio]
+
+
+CommandHandler = Callable[[list[str]], Awaitable[str]]
+
+
+def console_commands(controls: VoiceControls) -> dict[str, CommandHandler]:
+    """``/play FILE``, ``/pause``, ``/resume``, ``/stopaudio``, ``/record SECONDS [FILE]``."""
+
+    async def play(args: list[str]) -> str:
+        if len(args) != 1:
+            return "usage: /play FILE.wav"
+        result = controls.play(args[0])
+        return str(result.data if result.ok else result.error)
+
+    async def record(args: list[str]) -> str:
+        try:
+            seconds = float(args[0]) if args else 5.0
+        except ValueError:
+            return "usage: /record SECONDS [FILE.wav]"
+        result = await controls.record(seconds, args[1] if len(args) > 1 else None)
+        return str(result.data if result.ok else result.error)
+
+    async def simple(fn: Callable[[], str]) -> str:
+        await asyncio.sleep(0)
+        return fn()
+
+    return {
+        "/play": play,
+        "/pause": lambda _a: simple(controls.pause),
+        "/resume": lambda _a: simple(controls.resume),
+        "/stopaudio": lambda _a: simple(controls.stop),
+        "/record": record,
+    }

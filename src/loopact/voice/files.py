@@ -1,0 +1,190 @@
+"""WAV files and raw PCM pipes as audio sources and sinks (issue 16: ``--audio-in/--audio-out``).
+
+A file source plays its recording into the pipeline in real time, like a microphone (so a
+reply and a second utterance overlap as they would in a room), and ends after the recording.
+A raw pipe (``-``: stdin / stdout) carries signed 16-bit little-endian mono PCM at 16 kHz with
+no header. A file sink writes exactly what was played (an interrupted sentence is cut where
+playback stopped); the gaps between replies are not written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+import wave
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import BinaryIO
+
+from loopact.errors import AudioFormatError
+from loopact.voice.audio import (
+    FRAME_BYTES,
+    SAMPLE_RATE,
+    AudioFrame,
+    ClockedSink,
+    paced,
+    read_wav,
+)
+
+_PIPE_READ = 4096
+
+
+class WavFileSource:
+    """A WAV file played into the pipeline like a microphone (real time by default).
+
+    Args:
+        path: The WAV file (any rate, mono or stereo, 8/16/32-bit PCM).
+        realtime: Pace the frames at the recording's speed (False: as fast as possible).
+        lead_in_s: Silence before the recording (lets the pipeline settle).
+        tail_s: Silence after it, so the last utterance's end is heard.
+
+    Attributes:
+        notes: What was converted or is wrong with the recording (stereo, 8 kHz, clipping).
+
+    Raises:
+        AudioFormatError: The file is missing or is not a PCM WAV file.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        realtime: bool = True,
+        lead_in_s: float = 0.0,
+        tail_s: float = 1.0,
+    ) -> None:
+        self.name = str(path)
+        self.pcm, self.notes = read_wav(path)
+        self._realtime = realtime
+        self._lead = b"\0\0" * int(lead_in_s * SAMPLE_RATE)
+        self._tail = b"\0\0" * int(tail_s * SAMPLE_RATE)
+        self._closed = False
+
+    async def frames(self) -> AsyncIterator[AudioFrame]:
+        """The recording's frames, then ``tail_s`` of silence."""
+        async for frame in paced(self._lead + self.pcm + self._tail, self._realtime):
+            if self._closed:
+                return
+            yield frame
+
+    async def close(self) -> None:
+        """Stop early."""
+        self._closed = True
+
+
+class PcmPipeSource:
+    """Raw 16 kHz mono s16le PCM from a pipe (``-``: standard input) until end of file.
+
+    The producer paces it (another process's microphone); frames are stamped on arrival.
+
+    Args:
+        stream: A binary stream (``sys.stdin.buffer`` when None).
+        tail_s: Silence added at end of file, so the last utterance's end is heard.
+    """
+
+    def __init__(self, stream: BinaryIO | None = None, *, tail_s: float = 1.0) -> None:
+        self.name = "stdin"
+        self._stream = stream if stream is not None else sys.stdin.buffer
+        self._tail_s = tail_s
+        self._closed = False
+        self.notes: list[str] = []
+
+    async def frames(self) -> AsyncIterator[AudioFrame]:
+        """Frames as the bytes arrive; then ``tail_s`` of silence in real time."""
+        loop = asyncio.get_running_loop()
+        pending = bytearray()
+        while not self._closed:
+            read = getattr(self._stream, "read1", self._stream.read)
+            chunk = await loop.run_in_executor(None, read, _PIPE_READ)
+            if not chunk:
+                break
+            pending.extend(chunk)
+            while len(pending) >= FRAME_BYTES:
+                yield AudioFrame(bytes(pending[:FRAME_BYTES]), time.monotonic())
+                del pending[:FRAME_BYTES]
+        if len(pending) % 2:
+            self.notes.append("the PCM stream ended in the middle of a sample")
+            pending = pending[:-1]
+        async for frame in paced(bytes(pending) + b"\0\0" * int(self._tail_s * SAMPLE_RATE)):
+            yield frame
+
+    async def close(self) -> None:
+        """Stop reading (the pipe itself belongs to the caller)."""
+        self._closed = True
+
+
+class WavFileSink(ClockedSink):
+    """Writes what is played into a 16 kHz mono WAV file (header completed on close).
+
+    Raises:
+        AudioFormatError: The file cannot be created.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(str(path))
+        try:
+            self._wav = wave.open(str(path), "wb")  # noqa: SIM115
+        except OSError as exc:
+            raise AudioFormatError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+        self._wav.setnchannels(1)
+        self._wav.setsampwidth(2)
+        self._wav.setframerate(SAMPLE_RATE)
+
+    def emit(self, pcm: bytes, t_s: float) -> None:
+        """Append the played chunk."""
+        self._wav.writeframesraw(pcm)
+
+    async def close(self) -> None:
+        """Stop playing and finish the file."""
+        await super().close()
+        with contextlib.suppress(OSError, wave.Error):
+            self._wav.close()
+
+
+class PcmPipeSink(ClockedSink):
+    """Writes what is played as raw 16 kHz mono s16le PCM to a pipe (``-``: standard output)."""
+
+    def __init__(self, stream: BinaryIO | None = None) -> None:
+        super().__init__("stdout")
+        self._stream = stream if stream is not None else sys.stdout.buffer
+        self.broken = False
+
+    def emit(self, pcm: bytes, t_s: float) -> None:
+        """Write the played chunk; a closed pipe stops the output, not the agent."""
+        if self.broken:
+            return
+        try:
+            self._stream.write(pcm)
+            self._stream.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            self.broken = True
+
+    async def close(self) -> None:
+        """Stop playing and flush."""
+        await super().close()
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            self._stream.flush()
+
+
+def open_source(spec: str, *, realtime: bool = True) -> WavFileSource | PcmPipeSource:
+    """``--audio-in FILE|-``: a WAV file source, or raw PCM from standard input for ``-``.
+
+    Raises:
+        AudioFormatError: The file is missing or not a PCM WAV file.
+    """
+    if spec == "-":
+        return PcmPipeSource()
+    return WavFileSource(spec, realtime=realtime)
+
+
+def open_sink(spec: str) -> WavFileSink | PcmPipeSink:
+    """``--audio-out FILE|-``: a WAV file, or raw PCM on standard output for ``-``.
+
+    Raises:
+        AudioFormatError: The file cannot be created.
+    """
+    if spec == "-":
+        return PcmPipeSink()
+    return WavFileSink(spec)

@@ -1,0 +1,252 @@
+"""Listening (SPEC F4, A6, issue 16): microphone frames -> echo canceller -> VAD -> utterances
+-> speech to text -> the channel's handler, with barge-in on voice activity.
+
+:class:`Listener` knows nothing of the agent: it calls ``on_transcript`` with every non-empty
+transcript, and the voice channel (``loopact.channels.voice``) turns it into a command or a
+stop. Barge-in happens on the *onset* of speech (voice activity for ``onset_ms``), never on a
+transcript: the player pauses at once. If the utterance then turns out to be no speech (too
+short, an empty transcript, an engine error), the pause is undone (a false interruption, as
+LiveKit's users asked for); if it holds words, the handler decides.
+
+Events::
+
+    {"type": "speech_in", "state": "started", "t_s": ..., "barge_in": true}
+    {"type": "speech_in", "state": "ended", "duration_s": 1.6, "truncated": false, "notes": []}
+    {"type": "speech_in", "state": "discarded", "reason": "too short"}
+    {"type": "transcript", "text": "move forward one meter", "lang": "en", "engine": "whisper",
+     "audio_s": 1.6, "elapsed_s": 0.4, "rtf": 0.25}
+    {"type": "transcript", "text": "", "error": "...", "note": "..."}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from loopact.errors import SpeechEngineError
+from loopact.events import EventBus
+from loopact.voice.audio import AudioFrame, AudioSource, rms
+from loopact.voice.echo import EchoCanceller
+from loopact.voice.playback import Player
+from loopact.voice.stt import SpeechToText, Transcript
+from loopact.voice.vad import Endpointer, Onset, Utterance, Vad
+
+log = logging.getLogger(__name__)
+
+TranscriptHandler = Callable[[Transcript], Awaitable[None]]
+
+
+@dataclass
+class ListenerStats:
+    """What happened, for tests and benchmarks.
+
+    Attributes:
+        onsets: Monotonic times of speech onsets (first speech frame).
+        barge_ins: ``(onset_s, detected_s)`` of onsets that paused the robot's voice.
+        utterances: Utterances that ended.
+        transcripts: Transcripts received (also empty ones).
+    """
+
+    onsets: list[float] = field(default_factory=list)
+    barge_ins: list[tuple[float, float]] = field(default_factory=list)
+    utterances: int = 0
+    transcripts: list[Transcript] = field(default_factory=list)
+
+
+class Listener:
+    """Turns a source's frames into transcripts.
+
+    Args:
+        source: The microphone (or file, pipe, page, topic).
+        stt: The speech-to-text engine.
+        player: The robot's voice (barge-in pauses it; its played audio is the echo
+            reference), or None when nothing is spoken.
+        bus: Where ``speech_in`` / ``transcript`` events go.
+        on_transcript: Called with each non-empty transcript.
+        vad: Frame classifier (a new :class:`Vad` when None).
+        endpointer: Utterance segmentation (a new :class:`Endpointer` when None).
+        barge_in: Pause the robot's voice on user speech.
+        echo_gate: While the robot speaks, the residual after echo cancellation must be at
+            least this fraction of the echo's RMS to count as a person speaking.
+        lang: The language hint for the engine (``en``/``zh``) or None.
+    """
+
+    def __init__(
+        self,
+        source: AudioSource,
+        stt: SpeechToText,
+        player: Player | None,
+        bus: EventBus,
+        on_transcript: TranscriptHandler,
+        *,
+        vad: Vad | None = None,
+        endpointer: Endpointer | None = None,
+        barge_in: bool = True,
+        echo_gate: float = 0.5,
+        lang: str | None = None,
+    ) -> None:
+        self.source = source
+        self.stt = stt
+        self.player = player
+        self.bus = bus
+        self.on_transcript = on_transcript
+        self.vad = vad or Vad()
+        self.endpointer = endpointer or Endpointer()
+        self.barge_in = barge_in
+        self.echo_gate = echo_gate
+        self.lang = lang
+        self.echo = EchoCanceller()
+        if player is not None:
+            player.sink.add_listener(self.echo.add_reference)
+        self.stats = ListenerStats()
+        self._pending: set[asyncio.Task[None]] = set()
+        self._chain: asyncio.Future[None] | None = None
+        self._recorders: list[tuple[bytearray, int, asyncio.Future[bytes]]] = []
+        self.muted = False
+
+    async def run(self) -> None:
+        """Listen until the source ends; then wait for the last transcripts to be handled."""
+        try:
+            async for frame in self.source.frames():
+                self.feed(frame)
+        finally:
+            utt = self.endpointer.flush()
+            if utt is not None:
+                self._utterance(utt)
+            for buf, _n, fut in self._recorders:
+                if not fut.done():
+                    fut.set_result(bytes(buf))
+            self._recorders.clear()
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+    def feed(self, frame: AudioFrame) -> None:
+        """Process one microphone frame (called for every frame, in order)."""
+        self._record(frame)
+        if self.muted:
+            return
+        result = self.echo.process(frame)
+        residual = result.residual
+        speech = self.vad.is_speech(residual)
+        if speech and result.echo_rms > 0 and rms(residual) < self.echo_gate * result.echo_rms:
+            speech = False  # what is left is the robot's own voice
+        clean = (
+            AudioFrame(residual.astype("<i2").tobytes(), frame.t_s) if result.echo_rms else frame
+        )
+        for event in self.endpointer.push(clean, speech):
+            if isinstance(event, Onset):
+                self._onset(event)
+            elif isinstance(event, Utterance):
+                self._utterance(event)
+            else:
+                self.bus.emit("speech_in", None, state="discarded", reason="too short")
+                if self.player is not None:
+                    self.player.recover()
+
+    def _onset(self, onset: Onset) -> None:
+        self.stats.onsets.append(onset.start_s)
+        barged = False
+        if self.barge_in and self.player is not None and self.player.playing:
+            barged = self.player.barge_in()
+            if barged:
+                self.stats.barge_ins.append((onset.start_s, onset.detected_s))
+        self.bus.emit(
+            "speech_in", None, state="started", t_s=round(onset.start_s, 3), barge_in=barged
+        )
+
+    def _utterance(self, utt: Utterance) -> None:
+        self.stats.utterances += 1
+        samples = np.frombuffer(utt.pcm, dtype="<i2")
+        clipped = float(np.mean(np.abs(samples.astype(np.int32)) >= 32000)) if samples.size else 0
+        if clipped > 0.005:
+            utt.notes.append(f"the speech is clipped ({clipped:.1%} of samples at full scale)")
+        if utt.truncated:
+            utt.notes.append(
+                f"an utterance longer than {utt.duration_s:.0f} s was cut there; "
+                "the rest is heard as the next one"
+            )
+        self.bus.emit(
+            "speech_in",
+            None,
+            state="ended",
+            duration_s=round(utt.duration_s, 3),
+            t_s=round(utt.start_s, 3),
+            truncated=utt.truncated,
+            notes=utt.notes,
+        )
+        task = asyncio.ensure_future(self._transcribe(utt, self._chain))
+        self._chain = task
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _transcribe(self, utt: Utterance, before: asyncio.Future[None] | None) -> None:
+        t_end = time.monotonic()
+        try:
+            transcript: Transcript | None = await self.stt.transcribe(utt.pcm, self.lang)
+            error = None
+        except SpeechEngineError as exc:
+            transcript, error = None, str(exc)
+        except Exception as exc:  # an engine bug must not stop the listener
+            log.exception("speech to text failed")
+            transcript, error = None, f"speech to text failed: {type(exc).__name__}: {exc}"
+        if before is not None:  # hand transcripts over in the order they were spoken
+            with contextlib.suppress(Exception):
+                await asyncio.shield(before)
+        if transcript is None:
+            self.bus.emit(
+                "transcript",
+                None,
+                text="",
+                error=error,
+                note="not understood; type the command instead",
+            )
+            if self.player is not None:
+                self.player.recover()
+            return
+        self.stats.transcripts.append(transcript)
+        data: dict[str, object] = {
+            "text": transcript.text,
+            "lang": transcript.lang,
+            "engine": transcript.engine,
+            "audio_s": round(transcript.audio_s, 3),
+            "elapsed_s": round(transcript.elapsed_s, 3),
+            "rtf": round(transcript.rtf, 3),
+            "latency_s": round(time.monotonic() - t_end, 3),
+        }
+        words = transcript.text.strip(" .,!?。！？…-")
+        if not words:
+            data["note"] = "no words recognised (silence or noise); nothing was sent"
+        elif self.lang and transcript.lang != self.lang:
+            data["note"] = f"heard {transcript.lang} while the agent language is {self.lang}"
+        self.bus.emit("transcript", None, **data)
+        if not words:
+            if self.player is not None:
+                self.player.recover()
+            return
+        await self.on_transcript(transcript)
+
+    # ------------------------------------------------------------------ recording
+    def _record(self, frame: AudioFrame) -> None:
+        if not self._recorders:
+            return
+        keep = []
+        for buf, n, fut in self._recorders:
+            buf.extend(frame.pcm)
+            if len(buf) >= n or fut.done():
+                if not fut.done():
+                    fut.set_result(bytes(buf[:n]))
+            else:
+                keep.append((buf, n, fut))
+        self._recorders = keep
+
+    async def record(self, seconds: float) -> bytes:
+        """The next ``seconds`` of microphone audio (shorter if the input ends)."""
+        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._recorders.append((bytearray(), int(seconds * 16000) * 2, fut))
+        return await fut

@@ -1,0 +1,98 @@
+"""``loopact run --audio-in`` end to end (issue 16 acceptance 1 and 2): espeak-ng speech in,
+offline transcription, the real provider against the scripted model server, the MuJoCo robot,
+the reply spoken by espeak-ng into a WAV; graded by the simulator's ground truth."""
+
+from __future__ import annotations
+
+import wave
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.agent.helpers import call
+from tests.test_cli import run_cli
+from tests.voice.helpers import needs_espeak
+
+from loopact.sim.simlog import read_sim_log
+from loopact.trace import read_trace
+
+pytestmark = [pytest.mark.sim, needs_espeak]
+
+
+def _voice_run(server: Any, tmp_path: Path, audio_in: Path, *extra: str) -> Any:
+    return run_cli(
+        [
+            "run",
+            "--robot",
+            "sim",
+            "--audio-in",
+            str(audio_in),
+            "--audio-out",
+            str(tmp_path / "reply.wav"),
+            "--trace",
+            str(tmp_path / "t.jsonl"),
+            "--sim-log",
+            str(tmp_path / "poses.jsonl"),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m",
+            "--workspace",
+            str(tmp_path / "ws"),
+            "--no-memory",
+            "--sim-speed",
+            "2",
+            *extra,
+        ],
+        tmp_path,
+        timeout=240,
+    )
+
+
+def test_spoken_command_moves_the_robot_and_the_reply_is_spoken(
+    scripted_server: Any, spoken: Callable[..., Path], tmp_path: Path
+) -> None:
+    reply = "I moved forward one meter. The way ahead is clear. What next?"
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [call("move_forward", {"distance_m": 1.0})],
+                "expect": {"last_user_contains": "forward"},
+            },
+            {"text": reply, "chunk_size": 6, "chunk_delay_s": 0.15},
+        ]
+    )
+    audio = spoken([0.5, "move forward one meter", 0.2], "forward")
+    proc = _voice_run(server, tmp_path, audio)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == reply
+    events = list(read_trace(tmp_path / "t.jsonl"))
+    types = [e["type"] for e in events]
+    transcript = next(e for e in events if e["type"] == "transcript")
+    assert transcript["engine"] == "whisper"
+    assert "forward" in transcript["text"].lower() and "meter" in transcript["text"].lower()
+    assert types.index("speech_in") < types.index("transcript") < types.index("task_start")
+    start = next(e for e in events if e["type"] == "task_start")
+    assert start["source"] == "voice"
+    # ground truth: the simulator's own pose log
+    last = list(read_sim_log(tmp_path / "poses.jsonl"))[-1]
+    assert abs(last["x_m"] - 1.0) <= 0.05, last
+    # one speech_out per sentence, the first before the reply's end
+    playing = [e for e in events if e["type"] == "speech_out" and e["state"] == "playing"]
+    assert [e["text"] for e in playing] == [
+        "I moved forward one meter.",
+        "The way ahead is clear.",
+        "What next?",
+    ]
+    reply_ev = next(e for e in events if e["type"] == "reply")
+    assert playing[0]["ts"] < reply_ev["ts"]
+    last_response = [e for e in events if e["type"] == "model_response"][-1]
+    assert playing[0]["ts"] < last_response["ts"]  # spoken while the text still streamed
+    with wave.open(str(tmp_path / "reply.wav")) as wav:
+        assert (wav.getframerate(), wav.getnchannels()) == (16000, 1)
+        seconds = wav.getnframes() / wav.getframerate()
+    words = len(reply.split())
+    # espeak-ng at 165 words per minute plus its pauses: 0.25 .. 0.7 s per word
+    assert 0.25 * words <= seconds <= 0.7 * words, seconds
+    assert abs(seconds - sum(e["duration_s"] for e in playing)) < 0.1
