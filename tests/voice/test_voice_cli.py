@@ -96,3 +96,52 @@ def test_spoken_command_moves_the_robot_and_the_reply_is_spoken(
     # espeak-ng at 165 words per minute plus its pauses: 0.25 .. 0.7 s per word
     assert 0.25 * words <= seconds <= 0.7 * words, seconds
     assert abs(seconds - sum(e["duration_s"] for e in playing)) < 0.1
+
+
+def test_spoken_stop_during_a_long_reply_stops_playback_and_the_base(
+    scripted_server: Any, spoken: Callable[..., Path], tmp_path: Path
+) -> None:
+    long_reply = " ".join(
+        f"I am driving forward three meters now, this is sentence {n} of my long answer."
+        for n in range(1, 9)
+    )
+    server = scripted_server(
+        [
+            {
+                "text": long_reply,
+                "tool_calls": [call("move_forward", {"distance_m": 3.0})],
+                "chunk_size": 40,
+            },
+            {"text": "I see a red box.", "expect": {"last_user_contains": "see"}},
+        ]
+    )
+    audio = spoken(
+        [0.5, "move forward three meters", 7.0, "stop", 2.5, "what do you see", 0.2], "stop"
+    )
+    proc = _voice_run(server, tmp_path, audio, "--yes")
+    assert proc.returncode == 0, proc.stderr
+    events = list(read_trace(tmp_path / "t.jsonl"))
+    texts = [e["text"].lower() for e in events if e["type"] == "transcript"]
+    assert len(texts) == 3 and "stop" in texts[1], texts
+    stop = next(e for e in events if e["type"] == "stop")
+    assert stop["source"] == "voice"
+    outs = [e for e in events if e["type"] == "speech_out"]
+    paused = next(e for e in outs if e["state"] == "paused")
+    stopped = next(e for e in outs if e["state"] == "stopped")
+    assert paused["reason"] == "barge-in" and paused["ts"] <= stop["ts"]
+    # the playback stopped before the next model request (and that request was the third
+    # utterance's, not the stopped task's)
+    requests = [e for e in events if e["type"] == "model_request"]
+    assert len(requests) == 2
+    assert stopped["ts"] < requests[1]["ts"]
+    first_end = next(e for e in events if e["type"] == "task_end")
+    assert first_end["status"] == "preempted"
+    # the base stopped: where it was when the task was preempted is where it stayed
+    state = next(e for e in events if e["type"] == "robot_state")
+    last = list(read_sim_log(tmp_path / "poses.jsonl"))[-1]
+    assert 0.05 < last["x_m"] < 2.7, last
+    assert abs(last["x_m"] - state["x_m"]) < 0.1, (last, state)
+    # the reply was cut: far less audio than the whole long answer
+    played = [e for e in outs if e["state"] == "playing" and e["task_id"] == first_end["task_id"]]
+    assert len(played) < 8
+    assert proc.stdout.strip().splitlines()[-1] == "I see a red box."
