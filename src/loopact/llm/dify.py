@@ -44,7 +44,7 @@ from loopact.llm.messages import Image, Message, TextPart, Usage
 from loopact.llm.think import ThinkSplitter
 from loopact.llm.wire import JSONBody, read_body
 
-__all__ = ["DIFY_CAPABILITIES", "DifyModel"]
+__all__ = ["DIFY_CAPABILITIES", "DifyModel", "task_recap"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,26 +125,28 @@ class DifyModel:
 
     # ---- request ---------------------------------------------------------------------------
 
-    def query_for(self, messages: Sequence[Message]) -> tuple[str, list[Image]]:
+    def query_for(self, messages: Sequence[Message], task: str = "") -> tuple[str, list[Image]]:
         """What to send for ``messages``: the new text and the images to upload.
 
         Args:
             messages: The canonical history.
+            task: The current task's instruction (:attr:`ModelRequest.task`), if known.
 
         Returns:
             ``(query, images)``: the user and tool messages after the last assistant message,
-            joined (tool results as ``Result of <tool>: <text>``), prefixed with the system
-            prompt on a conversation's first request.
+            joined (tool results as ``Result of <tool>: <text>``). On a conversation's first
+            request the system prompt comes first and, when the task began before the new
+            text (Dify lost the conversation mid-task: HTTP 404 "Conversation Not Exists."),
+            a recap carries it over: the instruction and a short account of what already ran
+            (issue 22 item 9).
 
         Raises:
             ModelFatalError: There is nothing new to send.
         """
-        tail: list[Message] = []
-        for m in reversed(messages):
-            if m.role in ("assistant", "system"):
-                break
-            tail.append(m)
-        tail.reverse()
+        start = len(messages)
+        while start and messages[start - 1].role not in ("assistant", "system"):
+            start -= 1
+        tail = messages[start:]
         texts: list[str] = []
         images: list[Image] = []
         for m in tail:
@@ -157,10 +159,12 @@ class DifyModel:
         if not texts and not images:
             raise ModelFatalError("nothing new to send to Dify: the history ends without a user")
         query = "\n\n".join(texts)
-        if self.send_system_prompt and not self._conversation_id:
-            system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
-            if system:
-                query = f"{system}\n\n{query}" if query else system
+        if not self._conversation_id:
+            system = ""
+            if self.send_system_prompt:
+                system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
+            recap = task_recap(messages[:start], tail, task)
+            query = "\n\n".join(part for part in (system, recap, query) if part)
         return query, images
 
     async def _upload(self, image: Image) -> str:
@@ -219,7 +223,7 @@ class DifyModel:
             ModelFatalError: An ``error`` event (naming Dify's code and message), another
                 HTTP error, a malformed event.
         """
-        query, images = self.query_for(request.messages)
+        query, images = self.query_for(request.messages, request.task)
         files, notes = await self._files(images)
         if notes:
             query = "\n".join([query, *notes]) if query else "\n".join(notes)
@@ -333,6 +337,74 @@ class DifyModel:
                 return
             else:
                 logger.debug("dify event %s ignored", kind)
+
+
+_RECAP_INTRO = (
+    "(The server lost the earlier conversation, so this is a new one, in the middle of a task.)"
+)
+_RECAP_STEP_CHARS = 300
+_RECAP_CHARS = 3000
+_RESULT_PREFIX = "Result of "  # how a tool result reads as text (here and in action text)
+
+
+def task_recap(earlier: Sequence[Message], tail: Sequence[Message], task: str = "") -> str:
+    """The task so far, for a conversation that starts mid-task (issue 22 item 9).
+
+    Args:
+        earlier: The messages before the new text.
+        tail: The new text's messages (the query).
+        task: The task's instruction, when known; else the last user message that is not a
+            tool result stands for it.
+
+    Returns:
+        ``""`` when the task starts in ``tail`` or nothing was said before; else the
+        instruction and one line per step that followed it (the newest steps when they do
+        not all fit in about 3,000 characters).
+    """
+    wanted = task.strip()
+
+    def is_instruction(m: Message) -> bool:
+        if m.role != "user":
+            return False
+        if wanted:
+            return m.text.strip() == wanted
+        return bool(m.text.strip()) and not m.text.startswith(_RESULT_PREFIX)
+
+    if any(is_instruction(m) for m in tail):
+        return ""
+    begin = next((i for i in range(len(earlier) - 1, -1, -1) if is_instruction(earlier[i])), None)
+    if begin is None:
+        return ""
+    steps: list[str] = []
+    for m in earlier[begin + 1 :]:
+        text = _clip(" ".join(m.text.split()), _RECAP_STEP_CHARS)
+        if not text or m.role == "system":
+            continue
+        if m.role == "assistant":
+            steps.append(f"- You wrote: {text}")
+        elif m.role == "tool":
+            steps.append(f"- {_RESULT_PREFIX}{m.name or 'tool'}: {text}")
+        else:
+            steps.append(f"- {text}")
+    kept: list[str] = []
+    size = 0
+    for step in reversed(steps):
+        size += len(step) + 1
+        if size > _RECAP_CHARS:
+            kept.append("- (earlier steps left out)")
+            break
+        kept.append(step)
+    kept.reverse()
+    instruction = _clip(earlier[begin].text.strip(), 2000)
+    lines = [_RECAP_INTRO, f"The task: {instruction}"]
+    if kept:
+        lines += ["What already happened:", *kept]
+    lines.append("Go on with the task from here.")
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 async def _payloads(response: httpx2.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
