@@ -70,7 +70,9 @@ async def serve_web(
             host=cfg.web.host,
             port=cfg.web.port,
             token=token,
-            settings=settings_from_config(cfg, on_settings=apply, token=token),
+            settings=_with_voice(
+                settings_from_config(cfg, on_settings=apply, token=token), cfg, agent, stack
+            ),
         )
     except ConfigError as exc:
         if exc.key == "web.token":
@@ -81,3 +83,21 @@ async def serve_web(
     if token:
         return f"{web.url} (open {web.url}/?token=<your --web-token> once; it sets a cookie)"
     return str(web.url)
+
+
+def _with_voice(settings: Any, cfg: Config, agent: Agent, stack: AsyncExitStack) -> Any:
+    """The console's microphone button (issue 16): a :class:`WebVoice` whose engines are
+    built from ``cfg.voice`` on first use; refused with a reason under a text-only or
+    image+text modality (G3)."""
+    from loopact.app.voice import make_stt, make_tts
+    from loopact.channels.web.voice import WebVoice
+
+    modality = cfg.agent.modality
+    refusal = None
+    if modality not in ("any", "voice+text"):
+        refusal = f"spoken requests are refused: agent.modality is {modality!r}"
+    voice = WebVoice(agent, agent.bus, lambda: make_stt(cfg), lambda: make_tts(cfg), refusal)
+    stack.push_async_callback(voice.close)
+    settings.voice = voice
+    settings.modality = modality
+    return settings

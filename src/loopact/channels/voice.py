@@ -36,13 +36,18 @@ class VoiceChannel:
         player: The robot's voice, or None (transcripts only).
         listener: Set with :meth:`attach_listener` (it needs this channel's handler).
         source: The ``source`` of submitted commands.
+        speak: ``all`` speaks every task's reply; ``own`` only the replies to the commands
+            this channel submitted (the web console's microphone).
 
     Attributes:
         outcomes: ``task_end`` statuses of the tasks that voice commands started, in order.
     """
 
-    def __init__(self, agent: Agent, player: Player | None, source: str = "voice") -> None:
+    def __init__(
+        self, agent: Agent, player: Player | None, source: str = "voice", speak: str = "all"
+    ) -> None:
         self.agent = agent
+        self.speak = speak
         self.player = player
         self.source = source
         self.listener: Listener | None = None
@@ -76,6 +81,8 @@ class VoiceChannel:
         player = self.player
         tid = ev.task_id or ""
         typ = ev.type
+        if self.speak == "own" and tid not in self._voice_tasks and typ != "stop":
+            return
         if typ == "task_start":
             self._splitters[tid] = SentenceSplitter()
             self._streamed[tid] = ""

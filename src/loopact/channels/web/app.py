@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import json
 import logging
 from collections import OrderedDict
 from importlib import resources
@@ -195,6 +196,8 @@ def _chat_routes(state: ConsoleState) -> APIRouter:
         info = dict(agent.status())
         info["pose"] = await state.pose()
         info["camera"] = state.camera is not None
+        voice = state.settings.voice
+        info["voice"] = voice is not None and voice.refusal is None
         return info
 
     @router.post("/api/message")
@@ -260,6 +263,12 @@ def _image_routes(state: ConsoleState) -> APIRouter:
 
     @router.post("/api/upload")
     async def upload(file: UploadFile = File(...)) -> dict[str, Any]:  # noqa: B008
+        if settings.modality in ("text", "voice+text"):  # G3, issue 16
+            raise HTTPException(
+                415,
+                f"images are refused: agent.modality is {settings.modality!r} "
+                "(set image+text or any to send pictures)",
+            )
         gate = state.get_gate()
         if gate is None:
             raise HTTPException(503, "image uploads are unavailable (no image gate)")
@@ -383,24 +392,36 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 async def _pump(ws: WebSocket, queue: Any, state: ConsoleState) -> None:
-    """Send queued events to one page until it leaves or the console stops."""
+    """Send queued events to one page until it leaves or the console stops; with voice
+    (issue 16), also the page's microphone in and the robot's voice out (binary messages)."""
     receiver = asyncio.ensure_future(ws.receive())
     stopper = asyncio.ensure_future(state.shutdown.wait())
     getter: asyncio.Future[str] | None = None
+    voice = state.settings.voice
+    link = voice.connect() if voice is not None else None
+    audio: asyncio.Future[bytes] | None = None
     try:
         while True:
             if getter is None:
                 getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait(
-                {getter, receiver, stopper}, return_when=asyncio.FIRST_COMPLETED
-            )
+            if link is not None and audio is None:
+                audio = asyncio.ensure_future(link.outgoing.get())
+            waits = {getter, receiver, stopper} | ({audio} if audio is not None else set())
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if stopper in done:
                 await ws.close(code=1001)
                 return
             if receiver in done:
-                if receiver.result().get("type") == "websocket.disconnect":
+                message = receiver.result()
+                if message.get("type") == "websocket.disconnect":
                     return
-                receiver = asyncio.ensure_future(ws.receive())  # pages only listen: ignore
+                receiver = asyncio.ensure_future(ws.receive())
+                if link is not None:
+                    await _from_page(ws, link, message)
+            if audio is not None and audio in done:
+                chunk = audio.result()
+                audio = None
+                await ws.send_bytes(chunk)
             if getter in done:
                 text = getter.result()
                 getter = None
@@ -411,7 +432,24 @@ async def _pump(ws: WebSocket, queue: Any, state: ConsoleState) -> None:
     except (WebSocketDisconnect, RuntimeError):
         return
     finally:
-        pending = [t for t in (receiver, stopper, getter) if t is not None]
+        if link is not None:
+            link.close()
+        pending = [t for t in (receiver, stopper, getter, audio) if t is not None]
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _from_page(ws: WebSocket, link: Any, message: Any) -> None:
+    """A message from the page: microphone audio (bytes) or a ``mic`` control (JSON)."""
+    from loopact.channels.web.voice import parse_control
+
+    error = None
+    if message.get("bytes") is not None:
+        error = link.receive(message["bytes"])
+    elif message.get("text") is not None:
+        control = parse_control(message["text"])
+        if control is not None:
+            error = link.control(control)
+    if error:
+        await ws.send_text(json.dumps({"type": "voice", "task_id": None, "error": error}))

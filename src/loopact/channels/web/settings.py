@@ -57,6 +57,9 @@ class WebSettings:
         queue_size: Per-client event queue bound.
         max_upload_bytes: Largest accepted upload in bytes.
         title: Page title.
+        voice: The microphone / speaker pipeline (``loopact.channels.web.voice.WebVoice``),
+            or None for a console without voice (issue 16).
+        modality: ``agent.modality`` (G3): ``text`` and ``voice+text`` refuse image uploads.
     """
 
     token: str | None = None
@@ -74,6 +77,8 @@ class WebSettings:
     queue_size: int = 1000
     max_upload_bytes: int = 20_000_000
     title: str = "loopact console"
+    voice: Any = None
+    modality: str = "any"
 
 
 def packaged_profiles() -> tuple[str, ...]:

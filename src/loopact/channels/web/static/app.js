@@ -197,7 +197,17 @@
       if (ev.state === "restarting") { line("warn", ev.detail + " (retrying in " + ev.delay_s + " s)", ev); }
       else if (ev.state === "connected" && ev.restarts) { line("plan", "MCP server " + ev.name + " is back: " + ev.detail, ev); }
     },
-    dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); }
+    dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); },
+    // issue 16: what was heard and said (voice.js plays and records the audio itself)
+    transcript: function (ev) {
+      if (ev.error || ev.note) { line("warn", "voice: " + (ev.error || ev.note), ev); }
+    },
+    speech_out: function (ev) {
+      if (window.loopactVoice) { window.loopactVoice.onSpeechOut(ev); }
+      if (ev.state === "playing") { line("progress", "\uD83D\uDD0A " + short(ev.text), ev); }
+      else if (ev.state === "failed") { line("warn", "voice: " + short(ev.error), ev); }
+    },
+    voice: function (ev) { notice("voice: " + ev.error, true); }
   };
 
   // The local brain's server (issue 13): starting, ready, crashed, restarting, failed.
@@ -231,7 +241,12 @@
       $("conn").textContent = "connected";
       $("conn").className = "badge on";
     };
+    ws.binaryType = "arraybuffer";
     ws.onmessage = function (m) {
+      if (m.data instanceof ArrayBuffer) {  // the robot's voice (issue 16)
+        if (window.loopactVoice) { window.loopactVoice.play(m.data); }
+        return;
+      }
       try { onEvent(JSON.parse(m.data)); } catch (e) { console.error(e); }
     };
     ws.onclose = function (e) {
