@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 from loopact.testing.script import ScriptUsage, Turn
-from loopact.testing.server import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 
 __all__ = ["AnthropicMessagesProtocol"]
 

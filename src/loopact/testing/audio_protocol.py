@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 from loopact.testing.script import Turn
-from loopact.testing.server import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 
 __all__ = ["SpeechProtocol", "TranscriptionsProtocol", "spoken_wav"]
 

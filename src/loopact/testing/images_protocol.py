@@ -19,8 +19,8 @@ import re
 import time
 from typing import Any
 
+from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 from loopact.testing.script import Turn
-from loopact.testing.server import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 
 __all__ = ["ImagesProtocol"]
 

@@ -22,8 +22,8 @@ import json
 import time
 from typing import Any
 
+from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 from loopact.testing.script import ScriptUsage, Turn
-from loopact.testing.server import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 
 __all__ = ["OpenAIChatProtocol"]
 
