@@ -1,0 +1,72 @@
+"""``loopact run`` voice flags that cannot work say so (issue 16): no sound card, a modality
+that refuses voice (G3), an input without speech, an unreadable file, --once with --audio-in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.test_cli import run_cli
+from tests.voice.helpers import silence
+
+from loopact.voice.audio import wav_bytes
+
+
+def _args(server: Any, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--robot",
+        "none",
+        "--no-web",
+        "--no-memory",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--workspace",
+        str(tmp_path / "ws"),
+        *extra,
+    ]
+
+
+def test_voice_without_a_sound_card_is_a_clear_message(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server([])
+    proc = run_cli(_args(server, tmp_path, "--voice"), tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "no sound card" in proc.stderr and "--audio-in FILE" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_text_only_modality_refuses_spoken_input(scripted_server: Any, tmp_path: Path) -> None:
+    server = scripted_server([])
+    (tmp_path / "quiet.wav").write_bytes(wav_bytes(silence(0.5)))
+    (tmp_path / "c.yaml").write_text("agent:\n  modality: text\n")
+    proc = run_cli(
+        _args(server, tmp_path, "--config", "c.yaml", "--audio-in", "quiet.wav"), tmp_path
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "agent.modality is 'text': spoken requests are refused" in proc.stderr
+
+
+def test_an_input_without_speech_exits_1_without_a_model_request(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server([])
+    (tmp_path / "quiet.wav").write_bytes(wav_bytes(silence(1.0)))
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "quiet.wav"), tmp_path, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "no speech heard in quiet.wav" in proc.stderr
+    assert server.requests == []
+
+
+def test_an_unreadable_audio_file_and_once_with_audio_in(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server([])
+    (tmp_path / "bad.wav").write_text("not audio")
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav"), tmp_path)
+    assert proc.returncode == 2 and "bad.wav: not a PCM WAV file" in proc.stderr
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav", "--once", "hi"), tmp_path)
+    assert proc.returncode == 2 and "not both" in proc.stderr
