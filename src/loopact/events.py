@@ -13,11 +13,14 @@ The JSON form of an event is one trace line (``docs/trace.md``)::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from loopact.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +53,20 @@ Subscriber = Callable[[Event], None]
 
 
 class EventBus:
-    """Fan-out of events to subscribers, synchronously and in order."""
+    """Fan-out of events to subscribers, synchronously and in order.
 
-    def __init__(self) -> None:
+    Every event is masked on its way in: known secrets (the model's API key, added by the
+    agent) become ``***`` in all its fields, so no subscriber (trace, terminal, web console,
+    ROS 2 text channel) ever sees one (:class:`~loopact.redact.Redactor`, issue 21 item 5).
+
+    Args:
+        redactor: The masker to use; a new one (knowing no secret yet) if None.
+    """
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
         self._subscribers: list[Subscriber] = []
         self._failed: set[int] = set()
+        self.redactor = redactor or Redactor()
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Add ``fn``; returns a function that removes it again."""
@@ -67,13 +79,16 @@ class EventBus:
         return unsubscribe
 
     def emit(self, type: str, task_id: str | None = None, **data: Any) -> Event:
-        """Build an event and hand it to every subscriber; returns the event."""
-        event = Event(type=type, task_id=task_id, data=data)
+        """Build an event and hand it to every subscriber; returns the event (masked)."""
+        event = Event(type=type, task_id=task_id, data=self.redactor.value(data))
         self.publish(event)
         return event
 
     def publish(self, event: Event) -> None:
-        """Hand an existing event to every subscriber."""
+        """Hand an existing event to every subscriber (masked, see the class docstring)."""
+        data = self.redactor.value(event.data)
+        if data is not event.data:
+            event = dataclasses.replace(event, data=data)
         for fn in list(self._subscribers):
             try:
                 fn(event)

@@ -81,6 +81,7 @@ class Agent:
         self.registry = registry if isinstance(registry, ToolRegistry) else ToolRegistry(registry)
         self.options = options or AgentOptions()
         self.bus = bus or EventBus()
+        self.bus.redactor.add(*model_secrets(model))
         opts = self.options
         self.conversation = Conversation(
             opts.system_prompt, self.bus, HourlyBudget(opts.hourly_rounds, opts.hourly_tokens)
@@ -255,6 +256,7 @@ class Agent:
             True when the history was carried over, False when it was reset.
         """
         carried = self.model.provider in _CARRY_OVER and model.provider in _CARRY_OVER
+        self.bus.redactor.add(*model_secrets(model))
         old, self.model = self.model, model
         self._context = self._context_for(model)
         fut = asyncio.ensure_future(old.aclose())
@@ -450,3 +452,9 @@ class Agent:
         if self._background:
             await asyncio.wait(self._background, timeout=5)
         await self.model.aclose()
+
+
+def model_secrets(model: Model) -> tuple[str, ...]:
+    """The values a model says must never be shown (its API key), for the event bus."""
+    secrets = getattr(model, "secrets", ())
+    return tuple(s for s in secrets if isinstance(s, str))

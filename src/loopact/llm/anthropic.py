@@ -48,7 +48,7 @@ from loopact.llm.base import (
     ToolCallDelta,
     ToolCallReady,
 )
-from loopact.llm.httperrors import describe_body, status_error
+from loopact.llm.httperrors import describe_body, masking_errors, status_error
 from loopact.llm.messages import (
     Image,
     Message,
@@ -59,6 +59,7 @@ from loopact.llm.messages import (
 )
 from loopact.llm.repair import parse_tool_arguments
 from loopact.llm.wire import JSONBody, SSEData, decode_event_json, read_body
+from loopact.redact import Redactor
 
 __all__ = ["AnthropicModel", "AnthropicStreamState", "to_anthropic_messages"]
 
@@ -426,6 +427,7 @@ class AnthropicModel:
         root = base_url.rstrip("/") if base_url else None
         if root is not None and root.endswith("/v1"):
             root = root[: -len("/v1")]
+        self.redactor = Redactor([api_key])
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "none",
             base_url=root,
@@ -479,14 +481,24 @@ class AnthropicModel:
             params["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget_tokens}
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values no error or event may show (the API key)."""
+        return self.redactor.secrets
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send ``request`` and yield model events as the response streams (SPEC B2, X1).
+
+        Errors never show the API key (a 401 body may quote it, issue 21).
 
         Raises:
             ModelRetryableError: Connection error, 408/409/429/5xx, an overloaded/server
                 error event, or a stream cut before ``message_stop``.
             ModelFatalError: Any other failure (400/401/403/404/422, malformed stream).
         """
+        return masking_errors(self._stream(request), self.redactor)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         params = self.request_params(request)
         state = AnthropicStreamState()
         logger.debug("anthropic request: model=%s messages=%d", self.model, len(params["messages"]))

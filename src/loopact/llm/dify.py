@@ -39,10 +39,11 @@ from loopact.llm.base import (
     ResponseDone,
     TextDelta,
 )
-from loopact.llm.httperrors import describe_body, status_error
+from loopact.llm.httperrors import describe_body, masking_errors, status_error
 from loopact.llm.messages import Image, Message, TextPart, Usage
 from loopact.llm.think import ThinkSplitter
 from loopact.llm.wire import JSONBody, read_body
+from loopact.redact import Redactor
 
 __all__ = ["DIFY_CAPABILITIES", "DifyModel", "task_recap"]
 
@@ -103,6 +104,7 @@ class DifyModel:
         self.inputs = dict(inputs or {})
         self.send_system_prompt = send_system_prompt
         self._base = base_url.rstrip("/")
+        self.redactor = Redactor([api_key])
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx2.AsyncClient(
             headers=headers, timeout=httpx2.Timeout(request_timeout_s)
@@ -212,8 +214,15 @@ class DifyModel:
 
     # ---- response --------------------------------------------------------------------------
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values no error or event may show (the app's API key)."""
+        return self.redactor.secrets
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send the newest input and yield the answer as it streams (SPEC B3, B5).
+
+        Errors never show the API key (a 401 body may quote it, issue 21).
 
         ``request.tools`` is not sent (Dify has no tool parameter): the tools reach the model
         as the action catalogue in the system prompt.
@@ -223,6 +232,9 @@ class DifyModel:
             ModelFatalError: An ``error`` event (naming Dify's code and message), another
                 HTTP error, a malformed event.
         """
+        return masking_errors(self._stream(request), self.redactor)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         query, images = self.query_for(request.messages, request.task)
         files, notes = await self._files(images)
         if notes:

@@ -10,9 +10,13 @@ import email.utils
 import html
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import TypeVar
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.redact import Redactor
+
+T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """Statuses below 500 that are retried."""
@@ -114,3 +118,19 @@ def status_error(status: int, message: str, headers: Mapping[str, str]) -> Model
     if status in RETRYABLE_STATUS or status >= 500:
         return ModelRetryableError(message, status=status, retry_after_s=parse_retry_after(headers))
     return ModelFatalError(message, status=status)
+
+
+async def masking_errors(events: AsyncIterator[T], redactor: Redactor) -> AsyncIterator[T]:
+    """``events`` with every :class:`ModelError` they raise masked by ``redactor``.
+
+    Every provider's ``stream`` goes through this, so no provider error carries a secret
+    (the key a 401 body quotes), whichever way it was built (issue 21 item 5).
+    """
+    try:
+        async for event in events:
+            yield event
+    except ModelError as exc:
+        masked = redactor.error(exc)
+        if masked is exc:
+            raise
+        raise masked from None

@@ -35,7 +35,7 @@ from loopact.llm.base import (
     ToolCallReady,
     ToolSpec,
 )
-from loopact.llm.httperrors import describe_body, status_error
+from loopact.llm.httperrors import describe_body, masking_errors, status_error
 from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
 from loopact.llm.toolprompt import (
     REPLY_TOOL,
@@ -44,6 +44,7 @@ from loopact.llm.toolprompt import (
     tool_call_grammar,
 )
 from loopact.llm.wire import SSEData, decode_event_json, read_body
+from loopact.redact import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,6 @@ that had run it called it again and the answer-only re-ask wrote garbage; with n
 answered with an apology instead of choosing; with this line it chose right and then answered
 "The robot moved forward 0.3 meters and reached the target." (3 of 3)."""
 _PLACEHOLDER_KEY = "none"
-_MIN_SCRUB_LEN = 6
 
 
 class OpenAIChatModel:
@@ -107,6 +107,7 @@ class OpenAIChatModel:
         self.request_timeout_s = request_timeout_s
         self.current_task_only = current_task_only
         self._api_key = api_key or _PLACEHOLDER_KEY
+        self.redactor = Redactor([api_key])
         self._official = base_url is None or "//api.openai.com" in base_url
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key,
@@ -192,7 +193,12 @@ class OpenAIChatModel:
             _refused_for_units(m.text) for m in current_task(request.messages) if m.role == "tool"
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values no error or event may show (the API key)."""
+        return self.redactor.secrets
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
 
         With grammar-constrained text calls (``constrained_decoding`` without native tool
@@ -214,6 +220,9 @@ class OpenAIChatModel:
                 response with neither completion chunks nor a JSON completion.
             ModelFatalError: any other HTTP error (400, 401, 403, 404, 422, ...).
         """
+        return masking_errors(self._stream(request), self.redactor)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = self.build_body(request)
         reply = (REPLY_TOOL,) if self.offers_reply(request) else ()
         previous = previous_calls(request.messages) if "grammar" in body else ()
@@ -273,24 +282,22 @@ class OpenAIChatModel:
                     _raise_error_object(chunk)
                     for event in accumulate_chunk(chunk, state):
                         yield event
-        except ModelError as exc:
-            raise self._scrub_error(exc) from None
+        except ModelError:
+            raise
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
             raise ModelRetryableError(
-                self._scrub(f"cannot reach {self._client.base_url}: {_describe(exc)}")
+                f"cannot reach {self._client.base_url}: {_describe(exc)}"
             ) from None
         except httpx2.TimeoutException as exc:
             raise ModelRetryableError(
-                self._scrub(f"model stream was cut: timed out reading it ({_describe(exc)})")
+                f"model stream was cut: timed out reading it ({_describe(exc)})"
             ) from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
-            raise ModelRetryableError(
-                self._scrub(f"model stream was cut: {_describe(exc)}")
-            ) from None
+            raise ModelRetryableError(f"model stream was cut: {_describe(exc)}") from None
         except openai.OpenAIError as exc:
-            raise ModelFatalError(self._scrub(f"model request failed: {exc}")) from None
+            raise ModelFatalError(f"model request failed: {exc}") from None
         if state.chunks == 0:
             raise ModelRetryableError(
                 "the model endpoint answered HTTP 200 without any completion chunk"
@@ -306,27 +313,12 @@ class OpenAIChatModel:
         """Nothing to forget: chat completions keep no server-side conversation."""
 
     def _status_error(self, exc: openai.APIStatusError) -> ModelError:
-        message = self._scrub(_server_message(exc))
+        message = _server_message(exc)
         return status_error(
             exc.status_code,
             f"model endpoint returned HTTP {exc.status_code}: {message}",
             exc.response.headers,
         )
-
-    def _scrub_error(self, exc: ModelError) -> ModelError:
-        text = self._scrub(str(exc))
-        if text == str(exc):
-            return exc
-        if isinstance(exc, ModelRetryableError):
-            return ModelRetryableError(text, exc.status, exc.retry_after_s)
-        return type(exc)(text, exc.status)
-
-    def _scrub(self, text: str) -> str:
-        # Keys shorter than a few characters are placeholders; scrubbing them would mangle
-        # ordinary words in the message.
-        if len(self._api_key) >= _MIN_SCRUB_LEN:
-            text = text.replace(self._api_key, "***")
-        return text
 
 
 # --- request conversion -----------------------------------------------------------------

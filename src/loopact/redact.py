@@ -1,0 +1,93 @@
+"""Secrets are never shown: one masker for provider errors and events (SPEC A8, B6).
+
+A server may quote the API key it refused in its error body (Anthropic and Dify endpoints do
+on HTTP 401), and anything a tool reads may hold one. :class:`Redactor` replaces every known
+secret value with ``***``. It is applied in two places that everything passes through: every
+provider's errors (:func:`loopact.llm.httperrors.masking_errors`) and every event on the
+:class:`~loopact.events.EventBus` (so the trace, stderr, the web console and the ROS 2 text
+channel never see a key; issue 21 item 5).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+__all__ = ["MASK", "MIN_SECRET_CHARS", "Redactor"]
+
+MASK = "***"
+"""What a secret is replaced with."""
+MIN_SECRET_CHARS = 6
+"""Shorter values are placeholders (``"none"``, ``"k"``): masking them would mangle words."""
+
+E = TypeVar("E", bound=BaseException)
+_MAX_DEPTH = 64
+
+
+class Redactor:
+    """Replaces known secret values with :data:`MASK` in text and JSON-able values.
+
+    Args:
+        secrets: Secret values (API keys, tokens); None, empty and short values are ignored.
+    """
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        self._secrets: tuple[str, ...] = ()
+        self.add(*secrets)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values masked, longest first (their URL-encoded forms included)."""
+        return self._secrets
+
+    def add(self, *secrets: str | None) -> None:
+        """Mask these values too (as written and URL-encoded)."""
+        known = set(self._secrets)
+        for secret in secrets:
+            if not secret or len(secret) < MIN_SECRET_CHARS:
+                continue
+            known.add(secret)
+            known.add(urllib.parse.quote(secret, safe=""))
+        self._secrets = tuple(sorted(known, key=len, reverse=True))
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret replaced by :data:`MASK`."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def value(self, value: Any, _depth: int = 0) -> Any:
+        """A JSON-able value (dicts, lists, tuples, strings) with its strings masked.
+
+        Returns ``value`` itself when nothing changes.
+        """
+        if not self._secrets or _depth > _MAX_DEPTH:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            masked = {k: self.value(v, _depth + 1) for k, v in value.items()}
+            changed = any(masked[k] is not v for k, v in value.items())
+            return masked if changed else value
+        if isinstance(value, (list, tuple)):
+            items = [self.value(v, _depth + 1) for v in value]
+            if any(new is not old for new, old in zip(items, value, strict=True)):
+                return type(value)(items) if isinstance(value, tuple) else items
+        return value
+
+    def error(self, exc: E) -> E:
+        """``exc`` itself when its message holds no secret; else a copy with it masked.
+
+        The copy has the same class and the same attributes (``status``, ``retry_after_s``),
+        only ``args`` masked.
+        """
+        message = str(exc)
+        masked = self.text(message)
+        if masked == message:
+            return exc
+        copy = exc.__class__.__new__(exc.__class__)
+        copy.__dict__.update(exc.__dict__)
+        copy.args = (masked, *exc.args[1:]) if exc.args else (masked,)
+        return copy
