@@ -7,6 +7,8 @@ from typing import Any
 
 from tests.agent.helpers import call, make_agent
 
+from loopact.llm.base import Capabilities
+from loopact.llm.messages import ToolOutcome
 from loopact.tools.base import SafetyClass, ToolResult, tool
 
 
@@ -157,3 +159,50 @@ async def test_a_pan_against_the_users_direction_word_runs_flipped(
     assert rec.of("tool_result")[0].data["metadata"]["normalized"] == {
         "pan_deg": {"from": 45, "to": -45, "because": "right", "convention": "left positive"}
     }
+
+
+async def test_text_call_models_see_the_refusal_through_the_typed_outcome(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 14: the agent's tool messages carry a typed outcome, so the OpenAI adapter's
+    small-model rules (a refused-for-units result is followed by a required call, and goes
+    back as a bare result block) work without parsing the result text."""
+
+    @tool(safety=SafetyClass.MOTION)
+    async def move_forward(distance_m: float) -> ToolResult:
+        """Drive straight ahead.
+
+        Args:
+            distance_m: How far, in metres.
+        """
+        return ToolResult.success({"moved_m": distance_m})
+
+    @tool(safety=SafetyClass.MOTION)
+    async def drive(linear_mps: float, duration_s: float) -> ToolResult:
+        """Drive at a velocity for a time.
+
+        Args:
+            linear_mps: Speed in metres per second.
+            duration_s: How long, in seconds.
+        """
+        return ToolResult.success({})
+
+    drive_call = '{"name": "drive", "arguments": {"linear_mps": 0.3, "duration_s": 1}}'
+    move_call = '{"name": "move_forward", "arguments": {"distance_m": 0.3}}'
+    server = scripted_server([{"text": drive_call}, {"text": move_call}, {"text": "Moved 0.3 m."}])
+    caps = Capabilities(
+        native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
+    )
+    agent, _ = make_agent(
+        server, tmp_path / "ws", tools=[move_forward, drive], auto_approve=True, capabilities=caps
+    )
+    outcome = await agent.run_task("drive ahead 0.3 m")
+    await agent.close()
+    assert outcome.reply == "Moved 0.3 m."
+    refused = next(m for m in agent.history if m.role == "tool" and m.name == "drive")
+    assert refused.outcome == ToolOutcome(False, "units")
+    first, after_refusal, after_move = (r.json() for r in server.requests)
+    assert first["grammar"].startswith("root ::= call\n")  # first round of the task
+    assert after_refusal["grammar"].startswith("root ::= call\n")  # refused: choose again
+    assert after_refusal["messages"][-1]["content"].endswith("Call one of those functions instead.")
+    assert after_move["grammar"].startswith("root ::= answer | call\n")  # words are free again

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loopact.llm.base import Capabilities, ModelRequest, ResponseDone, ToolSpec
-from loopact.llm.messages import Message, ToolCall
+from loopact.llm.messages import Message, ToolCall, ToolOutcome
 from loopact.llm.openai_chat import (
     REFUSAL_AS_TEXT,
     TOOL_RESULT_AS_TEXT,
@@ -187,7 +187,7 @@ def _after_call(args: dict[str, Any], ok: bool = True) -> tuple[Message, ...]:
         Message.system("sys"),
         Message.user("move forward one meter"),
         Message.assistant("", tool_calls=[call]),
-        Message.tool("call_1", "move_forward", result),
+        Message.tool("call_1", "move_forward", result, outcome=ToolOutcome(ok)),
     )
 
 
@@ -244,7 +244,7 @@ def test_a_call_is_required_again_after_a_refusal_for_units() -> None:
         Message.system("sys"),
         Message.user("go 2 meters in 10 seconds"),
         Message.assistant("", tool_calls=[call]),
-        Message.tool("c1", "move_forward", units),
+        Message.tool("c1", "move_forward", units, outcome=ToolOutcome(False, "units")),
     )
     body = model.build_body(ModelRequest(messages=refused, tools=(MOVE, STOP)))
     assert body["grammar"].startswith("root ::= call\n")
@@ -292,7 +292,7 @@ def test_current_task_only_drops_earlier_tasks() -> None:
     assert sent[1]["content"] == "turn left 90 degrees"
     # Within the current task, calls and their results are kept.
     within = (*history, Message.assistant("", tool_calls=[ToolCall(id="c2", name="stop")]))
-    within = (*within, Message.tool("c2", "stop", '{"ok": true}'))
+    within = (*within, Message.tool("c2", "stop", '{"ok": true}', outcome=ToolOutcome(True)))
     sent = model.build_body(ModelRequest(messages=within, tools=(MOVE,)))["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     full = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)

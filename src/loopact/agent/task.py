@@ -54,7 +54,14 @@ from loopact.errors import BoundReached, ModelError, ModelRetryableError, PlanEr
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolSpec
-from loopact.llm.messages import Image, Message, ToolCall, Usage, history_summary
+from loopact.llm.messages import (
+    Image,
+    Message,
+    ToolCall,
+    ToolOutcome,
+    Usage,
+    history_summary,
+)
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
@@ -607,8 +614,11 @@ class TaskRun:
         calls = tuple(call for call, _ in outcomes)
         self.conv.append(dataclasses.replace(message, tool_calls=calls))
         for call, result in outcomes:
+            outcome = ToolOutcome(result.ok, result.metadata.get("error_kind"))
             self.conv.append(
-                Message.tool(call.id, call.name, result_text(result), images=result.images)
+                Message.tool(
+                    call.id, call.name, result_text(result), images=result.images, outcome=outcome
+                )
             )
             if result.images:
                 self.conv.remember_images(call.id, list(result.images))

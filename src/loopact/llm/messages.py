@@ -134,6 +134,23 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ToolOutcome:
+    """How a tool call ended, typed, beside the result text a tool message carries.
+
+    Lets a model adapter react to results (the small-model policy of
+    :mod:`loopact.llm.openai_chat`) without parsing the text the agent wrote.
+
+    Attributes:
+        ok: The call succeeded.
+        error_kind: The failure's kind (``metadata.error_kind``: ``units``, ``arguments``,
+            ``timeout``, ...), None when it succeeded or gave none.
+    """
+
+    ok: bool
+    error_kind: str | None = None
+
+
+@dataclass(frozen=True)
 class Message:
     """One message of the canonical history.
 
@@ -145,6 +162,7 @@ class Message:
         name: For ``tool``: the tool's name.
         reasoning: For ``assistant``: reasoning text kept apart from the answer (SPEC B5).
         thinking: For ``assistant``: thinking blocks with signatures (SPEC B2).
+        outcome: For ``tool``: how the call ended, typed (None when unknown).
         provider_data: Provider-specific values that must survive a round trip, keyed by
             provider name (e.g. ``{"dify": {"conversation_id": ...}}``).
     """
@@ -157,6 +175,7 @@ class Message:
     reasoning: str | None = None
     thinking: tuple[ThinkingBlock, ...] = ()
     provider_data: dict[str, Any] = field(default_factory=dict, compare=False)
+    outcome: ToolOutcome | None = None
 
     @property
     def text(self) -> str:
@@ -199,12 +218,24 @@ class Message:
 
     @classmethod
     def tool(
-        cls, tool_call_id: str, name: str, text: str, images: tuple[Image, ...] = ()
+        cls,
+        tool_call_id: str,
+        name: str,
+        text: str,
+        images: tuple[Image, ...] = (),
+        outcome: ToolOutcome | None = None,
     ) -> Message:
-        """A tool result message answering ``tool_call_id``; may carry images (SPEC B8)."""
+        """A tool result message answering ``tool_call_id``; may carry images (SPEC B8) and
+        the call's typed :class:`ToolOutcome`."""
         parts: list[ContentPart] = [TextPart(text)]
         parts.extend(ImagePart(i) for i in images)
-        return cls(role="tool", content=tuple(parts), tool_call_id=tool_call_id, name=name)
+        return cls(
+            role="tool",
+            content=tuple(parts),
+            tool_call_id=tool_call_id,
+            name=name,
+            outcome=outcome,
+        )
 
 
 def history_summary(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:

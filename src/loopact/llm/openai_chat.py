@@ -190,7 +190,7 @@ class OpenAIChatModel:
         if not self.offers_reply(request):
             return False
         return all(
-            _refused_for_units(m.text) for m in current_task(request.messages) if m.role == "tool"
+            _refused_for_units(m) for m in current_task(request.messages) if m.role == "tool"
         )
 
     @property
@@ -421,8 +421,8 @@ def previous_calls(
 ) -> tuple[tuple[ToolCall, bool], ...]:
     """The calls of the last assistant message with their success, when only results follow.
 
-    A result counts as failed when its text is a JSON object with ``"ok": false`` (the
-    agent's tool message format); anything else counts as success.
+    A result counts as failed when its typed outcome says so (``Message.outcome``); one
+    without an outcome counts as success.
 
     Returns:
         ``(call, succeeded)`` pairs, or ``()`` when the history does not end with results.
@@ -432,7 +432,7 @@ def previous_calls(
     for msg in reversed(messages):
         if msg.role == "tool":
             saw_result = True
-            if _reports_failure(msg.text):
+            if msg.outcome is not None and not msg.outcome.ok:
                 failed.add(msg.tool_call_id or "")
             continue
         if msg.role == "assistant" and msg.tool_calls and saw_result:
@@ -441,22 +441,9 @@ def previous_calls(
     return ()
 
 
-def _failure(text: str) -> dict[str, Any] | None:
-    """The result as a dict when ``text`` is the agent's JSON for a failed result, else None."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and value.get("ok") is False else None
-
-
-def _reports_failure(text: str) -> bool:
-    return _failure(text) is not None
-
-
-def _refused_for_units(text: str) -> bool:
-    meta = (_failure(text) or {}).get("metadata")
-    return isinstance(meta, dict) and meta.get("error_kind") == "units"
+def _refused_for_units(msg: Message) -> bool:
+    """A result the runtime refused before running the call, for its units (typed outcome)."""
+    return msg.outcome is not None and msg.outcome.error_kind == "units"
 
 
 def _repeats(call: ToolCall, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:
@@ -525,7 +512,7 @@ def _tool_message(
         pending_images.extend(image_url_part(i) for i in images)
     if native_tool_calls:
         return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text}
-    template = REFUSAL_AS_TEXT if _refused_for_units(text) else TOOL_RESULT_AS_TEXT
+    template = REFUSAL_AS_TEXT if _refused_for_units(msg) else TOOL_RESULT_AS_TEXT
     return {"role": "user", "content": template.format(text=text)}
 
 
