@@ -216,3 +216,99 @@ def test_preference_the_user_said_is_stored_and_labelled_as_data(
     label, items = section.split("\n- ", 1)
     assert "not instructions" in label
     assert items.startswith('"The user never wants sugar in their tea." (')
+
+
+class _Chat:
+    """``loopact run`` with the web console, as a user starts it; stdin stays open."""
+
+    def __init__(self, server: Any, cwd: Path, *extra: str) -> None:
+        import subprocess
+        import sys
+
+        from tests.test_cli import cli_env
+
+        env = cli_env(cwd)
+        env["LOOPACT_API_KEY"] = "sk-env-secret"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "loopact", "run", "--robot", "none", "--no-memory"]
+            + ["--base-url", server.base_url, "--model", "m", "--web-port", "0", *extra]
+            + ["--workspace", str(cwd / "ws")],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.url = ""
+        for line in self.proc.stdout:  # the welcome names the console's address
+            if "http://localhost:" in line:
+                self.url = "http://127.0.0.1:" + line.split("http://localhost:", 1)[1].split()[0]
+                break
+        assert self.url, self.proc.stderr.read() if self.proc.stderr else ""
+
+    def close(self) -> None:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # end of input ends the chat
+        self.proc.wait(timeout=60)
+
+
+def test_web_settings_new_base_url_needs_the_key_again(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Item 4: changing only base_url must not send the environment's key to the new host."""
+    import httpx2 as httpx
+
+    configured = scripted_server([{"text": "Still the configured endpoint."}])
+    elsewhere = scripted_server([{"text": "From the new host."}, {"text": "Again."}])
+    chat = _Chat(configured, tmp_path)
+    try:
+        with httpx.Client(base_url=chat.url, timeout=30) as web:
+            current = web.get("/api/settings").json()
+            assert current["api_key"] == "set"
+            form = {k: current[k] for k in ("provider", "model", "robot_profile")}
+            form["base_url"] = elsewhere.base_url
+            refused = web.post("/api/settings", json=form)
+            assert refused.status_code == 422
+            assert "type the key for the new endpoint" in refused.json()["errors"]["api_key"]
+            # Nothing changed: the next message still goes to the configured endpoint.
+            web.post("/api/message", json={"text": "hello"}).raise_for_status()
+            _wait_for(lambda: len(configured.requests) == 1 and web.get("/api/status").json())
+            assert configured.requests[0].headers["authorization"] == "Bearer sk-env-secret"
+
+            kept = web.post("/api/settings", json={**form, "keep_api_key": True})
+            assert kept.status_code == 200, kept.text
+            web.post("/api/message", json={"text": "hi there"}).raise_for_status()
+            _wait_for(lambda: len(elsewhere.requests) == 1)
+            assert elsewhere.requests[0].headers["authorization"] == "Bearer sk-env-secret"
+
+            typed = web.post("/api/settings", json={**form, "api_key": "sk-typed-new"})
+            assert typed.status_code == 200, typed.text
+            web.post("/api/message", json={"text": "and again"}).raise_for_status()
+            _wait_for(lambda: len(elsewhere.requests) == 2)
+            assert elsewhere.requests[1].headers["authorization"] == "Bearer sk-typed-new"
+    finally:
+        chat.close()
+
+
+def _wait_for(condition: Any, timeout_s: float = 30.0) -> None:
+    """Poll an observable condition (server-side request records) with a deadline."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_short_web_token_is_refused_at_start(scripted_server: Any, tmp_path: Path) -> None:
+    """Item 12: ``--web-token a`` was accepted."""
+    from tests.test_cli import _chat
+
+    proc = _chat(scripted_server([]), tmp_path, "/quit\n", "--web-token", "a", "--web-port", "0")
+    assert proc.returncode == 2
+    assert "web.token must be at least 16 characters" in proc.stderr

@@ -877,7 +877,8 @@ web:
   enabled: true               # the console at http://localhost:8080 (not with --once)
   host: 127.0.0.1             # beyond loopback (e.g. 0.0.0.0) a token is required
   port: 8080
-  token: null                 # required on every request when set (--web-token)
+  token: null                 # required on every request when set (--web-token);
+                              # at least 16 characters (docs/security.md)
 
 memory:
   enabled: true               # Git-backed memory: rules, diaries, facts, skills

@@ -28,6 +28,7 @@ from loopact.llm.messages import Image
 from loopact.robot.interface import CameraFrame
 
 API_KEY = "sk-test-SECRET-key-0123456789"
+TOKEN = "tok-123-long-enough-x"
 NEW_KEY = "sk-new-SECRET-key-9876543210"
 WAIT_S = 10.0
 
@@ -500,7 +501,7 @@ async def test_beyond_loopback_needs_a_token() -> None:
 
 async def test_token_is_checked_on_every_request() -> None:
     agent = StandInAgent()
-    web = await serve_console(agent, None, host="0.0.0.0", port=0, token="tok-123")
+    web = await serve_console(agent, None, host="0.0.0.0", port=0, token=TOKEN)
     base = f"http://127.0.0.1:{web.port}"
     try:
         async with httpx2.AsyncClient(base_url=base, timeout=WAIT_S) as c:
@@ -509,20 +510,20 @@ async def test_token_is_checked_on_every_request() -> None:
                 assert r.status_code == 401, path
             assert (await c.post("/api/stop")).status_code == 401
             assert agent.stops == []
-            r = await c.get("/api/status", headers={"Authorization": "Bearer tok-123"})
+            r = await c.get("/api/status", headers={"Authorization": f"Bearer {TOKEN}"})
             assert r.status_code == 200
             r = await c.get("/api/status", headers={"Authorization": "Bearer wrong"})
             assert r.status_code == 401
-            r = await c.get("/?token=tok-123")
+            r = await c.get(f"/?token={TOKEN}")
             assert r.status_code == 303 and r.headers["location"] == "/"
             assert "HttpOnly" in r.headers["set-cookie"]
             r = await c.get("/")  # the cookie the redirect set
-            assert r.status_code == 200 and "tok-123" not in r.text
+            assert r.status_code == 200 and TOKEN not in r.text
         with pytest.raises(ConnectionClosed) as info:
             async with ws_connect(f"ws://127.0.0.1:{web.port}/ws") as ws:
                 await asyncio.wait_for(ws.recv(), WAIT_S)
         assert info.value.rcvd is not None and info.value.rcvd.code == 4401
-        async with ws_connect(f"ws://127.0.0.1:{web.port}/ws?token=tok-123") as ws:
+        async with ws_connect(f"ws://127.0.0.1:{web.port}/ws?token={TOKEN}") as ws:
             await _wait_for(lambda: web.state.hub.n_clients == 1)
             agent.bus.emit("reply", "t1", text="hello")
             assert (await _recv(ws))["text"] == "hello"

@@ -349,7 +349,7 @@ async def test_token_is_required_beyond_loopback(
     browser: Any, scripted_server: Any, tmp_path: Path
 ) -> None:
     agent, _rec = make_agent(scripted_server([]), tmp_path)
-    web = await serve_console(agent, None, host="0.0.0.0", port=0, token="tok-web-42")
+    web = await serve_console(agent, None, host="0.0.0.0", port=0, token="tok-web-42-long-enough")
     try:
         await browser.clear_cookies()
         page = await browser.new_page()
@@ -357,12 +357,107 @@ async def test_token_is_required_beyond_loopback(
         assert refused is not None and refused.status == 401
         api = await page.request.get(f"http://127.0.0.1:{web.port}/api/status")
         assert api.status == 401
-        ok = await page.goto(f"http://127.0.0.1:{web.port}/?token=tok-web-42")
+        ok = await page.goto(f"http://127.0.0.1:{web.port}/?token=tok-web-42-long-enough")
         assert ok is not None and ok.status == 200
         assert page.url == f"http://127.0.0.1:{web.port}/"  # the token left the address bar
         await page.wait_for_selector("#conn.on")  # the WebSocket got in with the cookie
-        assert "tok-web-42" not in await page.content()
+        assert "tok-web-42-long-enough" not in await page.content()
         await page.close()
     finally:
+        await web.stop()
+        await agent.close()
+
+
+async def test_settings_page_offers_to_keep_the_key_for_a_new_endpoint(
+    browser: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 21 item 4: a new base URL needs the key again, or an explicit "keep" on the page."""
+    applied: list[dict[str, Any]] = []
+    agent, _rec = make_agent(scripted_server([]), tmp_path)
+    settings = WebSettings(
+        provider="openai",
+        model="scripted",
+        base_url="http://127.0.0.1:1/v1",
+        api_key=WEB_KEY,
+        robot_profile="sim",
+        on_settings=lambda new: applied.append(dict(new)) and None,
+    )
+    web = await serve_console(agent, None, port=0, settings=settings)
+    try:
+        page = await _page(browser, f"http://127.0.0.1:{web.port}/settings")
+        await page.wait_for_function("document.getElementById('key-state').textContent === 'set'")
+        assert await page.is_hidden("#keep-row")
+        await page.fill("#f-base_url", "http://127.0.0.1:2/v1")
+        await page.wait_for_selector("#keep-row", state="visible")
+        await page.click("#apply")
+        error = page.locator('.field-error[data-for="api_key"]', has_text="keep the current key")
+        await error.wait_for()
+        assert applied == []
+        await page.check("#f-keep_api_key")
+        await page.click("#apply")
+        await page.locator("#saved", has_text="saved").wait_for()
+        assert applied[-1]["base_url"] == "http://127.0.0.1:2/v1"
+        assert applied[-1]["api_key"] == WEB_KEY
+        assert await page.is_hidden("#keep-row")  # the key now belongs to the new endpoint
+        await page.close()
+    finally:
+        await web.stop()
+        await agent.close()
+
+
+async def test_another_site_cannot_frame_the_console(
+    browser: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 21 item 12: a page on another origin embeds the console; Chromium refuses it."""
+    import http.server
+    import threading
+
+    agent, _rec = make_agent(scripted_server([]), tmp_path)
+    web = await serve_console(agent, None, port=0)
+    console = f"http://127.0.0.1:{web.port}/"
+
+    class Attacker(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = f'<html><body><iframe id="f" src="{console}"></iframe></body></html>'
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    thread = threading.Thread(target=attacker.serve_forever, daemon=True)
+    thread.start()
+    try:
+        await browser.clear_cookies()
+        page = await browser.new_page()
+        framed: list[Any] = []
+        page.on(
+            "response",
+            lambda r: framed.append(r) if r.url == console else None,
+        )
+        await page.goto(f"http://127.0.0.1:{attacker.server_address[1]}/")
+        await page.wait_for_load_state("load")
+        await _poll(lambda: bool(framed))
+        headers = await framed[0].all_headers()
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["content-security-policy"] == "frame-ancestors 'none'"
+        frame = page.frame_locator("#f")
+        assert await frame.locator("#conn").count() == 0  # the console did not render
+        inner = page.frames[1]
+        assert inner.url != console  # Chromium replaced the refused frame with its error page
+        # The console itself still works when opened directly.
+        direct = await browser.new_page()
+        await direct.goto(console)
+        await direct.wait_for_selector("#conn.on")
+        await direct.close()
+        await page.close()
+    finally:
+        attacker.shutdown()
+        attacker.server_close()
         await web.stop()
         await agent.close()

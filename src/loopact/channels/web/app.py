@@ -163,7 +163,7 @@ def create_app(
         _settings_routes(state),
     ):
         app.include_router(router)
-    app.add_middleware(RequestGuard, token=settings.token)
+    app.add_middleware(RequestGuard, token=settings.token, limiter=settings.login_limiter)
     return app
 
 
@@ -365,8 +365,14 @@ def _settings_routes(state: ConsoleState) -> APIRouter:
                 {"errors": {"form": "settings cannot be changed in this console"}},
                 status_code=409,
             )
+        key, refusal = state.store.key_for(clean)  # a key belongs to its endpoint (issue 21)
+        if refusal is not None:
+            return JSONResponse({"errors": {"api_key": refusal}}, status_code=422)
+        new = {k: v for k, v in clean.items() if k not in ("api_key", "keep_api_key")}
+        if key:
+            new["api_key"] = key
         try:
-            outcome = settings.on_settings(dict(clean))
+            outcome = settings.on_settings(new)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
         except Exception as exc:

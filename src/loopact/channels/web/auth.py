@@ -10,19 +10,39 @@ Independently of the token, state-changing requests and WebSockets whose ``Origi
 console itself are refused with 403: a web page on another site must not be able to drive the
 robot through a console on localhost (browsers do not apply CORS to WebSockets). Without a token
 (loopback only) the ``Host`` header must name this machine, which defeats DNS rebinding.
+
+Hardening (issue 21, docs/security.md):
+
+- Every response carries ``X-Frame-Options: DENY`` and ``Content-Security-Policy:
+  frame-ancestors 'none'`` (no other site can frame the console and trick clicks on Allow or
+  Stop), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
+- A browser request another site makes for a sub-resource or a frame (``Sec-Fetch-Site:
+  cross-site`` and not a top-level navigation: an ``<img>`` of the camera, an ``<iframe>``, a
+  ``fetch``) is refused with 403 before the token is looked at.
+- Wrong tokens are counted per client address (:class:`LoginLimiter`; the same wrong token
+  again, e.g. the cookie of an old token, counts once): after :data:`FREE_FAILURES` different
+  ones the address is locked out, for 1 s, then twice as long after every further failure, up
+  to :data:`MAX_LOCKOUT_S`. While locked out every request that
+  needs the token is answered 429 with ``Retry-After`` (WebSocket close code 4429), even one
+  with the right token; a success clears the count.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
 import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +51,21 @@ COOKIE_NAME = "loopact_token"
 WS_UNAUTHORIZED = 4401
 #: WebSocket close code for a cross-origin WebSocket.
 WS_FORBIDDEN = 4403
+#: WebSocket close code while the client address is locked out after wrong tokens.
+WS_LOCKED = 4429
+#: Shortest token accepted (characters); see :func:`check_token`.
+MIN_TOKEN_CHARS = 16
+#: Wrong tokens an address may send before it is locked out.
+FREE_FAILURES = 5
+#: Longest lockout, seconds.
+MAX_LOCKOUT_S = 300.0
+#: Headers on every HTTP response of the console (issue 21).
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
 _PAGE_PATHS = frozenset({"/", "/settings"})
 
 
@@ -45,6 +80,111 @@ def _loopback_host(host: str) -> bool:
         return False
 
 
+def check_token(token: str | None) -> str | None:
+    """Why ``token`` cannot protect the console, or None when it can (or there is none).
+
+    A token must be at least :data:`MIN_TOKEN_CHARS` characters without spaces; the message
+    offers a freshly generated one.
+    """
+    if token is None:
+        return None
+    if len(token) >= MIN_TOKEN_CHARS and not any(c.isspace() for c in token):
+        return None
+    import secrets
+
+    return (
+        f"web.token must be at least {MIN_TOKEN_CHARS} characters without spaces (got "
+        f"{len(token)}); for example this newly generated one: {secrets.token_urlsafe(24)}"
+    )
+
+
+@dataclass
+class _Failures:
+    count: int = 0
+    locked_until: float = 0.0
+    seen: set[bytes] = field(default_factory=set)
+
+
+class LoginLimiter:
+    """Counts wrong tokens per client address and locks an address out (issue 21).
+
+    Args:
+        free_failures: Failures allowed before the first lockout.
+        max_lockout_s: Longest lockout in seconds (the lockout doubles per failure: 1, 2, 4...).
+        clock: Monotonic time in seconds (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        free_failures: int = FREE_FAILURES,
+        max_lockout_s: float = MAX_LOCKOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.free_failures = free_failures
+        self.max_lockout_s = max_lockout_s
+        self.clock = clock
+        self._by_address: dict[str, _Failures] = {}
+
+    def retry_after(self, address: str) -> float:
+        """Seconds until ``address`` may try again; 0 when it is not locked out."""
+        entry = self._by_address.get(address)
+        if entry is None:
+            return 0.0
+        return max(0.0, entry.locked_until - self.clock())
+
+    def failed(self, address: str, token: str) -> float:
+        """Count a wrong ``token`` from ``address``; returns the lockout it starts (seconds).
+
+        Only different wrong tokens count: a page that keeps sending the cookie of an old
+        token is not a guesser, and is not locked out for it.
+        """
+        entry = self._by_address.setdefault(address, _Failures())
+        digest = hashlib.sha256(token.encode()).digest()[:16]
+        if digest in entry.seen:
+            return 0.0
+        if len(entry.seen) < 1000:
+            entry.seen.add(digest)
+        entry.count += 1
+        over = entry.count - self.free_failures + 1  # the free_failures-th starts a lockout
+        if over <= 0:
+            return 0.0
+        lockout = min(self.max_lockout_s, 2.0 ** (over - 1))
+        entry.locked_until = self.clock() + lockout
+        if len(self._by_address) > 10_000:  # many addresses: forget the oldest
+            self._by_address.pop(next(iter(self._by_address)))
+        return lockout
+
+    def succeeded(self, address: str) -> None:
+        """A right token: forget the address's failures."""
+        self._by_address.pop(address, None)
+
+
+def _with_security_headers(send: Send) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            names = {k.lower() for k, _v in message.get("headers", [])}
+            extra = [(k, v) for k, v in SECURITY_HEADERS if k not in names]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return wrapped
+
+
+def _cross_site_subresource(scope: Scope, headers: dict[str, str]) -> bool:
+    """A request another site's page made for an image, frame, script or fetch (not a link)."""
+    if headers.get("sec-fetch-site") != "cross-site":
+        return False
+    if scope["type"] != "http":
+        return True
+    navigate = headers.get("sec-fetch-mode") == "navigate"
+    return not (navigate and headers.get("sec-fetch-dest", "document") == "document")
+
+
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "?"
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
@@ -55,11 +195,16 @@ class RequestGuard:
     Args:
         app: The wrapped ASGI app.
         token: The token, or None for no token check (loopback binding).
+        limiter: Counts wrong tokens per client address; None for a new
+            :class:`LoginLimiter`.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None, limiter: LoginLimiter | None = None
+    ) -> None:
         self.app = app
         self._token = token.encode() if token else None
+        self.limiter = limiter or LoginLimiter()
 
     def _matches(self, candidate: str | None) -> bool:
         if self._token is None or not candidate:
@@ -70,7 +215,13 @@ class RequestGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "http":
+            send = _with_security_headers(send)
         headers = _headers(scope)
+        if _cross_site_subresource(scope, headers):
+            log.warning("refused a cross-site %s request to %s", scope["type"], scope["path"])
+            await self._refuse(scope, receive, send, 403, WS_FORBIDDEN, "cross-site request")
+            return
         if not self._same_origin(scope, headers):
             log.warning("refused a cross-origin %s request to %s", scope["type"], scope["path"])
             await self._refuse(scope, receive, send, 403, WS_FORBIDDEN, "cross-origin request")
@@ -93,10 +244,19 @@ class RequestGuard:
             pass
         from_cookie = cookie[COOKIE_NAME].value if COOKIE_NAME in cookie else None
         from_query = query.get("token")
+        address = _client(scope)
+        wait_s = self.limiter.retry_after(address)
+        if wait_s > 0:
+            await self._refuse(
+                scope, receive, send, 429, WS_LOCKED, "too many wrong tokens", retry_after=wait_s
+            )
+            return
         if self._matches(bearer) or self._matches(from_cookie):
+            self.limiter.succeeded(address)
             await self.app(scope, receive, send)
             return
         if self._matches(from_query):
+            self.limiter.succeeded(address)
             if (
                 scope["type"] == "http"
                 and scope["method"] == "GET"
@@ -106,6 +266,11 @@ class RequestGuard:
                 return
             await self.app(scope, receive, send)
             return
+        lockout = 0.0
+        for tried in {t for t in (bearer, from_cookie, from_query) if t}:  # wrong ones
+            lockout = max(lockout, self.limiter.failed(address, tried))
+        if lockout:
+            log.warning("wrong console tokens from %s: locked out for %.0f s", address, lockout)
         await self._refuse(scope, receive, send, 401, WS_UNAUTHORIZED, "missing or wrong token")
 
     @staticmethod
@@ -138,7 +303,13 @@ class RequestGuard:
 
     @staticmethod
     async def _refuse(
-        scope: Scope, receive: Receive, send: Send, status: int, ws_code: int, reason: str
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int,
+        ws_code: int,
+        reason: str,
+        retry_after: float = 0.0,
     ) -> None:
         if scope["type"] == "websocket":
             message: Any = await receive()
@@ -154,5 +325,7 @@ class RequestGuard:
         ]
         if status == 401:
             headers.append((b"www-authenticate", b"Bearer"))
+        if retry_after:
+            headers.append((b"retry-after", str(math.ceil(retry_after)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

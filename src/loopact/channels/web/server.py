@@ -20,6 +20,7 @@ from typing import Any
 import uvicorn
 
 from loopact.channels.web.app import ConsoleState, create_app
+from loopact.channels.web.auth import check_token
 from loopact.channels.web.settings import WebSettings
 from loopact.errors import ConfigError
 
@@ -136,14 +137,17 @@ async def serve_console(
         The running :class:`WebConsole`.
 
     Raises:
-        ConfigError: No token for a non-loopback host (``web.token``), or the address cannot
-            be bound (``web.port`` / ``web.host``).
+        ConfigError: No token for a non-loopback host, a token shorter than 16 characters
+            (``web.token``), or the address cannot be bound (``web.port`` / ``web.host``).
     """
     settings = settings or WebSettings()
     if token is not None:
         settings.token = token
     if settings.token is not None and not settings.token.strip():
         raise ConfigError("web.token is empty; set a non-empty token or none", key="web.token")
+    weak = check_token(settings.token)  # issue 21: a short token can be guessed
+    if weak is not None:
+        raise ConfigError(weak, key="web.token")
     if not is_loopback(host) and not settings.token:
         raise ConfigError(
             f"web.token is required to bind the console to {host}; set --web-token or web.token",

@@ -4,6 +4,11 @@
 edits provider, model, base URL, API key and robot profile; :func:`validate_settings` checks a
 submitted form and names every bad field. The API key is write-only: it is kept on the server
 (:class:`SettingsStore`) and only ever reported as ``"set"`` / ``"not set"``.
+
+A key belongs to the endpoint it was configured for (issue 21, docs/security.md): a form that
+changes the provider or the base URL must bring its own key, or say ``keep_api_key: true``
+(the page's "keep the current key" box) to send the current one there. Otherwise it is
+refused with an error on ``api_key``, and nothing is applied.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ DEFAULT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "dify")
 #: Robot profiles offered by default (the packaged ``loopact/robot/profiles/*.yaml``).
 DEFAULT_PROFILES: tuple[str, ...] = ("sim", "turtlebot4", "mecanum_ptz")
 
-_FIELDS = ("provider", "model", "base_url", "api_key", "robot_profile")
+_FIELDS = ("provider", "model", "base_url", "api_key", "keep_api_key", "robot_profile")
 _MODEL_RE = re.compile(r"^[\w.:/@+-]{1,200}$")
 
 
@@ -49,8 +54,10 @@ class WebSettings:
         providers: Provider names the form accepts.
         profiles: Robot profile names the form accepts.
         on_settings: Called with the validated new settings (a dict with the form's fields;
-            ``api_key`` only when a new one was typed); returns None or an error text
-            (sync or async). None: the page says settings cannot be changed.
+            ``api_key`` is the key to use with the new endpoint: the one typed, or the
+            current one when the endpoint is unchanged or the form said to keep it; absent
+            when there is none); returns None or an error text (sync or async). None: the
+            page says settings cannot be changed.
         gate: The image gate for uploads; None builds ``loopact.vision.gate.ImageGate()``.
         camera_fps: Most frames per second the camera endpoints render (>= 5 for SPEC F6).
         jpeg_quality: JPEG quality of camera frames (1-100).
@@ -60,6 +67,8 @@ class WebSettings:
         voice: The microphone / speaker pipeline (``loopact.channels.web.voice.WebVoice``),
             or None for a console without voice (issue 16).
         modality: ``agent.modality`` (G3): ``text`` and ``voice+text`` refuse image uploads.
+        login_limiter: Counts wrong tokens and locks addresses out
+            (:class:`~loopact.channels.web.auth.LoginLimiter`); None for the default.
     """
 
     token: str | None = None
@@ -79,6 +88,7 @@ class WebSettings:
     title: str = "loopact console"
     voice: Any = None
     modality: str = "any"
+    login_limiter: Any = None
 
 
 def packaged_profiles() -> tuple[str, ...]:
@@ -147,6 +157,26 @@ class SettingsStore:
         """Whether an API key is configured."""
         return bool(self._api_key)
 
+    def key_for(self, clean: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The API key validated settings ``clean`` may use, or why they may not (issue 21).
+
+        Returns:
+            ``(key, None)``: the typed key, or the current key when provider and base URL are
+            unchanged or ``keep_api_key`` is true (None when there is no key);
+            ``(None, error)``: the endpoint changed and the form neither typed a key nor
+            chose to keep the current one.
+        """
+        if clean.get("api_key"):
+            return str(clean["api_key"]), None
+        moved = (clean.get("provider"), clean.get("base_url")) != (self.provider, self.base_url)
+        if moved and self._api_key and not clean.get("keep_api_key"):
+            where = f"{self.provider} at {self.base_url or 'its default URL'}"
+            return None, (
+                f"the current API key belongs to {where}; type the key for the new "
+                "endpoint, or choose 'keep the current key' to send it there"
+            )
+        return self._api_key, None
+
     def secrets(self) -> list[str]:
         """Secrets that must never appear in a response (the API key)."""
         return [self._api_key] if self._api_key else []
@@ -179,8 +209,10 @@ def validate_settings(
     """Check a submitted settings form.
 
     Args:
-        form: The JSON body: ``{provider, model, base_url, api_key?, robot_profile}``; an empty
-            or missing ``api_key`` keeps the current key.
+        form: The JSON body: ``{provider, model, base_url, api_key?, keep_api_key?,
+            robot_profile}``; an empty or missing ``api_key`` keeps the current key, which a
+            new provider or base URL may use only with ``keep_api_key: true``
+            (:meth:`SettingsStore.key_for`).
         providers: Accepted provider names.
         profiles: Accepted robot profile names.
 
@@ -223,6 +255,11 @@ def validate_settings(
         api_key = raw_key.strip()
         if any(c.isspace() for c in api_key) or len(api_key) > 500:
             errors["api_key"] = "api_key must be one word without spaces (at most 500 characters)"
+    keep = form.get("keep_api_key", False)
+    if keep is None:
+        keep = False
+    if not isinstance(keep, bool):
+        errors["keep_api_key"] = "keep_api_key must be true or false"
     profile = text("robot_profile")
     if "robot_profile" not in errors and profile not in profiles:
         errors["robot_profile"] = (
@@ -233,6 +270,7 @@ def validate_settings(
         "model": model,
         "base_url": base_url,
         "robot_profile": profile,
+        "keep_api_key": keep is True,
     }
     if api_key:
         clean["api_key"] = api_key

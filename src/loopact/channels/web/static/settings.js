@@ -3,6 +3,9 @@
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
   var FIELDS = ["provider", "model", "base_url", "robot_profile"];
+  // The endpoint the current key belongs to: a new provider or base URL needs the key
+  // typed again, or "keep the current key" ticked (issue 21).
+  var loaded = { provider: "", base_url: "", key: "not set" };
 
   function fill(select, values, current) {
     select.textContent = "";
@@ -21,6 +24,15 @@
   function clearErrors() {
     document.querySelectorAll(".field-error").forEach(function (e) { e.textContent = ""; });
   }
+  function endpointMoved() {
+    return $("f-provider").value !== loaded.provider ||
+      $("f-base_url").value.trim() !== loaded.base_url;
+  }
+  function updateKeep() {
+    var offer = loaded.key === "set" && endpointMoved() && !$("f-api_key").value;
+    $("keep-row").hidden = !offer;
+    if (!offer) { $("f-keep_api_key").checked = false; }
+  }
   function show(s) {
     fill($("f-provider"), s.providers, s.provider);
     fill($("f-robot_profile"), s.profiles, s.robot_profile);
@@ -28,6 +40,8 @@
     $("f-base_url").value = s.base_url || "";
     $("f-api_key").value = "";
     $("key-state").textContent = s.api_key;  // "set" or "not set", never the key
+    loaded = { provider: s.provider || "", base_url: s.base_url || "", key: s.api_key };
+    updateKeep();
     if (s.editable === false) {
       $("apply").disabled = true;
       $("saved").textContent = "settings cannot be changed in this console";
@@ -46,6 +60,7 @@
     FIELDS.forEach(function (f) { body[f] = $("f-" + f).value; });
     var key = $("f-api_key").value;
     if (key) { body.api_key = key; }
+    body.keep_api_key = !$("keep-row").hidden && $("f-keep_api_key").checked;
     fetch("/api/settings", {
       method: "POST",
       credentials: "same-origin",
@@ -56,6 +71,9 @@
         if (r.ok) {
           $("f-api_key").value = "";
           $("key-state").textContent = d.settings.api_key;
+          loaded = { provider: d.settings.provider, base_url: d.settings.base_url,
+                     key: d.settings.api_key };
+          updateKeep();
           $("saved").textContent = "saved";
           return;
         }
@@ -67,6 +85,10 @@
         });
       });
     }).catch(function (err) { $("saved").textContent = err.message; });
+  });
+  ["f-provider", "f-base_url", "f-api_key"].forEach(function (id) {
+    $(id).addEventListener("input", updateKeep);
+    $(id).addEventListener("change", updateKeep);
   });
   load();
 })();
