@@ -87,6 +87,7 @@ bench: $(STAMP_DEV)
 	$(PY) bench/overhead.py
 	$(PY) bench/first_action.py
 	$(PY) bench/preemption.py
+	$(PY) bench/voice.py
 	$(PY) bench/mqtt.py
 
 clean:

@@ -422,6 +422,7 @@ class VoiceConfig(pydantic.BaseModel):
     max_utterance_s: float = pydantic.Field(30.0, ge=1, le=600)
     audio_in: str | None = None
     audio_out: str | None = None
+    ros2_topics: bool = False
 
 
 class McpConfig(pydantic.BaseModel):
@@ -826,6 +827,8 @@ agent:
                               # calling) or auto (text when the endpoint has neither tool
                               # calling nor constrained decoding)
   lang: en                    # en or zh: language of messages for people
+  modality: any               # G3: any, text (no images, no voice), image+text (no voice)
+                              # or voice+text (no images); others are refused clearly
   workspace: workspace        # file tools are confined to this folder
   # system_prompt: "..."      # extra instructions appended to the built-in prompt
   bounds:
@@ -948,6 +951,37 @@ mcp:                          # MCP servers whose tools the agent uses (docs/mcp
   #     connect_timeout_s: 30 # start-up and initialize
   token: null                 # bearer token of `loopact mcp --http` (needed beyond
                               # loopback); better: LOOPACT_MCP_TOKEN or --token
+
+voice:                        # spoken commands and replies (docs/voice.md)
+  enabled: false              # true: microphone and speaker of this machine (like --voice)
+  input_device: null          # PortAudio device name or number; null: the default
+  output_device: null
+  audio_in: null              # a WAV file or - (raw 16 kHz s16le PCM on stdin), like --audio-in
+  audio_out: null             # a WAV file or - (raw PCM on stdout), like --audio-out
+  ros2_topics: false          # true: listen on /<agent>/audio/in, speak on /<agent>/audio/out
+                              # (std_msgs/UInt8MultiArray of 16 kHz s16le PCM; robot.kind ros2)
+  barge_in: true              # speech over the robot's voice stops it at once
+  vad_aggressiveness: 2       # WebRTC VAD 0..3 (3 rejects the most noise)
+  onset_ms: 60                # speech needed to count as a person talking (barge-in)
+  end_silence_ms: 600         # silence that ends an utterance
+  max_utterance_s: 30         # a longer utterance is cut here
+  stt:
+    engine: whisper           # whisper: offline (tiny.en, English); openai: an OpenAI-
+                              # compatible /audio/transcriptions endpoint
+    base_url: null            # openai: the API root (null: model.base_url)
+    model: whisper-1
+    api_key_env: null         # variable holding its key (null: the model's key, same URL)
+    model_path: null          # whisper: another CTranslate2 Whisper folder (multilingual)
+    timeout_s: 20
+  tts:
+    engine: espeak            # espeak: offline espeak-ng (English, Chinese); openai: an
+                              # OpenAI-compatible /audio/speech endpoint; none: no speech
+    base_url: null
+    model: tts-1
+    voice: alloy
+    espeak_voices: {en: en-us, zh: cmn}
+    rate_wpm: 165
+    timeout_s: 20
 
 # local: the offline brain, used only when no endpoint (base_url / API key) is configured.
 # See docs/local-brain.md. `make local-brain` builds and downloads what it needs.

@@ -64,7 +64,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         cfg, opened = await open_agent(
             cfg, stack, bus, once=once, config_source=config_source, interactive=once is None
         )
-        voice = await _open_voice(cfg, opened.agent, stack)  # issue 16
+        voice = await _open_voice(cfg, opened.agent, stack, opened.body.connector)  # issue 16
         if voice is not None and voice.from_file:
             return await _run_voice_file(cfg, opened.agent, voice)
         if once is not None:
@@ -322,11 +322,14 @@ async def _attach(
         stack.callback(writer.close)
 
 
-async def _open_voice(cfg: Config, agent: Agent, stack: AsyncExitStack) -> VoiceRun | None:
-    """Voice for the run when asked for (``--voice``, ``--audio-in``, ``--audio-out``)."""
+async def _open_voice(
+    cfg: Config, agent: Agent, stack: AsyncExitStack, connector: Any
+) -> VoiceRun | None:
+    """Voice for the run when asked for (``--voice``, ``--audio-in``, ``--audio-out``,
+    ``voice.ros2_topics``)."""
     from loopact.app.voice import open_voice
 
-    return await open_voice(cfg, agent, stack, Console(stderr=True, highlight=False))
+    return await open_voice(cfg, agent, stack, Console(stderr=True, highlight=False), connector)
 
 
 async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:

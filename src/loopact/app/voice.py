@@ -58,7 +58,7 @@ class VoiceRun:
 def voice_requested(cfg: Config) -> bool:
     """True when the run uses voice (``voice.enabled``, ``--audio-in`` or ``--audio-out``)."""
     v = cfg.voice
-    return v.enabled or v.audio_in is not None or v.audio_out is not None
+    return v.enabled or v.ros2_topics or v.audio_in is not None or v.audio_out is not None
 
 
 def check_modality(cfg: Config) -> None:
@@ -127,7 +127,9 @@ def make_tts(cfg: Config) -> TextToSpeech | None:
     return EspeakTTS(s.espeak_voices, s.rate_wpm, s.timeout_s)
 
 
-def _open_ends(cfg: Config) -> tuple[AudioSource | None, AudioSink | None, bool]:
+def _open_ends(
+    cfg: Config, connector: Any = None
+) -> tuple[AudioSource | None, AudioSink | None, bool]:
     from loopact.voice.files import open_sink, open_source
 
     v = cfg.voice
@@ -137,6 +139,17 @@ def _open_ends(cfg: Config) -> tuple[AudioSource | None, AudioSink | None, bool]
         source = open_source(v.audio_in)
     if v.audio_out is not None:
         sink = open_sink(v.audio_out)
+    if v.ros2_topics:
+        if connector is None or not hasattr(connector, "subscribe_msg"):
+            raise ConfigError(
+                "voice.ros2_topics needs the robot on ROS 2 (robot.kind: ros2)",
+                key="voice.ros2_topics",
+            )
+        from loopact.nodes.audio import TopicAudioSink, TopicAudioSource, audio_topics
+
+        topic_in, topic_out = audio_topics(cfg.agent.name)
+        source = source or TopicAudioSource(connector, topic_in)
+        sink = sink or TopicAudioSink(connector, topic_out)
     if v.enabled and (source is None or sink is None):
         from loopact.voice.device import DeviceSink, DeviceSource
 
@@ -148,12 +161,13 @@ def _open_ends(cfg: Config) -> tuple[AudioSource | None, AudioSink | None, bool]
 
 
 async def open_voice(
-    cfg: Config, agent: Agent, stack: AsyncExitStack, console: Console
+    cfg: Config, agent: Agent, stack: AsyncExitStack, console: Console, connector: Any = None
 ) -> VoiceRun | None:
     """Build the voice parts of a run, or None when voice is not requested.
 
     A missing speech engine (espeak-ng, the offline model) is said in one line and the run
-    goes on in text for that direction.
+    goes on in text for that direction. ``connector`` is the ROS 2 connector for
+    ``voice.ros2_topics``.
 
     Raises:
         ConfigError: The modality refuses voice, an engine is misconfigured, there is no sound
@@ -164,7 +178,7 @@ async def open_voice(
     check_modality(cfg)
     v = cfg.voice
     try:
-        source, sink, from_file = _open_ends(cfg)
+        source, sink, from_file = _open_ends(cfg, connector)
     except VoiceError as exc:
         key = "--audio-in" if "audio" in str(exc) and v.audio_in else "voice"
         raise ConfigError(str(exc), key=key) from None
