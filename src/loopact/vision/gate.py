@@ -11,12 +11,22 @@ photos (720x477) measure 241 and 980. Gaussian blur with sigma 3 brings simulato
 <= 1.3, and sigma 6 brings the real photos to 1.9-2.4. The default 4.0 passes every sharp frame
 (even the bare wall) and flags those strongly blurred ones. Because featureless sharp scenes score
 as low as blurred textured ones, the threshold cannot sit higher without false alarms.
+
+Memory is bounded before anything is decoded (issue 21): encoded input above
+``max_input_bytes`` is refused; the header gives the size, and an image whose decoded working
+copy (4 bytes per pixel: Pillow keeps RGB in 32-bit pixels) would exceed ``max_decoded_bytes``
+is refused before its pixels are read — a 10 KB 1-bit PNG of 9000x9000 pixels would need
+324 MB. JPEGs are first asked to decode at a reduced scale (Pillow's ``draft``, DCT scaling)
+when the output is smaller anyway, so large photos pass at a fraction of the memory. At most
+``max_concurrent`` images are decoded at once per gate; a caller that waits longer than
+``busy_timeout_s`` for a slot gets an error result.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +46,10 @@ DEFAULT_BLUR_THRESHOLD = 4.0
 
 _BLUR_SIDE_PX = 640
 _MAX_PIXELS = 100_000_000
+_WORKING_BYTES_PER_PIXEL = 4  # Pillow's RGB / RGBA pixel
+
+DEFAULT_MAX_DECODED_BYTES = 100_000_000
+"""Largest decoded working copy in bytes (25 megapixels at 4 bytes per pixel)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,14 @@ class ImageGate:
         jpeg_quality: JPEG quality 1-95.
         max_input_bytes: Encoded inputs larger than this are refused.
         blur_threshold: Laplacian variance below which an image is flagged ``blurry``.
+        max_decoded_bytes: Encoded images whose decoded working copy (width x height x 4
+            bytes) would be larger are refused before decoding.
+        max_concurrent: Images decoded and processed at the same time by this gate.
+        busy_timeout_s: Longest wait for a free slot, seconds; then an error result.
+
+    Attributes:
+        active: Images being processed right now.
+        peak_active: The most processed at the same time so far.
 
     Raises:
         ValueError: A parameter out of range.
@@ -79,6 +101,9 @@ class ImageGate:
         jpeg_quality: int = 85,
         max_input_bytes: int = 20_000_000,
         blur_threshold: float = DEFAULT_BLUR_THRESHOLD,
+        max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+        max_concurrent: int = 2,
+        busy_timeout_s: float = 30.0,
     ) -> None:
         if max_side_px < 16:
             raise ValueError(f"max_side_px must be >= 16, got {max_side_px}")
@@ -86,10 +111,21 @@ class ImageGate:
             raise ValueError(f"jpeg_quality must be 1..95, got {jpeg_quality}")
         if max_input_bytes <= 0:
             raise ValueError(f"max_input_bytes must be > 0, got {max_input_bytes}")
+        if max_decoded_bytes <= 0:
+            raise ValueError(f"max_decoded_bytes must be > 0, got {max_decoded_bytes}")
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
         self.max_side_px = max_side_px
         self.jpeg_quality = jpeg_quality
         self.max_input_bytes = max_input_bytes
         self.blur_threshold = blur_threshold
+        self.max_decoded_bytes = max_decoded_bytes
+        self.max_concurrent = max_concurrent
+        self.busy_timeout_s = busy_timeout_s
+        self.active = 0
+        self.peak_active = 0
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._count_lock = threading.Lock()
 
     def process(self, source: bytes | npt.NDArray[Any] | PILImage.Image) -> GateResult:
         """Gate one image; never raises (SPEC G1, G2).
@@ -99,8 +135,26 @@ class ImageGate:
                 order, or a PIL image.
 
         Returns:
-            A :class:`GateResult`; ``image`` is None and ``error`` says why when rejected.
+            A :class:`GateResult`; ``image`` is None and ``error`` says why when rejected
+            (also when no decode slot freed up within ``busy_timeout_s``).
         """
+        if not self._slots.acquire(timeout=self.busy_timeout_s):
+            return GateResult(
+                image=None,
+                error=f"image gate busy: {self.max_concurrent} images are being processed; "
+                "try again",
+            )
+        with self._count_lock:
+            self.active += 1
+            self.peak_active = max(self.peak_active, self.active)
+        try:
+            return self._process(source)
+        finally:
+            with self._count_lock:
+                self.active -= 1
+            self._slots.release()
+
+    def _process(self, source: bytes | npt.NDArray[Any] | PILImage.Image) -> GateResult:
         try:
             pil = self._to_pil(source)
         except _Rejected as exc:
@@ -129,6 +183,9 @@ class ImageGate:
                     pil = PILImage.open(io.BytesIO(raw))
                     if pil.width * pil.height > _MAX_PIXELS:
                         raise _Rejected(f"image too large: {pil.width}x{pil.height} pixels")
+                    if pil.format == "JPEG":  # decode at 1/2, 1/4 or 1/8 when that suffices
+                        pil.draft("RGB", (self.max_side_px, self.max_side_px))
+                    self._check_decoded_size(pil.width, pil.height)
                     pil.load()
                 except (PILImage.DecompressionBombWarning, PILImage.DecompressionBombError):
                     raise _Rejected("image too large (decompression bomb)") from None
@@ -156,6 +213,15 @@ class ImageGate:
             source.load()
             return source
         raise _Rejected(f"unsupported image source type {type(source).__name__}")
+
+    def _check_decoded_size(self, width: int, height: int) -> None:
+        need = width * height * _WORKING_BYTES_PER_PIXEL
+        if need > self.max_decoded_bytes:
+            raise _Rejected(
+                f"image too large to decode: {width}x{height} pixels need "
+                f"{need / 1e6:.0f} MB of memory, the limit is {self.max_decoded_bytes / 1e6:.0f} "
+                "MB; send a smaller image"
+            )
 
     def _finish(self, pil: PILImage.Image) -> GateResult:
         if pil.mode != "RGB":

@@ -9,7 +9,8 @@ the internet). Routes::
     POST /api/message           {text, image_ids} -> agent.submit(text, images, source="web")
     POST /api/stop              agent.stop(source="web")       POST /api/reset   agent.reset()
     POST /api/confirm           {id, allow} -> agent.answer_confirmation(id, allow, source="web")
-    POST /api/upload            multipart "file" -> image gate -> {id, ...} or 422 {detail}
+    POST /api/upload            multipart "file" -> image gate -> {id, ...} or 422 {detail};
+                                413 before reading a body over the limit (limits.BodyLimit)
     GET  /api/status            agent.status() + robot pose
     GET  /api/settings          settings with the API key as "set"/"not set"
     POST /api/settings          validate -> on_settings(new) -> 200 or 422 {errors: {field: msg}}
@@ -39,6 +40,7 @@ from starlette.websockets import WebSocketDisconnect
 from loopact.channels.web.auth import RequestGuard
 from loopact.channels.web.camera import BOUNDARY, CameraFeed
 from loopact.channels.web.hub import EventHub, ShownImages, dropped_notice
+from loopact.channels.web.limits import DEFAULT_BODY_BYTES, MULTIPART_OVERHEAD_BYTES, BodyLimit
 from loopact.channels.web.settings import (
     GateLike,
     SettingsStore,
@@ -163,6 +165,12 @@ def create_app(
         _settings_routes(state),
     ):
         app.include_router(router)
+    upload_limit = settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES
+    app.add_middleware(
+        BodyLimit,
+        limit_for=lambda path: upload_limit if path == "/api/upload" else DEFAULT_BODY_BYTES,
+    )
+    # Added last, so it runs first: refused requests never get to the body limit.
     app.add_middleware(RequestGuard, token=settings.token, limiter=settings.login_limiter)
     return app
 
