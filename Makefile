@@ -88,6 +88,7 @@ bench: $(STAMP_DEV)
 	$(PY) bench/first_action.py
 	$(PY) bench/preemption.py
 	$(PY) bench/voice.py
+	$(PY) bench/perception.py
 	$(PY) bench/mqtt.py
 
 clean:

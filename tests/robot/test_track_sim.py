@@ -85,7 +85,7 @@ async def test_track_keeps_the_moving_ball_in_frame(track_rig: TrackRig) -> None
     t0 = track_rig.robot.clock.now()
     res: Any = await track_rig.tools["track"](x1=x1, y1=y1, x2=x2, y2=y2, duration_s=8.0)
     assert res.ok, res.error
-    assert res.data["stopped_by"] == "duration" and res.metadata["camera_hz"] >= 10
+    assert res.data["stopped_by"] == "duration"  # its camera rate: bench/perception.py
     inside, centred, n = track_rig.graded(t0)
     assert n >= 10 * 8 and inside >= 0.95 and centred >= 0.8, (inside, centred)
     pan = math.degrees(track_rig.robot.sim.state().pan_rad)

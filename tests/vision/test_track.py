@@ -65,3 +65,10 @@ def test_controller_centres_the_head_and_turns_the_base_near_the_pan_limit() -> 
     assert far_panned.linear_mps == 0.0  # forward only while the head looks ahead
     close = c.step((150, 110, 170, 130), 320, 240, 0.0, 15.0, 0.8)
     assert close.linear_mps < 0
+
+
+def test_a_target_that_moved_far_since_its_box_is_reacquired() -> None:
+    # the box came from a frame taken seconds before tracking starts (a model's reply)
+    t = ColorCheckedTracker(_frame(200, 120), (182, 102, 218, 138))
+    state = t.update(_frame(120, 125))  # 80 px away: beyond KCF's search window
+    assert state.ok and abs((state.box[0] + state.box[2]) / 2 - 120) < 6

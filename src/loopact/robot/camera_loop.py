@@ -86,6 +86,7 @@ class FrameWorker(Generic[T]):
 
     async def _run(self) -> None:
         clock = self.env.robot.clock
+        due = clock.now()
         try:
             while True:
                 pose = await self.env.pose()
@@ -93,7 +94,9 @@ class FrameWorker(Generic[T]):
                 result = await asyncio.to_thread(self.process, frame)
                 self.frames += 1
                 self.latest = Sample(self.frames, frame, pose, result)
-                await clock.sleep(self.period_s)
+                # a fixed cadence: the time spent processing counts towards the period
+                due = max(due + self.period_s, clock.now())
+                await clock.sleep(due - clock.now())
         except RobotError as exc:
             logger.info("frame worker stopped: %s", exc)
             self._error = exc

@@ -19,6 +19,8 @@ import numpy.typing as npt
 TRACK_WIDTH_PX = 320
 MIN_MASS = 0.15
 """Lost below this fraction of the first box's area of target-coloured pixels in the window."""
+REACQUIRE = 0.35
+"""A lost target is searched for this far (fraction of the frame width) from its last box."""
 DRIFT = 0.25
 """Re-centre when the colour centroid is this far (fraction of the box size) from the box."""
 
@@ -107,6 +109,33 @@ class ColorCheckedTracker:
         self.kcf: Any = cv2.TrackerKCF_create()  # type: ignore[attr-defined]
         self.kcf.init(small, roi)
 
+    def _reacquire(self, hsv: Any, last: tuple[float, float]) -> Any:
+        """The target's colour blob nearest to ``last`` within :data:`REACQUIRE` of the width.
+
+        The target may have moved far between the frame its box came from and the first
+        tracked frame (a model's reply takes seconds), or during a short loss.
+        """
+        import cv2
+
+        hs, ws = hsv.shape[:2]
+        back = cv2.calcBackProject([hsv], [0, 1], self.hist, [0, 180, 0, 256], 1)
+        hit = (back > 40).astype(np.uint8)
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(hit, connectivity=8)
+        best = None
+        for i in range(1, n):
+            if stats[i, cv2.CC_STAT_AREA] < MIN_MASS * self.area:
+                continue
+            d = float(np.hypot(cents[i][0] - last[0], cents[i][1] - last[1]))
+            if d <= REACQUIRE * ws and (best is None or d < best[0]):
+                best = (d, i)
+        if best is None:
+            return None
+        cx, cy = (float(v) for v in cents[best[1]])
+        sw, sh = self.size
+        wx1, wy1 = int(max(0, cx - 1.5 * sw)), int(max(0, cy - 1.5 * sh))
+        wx2, wy2 = int(min(ws, cx + 1.5 * sw)), int(min(hs, cy + 1.5 * sh))
+        return cx, cy, wx1, wy1, hit[wy1:wy2, wx1:wx2] > 0
+
     def update(self, rgb: npt.NDArray[np.uint8]) -> TrackState:
         """Follow the target into ``rgb`` (same size as the first frame)."""
         import cv2
@@ -135,6 +164,8 @@ class ColorCheckedTracker:
             if float(np.count_nonzero(hit)) / self.area >= MIN_MASS:
                 found = (cx, cy, wx1, wy1, hit)
                 break
+        if found is None:
+            found = self._reacquire(hsv, last)
         if found is None:
             return TrackState(False, self.box, round(score, 3))
         cx, cy, wx1, wy1, hit = found
