@@ -160,13 +160,6 @@ def as_objects(dets: list[Detection], pan_deg: float) -> list[dict[str, Any]]:
     return out
 
 
-async def _detect(
-    env: RobotEnv, frame: CameraFrame, color: str | None, ranges: ColorRanges
-) -> list[dict[str, Any]]:
-    dets, pan = await detections(env, frame, color, ranges)
-    return as_objects(dets, pan)
-
-
 def caption(objects: list[dict[str, Any]]) -> str:
     """A one-line description of colour detections for the model."""
     if not objects:
@@ -184,12 +177,17 @@ def caption(objects: list[dict[str, Any]]) -> str:
 
 
 async def _view(
-    env: RobotEnv, ranges: ColorRanges, label: str
+    env: RobotEnv, ranges: ColorRanges, label: str, ctx: ToolContext | None = None
 ) -> tuple[dict[str, Any], list[Image]]:
     frame = await fresh_frame(env)
     gated = await asyncio.to_thread(env.gate.process, frame.rgb)
-    objects = await _detect(env, frame, None, ranges)
+    dets, pan = await detections(env, frame, None, ranges)
+    objects = as_objects(dets, pan)
     view: dict[str, Any] = {"view": label, "caption": caption(objects), "objects": objects}
+    overlay = await asyncio.to_thread(
+        draw_boxes, frame.rgb, dets, None, f"{label}: {view['caption']}"
+    )
+    show(env, ctx, overlay, f"{label}: {view['caption']}")
     images: list[Image] = []
     if gated.image is None:
         view["image"] = f"unreadable: {gated.error}; describe from the detections only"
@@ -286,7 +284,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
             return ToolResult.failure(str(exc))
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90)
-    async def observe_surroundings() -> ToolResult:
+    async def observe_surroundings(ctx: ToolContext) -> ToolResult:
         """Look all around: turn in four 90-degree steps, return the four views. 四处看看。"""
         views: list[dict[str, Any]] = []
         images: list[Image] = []
@@ -300,7 +298,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
                             f"observe_surroundings: turning failed: {turned.error}",
                             data={"views": views},
                         )
-                view, imgs = await _view(env, col, label)
+                view, imgs = await _view(env, col, label, ctx)
                 views.append(view)
                 images.extend(imgs)
             await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
@@ -311,7 +309,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
         )
 
     @tool(safety=SafetyClass.READ_ONLY, timeout_s=20)
-    async def detect_objects(color: str | None = None) -> ToolResult:
+    async def detect_objects(ctx: ToolContext, color: str | None = None) -> ToolResult:
         """Find coloured objects in the camera view with their distance and bearing. 找彩色物体。
 
         Bearings are in degrees relative to the robot's heading, left positive; distances in
@@ -324,7 +322,11 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
             return ToolResult.failure(f"unknown colour {color!r}; known colours: {known}")
         try:
             frame = await fresh_frame(env)
-            objects = await _detect(env, frame, color, col)
+            dets, pan = await detections(env, frame, color, col)
+            objects = as_objects(dets, pan)
+            text = caption(objects)
+            overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
+            show(env, ctx, overlay, text)
         except RobotError as exc:
             return ToolResult.failure(str(exc))
         return ToolResult.success(objects, caption=caption(objects))
