@@ -179,3 +179,11 @@ def test_snapshot_draws_the_logged_trajectory(tmp_path: Path) -> None:
     assert not drawn[v - 3 : v + 4, u - 3 : u + 4].any()
     missing = run_cli(["sim", "--snapshot", str(out), "--sim-log", str(tmp_path / "no")], tmp_path)
     assert missing.returncode == 2 and "not a file" in missing.stderr
+
+
+def test_config_knows_every_scenario() -> None:
+    from typing import get_args
+
+    from loopact.config import RobotConfig
+
+    assert set(get_args(RobotConfig.model_fields["scenario"].annotation)) == set(SCENARIOS)
