@@ -32,6 +32,7 @@ from loopact.llm.base import (
     ModelRequest,
     ResponseDone,
     TextDelta,
+    ToolCallDelta,
     ToolCallReady,
     ToolSpec,
 )
@@ -407,7 +408,9 @@ def _reply_as_text(events: list[ModelEvent]) -> list[ModelEvent]:
     text = " ".join(
         str(c.arguments.get("text", "")).strip() for c in done.message.tool_calls
     ).strip()
-    kept = [e for e in events[:-1] if not isinstance(e, (ToolCallReady, TextDelta))]
+    kept = [
+        e for e in events[:-1] if not isinstance(e, (ToolCallReady, ToolCallDelta, TextDelta))
+    ]
     message = Message.assistant(text, reasoning=done.message.reasoning)
     return [
         *kept,
