@@ -238,6 +238,23 @@ async def test_one_byte_tcp_writes(scripted_server: Factory, provider: str) -> N
     assert streamed == final(events).message.text
 
 
+# --- connection reuse ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+async def test_requests_reuse_one_connection(scripted_server: Factory, provider: str) -> None:
+    """The body is read to its end after the final event, so HTTP/1.1 keep-alive carries the
+    next request (a new connection per round costs a TLS handshake on a remote endpoint)."""
+    server = scripted_server([{"text": "hi", "sse": {"comment_every": 1}}] * 4)
+    model = PROVIDERS[provider](server)
+    try:
+        for _ in range(4):
+            [e async for e in model.stream(REQUEST)]
+    finally:
+        await model.aclose()
+    assert len({r.client_port for r in server.requests}) == 1
+
+
 # --- HTML error pages ----------------------------------------------------------------------------
 
 PAGE_502 = (

@@ -58,7 +58,7 @@ from loopact.llm.messages import (
     Usage,
 )
 from loopact.llm.repair import parse_tool_arguments
-from loopact.llm.wire import JSONBody, SSEData, decode_event_json, read_body
+from loopact.llm.wire import JSONBody, SSEData, decode_event_json, drain, read_body
 from loopact.redact import Redactor
 
 __all__ = ["AnthropicModel", "AnthropicStreamState", "to_anthropic_messages"]
@@ -506,13 +506,17 @@ class AnthropicModel:
             async with self._client.messages.with_streaming_response.create(
                 **params, stream=True
             ) as raw:
-                async for item in read_body(raw.http_response, what="the Anthropic endpoint"):
+                items = read_body(raw.http_response, what="the Anthropic endpoint")
+                async for item in items:
                     if isinstance(item, JSONBody):
                         events = message_events(item.value)  # a whole message (issue 22)
                     else:
                         events = [_event_dict(item)]
                     for event in events:
-                        for out in state.feed(event):
+                        outs = state.feed(event)
+                        if state.done:  # read the rest first: the consumer stops at the end
+                            await drain(items)  # so that the connection is reused
+                        for out in outs:
                             yield out
                         if state.done:
                             return

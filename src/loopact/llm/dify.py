@@ -42,7 +42,7 @@ from loopact.llm.base import (
 from loopact.llm.httperrors import describe_body, masking_errors, status_error
 from loopact.llm.messages import Image, Message, TextPart, Usage
 from loopact.llm.think import ThinkSplitter
-from loopact.llm.wire import JSONBody, read_body
+from loopact.llm.wire import JSONBody, drain, read_body
 from loopact.redact import Redactor
 
 __all__ = ["DIFY_CAPABILITIES", "DifyModel", "task_recap"]
@@ -305,7 +305,8 @@ class DifyModel:
                     out.append(TextDelta(piece))
             return out
 
-        async for event_name, data in _payloads(response):
+        payloads = _payloads(response)
+        async for event_name, data in payloads:
             kind = str(data.get("event") or event_name)
             for key in ("conversation_id", "message_id", "task_id"):
                 if data.get(key):
@@ -333,6 +334,7 @@ class DifyModel:
                 provider_data: dict[str, Any] = {"dify": dict(meta)}
                 if files:
                     provider_data["dify"]["files"] = files
+                await drain(payloads)  # read the rest first, so that the connection is reused
                 yield ResponseDone(
                     message=Message(
                         role="assistant",

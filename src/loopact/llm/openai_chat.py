@@ -44,7 +44,7 @@ from loopact.llm.toolprompt import (
     describe_tools_compact,
     tool_call_grammar,
 )
-from loopact.llm.wire import SSEData, decode_event_json, read_body
+from loopact.llm.wire import SSEData, decode_event_json, drain, read_body
 from loopact.redact import Redactor
 
 logger = logging.getLogger(__name__)
@@ -273,9 +273,11 @@ class OpenAIChatModel:
                 stream=True,
                 extra_body=extra,
             ) as raw:
-                async for item in read_body(raw.http_response, what="the model endpoint"):
+                items = read_body(raw.http_response, what="the model endpoint")
+                async for item in items:
                     if isinstance(item, SSEData):
                         if item.data.startswith("[DONE]"):
+                            await drain(items)  # so that the connection is reused
                             break
                         chunk = decode_event_json(item.data, "model")
                     else:
@@ -408,9 +410,7 @@ def _reply_as_text(events: list[ModelEvent]) -> list[ModelEvent]:
     text = " ".join(
         str(c.arguments.get("text", "")).strip() for c in done.message.tool_calls
     ).strip()
-    kept = [
-        e for e in events[:-1] if not isinstance(e, (ToolCallReady, ToolCallDelta, TextDelta))
-    ]
+    kept = [e for e in events[:-1] if not isinstance(e, (ToolCallReady, ToolCallDelta, TextDelta))]
     message = Message.assistant(text, reasoning=done.message.reasoning)
     return [
         *kept,

@@ -19,13 +19,16 @@ line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
+from loopact._compat import timeout_after
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.llm.httperrors import describe_body
 
@@ -35,6 +38,7 @@ __all__ = [
     "JSONBody",
     "SSEData",
     "decode_event_json",
+    "drain",
     "read_body",
 ]
 
@@ -42,7 +46,10 @@ MAX_EVENT_BYTES = 8 * 1024 * 1024
 """Longest single server-sent event accepted, in bytes (larger: a fatal error)."""
 MAX_JSON_BODY_BYTES = 32 * 1024 * 1024
 """Longest whole-JSON response body accepted, in bytes (larger: a fatal error)."""
+DRAIN_TIMEOUT_S = 0.1
+"""How long the rest of a body is read after its final event (connection reuse)."""
 _SAMPLE_BYTES = 2048
+log = logging.getLogger(__name__)
 _WHITESPACE = b" \t\r\n\xef\xbb\xbf"  # a UTF-8 byte-order mark counts as blank too
 
 
@@ -167,3 +174,19 @@ def decode_event_json(data: str, what: str) -> Any:
         raise ModelRetryableError(
             f"{what} stream was cut: malformed chunk: {exc}: {clip!r}"
         ) from None
+
+
+async def drain(items: AsyncIterator[Any], timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+    """Read what is left of a body after its final event, for at most ``timeout_s``.
+
+    An HTTP/1.1 connection can carry the next request only once the body has been read to
+    its end (the terminating chunk right after ``data: [DONE]``); a response closed before
+    costs a new connection per request, a TLS handshake each on a remote endpoint. Whatever
+    arrives (or fails) now is ignored.
+    """
+    try:
+        async with timeout_after(timeout_s):
+            async for _ in items:
+                pass
+    except (asyncio.TimeoutError, TimeoutError, Exception) as exc:  # cleanup only
+        log.debug("the rest of a model response was not read: %r", exc)

@@ -45,6 +45,8 @@ class RecordedRequest:
         query: The query string (without ``?``), empty when none.
         turn_index: 0-based index of the turn that answered it; None when no turn did
             (script exhausted, unknown path, or a path that consumes no turn).
+        client_port: The client's TCP port: requests with the same port came over one
+            (kept-alive) connection.
     """
 
     index: int
@@ -56,6 +58,7 @@ class RecordedRequest:
     ts: float
     query: str = ""
     turn_index: int | None = None
+    client_port: int = 0
 
     def json(self) -> dict[str, Any]:
         """The body as a JSON object.

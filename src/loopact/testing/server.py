@@ -305,6 +305,7 @@ class ScriptedModelServer:
                 raw_body=raw,
                 ts=time.time(),
                 query=query,
+                client_port=int(handler.client_address[1]),
             )
             turn: Turn | None = None
             plan: ResponsePlan | None = None
