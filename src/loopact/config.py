@@ -434,12 +434,20 @@ class McpConfig(pydantic.BaseModel):
     """Bearer token of ``loopact mcp --http`` (required beyond loopback; ``--token``)."""
 
 
+NodeSafety = Literal["read_only", "idempotent", "write", "motion"]
+
+
 class NodesConfig(pydantic.BaseModel):
-    """``nodes``: where hot-pluggable tool and sensor nodes are found (SPEC C2-C4)."""
+    """``nodes``: where hot-pluggable tool and sensor nodes are found (SPEC C2-C4), and the
+    safety class their tools get (C5, issue 21; docs/security.md): ``safety`` grants a
+    class per node (tool) name or ``fnmatch`` pattern; ``trust`` lists the nodes whose
+    announced class is used; every other node's tool is a write tool (asks first)."""
 
     model_config = _STRICT
     transport: Literal["auto", "none", "ros2", "mqtt"] = "auto"
     shared: bool = True
+    trust: list[str] = pydantic.Field(default_factory=list)
+    safety: dict[str, NodeSafety] = pydantic.Field(default_factory=dict)
 
 
 class MqttTlsConfig(pydantic.BaseModel):
@@ -998,6 +1006,11 @@ nodes:
                               # (--transport); with mqtt the simulator's tools are served
                               # over the broker next to the robot and its governor
   shared: true                # mqtt: also use the fleet's shared nodes (loopact node --shared)
+  trust: []                   # node (tool) names or patterns whose announced safety class
+                              # is used, e.g. [lidar_scan, lab_*]; every other node's tool is
+                              # a write tool that asks first (docs/security.md)
+  safety: {}                  # node name (or pattern) -> the class you grant it, whatever it
+                              # announces: read_only, idempotent, write or motion
 
 # mqtt: the broker of the MQTT transport and of the mqtt_* tools (docs/mqtt.md)
 mqtt:

@@ -22,7 +22,7 @@ from loopact.config import load_config
 from loopact.errors import ConfigError, NodeError
 from loopact.events import Event, EventBus
 from loopact.nodes.connector import ImageData
-from loopact.nodes.discovery import ToolDiscovery
+from loopact.nodes.discovery import NodeTrust, ToolDiscovery
 from loopact.nodes.input import InputNode
 from loopact.nodes.inputs import InputHub
 from loopact.nodes.mqtt import MqttConnector, check_prefix
@@ -72,7 +72,8 @@ class Events:
 async def discover(agent: MqttConnector, names: list[str]) -> tuple[ToolDiscovery, Events]:
     bus = EventBus()
     events = Events(bus)
-    disc = ToolDiscovery(agent, ToolRegistry([]), bus=bus)
+    # The operator trusts these nodes: their announced classes are used (issue 21).
+    disc = ToolDiscovery(agent, ToolRegistry([]), bus=bus, trust=NodeTrust(trusted=("*",)))
     await disc.start()
     await wait_until(lambda: all(n in disc.registry for n in names), what=f"discovery of {names}")
     return disc, events

@@ -33,10 +33,11 @@ from loopact.channels.ros2_text import Ros2TextChannel
 from loopact.config import Config
 from loopact.events import EventBus
 from loopact.nodes.connector import Connector
-from loopact.nodes.discovery import ToolDiscovery
+from loopact.nodes.discovery import NodeTrust, ToolDiscovery
 from loopact.nodes.input import InputNode, InputSource
 from loopact.nodes.inputs import InputHub, make_input_tools
 from loopact.nodes.protocol import SHARED_AGENT
+from loopact.tools.base import SafetyClass
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,20 @@ class NodeAttachment:
                 self.registry.remove(name)
 
 
+def node_trust(cfg: Config, own: list[str] | None = None) -> NodeTrust:
+    """The operator's trust in nodes from ``nodes.trust`` and ``nodes.safety`` (issue 21).
+
+    Args:
+        cfg: The configuration.
+        own: Names of tools this run serves as nodes itself (the simulator's over MQTT):
+            their announced classes are loopact's own and are used.
+    """
+    return NodeTrust(
+        trusted=(*cfg.nodes.trust, *(own or [])),
+        grants={name: SafetyClass(c) for name, c in cfg.nodes.safety.items()},
+    )
+
+
 async def open_nodes_connector(
     cfg: Config, body: Body, stack: AsyncExitStack, bus: EventBus
 ) -> Connector | None:
@@ -120,6 +135,7 @@ async def attach_nodes(
     seewhat: bool | None = None,
     settle_s: float = 0.0,
     shared: bool = False,
+    trust: NodeTrust | None = None,
 ) -> NodeAttachment:
     """Discover tools and inputs for ``agent`` over ``connector``.
 
@@ -133,9 +149,11 @@ async def attach_nodes(
         settle_s: Seconds to wait afterwards so running nodes are discovered (``--once``).
         shared: Also discover the fleet's shared nodes (``/_shared/...``, SPEC X4); a shared
             tool whose name the agent already has is reported and not offered.
+        trust: The safety class each node's tool gets (issue 21; :func:`node_trust` from
+            the config); None: every remote tool is a write tool.
     """
     await connector.start()
-    discovery = ToolDiscovery(connector, agent.registry, agent_name, bus=agent.bus)
+    discovery = ToolDiscovery(connector, agent.registry, agent_name, bus=agent.bus, trust=trust)
     hub = InputHub(connector, agent_name, bus=agent.bus, on_new=agent.wake)
     await discovery.start()
     await hub.start()
@@ -156,7 +174,7 @@ async def attach_nodes(
     extra: list[ToolDiscovery | InputHub] = []
     if shared:
         extra = [
-            ToolDiscovery(connector, agent.registry, SHARED_AGENT, bus=agent.bus),
+            ToolDiscovery(connector, agent.registry, SHARED_AGENT, bus=agent.bus, trust=trust),
             InputHub(connector, SHARED_AGENT, bus=agent.bus, on_new=agent.wake),
         ]
         for watch in extra:

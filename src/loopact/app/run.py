@@ -288,7 +288,7 @@ async def _attach(
     if connector is not None:
         # Issue 4: hot-pluggable ROS 2 nodes and the ROS 2 text channel (C2-C4, F3); issue
         # 17: the same over MQTT, with the nodes shared by a fleet.
-        from loopact.app.nodes import attach_nodes
+        from loopact.app.nodes import attach_nodes, node_trust
 
         nodes = await attach_nodes(
             agent,
@@ -296,6 +296,7 @@ async def _attach(
             cfg.agent.name,
             settle_s=1.5 if once is not None else 0.0,
             shared=cfg.nodes.shared and connector.transport == "mqtt",
+            trust=node_trust(cfg, own=served),
         )
         stack.push_async_callback(nodes.close)
         if served:

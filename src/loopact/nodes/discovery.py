@@ -11,6 +11,12 @@ beating with one name at the same time are a conflict: the first stays, the conf
 reported once. Every finding is an event on the bus (``node_added``, ``node_removed``,
 ``node_restarted``, ``node_conflict``, ``node_error``) and a log line; nothing here raises
 into the agent.
+
+A node's heartbeat says which safety class its tool has, but anyone on the graph can start a
+node and say anything (issue 21 item 13). The class a remote tool gets is the operator's
+(:class:`NodeTrust`, config ``nodes.trust`` / ``nodes.safety``): a class granted for the
+node's name; the announced class only for a node the operator trusts; otherwise ``write``,
+so every call of an unknown node needs a person's confirmation.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
 
 from loopact.errors import NodeError, ProtocolError
@@ -36,7 +44,7 @@ from loopact.nodes.protocol import (
     name_from_topic,
     output_endpoint,
 )
-from loopact.tools.base import Tool, ToolContext, ToolResult
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -45,22 +53,63 @@ _CONFLICT_WINDOW_S = 3 * HEARTBEAT_PERIOD_S
 """Two instances both heard within this many seconds are two live nodes (a conflict)."""
 
 
+@dataclass(frozen=True)
+class NodeTrust:
+    """The operator's trust in output nodes: which safety class a remote tool gets (C5).
+
+    Attributes:
+        trusted: Node (tool) names, ``fnmatch`` patterns allowed (``lab_*``, ``*``), whose
+            announced safety class is used.
+        grants: Node name (or pattern) -> the class the operator grants it, whatever it
+            announces; an exact name beats a pattern.
+        default: The class of every other node's tool.
+    """
+
+    trusted: tuple[str, ...] = ()
+    grants: Mapping[str, SafetyClass] = field(default_factory=dict)
+    default: SafetyClass = SafetyClass.WRITE
+
+    def safety_for(self, name: str, announced: SafetyClass) -> SafetyClass:
+        """The class the tool ``name`` gets when its node announces ``announced``."""
+        if name in self.grants:
+            return self.grants[name]
+        for pattern, granted in self.grants.items():
+            if fnmatchcase(name, pattern):
+                return granted
+        if any(fnmatchcase(name, pattern) for pattern in self.trusted):
+            return announced
+        return self.default
+
+
 class RemoteTool(Tool):
     """A proxy for a tool served by an output node (SPEC C2).
 
     Calls go to the node's execute interface; one at a time unless the node says it is
     re-entrant; a call is cancelled on the node at its timeout (``timeout_s`` plus a grace
     period) or when the agent cancels it; a call fails at once if the node disappears.
+
+    Args:
+        info: The node's heartbeat.
+        connector: The transport.
+        endpoint: The node's execute interface.
+        safety: The class the operator gives the tool (:class:`NodeTrust`); None: the
+            announced one.
     """
 
-    def __init__(self, info: OutputInfo, connector: Connector, endpoint: str) -> None:
+    def __init__(
+        self,
+        info: OutputInfo,
+        connector: Connector,
+        endpoint: str,
+        safety: SafetyClass | None = None,
+    ) -> None:
         self.connector = connector
         self.endpoint = endpoint
         self.info = info
         self.name = info.name
         self.description = info.description
         self.parameters = info.parameters
-        self.safety = info.safety
+        self.safety = info.safety if safety is None else safety
         self.reentrant = info.reentrant
         self.timeout_s = info.timeout_s
         self.examples = info.examples
@@ -158,6 +207,8 @@ class ToolDiscovery(HeartbeatWatch):
         agent: The agent name (topic prefix).
         bus: Where to emit ``node_*`` events (None: log only).
         drop_after_s: Heartbeat silence after which a tool is dropped, seconds.
+        trust: Which safety class each node's tool gets; None: ``write`` for every node
+            (:class:`NodeTrust`, issue 21).
     """
 
     _kind = "output"
@@ -174,9 +225,11 @@ class ToolDiscovery(HeartbeatWatch):
         agent: str = DEFAULT_AGENT_NAME,
         bus: EventBus | None = None,
         drop_after_s: float = DROP_AFTER_S,
+        trust: NodeTrust | None = None,
     ) -> None:
         super().__init__(connector, agent, bus, drop_after_s)
         self.registry = registry
+        self.trust = trust or NodeTrust()
         self.tools: dict[str, _Entry] = {}
 
     def _release(self) -> None:
@@ -221,7 +274,7 @@ class ToolDiscovery(HeartbeatWatch):
                     "is not offered (rename it)",
                 )
                 return
-            tool = RemoteTool(info, self.connector, output_endpoint(self.agent, info.name))
+            tool = self._proxy(info, output_endpoint(self.agent, info.name))
             try:
                 self.registry.add(tool)
             except ValueError as exc:
@@ -229,12 +282,13 @@ class ToolDiscovery(HeartbeatWatch):
                 return
             self._errors.pop(topic, None)
             self.tools[info.name] = _Entry(tool, info.instance, now)
-            logger.info("discovered tool %s", info.name)
+            logger.info("discovered tool %s (%s)", info.name, tool.safety.value)
             self._emit(
                 "node_added",
                 name=info.name,
                 kind="output",
-                safety=info.safety.value,
+                safety=tool.safety.value,
+                announced=info.safety.value,
                 instance=info.instance,
             )
             return
@@ -262,7 +316,7 @@ class ToolDiscovery(HeartbeatWatch):
     def _update(self, entry: _Entry, info: OutputInfo) -> None:
         """Same node, new schema: re-register so the validator matches."""
         self.registry.remove(info.name)
-        tool = RemoteTool(info, self.connector, entry.tool.endpoint)
+        tool = self._proxy(info, entry.tool.endpoint)
         try:
             self.registry.add(tool)
         except ValueError as exc:
@@ -270,6 +324,18 @@ class ToolDiscovery(HeartbeatWatch):
             self._report_error(output_endpoint(self.agent, info.name), f"update refused: {exc}")
             return
         entry.tool = tool
+
+    def _proxy(self, info: OutputInfo, endpoint: str) -> RemoteTool:
+        """The registry's proxy for a node, with the class the operator gives it."""
+        safety = self.trust.safety_for(info.name, info.safety)
+        if safety is not info.safety:
+            logger.info(
+                "tool %s announces %s; it gets %s (nodes.trust / nodes.safety)",
+                info.name,
+                info.safety.value,
+                safety.value,
+            )
+        return RemoteTool(info, self.connector, endpoint, safety)
 
     def _switch(self, entry: _Entry, info: OutputInfo) -> None:
         """The first node went quiet and a new instance beats: it restarted."""
