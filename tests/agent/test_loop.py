@@ -360,14 +360,15 @@ async def test_tool_starts_before_stream_ends_and_results_in_call_order(
     scripted_server: Any, tmp_path: Path
 ) -> None:
     order: list[str] = []
-    started = asyncio.Event()
+    second_started = asyncio.Event()
 
     @tool
     async def first() -> str:
         """First."""
         order.append("first-start")
-        started.set()
-        await asyncio.sleep(0.05)
+        # Overlap is shown by an event, not by time: first ends only once second has started
+        # (were read-only calls run one after the other, this would time out and fail).
+        await asyncio.wait_for(second_started.wait(), 20)
         order.append("first-end")
         return "1"
 
@@ -375,6 +376,7 @@ async def test_tool_starts_before_stream_ends_and_results_in_call_order(
     async def second() -> str:
         """Second."""
         order.append("second-start")
+        second_started.set()
         return "2"
 
     server = scripted_server(
