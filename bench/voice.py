@@ -83,13 +83,16 @@ REPLY = (
 
 
 def speak(text: str, voice: str = "en-us", rate: int = 160) -> bytes:
-    """16 kHz PCM of espeak-ng saying ``text``."""
+    """16 kHz PCM of espeak-ng saying ``text``, without espeak's leading and trailing silence
+    (so that "end of speech" is the last voiced sample)."""
     out = subprocess.run(
         ["espeak-ng", "-v", voice, "-s", str(rate), "--stdout", text],
         capture_output=True,
         check=True,
     ).stdout
-    return read_wav(out)[0]
+    x = np.frombuffer(read_wav(out)[0], dtype="<i2")
+    voiced = np.flatnonzero(np.abs(x) > 300)
+    return x[voiced[0] : voiced[-1] + 1].tobytes() if voiced.size else x.tobytes()
 
 
 def words(text: str) -> list[str]:

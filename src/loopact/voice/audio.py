@@ -40,6 +40,7 @@ FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
 FRAME_BYTES = FRAME_SAMPLES * 2
 """Bytes in one frame (640: 16-bit samples)."""
 _CLIP_LEVEL = 32_000
+_UNDERRUN_S = 0.04
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,11 @@ class ClockedSink:
             del self._buffer[:FRAME_BYTES]
             self._space.set()
             self.played_samples += len(chunk) // 2
+            # Played back to back while the device buffer holds audio; after a stall longer
+            # than that the device played silence meanwhile (an underrun), as a sound card does.
+            now = time.monotonic()
+            if now - next_t > _UNDERRUN_S:
+                next_t = now
             self.emit(chunk, next_t)
             for fn in list(self._listeners):
                 fn(chunk, next_t)
@@ -303,8 +309,6 @@ class ClockedSink:
             delay = next_t - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            elif delay < -0.5:
-                next_t = time.monotonic()  # the loop stalled: do not rush to catch up
         self._idle.set()
         self._space.set()
 

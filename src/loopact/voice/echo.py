@@ -24,6 +24,8 @@ import numpy as np
 
 from loopact.voice.audio import SAMPLE_RATE, AudioFrame
 
+_JITTER = 4  # samples searched either side of the estimated delay, per frame
+
 
 @dataclass(frozen=True)
 class EchoResult:
@@ -56,35 +58,40 @@ class EchoCanceller:
         self._window = window_ms * SAMPLE_RATE // 1000
         self._keep = int(history_s * SAMPLE_RATE)
         self._ref = np.zeros(0, dtype=np.float64)
-        self._ref_t0 = 0.0
+        self._origin: float | None = None  # time of absolute sample 0 (fixed: no drift)
+        self._ref_i0 = 0  # absolute sample index of self._ref[0]
         self._mic = np.zeros(0, dtype=np.float64)
         self._mic_t0 = 0.0
         self._delay = 0
         self._last_ref_t = -1e9
 
+    def _index(self, t_s: float) -> int:
+        if self._origin is None:
+            self._origin = t_s
+        return int(round((t_s - self._origin) * SAMPLE_RATE))
+
     def add_reference(self, pcm: bytes, t_s: float) -> None:
         """Record a chunk the speaker played, starting at monotonic time ``t_s``."""
         x = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
-        if self._ref.size == 0:
-            self._ref_t0 = t_s
-        i = int(round((t_s - self._ref_t0) * SAMPLE_RATE))
-        if i < 0:
-            return
-        if i > self._ref.size:
-            gap = min(i - self._ref.size, self._keep)
-            self._ref = np.concatenate([self._ref, np.zeros(gap)])
-            self._ref_t0 = t_s - self._ref.size / SAMPLE_RATE
-            i = self._ref.size
-        self._ref = np.concatenate([self._ref[:i], x])
+        start = self._index(t_s)
+        end_now = self._ref_i0 + self._ref.size
+        if self._ref.size == 0 or start - end_now > self._keep:
+            self._ref, self._ref_i0 = x.copy(), start
+        elif start >= end_now:
+            self._ref = np.concatenate([self._ref, np.zeros(start - end_now), x])
+        elif start >= self._ref_i0:
+            self._ref = np.concatenate([self._ref[: start - self._ref_i0], x])
+        else:
+            return  # older than what is kept
         self._last_ref_t = t_s + x.size / SAMPLE_RATE
         if self._ref.size > self._keep:
             cut = self._ref.size - self._keep
             self._ref = self._ref[cut:]
-            self._ref_t0 += cut / SAMPLE_RATE
+            self._ref_i0 += cut
 
     def _ref_segment(self, t_s: float, n: int) -> np.ndarray:
         """``n`` reference samples starting at time ``t_s`` (zeros where none was played)."""
-        i = int(round((t_s - self._ref_t0) * SAMPLE_RATE))
+        i = self._index(t_s) - self._ref_i0
         out = np.zeros(n)
         lo, hi = max(i, 0), min(i + n, self._ref.size)
         if hi > lo:
@@ -109,13 +116,22 @@ class EchoCanceller:
         if frame.t_s - self._last_ref_t > self._max_delay / SAMPLE_RATE + 0.05:
             return EchoResult(frame.samples, 0.0, self._delay * 1000 / SAMPLE_RATE)
         self._estimate_delay()
-        ref = self._ref_segment(frame.t_s - self._delay / SAMPLE_RATE, n)
-        energy = float(ref @ ref)
-        if energy < 1.0:
+        # the best fit within a few samples of the delay: clocks and buffers jitter
+        wide = self._ref_segment(frame.t_s - (self._delay + _JITTER) / SAMPLE_RATE, n + 2 * _JITTER)
+        best: tuple[float, np.ndarray] | None = None
+        for k in range(2 * _JITTER + 1):
+            ref = wide[2 * _JITTER - k : 2 * _JITTER - k + n]
+            energy = float(ref @ ref)
+            if energy < 1.0:
+                continue
+            gain = min(max(float(mic @ ref) / energy, 0.0), 4.0)
+            echo = gain * ref
+            left = float((mic - echo) @ (mic - echo))
+            if best is None or left < best[0]:
+                best = (left, echo)
+        if best is None:
             return EchoResult(frame.samples, 0.0, self._delay * 1000 / SAMPLE_RATE)
-        gain = float(mic @ ref) / energy
-        gain = min(max(gain, 0.0), 4.0)
-        echo = gain * ref
+        echo = best[1]
         residual = np.clip(np.round(mic - echo), -32768, 32767).astype(np.int16)
         echo_rms = float(np.sqrt(np.mean(echo**2)))
         return EchoResult(residual, echo_rms, self._delay * 1000 / SAMPLE_RATE)

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -102,6 +103,7 @@ class Listener:
         self.echo_gate = echo_gate
         self.lang = lang
         self.echo = EchoCanceller()
+        self._echo_levels: deque[float] = deque(maxlen=5)
         if player is not None:
             player.sink.add_listener(self.echo.add_reference)
         self.stats = ListenerStats()
@@ -134,7 +136,11 @@ class Listener:
         result = self.echo.process(frame)
         residual = result.residual
         speech = self.vad.is_speech(residual)
-        if speech and result.echo_rms > 0 and rms(residual) < self.echo_gate * result.echo_rms:
+        # the gate holds the echo level of the last frames: a frame the canceller could not
+        # align still has to be louder than the robot's voice was a moment ago
+        self._echo_levels.append(result.echo_rms)
+        echo_level = max(self._echo_levels)
+        if speech and echo_level > 0 and rms(residual) < self.echo_gate * echo_level:
             speech = False  # what is left is the robot's own voice
         clean = (
             AudioFrame(residual.astype("<i2").tobytes(), frame.t_s) if result.echo_rms else frame
