@@ -17,6 +17,7 @@
     ├── ProtocolError          a heartbeat or result off the node protocol (also a ValueError)
     ├── TaskFailed             the task cannot go on (a rejected plan, a failed plan step)
     ├── BoundReached           a bound tripped; carries the fallback text (A2; inside the loop)
+    ├── OutputLimitReached     a response passed max_tokens or the token budget (A2; inside)
     ├── RobotError             the robot link or hardware is unusable (raised, handled by the loop)
     │   ├── StaleDataError         sensor data older than the configured maximum age
     │   ├── DriverError            raw access to a board's pins or buses failed (devices/)
@@ -152,6 +153,23 @@ class BoundReached(LoopactError):
 
 class BoxAnswerError(ToolArgumentError, ValueError):
     """A box-selection answer that failed validation (the message says why, for the model; D5)."""
+
+
+class OutputLimitReached(LoopactError):
+    """A response was not read on: it passed a limit (SPEC A2). Not a model error.
+
+    Attributes:
+        name: The bound: ``output_tokens`` (the request's ``max_tokens``) or ``tokens``
+            (the task's token budget).
+        limit: The limit in tokens.
+        used: Tokens used (estimated) when it tripped.
+    """
+
+    def __init__(self, name: str, limit: int, used: int) -> None:
+        super().__init__(f"{name} limit of {limit} passed ({used})")
+        self.name = name
+        self.limit = limit
+        self.used = used
 
 
 class RobotError(LoopactError):

@@ -24,6 +24,7 @@ from loopact._compat import reschedule, timeout_after
 from loopact.agent.dispatch import RoundDispatcher
 from loopact.agent.options import Bounds
 from loopact.errors import ModelRetryableError
+from loopact.errors import OutputLimitReached as OutputLimitReached
 from loopact.events import EventBus
 from loopact.llm.base import (
     Model,
@@ -47,23 +48,6 @@ MAX_RESULT_CHARS = 16_000
 CHARS_PER_TOKEN_LIMIT = 8
 #: Characters per token when the task's token budget is checked mid-stream.
 CHARS_PER_TOKEN = 4
-
-
-class OutputLimitReached(Exception):
-    """A response was not read on: it passed a limit (SPEC A2). Not a model error.
-
-    Attributes:
-        name: The bound: ``output_tokens`` (the request's ``max_tokens``) or ``tokens``
-            (the task's token budget).
-        limit: The limit in tokens.
-        used: Tokens used (estimated) when it tripped.
-    """
-
-    def __init__(self, name: str, limit: int, used: int) -> None:
-        super().__init__(f"{name} limit of {limit} passed ({used})")
-        self.name = name
-        self.limit = limit
-        self.used = used
 
 
 @dataclass
