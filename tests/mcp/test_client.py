@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
@@ -60,13 +61,14 @@ async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dy
     server = scripted_server(
         [
             {"tool_calls": [call("echo", {"text": "hello from mcp"})]},
-            {"text": "It said hello."},
+            {"tool_calls": [call("picture", {})]},
+            {"text": "It said hello and showed a red square."},
             {"text": "Still here."},
         ]
     )
     agent, rec = make_agent(server, tmp_path)
     hub = McpHub(
-        {"toy": toy(tmp_path, trust=True)},
+        {"toy": toy(tmp_path, trust=True, safety={"picture": "read_only"})},
         agent.registry,
         bus=agent.bus,
         log_dir=tmp_path / "logs",
@@ -82,6 +84,9 @@ async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dy
         assert any("hello from mcp" in m for m in _tool_messages(second))
         # echo's server added `shout` and sent list_changed before answering: offered next.
         assert "shout" in _tool_names(second)
+        # B8: the picture's image and its embedded resource reach the model.
+        third = json.dumps(server.requests[2].body["messages"])
+        assert "data:image/jpeg;base64," in third and "inline note text" in third
 
         pid = int((tmp_path / "pid").read_text())
         os.kill(pid, signal.SIGKILL)
@@ -92,7 +97,7 @@ async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dy
         assert "echo" not in agent.registry
         outcome = await agent.run_task("are you still there?")
         assert outcome.status == "completed" and outcome.reply == "Still here."
-        assert "echo" not in _tool_names(server.requests[2].body)
+        assert "echo" not in _tool_names(server.requests[3].body)
         back = await rec.wait_for(
             lambda e: (
                 e.type == "mcp_server" and e.data["state"] == "connected" and e.data["restarts"]
@@ -301,11 +306,15 @@ async def test_servers_that_never_come_up_get_a_clear_note_and_back_off(
         await hub.stop()
 
 
-async def test_garbage_on_stdout_is_reported_and_ignored(tmp_path: Path) -> None:
+async def test_garbage_on_stdout_is_reported_and_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="loopact.mcp")
     hub, registry, _ = await _hub({"noisy": raw("garbage")}, tmp_path)
     try:
-        assert "odd" in registry
-        assert hub.links["noisy"]._garbage >= 1
+        assert "odd" in registry  # the server is used despite the noise
+        notes = [r.getMessage() for r in caplog.records if "not JSON-RPC" in r.getMessage()]
+        assert len(notes) == 1 and "MCP server noisy printed a line" in notes[0]
     finally:
         await hub.stop()
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -122,8 +124,15 @@ async def test_an_sdk_client_drives_the_simulated_robot_within_its_limits(tmp_pa
 
 # ---------------------------------------------------------------------- HTTP
 @asynccontextmanager
-async def _http_server(tmp_path: Path, *args: str) -> AsyncIterator[str]:
-    """``loopact mcp --http ...`` as a process; yields its URL once it serves."""
+async def _http_server(
+    tmp_path: Path, *args: str, stdin: int | None = None, stderr_lines: list[str] | None = None
+) -> AsyncIterator[str]:
+    """``loopact mcp --http ...`` as a process; yields its URL once it serves.
+
+    Args:
+        stdin: A file descriptor for its standard input (default: nothing to read).
+        stderr_lines: Receives what it writes on stderr, chunk by chunk, as it comes.
+    """
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -135,30 +144,34 @@ async def _http_server(tmp_path: Path, *args: str) -> AsyncIterator[str]:
         *args,
         cwd=tmp_path,
         env=_env(tmp_path),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else stdin,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stderr is not None
-    seen: list[str] = []
+    lines = stderr_lines if stderr_lines is not None else []
+    serving = asyncio.get_running_loop().create_future()
+
+    async def read() -> None:  # chunks, not lines: a y/N prompt ends without a newline
+        assert proc.stderr is not None
+        while chunk := (await proc.stderr.read(4096)).decode(errors="replace"):
+            lines.append(chunk)
+            match = re.search(r"at (http://\S+/mcp)", "".join(lines))
+            if match and not serving.done():
+                serving.set_result(match.group(1))
+        if not serving.done():
+            serving.set_exception(AssertionError("loopact mcp exited: " + "".join(lines)))
+
+    reader = asyncio.ensure_future(read())
     try:
-        while True:
-            line = (await asyncio.wait_for(proc.stderr.readline(), 90)).decode()
-            seen.append(line)
-            if not line:
-                raise AssertionError("loopact mcp exited: " + "".join(seen))
-            match = re.search(r"at (http://\S+/mcp)", line)
-            if match:
-                break
-        drain = asyncio.ensure_future(proc.stderr.read())
-        yield match.group(1)
+        yield await asyncio.wait_for(serving, 90)
         proc.terminate()
         assert await asyncio.wait_for(proc.wait(), 30) == 0  # SIGTERM: a clean stop
-        drain.cancel()
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+        reader.cancel()
 
 
 async def _raw(url: str, token: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -201,9 +214,10 @@ async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
     cannot send: NaN on the wire, a call without arguments; confirmation on the web console
     allows one write and denies another."""
     port, web = free_port(), free_port()
+    trace = tmp_path / "t.jsonl"
     async with _http_server(
-        tmp_path, "--robot", "none", "--http", f"0.0.0.0:{port}", "--token", "s3cret",
-        "--web-port", str(web),
+        tmp_path, "--http", f"0.0.0.0:{port}", "--token", "s3cret", "--web-port", str(web),
+        "--trace", str(trace),
     ) as served:  # fmt: skip
         url = f"http://127.0.0.1:{port}/mcp"
         assert served == f"http://0.0.0.0:{port}/mcp"
@@ -214,16 +228,21 @@ async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
         assert bare.headers["www-authenticate"].startswith("Bearer")
         assert "no bearer token" in bare.json()["error_description"]
 
-        wait_nan = {"name": "wait", "arguments": {"seconds": float("nan")}}
-        nan = await _raw(url, "s3cret", "tools/call", wait_nan)
-        assert nan["result"]["isError"] and "seconds must be a finite number" in json.dumps(nan)
+        for bad in ({"distance_m": float("nan")}, {"distance_m": 1.0, "speed_mps": float("inf")}):
+            move = {"name": "move_forward", "arguments": bad}
+            nan = await _raw(url, "s3cret", "tools/call", move)
+            assert nan["result"]["isError"], nan
+            assert "must be a finite number (got NaN or infinity)" in json.dumps(nan)
+        refused = [e for e in read_trace(trace) if e["type"] == "tool_result"]
+        assert [e["metadata"]["error_kind"] for e in refused] == ["refused", "refused"]
+        assert _states(trace) == []  # nothing moved, so no robot_state was recorded
         bare_call = await _raw(url, "s3cret", "tools/call", {"name": "file_read"})
         assert bare_call["result"]["isError"]
         assert "'path' is a required property" in json.dumps(bare_call)
 
         async with _sdk_client(url, "s3cret") as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert "file_write" in names and "move_forward" not in names  # --robot none
+            assert "file_write" in names and "move_forward" in names
             for allow in (True, False):
                 path = f"{'yes' if allow else 'no'}.txt"
                 call = asyncio.ensure_future(
@@ -257,6 +276,28 @@ async def _answer_on_the_console(console: str, call: asyncio.Future[Any], allow:
             await asyncio.sleep(0.05)
         answer = await http.post(f"{console}/api/confirm", json={"id": ids[0], "allow": allow})
         assert answer.status_code == 200, answer.text
+
+
+async def test_with_http_on_a_terminal_a_write_is_confirmed_there(tmp_path: Path) -> None:
+    main, tty = pty.openpty()
+    lines: list[str] = []
+    port = free_port()
+    args = ["--robot", "none", "--no-web", "--http", f"127.0.0.1:{port}"]
+    try:
+        server = _http_server(tmp_path, *args, stdin=tty, stderr_lines=lines)
+        async with server as url, Client(url, cache=None) as client:
+            call = asyncio.ensure_future(
+                client.call_tool("file_write", {"path": "t.txt", "content": "from a tty"})
+            )
+            await until(lambda: "Allow file_write(" in "".join(lines), 30, "the y/N prompt")
+            assert not call.done()
+            os.write(main, b"y\n")
+            result = await asyncio.wait_for(call, 20)
+        assert not result.is_error, _texts(result)
+        assert (tmp_path / "ws" / "t.txt").read_text() == "from a tty"
+    finally:
+        os.close(main)
+        os.close(tty)
 
 
 def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> None:

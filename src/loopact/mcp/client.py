@@ -131,6 +131,8 @@ class McpServerLink:
         ping_timeout_s: Seconds a ping may take before the server counts as hung.
         backoff_base_s: First reconnect delay, seconds (doubled per failure).
         backoff_max_s: Longest reconnect delay, seconds.
+        mode: The SDK's protocol negotiation: ``auto`` (2026-era ``server/discover``, else
+            the 2025-era initialize handshake) or ``legacy`` (the handshake only).
     """
 
     def __init__(
@@ -145,6 +147,7 @@ class McpServerLink:
         ping_timeout_s: float = PING_TIMEOUT_S,
         backoff_base_s: float = BACKOFF_BASE_S,
         backoff_max_s: float = BACKOFF_MAX_S,
+        mode: str = "auto",
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -155,6 +158,7 @@ class McpServerLink:
         self.ping_timeout_s = ping_timeout_s
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
+        self.mode = mode
         self.restarts = 0
         self.state = LinkState.STOPPED
         self.detail = ""
@@ -389,7 +393,7 @@ class McpServerLink:
                 async with timeout_after(self.cfg.connect_timeout_s):
                     client = Client(
                         self._transport(eof, stack),
-                        mode="auto",
+                        mode=self.mode,
                         message_handler=self._on_message,
                         client_info=mt.Implementation(name="loopact", version=__version__),
                         cache=None,
