@@ -90,6 +90,7 @@ bench: $(STAMP_DEV)
 	$(PY) bench/voice.py
 	$(PY) bench/perception.py
 	$(PY) bench/mqtt.py
+	$(PY) bench/mcp.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

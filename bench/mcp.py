@@ -169,6 +169,19 @@ async def soak(cycles: int, tmp: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- 3. overhead
+def _child(marker: str) -> psutil.Process:
+    """The child process whose command line contains ``marker``."""
+    for proc in psutil.Process().children(recursive=True):
+        if any(marker in part for part in proc.cmdline()):
+            return proc
+    raise RuntimeError(f"no child process {marker}")
+
+
+def _cpu(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
 async def overhead(calls: int, tmp: Path) -> dict[str, Any]:
     ws = tmp / "ws-overhead"
     ws.mkdir()
@@ -201,6 +214,11 @@ async def overhead(calls: int, tmp: Path) -> dict[str, Any]:
             await client.call_tool("file_list", {})
             await bare.call_tool("noop", {})
             await registry.execute(ToolCall("w", "file_list", {}), ctx, 10)
+        procs = {
+            "loopact": _child("loopact"),
+            "sdk": _child("mcp_server.py"),
+        }
+        cpu0 = {k: _cpu(p) for k, p in procs.items()}
         for i in range(calls):  # interleaved, so load hits all three alike
             t0 = time.perf_counter()
             await registry.execute(ToolCall(f"d{i}", "file_list", {}), ctx, 10)
@@ -213,7 +231,10 @@ async def overhead(calls: int, tmp: Path) -> dict[str, Any]:
             direct.append(t1 - t0)
             over.append(t2 - t1)
             sdk.append(t3 - t2)
+        cpu = {k: (_cpu(p) - cpu0[k]) / calls * 1000 for k, p in procs.items()}
     return {
+        "server_cpu_ms": cpu["loopact"],
+        "sdk_server_cpu_ms": cpu["sdk"],
         "calls": calls,
         "direct_p50_ms": statistics.median(direct) * 1000,
         "mcp_p50_ms": statistics.median(over) * 1000,
@@ -245,7 +266,8 @@ async def main() -> None:
             f"stdio call (n={o['calls']}): direct p50 {o['direct_p50_ms']:.2f} ms, over MCP p50 "
             f"{o['mcp_p50_ms']:.2f} ms (p99 {o['mcp_p99_ms']:.1f} ms): overhead p50 "
             f"{o['overhead_p50_ms']:.2f} ms (target < 5 ms); the SDK's own server, a no-op "
-            f"tool: p50 {o['sdk_p50_ms']:.2f} ms",
+            f"tool: p50 {o['sdk_p50_ms']:.2f} ms; server CPU per call: loopact "
+            f"{o['server_cpu_ms']:.2f} ms, the SDK's server {o['sdk_server_cpu_ms']:.2f} ms",
             flush=True,
         )
         s = await soak(args.cycles, tmp)

@@ -131,11 +131,21 @@ async def test_cancelling_the_task_cancels_the_mcp_request(
 
 
 # ---------------------------------------------------------------------- results (B8)
-async def test_images_resources_and_huge_results_reach_the_model_within_limits(
+async def test_images_and_resources_reach_the_model(
     tmp_path: Path,
 ) -> None:
-    hub, registry, _ = await _hub({"toy": toy(tmp_path)}, tmp_path)
+    def echo(text: str) -> str:
+        """A local echo."""
+        return f"local {text}"
+
+    registry = ToolRegistry([FunctionTool(echo)])
+    hub, registry, _ = await _hub({"toy": toy(tmp_path)}, tmp_path, registry)
     try:
+        # A name taken by a tool of the agent's own: the server's is prefixed.
+        local = await registry.execute(ToolCall("l", "echo", {"text": "a"}), _ctx(tmp_path), 5)
+        remote = await registry.execute(ToolCall("r", "toy_echo", {"text": "b"}), _ctx(tmp_path), 5)
+        assert local.data == "local a" and remote.data == "b"
+
         result = await registry.execute(ToolCall("1", "picture", {}), _ctx(tmp_path), 20)
         assert result.ok, result
         assert "a red square" in result.data and "inline note text" in result.data
@@ -145,11 +155,6 @@ async def test_images_resources_and_huge_results_reach_the_model_within_limits(
         notes = " ".join(result.metadata["notes"])
         assert "application/octet-stream" in notes and "audio" in notes
 
-        t0 = time.monotonic()
-        huge = await registry.execute(ToolCall("2", "huge", {}), _ctx(tmp_path), 30)
-        assert huge.ok and len(huge.data) == 100_000
-        assert "19900000 more characters" in " ".join(huge.metadata["notes"])
-        assert time.monotonic() - t0 < 30
     finally:
         await hub.stop()
 
@@ -210,22 +215,6 @@ async def test_an_untrusted_read_only_tool_needs_confirmation(
     finally:
         await hub.stop()
         await agent.close()
-
-
-async def test_a_name_taken_by_a_builtin_tool_is_prefixed(tmp_path: Path) -> None:
-    def echo(text: str) -> str:
-        """A local echo."""
-        return f"local {text}"
-
-    registry = ToolRegistry([FunctionTool(echo)])
-    hub, registry, _ = await _hub({"toy": toy(tmp_path, trust=True)}, tmp_path, registry)
-    try:
-        assert "toy_echo" in registry.names
-        local = await registry.execute(ToolCall("1", "echo", {"text": "a"}), _ctx(tmp_path), 5)
-        remote = await registry.execute(ToolCall("2", "toy_echo", {"text": "b"}), _ctx(tmp_path), 5)
-        assert local.data == "local a" and remote.data == "b"
-    finally:
-        await hub.stop()
 
 
 # ---------------------------------------------------------------------- dying and hanging
@@ -303,7 +292,10 @@ async def test_servers_that_never_come_up_get_a_clear_note_and_back_off(
         delays = [e.data["delay_s"] for e in events if e.data.get("state") == "restarting"]
         assert delays[1] > delays[0]
     finally:
-        await hub.stop()
+        t0 = time.monotonic()
+        await hub.stop()  # also while it is starting or waiting for its next attempt
+        assert time.monotonic() - t0 < 8
+        assert hub.status()[0]["state"] == "stopped"
 
 
 async def test_garbage_on_stdout_is_reported_and_ignored(
@@ -334,6 +326,7 @@ async def test_streamable_http_server_with_headers(tmp_path: Path) -> None:
             url=f"http://127.0.0.1:{port}/mcp",
             headers={"Authorization": "Bearer test-token"},
             trust=True,
+            timeout_s=60,
         )
 
         hub, registry, _ = await _hub({"lab": cfg}, tmp_path)  # retried until it is up
@@ -344,6 +337,14 @@ async def test_streamable_http_server_with_headers(tmp_path: Path) -> None:
             )
             assert result.ok and result.data == "over http"
             assert hub.status()[0]["transport"] == "http"
+            # A 20 MB result: cut to 100,000 characters for the model, with a note. (Over
+            # stdio the same works, but the SDK's line reader takes seconds for it.)
+            huge = await registry.execute(ToolCall("2", "huge", {}), _ctx(tmp_path), 60)
+            assert huge.ok, huge
+            assert len(huge.data) == 100_000
+            assert "19900000 more characters" in " ".join(huge.metadata["notes"])
+            after = await registry.execute(ToolCall("3", "echo", {"text": "x"}), _ctx(tmp_path), 10)
+            assert after.ok  # the server is still connected
         finally:
             await hub.stop()
     finally:

@@ -278,28 +278,6 @@ async def _answer_on_the_console(console: str, call: asyncio.Future[Any], allow:
         assert answer.status_code == 200, answer.text
 
 
-async def test_with_http_on_a_terminal_a_write_is_confirmed_there(tmp_path: Path) -> None:
-    main, tty = pty.openpty()
-    lines: list[str] = []
-    port = free_port()
-    args = ["--robot", "none", "--no-web", "--http", f"127.0.0.1:{port}"]
-    try:
-        server = _http_server(tmp_path, *args, stdin=tty, stderr_lines=lines)
-        async with server as url, Client(url, cache=None) as client:
-            call = asyncio.ensure_future(
-                client.call_tool("file_write", {"path": "t.txt", "content": "from a tty"})
-            )
-            await until(lambda: "Allow file_write(" in "".join(lines), 30, "the y/N prompt")
-            assert not call.done()
-            os.write(main, b"y\n")
-            result = await asyncio.wait_for(call, 20)
-        assert not result.is_error, _texts(result)
-        assert (tmp_path / "ws" / "t.txt").read_text() == "from a tty"
-    finally:
-        os.close(main)
-        os.close(tty)
-
-
 def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli(["mcp", "--robot", "none", "--http", "0.0.0.0:0"], tmp_path, env={})
     assert proc.returncode == 2
@@ -309,9 +287,11 @@ def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> Non
 
 
 # ---------------------------------------------------------------------- --agent
-async def test_instruct_runs_a_whole_task_and_cancelling_it_stops_the_task(
+async def test_instruct_runs_a_whole_task_cancelling_stops_it_and_a_tty_confirms(
     scripted_server: Any, tmp_path: Path
 ) -> None:
+    """--agent: instruct(text) returns the agent's reply; cancelling the request ends the task
+    preempted. With --http on a terminal, a write is confirmed by typing y there."""
     server = scripted_server(
         [
             {"tool_calls": [{"id": "c1", "name": "wait", "arguments": {"seconds": 0.1}}]},
@@ -323,29 +303,45 @@ async def test_instruct_runs_a_whole_task_and_cancelling_it_stops_the_task(
     trace = tmp_path / "t.jsonl"
     args = ["--agent", "--robot", "none", "--no-web", "--http", f"127.0.0.1:{port}"]
     args += ["--base-url", server.base_url, "--api-key", "sk-test", "--trace", str(trace)]
-    async with _http_server(tmp_path, *args) as url, Client(url, cache=None) as client:
-        tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert tools["instruct"].input_schema["required"] == ["text"]
-        done = await client.call_tool("instruct", {"text": "wait a moment"})
-        assert not done.is_error, _texts(done)
-        assert _body(done)["data"]["reply"] == "I waited a moment."
-        empty = await client.call_tool("instruct", {"text": ""})
-        assert empty.is_error and "text" in _texts(empty)
+    main, tty = pty.openpty()
+    lines: list[str] = []
+    served = _http_server(tmp_path, *args, stdin=tty, stderr_lines=lines)
+    try:
+        async with served as url, Client(url, cache=None) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["instruct"].input_schema["required"] == ["text"]
+            done = await client.call_tool("instruct", {"text": "wait a moment"})
+            assert not done.is_error, _texts(done)
+            assert _body(done)["data"]["reply"] == "I waited a moment."
+            empty = await client.call_tool("instruct", {"text": ""})
+            assert empty.is_error and "text" in _texts(empty)
 
-        long = asyncio.ensure_future(client.call_tool("instruct", {"text": "wait a minute"}))
-        await until(
-            lambda: any(
-                e["type"] == "tool_call" and e.get("arguments") == {"seconds": 60}
-                for e in read_trace(trace)
-            ),
-            what="the long wait to start",
-        )
-        long.cancel()
-        await until(
-            lambda: [
-                e
-                for e in read_trace(trace)
-                if e["type"] == "task_end" and e["status"] == "preempted"
-            ],
-            what="the task to end preempted",
-        )
+            long = asyncio.ensure_future(client.call_tool("instruct", {"text": "wait a minute"}))
+            await until(
+                lambda: any(
+                    e["type"] == "tool_call" and e.get("arguments") == {"seconds": 60}
+                    for e in read_trace(trace)
+                ),
+                what="the long wait to start",
+            )
+            long.cancel()
+            await until(
+                lambda: [
+                    e
+                    for e in read_trace(trace)
+                    if e["type"] == "task_end" and e["status"] == "preempted"
+                ],
+                what="the task to end preempted",
+            )
+
+            write = {"path": "t.txt", "content": "from a tty"}
+            call = asyncio.ensure_future(client.call_tool("file_write", write))
+            await until(lambda: "Allow file_write(" in "".join(lines), 30, "the y/N prompt")
+            assert not call.done()
+            os.write(main, b"y\n")
+            result = await asyncio.wait_for(call, 20)
+            assert not result.is_error, _texts(result)
+            assert (tmp_path / "ws" / "t.txt").read_text() == "from a tty"
+    finally:
+        os.close(main)
+        os.close(tty)

@@ -124,7 +124,7 @@ class ProgressPrinter:
                 self.console.print(f"[yellow]  local model server {escape(detail)}[/]")
         elif typ == "mcp_server":
             # issue 18: an MCP server that dropped (why, and when it is retried) or came back
-            if d.get("state") == "restarting":
+            if d.get("state") == "restarting" and int(d.get("restarts") or 0) <= 3:
                 self._end_text()
                 retry = f" (retrying in {d['delay_s']:g} s)" if d.get("delay_s") else ""
                 self.console.print(f"[yellow]  {escape(str(d.get('detail', '')))}{retry}[/]")

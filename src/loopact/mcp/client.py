@@ -204,18 +204,25 @@ class McpServerLink:
         await self._first_attempt.wait()
 
     async def stop(self) -> None:
-        """Close the connection from its own task and end supervision (bounded)."""
+        """End supervision; the connection is closed by its own task (bounded).
+
+        A connected server is closed gracefully; one still starting (or waiting to be
+        retried) is cancelled at once, inside the supervisor task, so the SDK's contexts
+        unwind where they were entered.
+        """
         self._stopping.set()
         task, self._task = self._task, None
         if task is None:
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT_S + 2.0)
-        except (asyncio.TimeoutError, Exception) as exc:
-            log.warning("MCP server %s did not close in time (%r); abandoned", self.name, exc)
+        if self._conn is None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S + 2.0)
+        if not done:
+            log.warning("MCP server %s did not close in time; abandoned", self.name)
+            task.cancel()
+            await asyncio.wait({task}, timeout=5.0)
+        if self.state is not LinkState.STOPPED:
+            self._status(LinkState.STOPPED, "stopped")
 
     def request_refresh(self) -> None:
         """Re-read the tool list now (what ``notifications/tools/list_changed`` does)."""

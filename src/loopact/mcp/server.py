@@ -10,7 +10,8 @@ and robot tools) to a :class:`ToolServer`, which builds the official SDK's low-l
 - ``tools/call``: the same path as the agent's own calls — the arguments are checked by
   loopact (the SDK's low-level server does not validate them): not an object, NaN or
   infinity anywhere, an unknown tool, a schema violation are refused with a message that says
-  what was wrong; a write-class tool runs only after ``confirm`` allows it; the call runs
+  what was wrong; a write tool (or one that asks by its arguments, like a ``remember`` of a
+  preference) runs only after ``confirm`` allows it; the call runs
   through :meth:`ToolRegistry.execute` with the tool's timeout, so motion tools go through
   the safety governor exactly as the agent's calls do (clamped and saying so, deadline,
   watchdog, emergency stop); a cancelled request (``notifications/cancelled``, a client that
@@ -238,7 +239,9 @@ class ToolServer:
         except ToolError as exc:
             return str(exc)
         tool = registry.get(name)
-        if tool is not None and tool.safety is SafetyClass.WRITE:
+        # As the agent's dispatcher asks (C5): write tools, and tools that ask by their
+        # arguments; what an MCP client sends is never "what the user said".
+        if tool is not None and tool.needs_confirmation(arguments, ""):
             decision = await self.confirm(call_id, name, arguments)
             if not decision.allowed:
                 log.info("refused %s over MCP: %s", name, decision.reason)
