@@ -353,3 +353,16 @@ async def test_a_fleet_two_agents_two_simulated_robots_shared_and_addressed_node
         poses[name] = (state["x_m"], state["y_m"])
     assert abs(poses["robot_a"][0] - 1.0) < 0.05 and abs(poses["robot_b"][0] - 0.5) < 0.05
     assert sorted(log.read_text().split()) == ["robot_a", "robot_b"]
+
+
+def test_a_wrong_password_stops_the_node_at_start_and_is_never_printed(tmp_path: Path) -> None:
+    broker = MqttBroker(tmp_path / "auth", users={"robot": "right-pass"}).start()
+    try:
+        env = {"LOOPACT_MQTT_USERNAME": "robot", "LOOPACT_MQTT_PASSWORD": "wrong-pass"}
+        args = ["node", str(ADD_TOOL), "--transport", "mqtt", "--broker", broker.url]
+        proc = run_cli(args, tmp_path, env, 60)
+    finally:
+        broker.stop()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "refused the connection" in proc.stderr and "LOOPACT_MQTT_PASSWORD" in proc.stderr
+    assert "wrong-pass" not in proc.stdout + proc.stderr
