@@ -303,6 +303,10 @@ async def test_input_node_accumulates_and_a_flood_is_bounded(pair: Any) -> None:
     sensor = InputNode("door", node, mode="accumulate", kind="text")
     await sensor.start()
     await wait_until(lambda: "door" in hub.inputs, what="the input")
+    # MQTT cannot tell a publisher whether anyone subscribed (docs/mqtt.md, Limits): wait for
+    # the broker to confirm the agent's subscription to the data topic before publishing
+    data_sub: Any = hub.inputs["door"].sub
+    await wait_until(lambda: data_sub.link_sub.acked.done(), what="the data subscription")
     await sensor.publish("door opened")
     await wait_until(hub.has_new)
     snap = hub.take_snapshot()
@@ -476,3 +480,34 @@ async def test_tls_with_a_client_certificate_and_credentials_from_the_environmen
     finally:
         broker.stop()
     assert "tls-secret" not in caplog.text
+
+
+async def test_a_configured_prefix_carries_the_whole_protocol(
+    mqtt_broker: MqttBroker, tmp_path: Path
+) -> None:
+    settings = MqttSettings(broker=mqtt_broker.url)
+    node = MqttConnector(settings, prefix="site1/fleet", role="pnode")
+    agent = MqttConnector(settings, prefix="site1/fleet", role="pagent")
+    other = MqttConnector(settings, role="default-prefix")
+    for c in (node, agent, other):
+        await c.start()
+    topics: list[str] = []
+    spy = MqttLink(settings, "prefix-spy")
+    await spy.start(require=True)
+    await spy.acked(spy.subscribe("#", lambda t, p, r: topics.append(t), depth=1000), 2)
+    out = OutputNode(add, node)
+    await out.start()
+    disc, _ = await discover(agent, ["add"])
+    result = await disc.registry.get("add").invoke({"a": 1, "b": 1}, ctx(tmp_path))  # type: ignore[union-attr]
+    assert result.ok and result.data == 2
+    elsewhere = ToolDiscovery(other, ToolRegistry([]))  # the default prefix sees nothing
+    await elsewhere.start()
+    await wait_until(lambda: "site1/fleet/loopact/output/add/response" in topics)
+    assert "add" not in elsewhere.registry
+    ours = [t for t in topics if not t.startswith(f"loopact/_presence/{other.client_id}")]
+    assert ours and all(t.startswith("site1/fleet/") for t in ours), ours
+    await elsewhere.stop()
+    await disc.stop()
+    await spy.stop()
+    for c in (node, agent, other):
+        await c.shutdown()

@@ -423,9 +423,15 @@ class MqttConnector(Connector):
         latched: bool = False,
         depth: int = 10,
     ) -> Subscription:
-        """See :meth:`Connector.subscribe` (QoS 1)."""
+        """See :meth:`Connector.subscribe` (QoS 1).
+
+        Text is buffered up to ``max(depth, 1000)`` messages between two turns of the event
+        loop (a broker hands over bursts; the subscriber's own bound, e.g. the input hub's 50,
+        then drops and counts the oldest); images up to ``depth``.
+        """
+        buffered = max(depth, 1) if kind == "image" else max(depth, 1000)
         return self._subscribe(
-            self.to_mqtt(topic), kind, lambda _t, p: callback(p), latched, max(depth, 1)
+            self.to_mqtt(topic), kind, lambda _t, p: callback(p), latched, buffered
         )
 
     def subscribe_pattern(
