@@ -387,6 +387,12 @@ def sim(
         False, "--no-base", help="With --ros2: do not start the base-side safety governor."
     ),
     camera_hz: float = typer.Option(10.0, "--camera-hz", help="With --ros2: camera rate, Hz."),
+    config: Path | None = typer.Option(
+        None, "--config", help="With --ros2: config file (robot.estop of the governor)."
+    ),
+    reset_topic: str | None = typer.Option(
+        None, "--reset-topic", help="With --ros2: operator topic on which 'reset' releases."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
     """Work with the simulated robot: ``--describe``, ``--snapshot DIR``, ``--ros2``."""
@@ -416,6 +422,7 @@ def sim(
                 camera_hz=camera_hz,
                 scenario=scenario,
                 sim_log=sim_log,
+                reset=_estop_reset(config, reset_topic),
             )
         )
         return
@@ -510,13 +517,35 @@ def base(
         None, "--site", help="Site map whose geofence to enforce (default: no geofence)."
     ),
     agent_name: str = typer.Option("loopact", "--agent-name", help="Agent whose requests to take."),
+    config: Path | None = typer.Option(
+        None, "--config", help="Config file (robot.estop: who may release an emergency stop)."
+    ),
+    reset_topic: str | None = typer.Option(
+        None, "--reset-topic", help="Operator topic on which 'reset' releases an e-stop."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
     """Run the safety governor as a ROS 2 node next to the base (SPEC X3)."""
     _setup_logging(verbose)
     from loopact.robot.base_node import run_base
 
-    _run_service(run_base(profile, site, agent_name))
+    _run_service(run_base(profile, site, agent_name, _estop_reset(config, reset_topic)))
+
+
+def _estop_reset(config: Path | None, reset_topic: str | None) -> Any:
+    """Who may release the base governor's emergency stop: ``robot.estop`` of the config
+    (``LOOPACT_ESTOP_TOKEN``), ``--reset-topic`` over it (issue 21)."""
+    from loopact.config import load_config
+    from loopact.robot.base_node import EstopReset
+
+    try:
+        cfg, _source = load_config(
+            config, overrides={"robot": {"estop": {"reset_topic": reset_topic}}}
+        )
+        return EstopReset.from_config(cfg.robot.estop)
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 @app.command("mcp")

@@ -6,7 +6,8 @@ nowhere else): ``LOOPACT_API_KEY``, ``LOOPACT_BASE_URL``, ``LOOPACT_MODEL``,
 ``LOOPACT_PROVIDER``, ``LOOPACT_ROBOT``, ``LOOPACT_ROBOT_PROFILE``, ``LOOPACT_LANG`` and the
 provider's usual key (``OPENAI_API_KEY``); the SMTP password comes from the variable that
 ``messages.email.password_env`` names, ``LOOPACT_IMAGES_API_KEY`` (``images.api_key``),
-``LOOPACT_MCP_TOKEN`` (``mcp.token``); ``LOOPACT_MQTT_BROKER`` / ``_USERNAME`` /
+``LOOPACT_MCP_TOKEN`` (``mcp.token``), ``LOOPACT_ESTOP_TOKEN`` (``robot.estop.reset_token``);
+``LOOPACT_MQTT_BROKER`` / ``_USERNAME`` /
 ``_PASSWORD`` / ``_CA_FILE`` / ``_CERT_FILE`` / ``_KEY_FILE`` (``mqtt.*``). Then CLI flags
 override those.
 Errors name the key and the fix (:class:`~loopact.errors.ConfigError`).
@@ -105,6 +106,17 @@ class ConfirmConfig(pydantic.BaseModel):
     timeout_s: float = pydantic.Field(60.0, gt=0)
 
 
+class EstopConfig(pydantic.BaseModel):
+    """``robot.estop``: who may release a latched emergency stop of the base-side governor
+    (``loopact base``, ``loopact sim --ros2``; SPEC X3, issue 21, docs/security.md). Anyone
+    may stop. A reset must carry ``reset_token`` (``reset <token>``; better: the
+    ``LOOPACT_ESTOP_TOKEN`` variable) or come on the operator's ``reset_topic``."""
+
+    model_config = _STRICT
+    reset_token: pydantic.SecretStr | None = None
+    reset_topic: str | None = pydantic.Field(None, pattern=r"^/[A-Za-z0-9_/]+$")
+
+
 class RobotConfig(pydantic.BaseModel):
     """``robot``: which body the agent drives."""
 
@@ -115,6 +127,7 @@ class RobotConfig(pydantic.BaseModel):
     sim_speed: float = pydantic.Field(1.0, gt=0)
     scenario: Literal["default", "moving-target"] = "default"
     sim_log: Path | None = None
+    estop: EstopConfig = EstopConfig()
 
 
 HsvTriple = tuple[int, int, int]
@@ -638,6 +651,8 @@ def load_config(
         env_over["images"] = {"api_key": env["LOOPACT_IMAGES_API_KEY"]}
     if env.get("LOOPACT_MCP_TOKEN"):
         env_over["mcp"] = {"token": env["LOOPACT_MCP_TOKEN"]}
+    if env.get("LOOPACT_ESTOP_TOKEN"):
+        env_over["robot"]["estop"] = {"reset_token": env["LOOPACT_ESTOP_TOKEN"]}
     env_given = {k: v for k, v in env_over.items() if v}
     flags_given = _drop_none(overrides) if overrides else {}
     data = _merge(data, env_given)
@@ -864,6 +879,11 @@ robot:
   sim_speed: 1.0              # simulated time per real second
   scenario: default           # sim only: default, or moving-target (a cyan ball circling)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
+  estop:                      # the base-side governor (loopact base, sim --ros2): anyone on
+                              # the graph may stop; releasing a latched stop needs
+    reset_token: null         # "reset <token>" (better: LOOPACT_ESTOP_TOKEN), or
+    reset_topic: null         # "reset" on this operator topic, e.g. /operator/estop_reset
+                              # (restrict its publishers with SROS2; docs/security.md)
 
 vision:
   colors: {}                  # HSV ranges (OpenCV: H 0..179) by colour name, added to or

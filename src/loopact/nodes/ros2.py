@@ -533,28 +533,57 @@ class Ros2Connector(Connector):
         msg_type: Any,
         topic: str,
         qos: Any,
-        callback: Callable[[Any], None],
+        callback: Callable[..., None],
         convert: Callable[[Any], Any] | None = None,
+        with_publisher: bool = False,
     ) -> Subscription:
         """Subscribe with a raw ROS type; ``convert`` runs on the executor thread, ``callback``
         on the event loop with its result (a conversion error drops the message, logged once).
+
+        With ``with_publisher`` the callback gets ``(result, publisher)``: the publishing
+        node as ``namespace/name`` from the ROS graph (found by the message's publisher gid;
+        ``"?"`` when it is not known). Names are what nodes call themselves: for logging who
+        did something, not for deciding whether they may (issue 21).
         """
         node = self._require_node()
         warned = [False]
 
-        def on_msg(msg: Any) -> None:
-            if convert is not None:
-                try:
-                    msg = convert(msg)
-                except Exception as exc:
-                    if not warned[0]:
-                        warned[0] = True
-                        logger.warning("dropping messages on %s: %s", topic, exc)
-                    return
-            self._post(callback, msg)
+        def converted(msg: Any) -> tuple[bool, Any]:
+            if convert is None:
+                return True, msg
+            try:
+                return True, convert(msg)
+            except Exception as exc:
+                if not warned[0]:
+                    warned[0] = True
+                    logger.warning("dropping messages on %s: %s", topic, exc)
+                return False, None
 
-        handle = node.create_subscription(msg_type, topic, on_msg, qos, callback_group=self._group)
+        def on_msg(msg: Any) -> None:
+            ok, value = converted(msg)
+            if ok:
+                self._post(callback, value)
+
+        def on_msg_info(msg: Any, info: Any) -> None:
+            ok, value = converted(msg)
+            if ok:
+                self._post(callback, value, self._publisher_name(node, topic, info))
+
+        handler = on_msg_info if with_publisher else on_msg
+        handle = node.create_subscription(msg_type, topic, handler, qos, callback_group=self._group)
         return _RosSub(self, handle)
+
+    @staticmethod
+    def _publisher_name(node: Any, topic: str, info: Any) -> str:
+        """``namespace/name`` of the node whose publisher has the gid in ``info`` (or "?")."""
+        try:
+            gid = list(bytes((info.get("publisher_gid") or {}).get("data") or b""))
+            for endpoint in node.get_publishers_info_by_topic(node.resolve_topic_name(topic)):
+                if list(endpoint.endpoint_gid) == gid:
+                    return f"{endpoint.node_namespace.rstrip('/')}/{endpoint.node_name}"
+        except Exception as exc:  # the graph query is best effort
+            logger.debug("publisher lookup on %s failed: %r", topic, exc)
+        return "?"
 
     # ------------------------------------------------------------------ neutral verbs
     def advertise(self, topic: str, kind: PayloadKind, *, latched: bool = False) -> None:

@@ -12,8 +12,13 @@ node is the only publisher on ``cmd_vel`` and the head controller topic. It runs
   emergency stop) further requests are ignored until the agent sends a zero twist.
 - ``/<agent>/base/head_commands`` (``std_msgs/Float64MultiArray`` [pan, tilt] rad): checked
   against the head limits, then published on the head topic.
-- ``/<agent>/base/emergency_stop`` (``std_msgs/String``): ``stop`` latches the emergency stop,
-  ``reset`` releases it.
+- ``/<agent>/base/emergency_stop`` (``std_msgs/String``): ``stop`` latches the emergency stop
+  (from anyone). Releasing it needs an authorised source (issue 21, docs/security.md,
+  :class:`EstopReset`): ``reset <token>`` or ``{"command": "reset", "token": ..., "by": ...}``
+  with the operator's reset token, or ``reset`` on the operator's own reset topic. Any other
+  ``reset`` is refused. Every release and every refusal is logged with who sent it (the
+  ``by`` it names, and the publishing node from the ROS graph) and published on the status
+  topic (``estop_reset`` / ``estop_reset_refused``).
 - ``/<agent>/base/status`` (``std_msgs/String`` JSON): 2 Hz and on every halt: the governor's
   state, the last halt, watchdog trips, and other publishers found on ``cmd_vel``.
 
@@ -25,13 +30,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import math
+import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
-from loopact.errors import RobotError, SafetyError
+from loopact.errors import ConfigError, RobotError, SafetyError
 from loopact.nodes._ros import ros_types
 from loopact.nodes.ros2 import Ros2Connector
 from loopact.robot.governor import MotionLease, SafetyGovernor
@@ -45,6 +53,79 @@ STATUS_PERIOD_S = 0.5
 FOREIGN_CHECK_PERIOD_S = 1.0
 
 
+MIN_RESET_TOKEN_CHARS = 16
+"""Shortest reset token accepted (characters)."""
+
+
+@dataclass(frozen=True)
+class EstopReset:
+    """Who may release a latched emergency stop (issue 21 item 14).
+
+    Attributes:
+        token: A reset on the emergency-stop topic must carry it; None: no token works.
+        operator_topic: The operator's channel: ``reset`` here needs no token (restrict who
+            may publish on it, e.g. with SROS2 access control); None: no such channel.
+    """
+
+    token: str | None = None
+    operator_topic: str | None = None
+
+    @classmethod
+    def from_config(cls, estop: Any) -> EstopReset:
+        """From ``robot.estop`` (:class:`loopact.config.EstopConfig`).
+
+        Raises:
+            ConfigError: The token is shorter than :data:`MIN_RESET_TOKEN_CHARS` or has spaces.
+        """
+        token = estop.reset_token.get_secret_value() if estop.reset_token else None
+        if token is not None and (
+            len(token) < MIN_RESET_TOKEN_CHARS or any(c.isspace() for c in token)
+        ):
+            raise ConfigError(
+                f"robot.estop.reset_token must be at least {MIN_RESET_TOKEN_CHARS} characters "
+                "without spaces (LOOPACT_ESTOP_TOKEN)",
+                key="robot.estop.reset_token",
+            )
+        return cls(token=token, operator_topic=estop.reset_topic)
+
+    @property
+    def sources(self) -> str:
+        """What releases the stop, in words (for logs and refusals)."""
+        parts = []
+        if self.token:
+            parts.append("'reset <token>' with the reset token")
+        if self.operator_topic:
+            parts.append(f"'reset' on {self.operator_topic}")
+        return " or ".join(parts) or (
+            "nothing over ROS 2: set robot.estop.reset_token (LOOPACT_ESTOP_TOKEN) or "
+            "robot.estop.reset_topic, or restart the governor"
+        )
+
+
+def parse_estop(text: str) -> tuple[str, str | None, str | None]:
+    """``(command, token, by)`` of an emergency-stop message (see the module docstring).
+
+    ``stop``; ``reset``; ``reset <token>``; or JSON ``{"command", "token", "by"}``. The
+    command is lower case; anything else comes back as it is (the caller refuses it).
+    """
+    body = text.strip()
+    if body.startswith("{"):
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError:
+            return body, None, None
+        if isinstance(obj, dict):
+            token, by = obj.get("token"), obj.get("by")
+            return (
+                str(obj.get("command", "")).strip().lower(),
+                token if isinstance(token, str) else None,
+                str(by)[:100] if by is not None else None,
+            )
+        return body, None, None
+    word, _, rest = body.partition(" ")
+    return word.lower(), (rest.strip() or None), None
+
+
 class BaseGovernorNode:
     """The base-side governor (see the module docstring).
 
@@ -53,6 +134,7 @@ class BaseGovernorNode:
         profile: Hardware profile (topics, limits, camera, head).
         site: Site map for the geofence (None: no geofence).
         agent: Agent name (prefix of the request topics).
+        reset: Who may release a latched emergency stop; None: nobody over ROS 2 (issue 21).
     """
 
     def __init__(
@@ -61,6 +143,7 @@ class BaseGovernorNode:
         profile: HardwareProfile,
         site: SiteMap | None = None,
         agent: str = "loopact",
+        reset: EstopReset | None = None,
     ) -> None:
         self.connector = connector
         self.profile = profile
@@ -74,6 +157,9 @@ class BaseGovernorNode:
         self.last_halt: dict[str, Any] | None = None
         self.foreign_publishers: list[str] = []
         self.requests = 0
+        self.reset = reset or EstopReset()
+        self.last_reset: dict[str, Any] | None = None
+        self.last_reset_refused: dict[str, Any] | None = None
         self._lease_forward = False
         self._queue: deque[tuple[str, Any]] = deque(maxlen=50)
         self._wake = asyncio.Event()
@@ -109,10 +195,22 @@ class BaseGovernorNode:
                 String,
                 self.topics["emergency_stop"],
                 c.qos(depth=10),
-                lambda s: self._push("estop", s),
+                lambda s, who: self._push("estop", (s, who, False)),
                 convert=lambda m: str(m.data),
+                with_publisher=True,
             ),
         ]
+        if self.reset.operator_topic:
+            self._subs.append(
+                c.subscribe_msg(
+                    String,
+                    self.reset.operator_topic,
+                    c.qos(depth=10),
+                    lambda s, who: self._push("estop", (s, who, True)),
+                    convert=lambda m: str(m.data),
+                    with_publisher=True,
+                )
+            )
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._serve(), name="loopact-base-requests"),
@@ -152,7 +250,8 @@ class BaseGovernorNode:
                     elif kind == "head":
                         await self.handle_head(value)
                     else:
-                        await self.handle_estop(value)
+                        text, who, operator = value
+                        await self.handle_estop(text, publisher=who, operator=operator)
                 except (SafetyError, RobotError) as exc:
                     self._halted("refused", str(exc))
                 except Exception:
@@ -206,18 +305,60 @@ class BaseGovernorNode:
         lease = await self.governor.begin_head("agent")
         await self.governor.set_head(lease, math.degrees(values[0]), math.degrees(values[1]))
 
-    async def handle_estop(self, text: str) -> None:
-        """``stop`` latches the emergency stop, ``reset`` releases it."""
-        word = text.strip().lower()
-        if word == "reset":
-            self.governor.reset_emergency_stop()
-            self.blocked = False
-        elif word == "stop":
-            await self.governor.emergency_stop("emergency stop requested over ROS 2")
+    async def handle_estop(self, text: str, publisher: str = "?", operator: bool = False) -> None:
+        """``stop`` latches the emergency stop (from anyone); an authorised ``reset``
+        releases it (see the module docstring and :class:`EstopReset`).
+
+        Args:
+            text: The message.
+            publisher: The publishing node (``namespace/name``, ``"?"`` if unknown).
+            operator: The message came on the operator's reset topic.
+        """
+        command, token, by = parse_estop(text)
+        where = self.reset.operator_topic if operator else self.topics["emergency_stop"]
+        if command == "stop":
+            await self.governor.emergency_stop(
+                f"emergency stop requested over ROS 2 by {publisher}"
+            )
             self.lease = None
-            self._halted("emergency_stop", "requested over ROS 2")
+            self._halted("emergency_stop", f"requested over ROS 2 by {publisher}")
+        elif command == "reset":
+            who = {"by": by or publisher, "publisher": publisher, "topic": where}
+            if operator:
+                self._release({**who, "via": "operator topic"})
+            elif (
+                token
+                and self.reset.token
+                and hmac.compare_digest(token.encode(), self.reset.token.encode())
+            ):
+                self._release({**who, "via": "reset token"})
+            else:
+                why = "wrong reset token" if token else "no reset token"
+                self.last_reset_refused = {**who, "reason": why, "time": time.time()}
+                logger.warning(
+                    "emergency stop reset refused (%s) from %s on %s: a reset needs %s",
+                    why,
+                    publisher,
+                    where,
+                    self.reset.sources,
+                )
+                self.publish_status(event="estop_reset_refused")
         else:
             logger.warning("emergency_stop topic: unknown command %r (stop or reset)", text)
+
+    def _release(self, who: dict[str, Any]) -> None:
+        latched = self.governor.emergency_stopped
+        self.governor.reset_emergency_stop(by=f"{who['by']} ({who['via']}, {who['publisher']})")
+        self.blocked = False
+        self.last_reset = {**who, "was_latched": latched, "time": time.time()}
+        logger.warning(
+            "emergency stop released by %s via %s on %s (publisher %s)",
+            who["by"],
+            who["via"],
+            who["topic"],
+            who["publisher"],
+        )
+        self.publish_status(event="estop_reset")
 
     def _halted(self, reason: str, detail: str) -> None:
         self.last_halt = {"reason": reason, "detail": detail}
@@ -233,6 +374,8 @@ class BaseGovernorNode:
             "last_halt": self.last_halt,
             "requests": self.requests,
             "foreign_cmd_vel_publishers": self.foreign_publishers,
+            "last_reset": self.last_reset,
+            "last_reset_refused": self.last_reset_refused,
         }
 
     def publish_status(self, event: str = "status") -> None:
@@ -294,8 +437,15 @@ def _twist(msg: Any) -> Twist:
     return Twist(float(msg.linear.x), float(msg.angular.z), float(msg.linear.y))
 
 
-async def run_base(profile: str = "sim", site: str | None = None, agent: str = "loopact") -> int:
+async def run_base(
+    profile: str = "sim",
+    site: str | None = None,
+    agent: str = "loopact",
+    reset: EstopReset | None = None,
+) -> int:
     """``loopact base``: run the governor node until SIGINT/SIGTERM; returns the exit code.
+
+    ``reset`` says who may release a latched emergency stop (None: nobody over ROS 2).
 
     Raises:
         ConfigError: Unknown profile or site.
@@ -308,7 +458,7 @@ async def run_base(profile: str = "sim", site: str | None = None, agent: str = "
     prof = load_profile(profile)
     site_map = load_site(site) if site else None
     connector = Ros2Connector("loopact_base")
-    node = BaseGovernorNode(connector, prof, site_map, agent)
+    node = BaseGovernorNode(connector, prof, site_map, agent, reset)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -252,10 +252,14 @@ class SafetyGovernor:
         await self._send(Twist())
         logger.warning("emergency stop latched: %s", reason)
 
-    def reset_emergency_stop(self) -> None:
-        """Release the latched emergency stop (an explicit human decision)."""
+    def reset_emergency_stop(self, by: str = "unknown") -> None:
+        """Release the latched emergency stop (an explicit human decision).
+
+        Args:
+            by: Who released it, for the log (issue 21).
+        """
         if self._estop:
-            logger.warning("emergency stop reset")
+            logger.warning("emergency stop reset by %s", by)
         self._estop = False
         self._estop_reason = ""
 

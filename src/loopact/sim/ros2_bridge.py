@@ -23,7 +23,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from loopact.nodes.connector import ImageData, Subscription
 from loopact.nodes.ros2 import Ros2Connector, image_to_msg, set_stamp
 from loopact.robot.interface import Twist
 from loopact.robot.profile import HardwareProfile
+
+if TYPE_CHECKING:
+    from loopact.robot.base_node import EstopReset
 
 logger = logging.getLogger(__name__)
 
@@ -237,10 +240,12 @@ async def run_sim_ros2(
     speed: float = 1.0,
     scenario: str = "default",
     sim_log: Path | None = None,
+    reset: EstopReset | None = None,
 ) -> int:
     """``loopact sim --ros2``: simulator + (by default) base governor until SIGINT/SIGTERM.
 
-    ``scenario`` and ``sim_log`` are those of :class:`~loopact.sim.simulator.Simulator`.
+    ``scenario`` and ``sim_log`` are those of :class:`~loopact.sim.simulator.Simulator`;
+    ``reset`` says who may release the governor's latched emergency stop (issue 21).
 
     Raises:
         ConfigError: Bad profile, site or speed.
@@ -274,7 +279,7 @@ async def run_sim_ros2(
         await bridge.start()
         if with_base:
             base_conn = Ros2Connector("loopact_base")
-            base = BaseGovernorNode(base_conn, prof, site_map, agent)
+            base = BaseGovernorNode(base_conn, prof, site_map, agent, reset)
             await base.start()
         print(
             f"loopact sim: ROS 2 robot up (profile {prof.name}"

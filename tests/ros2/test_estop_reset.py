@@ -1,0 +1,136 @@
+"""Who may release a latched emergency stop, over real ROS 2 (issue 21 item 14, SPEC X3).
+
+``loopact sim --ros2`` (simulator + base-side governor) runs in its own process; the test
+process is another participant on the graph that stops, tries to reset, and reads the
+governor's status topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.ros2.conftest import Proc, Topic
+
+from loopact.nodes.ros2 import Ros2Connector
+
+TOKEN = "estop-reset-token-0123456789"
+OPERATOR_TOPIC = "/operator/estop_reset"
+
+
+@pytest.fixture
+def governor(ros_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., Proc]]:
+    """``governor(agent, *flags, env={...})``: ``loopact sim --ros2`` for agent ``agent``."""
+    procs: list[Proc] = []
+
+    def start(agent: str, *flags: str, env: dict[str, str] | None = None) -> Proc:
+        proc = Proc(
+            ["-m", "loopact.cli", "sim", "--ros2", "--camera-hz", "2", "--agent-name", agent]
+            + list(flags),
+            {**ros_env, **(env or {})},
+            tmp_path / f"{agent}.log",
+        )
+        procs.append(proc)
+        proc.wait_output("ROS 2 robot up", timeout=60)
+        return proc
+
+    yield start
+    for p in procs:
+        p.stop()
+
+
+def _status(ros: Ros2Connector, agent: str) -> Topic:
+    topic = Topic()
+    ros.subscribe(f"/{agent}/base/status", "string", lambda s: topic(json.loads(str(s))), depth=50)
+    return topic
+
+
+async def _send_until(
+    ros: Ros2Connector, topic: str, text: str, status: Topic, pred: Callable[[Any], bool]
+) -> Any:
+    """Publish ``text`` until a new status of the governor shows ``pred`` (matching a new
+    subscriber takes a moment, so the first messages may be lost); bounded to 30 s."""
+    end = time.monotonic() + 30.0
+    seen = len(status.items)
+    while True:
+        await ros.publish(topic, text)
+        resend = time.monotonic() + 0.5
+        while time.monotonic() < resend:
+            for item in status.items[seen:]:
+                if pred(item):
+                    return item
+            await asyncio.sleep(0.02)
+        if time.monotonic() > end:
+            raise AssertionError(f"no status after {text!r} on {topic}: {status.items[-3:]}")
+
+
+async def test_reset_needs_the_token_and_is_logged_with_who(
+    governor: Any, ros: Ros2Connector
+) -> None:
+    agent = f"estop_a{os.getpid()}"
+    proc = governor(agent, "--reset-topic", OPERATOR_TOPIC, env={"LOOPACT_ESTOP_TOKEN": TOKEN})
+    status = _status(ros, agent)
+    estop = f"/{agent}/base/emergency_stop"
+    me = f"/{ros.node.get_name()}"
+
+    # Anyone may stop.
+    await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
+    # A reset without the token, or with a wrong one, is refused and the stop stays.
+    refused = await _send_until(
+        ros, estop, "reset", status, lambda s: s.get("event") == "estop_reset_refused"
+    )
+    assert refused["emergency_stop"] is True
+    assert refused["last_reset_refused"]["reason"] == "no reset token"
+    assert refused["last_reset_refused"]["publisher"] == me
+    wrong = await _send_until(
+        ros,
+        estop,
+        "reset not-the-token-at-all-000",
+        status,
+        lambda s: (s.get("last_reset_refused") or {}).get("reason") == "wrong reset token",
+    )
+    assert wrong["emergency_stop"] is True
+    # With the token the stop is released, and the release names who did it.
+    request = json.dumps({"command": "reset", "token": TOKEN, "by": "alice"})
+    released = await _send_until(
+        ros, estop, request, status, lambda s: s.get("event") == "estop_reset"
+    )
+    assert released["emergency_stop"] is False
+    who = released["last_reset"]
+    assert (who["by"], who["via"], who["publisher"]) == ("alice", "reset token", me)
+    assert "emergency stop released by alice via reset token" in proc.output()
+    assert TOKEN not in proc.output()
+
+    # The operator's channel releases without a token.
+    await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
+    released = await _send_until(
+        ros,
+        OPERATOR_TOPIC,
+        "reset",
+        status,
+        lambda s: s.get("event") == "estop_reset" and s["last_reset"]["via"] == "operator topic",
+    )
+    assert released["emergency_stop"] is False
+    assert released["last_reset"]["topic"] == OPERATOR_TOPIC
+
+
+async def test_without_an_authorised_source_nobody_on_the_graph_can_reset(
+    governor: Any, ros: Ros2Connector
+) -> None:
+    agent = f"estop_b{os.getpid()}"
+    proc = governor(agent)
+    status = _status(ros, agent)
+    estop = f"/{agent}/base/emergency_stop"
+    await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
+    for attempt in ("reset", json.dumps({"command": "reset", "by": "mallory"})):
+        refused = await _send_until(
+            ros, estop, attempt, status, lambda s: s.get("event") == "estop_reset_refused"
+        )
+        assert refused["emergency_stop"] is True
+    assert "set robot.estop.reset_token (LOOPACT_ESTOP_TOKEN)" in proc.output()
