@@ -576,9 +576,7 @@ def mcp_cmd(
     trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Serve the agent's tools (robot tools included) to MCP clients (docs/mcp.md): every
-    motion goes through the safety governor; write tools ask on the web console (or the
-    terminal with --http) and are refused without an answer or --yes."""
+    """Serve the agent's tools, robot included, to MCP clients (governed; docs/mcp.md)."""
     _setup_logging(verbose)
     from loopact.config import load_config
     from loopact.mcp.address import check_access, parse_address

@@ -974,7 +974,7 @@ mcp:                          # MCP servers whose tools the agent uses (docs/mcp
   #     headers: {Authorization: "Bearer ${LAB_TOKEN}"}
   #     trust: false          # true: the server's readOnlyHint makes a tool read-only;
   #                           # otherwise every tool is a write tool (asks first)
-  #     safety: {}            # per tool name: read_only, idempotent or write
+  #     safety: {}            # per tool name or pattern: read_only, idempotent, write
   #     timeout_s: null       # per call; null: agent.bounds.tool_timeout_s
   #     connect_timeout_s: 30 # start-up and initialize
   token: null                 # bearer token of `loopact mcp --http` (needed beyond

@@ -109,6 +109,9 @@ def test_safety_mapping() -> None:
     assert safety_of(_tool(destructive_hint=True), trusted=True) is SafetyClass.WRITE
     assert safety_of(_tool(), trusted=True) is SafetyClass.WRITE
     assert safety_of(_tool(), trusted=False, grants={"t": "read_only"}) is SafetyClass.READ_ONLY
+    patterns = {"t*": "idempotent", "t": "read_only"}
+    assert safety_of(_tool(), trusted=False, grants=patterns) is SafetyClass.READ_ONLY
+    assert safety_of(_tool("tx"), trusted=False, grants=patterns) is SafetyClass.IDEMPOTENT
 
 
 def test_names_are_made_provider_safe_and_prefixed_on_conflict() -> None:

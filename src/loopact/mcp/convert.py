@@ -21,6 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 
 import mcp.types as mt
@@ -88,14 +89,17 @@ def safety_of(
     Args:
         tool: The tool as the server lists it.
         trusted: Whether the operator trusts the server's annotations.
-        grants: The operator's classes by the tool's name on the server
-            (``read_only``, ``idempotent`` or ``write``).
+        grants: The operator's classes by the tool's name on the server, or an ``fnmatch``
+            pattern of names (``read_*``): ``read_only``, ``idempotent`` or ``write``.
 
     Returns:
         The granted class if any; ``read_only`` for ``readOnlyHint`` on a trusted server;
         ``write`` otherwise (``destructiveHint``, no hints, or an untrusted server).
     """
-    granted = (grants or {}).get(tool.name)
+    grants = grants or {}
+    granted = grants.get(tool.name)
+    if granted is None:  # an exact name beats a pattern, as for nodes (issue 21)
+        granted = next((c for p, c in grants.items() if fnmatchcase(tool.name, p)), None)
     if granted is not None:
         return SafetyClass(granted)
     hints = tool.annotations
