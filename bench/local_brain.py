@@ -49,6 +49,7 @@ from loopact.agent.prompt import build_system_prompt
 from loopact.config import LocalConfig
 from loopact.llm.base import Capabilities
 from loopact.llm.local import local_capabilities
+from loopact.llm.local_model import LocalBrainModel
 from loopact.llm.local_process import LocalBrain
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.tools.base import SafetyClass
@@ -359,6 +360,36 @@ class Result:
     reply: str
 
 
+def case_setup(session: Any, workspace: Path) -> tuple[ToolRegistry, str]:
+    """The tools and the system prompt of a case, as ``loopact run`` builds them."""
+    registry = ToolRegistry(make_builtin_tools(workspace))
+    for t in session.tools:
+        registry.add(t)
+    robot_info = {
+        "profile": session.profile.name,
+        "waypoints": sorted(session.site.waypoints),
+        "max_linear_mps": session.profile.limits.max_linear_mps,
+        "max_angular_dps": session.profile.limits.max_angular_dps,
+    }
+    return registry, build_system_prompt(robot_info, None)
+
+
+async def warm_prompt(model: Any, sim_speed: float) -> dict[str, Any]:
+    """Have the local server hold the cases' system prompt and tools (as ``loopact run``)."""
+    from loopact.app.robot import open_robot
+    from loopact.llm.base import ModelRequest
+    from loopact.llm.messages import Message
+
+    session = await open_robot("sim", "sim", "sim_room", speed=sim_speed)
+    try:
+        registry, prompt = case_setup(session, Path(tempfile.mkdtemp(prefix="loopact-bench-")))
+        request = ModelRequest((Message.system(prompt), Message.user(".")), registry.specs())
+        result: dict[str, Any] = await model.prepare(request)
+        return result
+    finally:
+        await session.close()
+
+
 async def run_case(
     make_model: Any, case: Case, mode: str, sim_speed: float, split: bool = True
 ) -> Result:
@@ -367,19 +398,11 @@ async def run_case(
     workspace = Path(tempfile.mkdtemp(prefix="loopact-bench-"))
     session = await open_robot("sim", "sim", "sim_room", speed=sim_speed)
     try:
-        registry = ToolRegistry(make_builtin_tools(workspace))
-        for t in session.tools:
-            registry.add(t)
+        registry, prompt = case_setup(session, workspace)
         motion = {t.name for t in registry if t.safety is SafetyClass.MOTION}
-        robot_info = {
-            "profile": session.profile.name,
-            "waypoints": sorted(session.site.waypoints),
-            "max_linear_mps": session.profile.limits.max_linear_mps,
-            "max_angular_dps": session.profile.limits.max_angular_dps,
-        }
         opts: dict[str, Any] = {
             "bounds": Bounds(max_rounds=4, request_timeout_s=120, task_timeout_s=240),
-            "system_prompt": build_system_prompt(robot_info, None),
+            "system_prompt": prompt,
             "workspace": workspace,
             "auto_approve": True,
             "interactive": False,
@@ -567,14 +590,23 @@ async def main_async(args: argparse.Namespace) -> int:
     if args.no_grammar:
         caps = Capabilities(**{**caps.__dict__, "constrained_decoding": False})
 
-    def make_model() -> OpenAIChatModel:
+    def provider(url: str) -> OpenAIChatModel:
         return OpenAIChatModel(
             name,
-            base_url=base_url,
+            base_url=url,
             capabilities=caps,
             extra_body={"temperature": 0.0, "max_tokens": args.max_tokens},
             request_timeout_s=120,
         )
+
+    def make_model() -> Any:
+        if brain is None:
+            return provider(base_url)
+        return LocalBrainModel(brain, provider)  # as loopact run talks to the local brain
+
+    if brain is not None:
+        warmed = await warm_prompt(make_model(), args.sim_speed)
+        print(f"prompt prepared: {warmed}", flush=True)
 
     results: list[Result] = []
     try:
