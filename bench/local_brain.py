@@ -40,21 +40,17 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.agent.prompt import build_system_prompt
-from loopact.config import LocalConfig
-from loopact.llm.base import Capabilities
-from loopact.llm.local import local_capabilities
-from loopact.llm.local_model import LocalBrainModel
+from loopact.agent import Agent
+from loopact.app.run import open_agent
+from loopact.config import Config, LocalConfig
+from loopact.events import EventBus
 from loopact.llm.local_process import LocalBrain
-from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.tools.base import SafetyClass
-from loopact.tools.builtin import make_builtin_tools
-from loopact.tools.registry import ToolRegistry
 
 IGNORED = {"get_current_pose"}
 """Read-only look-ups that do not count against a case unless it expects them."""
@@ -360,102 +356,109 @@ class Result:
     reply: str
 
 
-def case_setup(session: Any, workspace: Path) -> tuple[ToolRegistry, str]:
-    """The tools and the system prompt of a case, as ``loopact run`` builds them."""
-    registry = ToolRegistry(make_builtin_tools(workspace))
-    for t in session.tools:
-        registry.add(t)
-    robot_info = {
-        "profile": session.profile.name,
-        "waypoints": sorted(session.site.waypoints),
-        "max_linear_mps": session.profile.limits.max_linear_mps,
-        "max_angular_dps": session.profile.limits.max_angular_dps,
-    }
-    return registry, build_system_prompt(robot_info, None)
-
-
-async def warm_prompt(model: Any, sim_speed: float) -> dict[str, Any]:
-    """Have the local server hold the cases' system prompt and tools (as ``loopact run``)."""
-    from loopact.app.robot import open_robot
-    from loopact.llm.base import ModelRequest
-    from loopact.llm.messages import Message
-
-    session = await open_robot("sim", "sim", "sim_room", speed=sim_speed)
-    try:
-        registry, prompt = case_setup(session, Path(tempfile.mkdtemp(prefix="loopact-bench-")))
-        request = ModelRequest((Message.system(prompt), Message.user(".")), registry.specs())
-        result: dict[str, Any] = await model.prepare(request)
-        return result
-    finally:
-        await session.close()
+def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
+    """The configuration of one case: ``loopact run --robot sim`` as a user would start it,
+    with its own workspace and memory and write tools pre-approved (``--yes``)."""
+    model: dict[str, Any] = {}
+    if args.base_url:
+        model = {
+            "base_url": args.base_url,
+            "model": args.model,
+            "api_key": "bench",
+            "capabilities": {
+                "vision": False,
+                "native_tool_calls": False,
+                "parallel_tool_calls": False,
+                "constrained_decoding": not args.no_grammar,
+                "stream_usage": False,
+            },
+        }
+    return Config.model_validate(
+        {
+            "model": model,
+            "robot": {"kind": "sim", "sim_speed": args.sim_speed},
+            "agent": {
+                "workspace": str(tmp / "ws"),
+                "tool_calling": mode,
+                "bounds": {"max_rounds": 4, "request_timeout_s": 120, "task_timeout_s": 240},
+            },
+            "confirm": {"auto_approve": True},
+            "memory": {"path": str(tmp / "memory")},
+            "web": {"enabled": False},
+            "local": {
+                "model_path": args.model_path,
+                "context_tokens": args.ctx,
+                "max_output_tokens": args.max_tokens,
+                "split_steps": not args.no_split,
+            },
+        }
+    )
 
 
 async def run_case(
-    make_model: Any, case: Case, mode: str, sim_speed: float, split: bool = True
+    args: argparse.Namespace, brain: LocalBrain | None, case: Case, mode: str
 ) -> Result:
-    from loopact.app.robot import open_robot
+    """One instruction through the agent exactly as ``loopact run`` assembles it
+    (:func:`loopact.app.run.open_agent`: tools, robot, board, memory, prompt), on the
+    shared local server when there is one."""
+    with tempfile.TemporaryDirectory(prefix="loopact-bench-") as tmp:
+        async with AsyncExitStack() as stack:
+            cfg = case_config(args, mode, Path(tmp))
+            _, opened = await open_agent(
+                cfg,
+                stack,
+                EventBus(),
+                once=case.text,
+                config_source=None,
+                interactive=False,
+                local_brain=brain if brain is not None else False,
+                mcp_servers=False,
+            )
+            return await _measure(opened.agent, case, mode)
 
-    workspace = Path(tempfile.mkdtemp(prefix="loopact-bench-"))
-    session = await open_robot("sim", "sim", "sim_room", speed=sim_speed)
+
+async def _measure(agent: Agent, case: Case, mode: str) -> Result:
+    """Run ``case`` on ``agent`` and compare the calls that ran with the accepted ones."""
+    motion = {t.name for t in agent.registry if t.safety is SafetyClass.MOTION}
+    calls: list[tuple[str, dict[str, Any]]] = []
+    valid = True
+    first_motion: list[float] = []
+    t0 = time.perf_counter()
+
+    def on_event(ev: Any) -> None:
+        nonlocal valid
+        if ev.type == "tool_call" and ev.data.get("name") in motion and not first_motion:
+            first_motion.append(time.perf_counter() - t0)
+        if ev.type == "tool_result":
+            meta = ev.data.get("metadata") or {}
+            kind = meta.get("error_kind")
+            if kind in ("unknown_tool", "arguments"):
+                valid = False
+            elif kind == "units":
+                pass  # refused before running (a quantity in the wrong kind of argument)
+            else:
+                # the arguments the tool ran with: the model's, after unit normalisation
+                args = dict(ev.data.get("_args", {}))
+                for key, change in (meta.get("normalized") or {}).items():
+                    args[key] = change["to"]
+                calls.append((ev.data["name"], args))
+
+    args_by_id: dict[str, dict[str, Any]] = {}
+
+    def on_call(ev: Any) -> None:
+        if ev.type == "tool_call":
+            args_by_id[ev.data["id"]] = dict(ev.data.get("arguments") or {})
+        if ev.type == "tool_result":
+            ev.data.setdefault("_args", args_by_id.get(ev.data["id"], {}))
+        on_event(ev)
+
+    agent.bus.subscribe(on_call)
     try:
-        registry, prompt = case_setup(session, workspace)
-        motion = {t.name for t in registry if t.safety is SafetyClass.MOTION}
-        opts: dict[str, Any] = {
-            "bounds": Bounds(max_rounds=4, request_timeout_s=120, task_timeout_s=240),
-            "system_prompt": prompt,
-            "workspace": workspace,
-            "auto_approve": True,
-            "interactive": False,
-            "stop_hooks": (session.stop,),
-            "state_provider": session.state,
-        }
-        if "tool_calling" in AgentOptions.__dataclass_fields__:
-            opts["tool_calling"] = mode
-        if "split_steps" in AgentOptions.__dataclass_fields__:
-            opts["split_steps"] = split  # as loopact run sets it for the local brain (issue 13)
-        agent = Agent(make_model(), registry, AgentOptions(**opts))  # closed with the agent
-        calls: list[tuple[str, dict[str, Any]]] = []
-        valid = True
-        first_motion: list[float] = []
-        t0 = time.perf_counter()
-
-        def on_event(ev: Any) -> None:
-            nonlocal valid
-            if ev.type == "tool_call" and ev.data.get("name") in motion and not first_motion:
-                first_motion.append(time.perf_counter() - t0)
-            if ev.type == "tool_result":
-                meta = ev.data.get("metadata") or {}
-                kind = meta.get("error_kind")
-                if kind in ("unknown_tool", "arguments"):
-                    valid = False
-                elif kind == "units":
-                    pass  # refused before running (a quantity in the wrong kind of argument)
-                else:
-                    # the arguments the tool ran with: the model's, after unit normalisation
-                    args = dict(ev.data.get("_args", {}))
-                    for key, change in (meta.get("normalized") or {}).items():
-                        args[key] = change["to"]
-                    calls.append((ev.data["name"], args))
-
-        args_by_id: dict[str, dict[str, Any]] = {}
-
-        def on_call(ev: Any) -> None:
-            if ev.type == "tool_call":
-                args_by_id[ev.data["id"]] = dict(ev.data.get("arguments") or {})
-            if ev.type == "tool_result":
-                ev.data.setdefault("_args", args_by_id.get(ev.data["id"], {}))
-            on_event(ev)
-
-        agent.bus.subscribe(on_call)
-        try:
-            outcome = await asyncio.wait_for(agent.run_task(case.text), 300)
-            status, reply = outcome.status, outcome.reply
-        except Exception as exc:  # the bench records every failure and goes on
-            status, reply = f"error: {type(exc).__name__}: {exc}", ""
-        task_s = time.perf_counter() - t0
-        await agent.close()
-    finally:
-        await session.close()
+        outcome = await asyncio.wait_for(agent.run_task(case.text), 300)
+        status, reply = outcome.status, outcome.reply
+    except Exception as exc:  # the bench records every failure and goes on
+        status, reply = f"error: {type(exc).__name__}: {exc}", ""
+    task_s = time.perf_counter() - t0
     correct = any(matches(calls, acc) for acc in case.accept)
     return Result(
         case=case,
@@ -570,49 +573,21 @@ async def main_async(args: argparse.Namespace) -> int:
         cases = [c for c in cases if any(p.search(c.text) for p in pats)]
     cases = cases[: args.limit or None]
     brain: LocalBrain | None = None
-    if args.base_url:
-        base_url = args.base_url
-        caps = Capabilities(
-            vision=False, native_tool_calls=False, parallel_tool_calls=False, stream_usage=False
-        )
-        name = args.model
-    else:
+    if not args.base_url:
         cfg = LocalConfig(
             model_path=Path(args.model_path) if args.model_path else None,
             context_tokens=args.ctx,
         )
         brain = LocalBrain.from_config(cfg)
         t0 = time.perf_counter()
-        base_url = await brain.start()
+        await brain.start()
         print(f"local brain {brain.model_path.name} ready in {time.perf_counter() - t0:.1f} s")
-        caps = local_capabilities(args.ctx)
-        name = "local"
-    if args.no_grammar:
-        caps = Capabilities(**{**caps.__dict__, "constrained_decoding": False})
-
-    def provider(url: str) -> OpenAIChatModel:
-        return OpenAIChatModel(
-            name,
-            base_url=url,
-            capabilities=caps,
-            extra_body={"temperature": 0.0, "max_tokens": args.max_tokens},
-            request_timeout_s=120,
-        )
-
-    def make_model() -> Any:
-        if brain is None:
-            return provider(base_url)
-        return LocalBrainModel(brain, provider)  # as loopact run talks to the local brain
-
-    if brain is not None:
-        warmed = await warm_prompt(make_model(), args.sim_speed)
-        print(f"prompt prepared: {warmed}", flush=True)
 
     results: list[Result] = []
     try:
         for mode in args.modes.split(","):
             for i, case in enumerate(cases, 1):
-                r = await run_case(make_model, case, mode, args.sim_speed, not args.no_split)
+                r = await run_case(args, brain, case, mode)
                 results.append(r)
                 mark = "OK " if r.correct else ("val" if r.valid else "BAD")
                 print(
@@ -676,7 +651,11 @@ def main() -> int:
     p.add_argument("--ctx", type=int, default=8192, help="Context size of the local brain.")
     p.add_argument("--max-tokens", type=int, default=LocalConfig().max_output_tokens)
     p.add_argument("--sim-speed", type=float, default=4.0, help="Sim time per real second.")
-    p.add_argument("--no-grammar", action="store_true", help="Turn constrained decoding off.")
+    p.add_argument(
+        "--no-grammar",
+        action="store_true",
+        help="With --base-url: tell loopact the endpoint cannot constrain its output.",
+    )
     p.add_argument(
         "--no-split",
         action="store_true",

@@ -49,9 +49,16 @@ async def start_local_brain(
 
     brain.on_status = on_status
     stack.push_async_callback(brain.stop)
-    url = await brain.start()
+    await brain.start()
+    return use_local_brain(cfg, brain)
+
+
+def use_local_brain(cfg: Config, brain: LocalBrain) -> tuple[Config, LocalBrain]:
+    """The config with a running brain's model file and URL filled in, and the brain."""
     update: dict[str, Any] = {
-        "model": cfg.model.model_copy(update={"model": brain.model_path.name, "base_url": url})
+        "model": cfg.model.model_copy(
+            update={"model": brain.model_path.name, "base_url": brain.base_url}
+        )
     }
     return cfg.model_copy(update=update), brain
 

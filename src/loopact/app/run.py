@@ -26,7 +26,7 @@ from loopact.agent.prompt import build_system_prompt
 from loopact.agent.tools import AgentCallTool, make_send_message_tool
 from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
-from loopact.app.local import prepare_local_prompt, start_local_brain
+from loopact.app.local import prepare_local_prompt, start_local_brain, use_local_brain
 from loopact.app.mcp import attach_mcp
 from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
@@ -41,6 +41,7 @@ from loopact.errors import ConfigError
 from loopact.events import Event, EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
+from loopact.llm.local_process import LocalBrain
 from loopact.nodes.connector import Connector
 from loopact.tools.base import Tool
 from loopact.tools.builtin.messages import MessageChannel
@@ -95,7 +96,7 @@ async def open_agent(
     once: str | None,
     config_source: Path | None,
     interactive: bool,
-    local_brain: bool = True,
+    local_brain: bool | LocalBrain = True,
     mcp_servers: bool = True,
 ) -> tuple[Config, OpenedAgent]:
     """Open, in order, the workspace and the built-in tools, the local brain (when no
@@ -109,7 +110,9 @@ async def open_agent(
         once: The ``--once`` instruction (nodes get time to be discovered), or None.
         config_source: The config file, for the trace header and the protected paths.
         interactive: Whether a channel can answer confirmations.
-        local_brain: Start the offline brain when no endpoint is configured.
+        local_brain: Start the offline brain when no endpoint is configured; or a running
+            :class:`~loopact.llm.local_process.LocalBrain` to use (bench/local_brain.py runs
+            many agents on one server).
         mcp_servers: Connect the servers of ``mcp.servers`` (issue 18); ``loopact mcp``
             does not.
 
@@ -119,7 +122,9 @@ async def open_agent(
     workspace, builtin = _workspace(cfg, config_source)
     registry = ToolRegistry([*builtin, *general_tools(cfg, workspace)])
     brain = None
-    if local_brain:
+    if isinstance(local_brain, LocalBrain):
+        cfg, brain = use_local_brain(cfg, local_brain)
+    elif local_brain:
         cfg, brain = await start_local_brain(cfg, stack, bus)
     body = await open_body(cfg, stack)
     connector = await open_nodes_connector(cfg, body, stack, bus)
