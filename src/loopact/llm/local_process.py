@@ -112,7 +112,11 @@ def server_command(
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, get SIGTERM when loopact dies, even by SIGKILL."""
+    """In the child, before exec: on Linux, be killed when loopact dies, even by SIGKILL.
+
+    SIGKILL, not SIGTERM: uvicorn answers SIGTERM by finishing the request in progress, and a
+    prompt being evaluated on a busy CPU kept orphaned servers alive for minutes.
+    """
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -121,7 +125,7 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
