@@ -38,13 +38,13 @@ async def _preempt_while_moving(
     runner = asyncio.ensure_future(agent.run())
     first = agent.submit(first_text)
     await rec.wait_for(lambda e: e.type == "tool_call")
-    for _ in range(500):  # bounded wait until the governor commands motion
+    for _ in range(3000):  # bounded (60 s) wait until the governor commands motion
         if not session.governor.last_twist.is_zero:
             break
         await asyncio.sleep(0.02)
     assert not session.governor.last_twist.is_zero  # it is moving
     second_id[0] = agent.submit("say hello")
-    await rec.wait_for(lambda e: e.type == "task_end" and e.task_id == second_id[0], 60)
+    await rec.wait_for(lambda e: e.type == "task_end" and e.task_id == second_id[0], 120)
     await agent.close()
     runner.cancel()
     return twist_at_request, rec, first

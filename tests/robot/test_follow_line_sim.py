@@ -56,7 +56,7 @@ async def _rig(tmp_path: Path, speed: float, line_speed: float) -> LineRig:
 
 @pytest.fixture
 async def line_rig(tmp_path: Path) -> AsyncIterator[LineRig]:
-    rig = await _rig(tmp_path, speed=3.0, line_speed=0.3)
+    rig = await _rig(tmp_path, speed=2.0, line_speed=0.3)
     try:
         yield rig
     finally:

@@ -11,7 +11,6 @@ watchdog.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,8 +71,9 @@ class FrameWorker(Generic[T]):
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # wait() never raises the worker's own CancelledError, and a cancellation of the
+            # caller still propagates (a suppress() here would swallow the caller's)
+            await asyncio.wait({self._task})
 
     def check(self) -> None:
         """Raise the camera's failure, if the worker stopped on one.

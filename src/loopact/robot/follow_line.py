@@ -107,6 +107,8 @@ async def follow(
     last_state, last_t = "", clock.now()
     cmd = Command(0.0, 0.0, "acquire", False)
     seen_seq = 0
+    showing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    showing.set_result(None)
 
     def process(frame: CameraFrame) -> LineView:
         return find_line(frame.rgb, cam, key, opts.colors)
@@ -131,10 +133,19 @@ async def follow(
                     if last_state in ("follow", "approach", "pivot"):
                         on_line_s += now - last_t  # since the last frame: on the line
                     last_state, last_t = cmd.state, now
-                    if ctx is not None and now >= next_show:
-                        next_show = now + SHOW_EVERY_S
-                        await _show(
-                            env, ctx, sample.frame.rgb, view, key, opts, cmd.state, follower.laps
+                    if ctx is not None and now >= next_show and showing.done():
+                        next_show = now + SHOW_EVERY_S  # drawn beside the control loop
+                        showing = asyncio.ensure_future(
+                            _show(
+                                env,
+                                ctx,
+                                sample.frame.rgb,
+                                view,
+                                key,
+                                opts,
+                                cmd.state,
+                                follower.laps,
+                            )
                         )
                 if now - last_seen > opts.line_lost_grace_s:
                     stopped_by = "line_lost"
@@ -161,6 +172,7 @@ async def follow(
         n_frames = 0
     finally:
         await gov.end_motion(lease)
+        await asyncio.wait({showing})
     elapsed = clock.now() - t0
     data: dict[str, Any] = {
         "distance_m": round(follower.path_m, 2),
@@ -199,15 +211,17 @@ async def _show(
     laps: int,
 ) -> None:
     y0, y1 = view.band_rows
-    mask = await asyncio.to_thread(line_mask, rgb, color, opts.colors)
-    import cv2
-    import numpy as np
+    caption = _caption(view, state, laps)
 
-    full = cv2.resize(mask.astype(np.uint8), (rgb.shape[1], rgb.shape[0])) > 0
-    overlay = await asyncio.to_thread(
-        draw_line, rgb, (y0, y1), view.centroid_u, _caption(view, state, laps), full[y0:y1]
-    )
-    show(env, ctx, overlay, _caption(view, state, laps))
+    def draw() -> Any:
+        import cv2
+        import numpy as np
+
+        mask = line_mask(rgb, color, opts.colors).astype(np.uint8)
+        full = cv2.resize(mask, (rgb.shape[1], rgb.shape[0])) > 0
+        return draw_line(rgb, (y0, y1), view.centroid_u, caption, full[y0:y1])
+
+    await show(env, ctx, await asyncio.to_thread(draw), caption)
 
 
 def make_follow_line_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:

@@ -81,11 +81,13 @@ class PerceptionOptions:
         return None
 
 
-def show(env: RobotEnv, ctx: ToolContext | None, rgb: npt.NDArray[np.uint8], caption: str) -> None:
-    """Gate an overlay image and show it to people (SPEC F6); never fails the tool."""
+async def show(
+    env: RobotEnv, ctx: ToolContext | None, rgb: npt.NDArray[np.uint8], caption: str
+) -> None:
+    """Gate an overlay image (off the loop) and show it to people (SPEC F6); never fails."""
     if ctx is None:
         return
-    gated = env.gate.process(rgb)
+    gated = await asyncio.to_thread(env.gate.process, rgb)
     if gated.image is not None:
         ctx.show_image(gated.image, caption)
 
@@ -187,7 +189,7 @@ async def _view(
     overlay = await asyncio.to_thread(
         draw_boxes, frame.rgb, dets, None, f"{label}: {view['caption']}"
     )
-    show(env, ctx, overlay, f"{label}: {view['caption']}")
+    await show(env, ctx, overlay, f"{label}: {view['caption']}")
     images: list[Image] = []
     if gated.image is None:
         view["image"] = f"unreadable: {gated.error}; describe from the detections only"
@@ -257,7 +259,7 @@ async def see(
     if ctx is not None:
         meta.update(await keep_for_plan(ctx, images, "seewhat"))
     overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
-    show(env, ctx, overlay, text)
+    await show(env, ctx, overlay, text)
     return ToolResult(ok=True, data=data, metadata=meta, images=tuple(images))
 
 
@@ -326,7 +328,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
             objects = as_objects(dets, pan)
             text = caption(objects)
             overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
-            show(env, ctx, overlay, text)
+            await show(env, ctx, overlay, text)
         except RobotError as exc:
             return ToolResult.failure(str(exc))
         return ToolResult.success(objects, caption=caption(objects))

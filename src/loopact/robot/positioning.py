@@ -75,7 +75,7 @@ async def locate(
         else f"{target}: not found"
     )
     overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, answer["bbox"], caption)
-    show(env, ctx, overlay, caption)
+    await show(env, ctx, overlay, caption)
     data = {k: answer[k] for k in ("found", "target", "bbox", "confidence", "reason")}
     return ToolResult(ok=True, data=data, metadata=meta)
 

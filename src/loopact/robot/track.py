@@ -14,6 +14,7 @@ base and is reported; a stop or a preemption cancels it like every motion.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -178,6 +179,8 @@ async def track_target(
 
     seen_seq = 0
     next_show = clock.now()
+    showing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    showing.set_result(None)
     try:
         async with FrameWorker(env, process, FRAME_PERIOD_S) as frames:
             while True:
@@ -214,9 +217,11 @@ async def track_target(
                         await gov.set_head(head_lease, cmd.pan_deg, cmd.tilt_deg)
                     else:
                         cmd = TrackCommand(cmd.pan_deg, cmd.tilt_deg, 0.0, 0.0)
-                    if ctx is not None and now >= next_show:
-                        next_show = now + SHOW_EVERY_S
-                        await _show(env, ctx, sample.frame.rgb, state, "tracking")
+                    if ctx is not None and now >= next_show and showing.done():
+                        next_show = now + SHOW_EVERY_S  # drawn beside the control loop
+                        showing = asyncio.ensure_future(
+                            _show(env, ctx, sample.frame.rgb, state, "tracking")
+                        )
                 if now - last_ok > LOST_GRACE_S:
                     stopped_by = "lost"
                     detail = f"the target was out of sight for {now - last_ok:.1f} s"
@@ -234,6 +239,7 @@ async def track_target(
     finally:
         await gov.end_motion(lease)
         gov.end_head(head_lease)
+        await asyncio.wait({showing})
     elapsed = clock.now() - t0
     frac = seen["in_view"] / seen["frames"] if seen["frames"] else 0.0
     data: dict[str, Any] = {
@@ -260,12 +266,10 @@ async def track_target(
 
 
 async def _show(env: RobotEnv, ctx: ToolContext, rgb: Any, state: TrackState, what: str) -> None:
-    import asyncio
-
     caption = f"track: {what}, {'on target' if state.ok else 'lost'} (score {state.score:.2f})"
     chosen = [round(v) for v in state.box] if state.ok else None
     overlay = await asyncio.to_thread(draw_boxes, rgb, [], chosen, caption)
-    show(env, ctx, overlay, caption)
+    await show(env, ctx, overlay, caption)
 
 
 def make_track_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:
