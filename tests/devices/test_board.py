@@ -131,10 +131,13 @@ async def test_gpio_edge_wakes_a_continuous_mode_agent(
             )
             await asyncio.to_thread(_sim(board).press, BUTTON_PIN)
             message = await rec.wait_for(lambda e: e.type == "message", 20)
+            # the wake-up's task ends after the model's closing turn (both turns consumed)
+            end = await rec.wait_for(lambda e: e.type == "task_end", 20)
         finally:
             await agent.close()
             runner.cancel()
     assert message.data["text"] == "Someone pressed the button."
+    assert end.data["status"] == "completed"
     body = server.requests[0].body["messages"]
     user = " ".join(str(m["content"]) for m in body if m["role"] == "user")
     assert "button" in user and "rising" in user

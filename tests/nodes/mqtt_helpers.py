@@ -37,3 +37,13 @@ async def wait_until(pred: Callable[[], Any], timeout: float = 10.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or pred}")
         await asyncio.sleep(0.005)
+
+
+async def subscribed(sub: Any, timeout: float = 10.0) -> None:
+    """Wait for the broker's SUBACK of an :class:`MqttConnector` subscription.
+
+    MQTT cannot tell a publisher whether anyone subscribed (docs/mqtt.md, Limits): a message
+    published before the broker registered the subscription is not delivered to it.
+    """
+    link_sub = sub.link_sub
+    await wait_until(lambda: link_sub.acked is None or link_sub.acked.done(), timeout, "SUBACK")

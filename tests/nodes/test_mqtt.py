@@ -32,7 +32,7 @@ from loopact.testing.mqtt_broker import MqttBroker, free_port
 from loopact.tools.base import SafetyClass, ToolContext, tool
 from loopact.tools.registry import ToolRegistry
 
-from .mqtt_helpers import broker_available, needs_broker, wait_until
+from .mqtt_helpers import broker_available, needs_broker, subscribed, wait_until
 
 pytestmark = needs_broker
 
@@ -119,14 +119,14 @@ async def test_publish_subscribe_latched_pattern_and_images(pair: Any) -> None:
     await wait_until(lambda: got == ["moving"], what="a live message")
     # a non-latched subscriber ignores retained copies
     plain: list[Any] = []
-    agent.subscribe("/robot1/config", "string", plain.append)
+    await subscribed(agent.subscribe("/robot1/config", "string", plain.append))
     await node.publish("/robot1/status", "stopped")
     await wait_until(lambda: got[-1:] == ["stopped"])
     assert plain == []
     rgb = np.zeros((48, 64, 3), np.uint8)
     rgb[:, 32:] = (200, 30, 30)
     frames: list[ImageData] = []
-    agent.subscribe("/robot1/input/cam", "image", frames.append)
+    await subscribed(agent.subscribe("/robot1/input/cam", "image", frames.append))
     await node.publish("/robot1/input/cam", ImageData(rgb, 12.5, "cam"))
     await wait_until(lambda: frames, what="an image")
     assert frames[0].rgb.shape == (48, 64, 3) and frames[0].stamp_s == 12.5
