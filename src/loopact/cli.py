@@ -3,7 +3,8 @@
 ``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
 ``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
 ``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
-``loopact sim`` works with the simulator; ``loopact mcp`` serves the agent's tools over MCP.
+``loopact sim`` works with the simulator; ``loopact mcp`` serves the agent's tools over MCP;
+``loopact eval`` runs the graded task suite.
 Exit codes of ``run --once``: 0 the task ended
 with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
 stderr), 2 a usage or configuration error, 130 Ctrl-C.
@@ -25,6 +26,7 @@ from rich.logging import RichHandler
 
 from loopact._version import __version__
 from loopact.errors import ConfigError, LoopactError
+from loopact.eval.cli import eval_command
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -457,6 +459,7 @@ def sim(
 
 
 app.add_typer(sim_app, name="sim")
+app.command("eval")(eval_command)  # issue 20: the graded task suite (loopact/eval/cli.py)
 
 
 def _run_service(coro: Any) -> None:

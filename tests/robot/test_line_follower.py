@@ -80,3 +80,15 @@ def test_a_lap_is_counted_back_at_the_start() -> None:
     for i, (x, y) in enumerate([(1, 0), (1, 1), (0, 1), (-0.1, 0.5), (-0.05, 0.0)]):
         f.step(_band(0.0), Pose(x, y, 0.0 if i == 4 else 1.0), float(i + 1))
     assert f.laps == 1 and f.path_m > 3
+
+
+def test_a_lap_joined_across_the_line_counts_from_where_the_robot_runs_along_it() -> None:
+    """Issue 20 (found by loopact eval): from the start pose the robot meets the line across
+    its path; the lap starts once it runs along the line, not where it first saw it."""
+    f = LineFollower()
+    f.step(_band(0.0, corner=0.7), Pose(0, 0, 0), 0.0)  # the line across looks like a corner
+    f.step(_band(0.0), Pose(0.05, 0, math.pi / 2), 1.0)  # turned onto it
+    loop = [(0.05, 1), (-1, 1), (-1, -1), (0.05, -1), (0.05, -0.1), (0.05, 0.0)]
+    for i, (x, y) in enumerate(loop):
+        f.step(_band(0.0), Pose(x, y, math.pi / 2), float(i + 2))
+    assert f.laps == 1

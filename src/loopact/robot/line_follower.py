@@ -10,8 +10,9 @@ A small, pure state machine, tested without a simulator:
 - ``acquire``: the line is in view but not under the band (start beside or before it): turn
   to its nearest point and drive there.
 
-Laps are counted on odometry: back within :data:`LAP_RADIUS_M` of where following started,
-heading the same way, after at least :data:`LAP_MIN_PATH_M` of driving.
+Laps are counted on odometry: back within :data:`LAP_RADIUS_M` of where following started
+(the first pose that runs along it, :data:`START_CLEAR_M`), heading the same way, after
+at least :data:`LAP_MIN_PATH_M` of driving.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from loopact.vision.line import LineView
 
 CORNER_ARM_M = 0.62
 """A corner closer than this (forward distance) switches to ``approach``."""
+START_ALIGNED_DEG = 15.0
+START_CLEAR_M = 1.0
+"""Laps count from the first pose that runs along the line: aligned with it within
+:data:`START_ALIGNED_DEG` and no corner within this distance ahead. A line met across the
+robot's path looks like a corner just ahead; the heading there is not the one the robot passes
+that point with again (issue 20: from the start pose no lap was ever counted)."""
 PIVOT_RATE_RADPS = 1.2
 PIVOT_MAX_RAD = math.radians(160)
 ACQUIRE_SPEED_MPS = 0.15
@@ -113,8 +120,8 @@ class LineFollower:
             if self.state != "follow":
                 self._reset_pid()
             self.state = "follow"
-            if self._start is None:
-                self._start = pose
+            if self._start is None and _runs_along(view):
+                self._start = pose  # the lap starts where the robot runs along the line
             return self._follow(view, dt)
         self.state = "acquire"
         return self._acquire(view)
@@ -210,3 +217,9 @@ class LineFollower:
         if self._lap_path > LAP_MIN_PATH_M and back < LAP_RADIUS_M and same_way:
             self.laps += 1
             self._lap_path = 0.0
+
+
+def _runs_along(view: LineView) -> bool:
+    """The robot runs along the line here (see :data:`START_CLEAR_M`)."""
+    aligned = view.heading_deg is not None and abs(view.heading_deg) < START_ALIGNED_DEG
+    return aligned and (view.corner_m is None or view.corner_m >= START_CLEAR_M)

@@ -1,0 +1,112 @@
+"""``loopact eval`` end to end: recorded scripts through the scripted model server, the real
+agent, the MuJoCo robot, graded by the simulator's ground truth (issue 20 acceptance 1).
+
+CI runs a subset of the recorded scripts (``loopact eval --model-script recorded/`` runs them
+all, docs/eval.md); a script that does the wrong thing fails however it words its answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.test_cli import run_cli
+
+from loopact.eval.cli import PACKAGED_SCRIPTS
+from loopact.eval.tasks import TASKS
+from loopact.testing import Script
+
+SUBSET = [
+    "move_forward_1m",
+    "turn_around_zh",
+    "face_green",
+    "what_ahead",
+    "door_distance_zh",
+    "stop_long_motion",
+    "report_md",
+    "speed_50",
+    "through_wall_zh",
+]
+
+
+def test_list_names_every_task(tmp_path: Path) -> None:
+    proc = run_cli(["eval", "--list"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{len(TASKS)} tasks" in proc.stdout and len(TASKS) >= 30
+    for task in TASKS:
+        assert task.id in proc.stdout
+
+
+def test_every_task_has_a_valid_recorded_script() -> None:
+    for task in TASKS:
+        path = PACKAGED_SCRIPTS / f"{task.id}.json"
+        assert path.is_file(), f"no recorded script for {task.id}"
+        Script.model_validate(json.loads(path.read_text(encoding="utf-8")))
+
+
+def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
+    proc = run_cli(["eval", "--model-script", str(tmp_path / "nope")], tmp_path)
+    assert proc.returncode == 2 and "no such folder" in proc.stderr
+    proc = run_cli(["eval", "--model-script", "recorded/", "-t", "no_such_task"], tmp_path)
+    assert proc.returncode == 2 and "no task matches" in proc.stderr
+
+
+@pytest.mark.sim
+def test_recorded_subset_passes_with_table_and_json(tmp_path: Path) -> None:
+    args = ["eval", "--model-script", "recorded/", "--out", str(tmp_path / "runs")]
+    for task_id in SUBSET:
+        args += ["-t", task_id]
+    proc = run_cli(args, tmp_path, env={"COLUMNS": "200"}, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for column in ("task", "result", "why", "time", "requests", "tokens", "tool calls"):
+        assert column in proc.stdout
+    report = json.loads((tmp_path / "runs" / "eval.json").read_text(encoding="utf-8"))
+    assert [r["task"] for r in report["results"]] == SUBSET
+    assert report["passed"] == len(SUBSET) and report["rate"] == 1.0
+    for r in report["results"]:
+        assert r["model_requests"] >= 1 and r["tool_calls"] >= 1 and r["input_tokens"] > 0
+        assert (Path(r["folder"]) / "sim_log.jsonl").is_file()
+    assert report["by_category"]["refusal"] == {"passed": 2, "runs": 2, "rate": 1.0}
+
+
+@pytest.mark.sim
+def test_a_wrong_run_fails_whatever_its_answer_says(tmp_path: Path) -> None:
+    """The script claims one metre but drives half of one: graded by the pose log, it fails
+    (the refusal graders' failures are shown in test_graders.py: the governor does not let the
+    real robot leave the fence)."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "move_forward_1m.json").write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {"tool_calls": [{"name": "move_forward", "arguments": {"distance_m": 0.5}}]},
+                    {"text": "I moved forward one meter."},
+                ]
+            }
+        )
+    )
+    out = tmp_path / "runs"
+    proc = run_cli(
+        [
+            "eval",
+            "--model-script",
+            str(scripts),
+            "-t",
+            "move_forward_1m",
+            "--out",
+            str(out),
+            "--repeat",
+            "2",
+        ],
+        tmp_path,
+        env={"COLUMNS": "200"},
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    assert report["runs"] == 2 and report["passed"] == 0
+    assert [r["run"] for r in report["results"]] == [1, 2]
+    assert all("+0.50 m ahead" in r["why"] for r in report["results"])
+    assert report["results"][0]["reply"] == "I moved forward one meter."
