@@ -62,21 +62,25 @@ class ProgressPrinter:
             self._in_text = False
 
     def __call__(self, ev: Event) -> None:
+        """Print one event; types without a line of their own (e.g. ``usage``) print nothing."""
+        handler = _HANDLERS.get(ev.type)
+        if handler is not None:
+            handler(self, ev.type, ev)
+
+    def _reply_text(self, typ: str, ev: Event) -> None:
+        """The streamed reply: its deltas, a failed attempt's retry, the final text."""
         d = ev.data
-        typ = ev.type
         if typ == "text_delta":
             if self.stream_text:
                 self._streamed.setdefault(ev.task_id or "", []).append(d["text"])
                 self.console.file.write(d["text"])
                 self.console.file.flush()
                 self._in_text = True
-            return
-        if typ == "model_request":
+        elif typ == "model_request":
             # only the last response's text is the reply; earlier rounds were progress
             self._end_text()
             self._streamed.pop(ev.task_id or "", None)
-            return
-        if typ == "model_retry":
+        elif typ == "model_retry":
             # the partial text of the failed attempt is not part of the reply
             self._streamed.pop(ev.task_id or "", None)
             self._end_text()
@@ -84,60 +88,6 @@ class ProgressPrinter:
                 f"[yellow]  model request failed ({escape(str(d['error']))}); "
                 f"retry {d['attempt']} in {d['delay_s']:.1f} s[/]"
             )
-        elif typ == "tool_call":
-            self._end_text()
-            self.console.print(f"[cyan]  → {escape(d['name'])}({escape(_args(d['arguments']))})[/]")
-        elif typ == "tool_progress":
-            self.console.print(f"[dim]    … {escape(str(d['text']))}[/]")
-        elif typ == "tool_result":
-            if d["ok"]:
-                body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
-                extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
-                self.console.print(f"[green]  ✓ {escape(d['name'])}: {escape(body)}{extra}[/]")
-            else:
-                self.console.print(f"[red]  ✗ {escape(d['name'])}: {escape(str(d['error']))}[/]")
-        elif typ == "message":
-            self._end_text()
-            self.console.print(f"[bold]{escape(str(d['text']))}[/]")
-        elif typ == "context_compressed":
-            self.console.print(
-                f"[dim]  context {d['method']}: {d['before_tokens']} -> {d['after_tokens']} "
-                "tokens[/]"
-            )
-        elif typ == "bound":
-            self._end_text()
-            self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")
-        elif typ == "error":
-            self._end_text()
-            self.errors_shown += 1
-            self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
-        elif typ == "clause_start":
-            self._end_text()
-            self.console.print(f"[dim]  step {d['n']}/{d['of']}: {escape(str(d['text']))}[/]")
-        elif typ == "local_brain":
-            # issue 13: the local server's crash line, its return, or the final error
-            state, detail = d.get("state"), str(d.get("detail") or "")
-            if state in ("crashed", "failed"):
-                self._end_text()
-                self.console.print(f"[red]  {escape(detail)}[/]")
-            elif state == "ready" and d.get("restarts"):
-                self.console.print(f"[yellow]  local model server {escape(detail)}[/]")
-        elif typ == "mcp_server":
-            # issue 18: an MCP server that dropped (why, and when it is retried) or came back
-            if d.get("state") == "restarting" and int(d.get("restarts") or 0) <= 3:
-                self._end_text()
-                retry = f" (retrying in {d['delay_s']:g} s)" if d.get("delay_s") else ""
-                self.console.print(f"[yellow]  {escape(str(d.get('detail', '')))}{retry}[/]")
-            elif d.get("state") == "connected" and d.get("restarts"):
-                self.console.print(
-                    f"[yellow]  MCP server {escape(str(d['name']))} is back: "
-                    f"{escape(str(d.get('detail', '')))}[/]"
-                )
-        elif typ in ("transcript", "speech_in", "speech_out"):
-            self._voice(typ, d)
-        elif typ == "stop":
-            self._end_text()
-            self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")
         elif typ == "reply":
             if self.stream_text:
                 streamed = "".join(self._streamed.pop(ev.task_id or "", []))
@@ -149,6 +99,22 @@ class ProgressPrinter:
             self._streamed.pop(ev.task_id or "", None)
             if d["status"] == "preempted":
                 self.console.print(f"[yellow]  ({t('task.stopped', self.lang)})[/]")
+
+    def _tool(self, typ: str, ev: Event) -> None:
+        """A tool call, its progress lines, its result, and a confirmation request for it."""
+        d = ev.data
+        if typ == "tool_call":
+            self._end_text()
+            self.console.print(f"[cyan]  → {escape(d['name'])}({escape(_args(d['arguments']))})[/]")
+        elif typ == "tool_progress":
+            self.console.print(f"[dim]    … {escape(str(d['text']))}[/]")
+        elif typ == "tool_result":
+            if d["ok"]:
+                body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
+                extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
+                self.console.print(f"[green]  ✓ {escape(d['name'])}: {escape(body)}{extra}[/]")
+            else:
+                self.console.print(f"[red]  ✗ {escape(d['name'])}: {escape(str(d['error']))}[/]")
         elif typ == "confirm_request":
             self._end_text()
             self.console.print(
@@ -158,8 +124,54 @@ class ProgressPrinter:
                 end="",
             )
 
-    def _voice(self, typ: str, d: dict[str, Any]) -> None:
+    def _notice(self, typ: str, ev: Event) -> None:
+        """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
+        d = ev.data
+        if typ == "context_compressed":
+            self.console.print(
+                f"[dim]  context {d['method']}: {d['before_tokens']} -> {d['after_tokens']} "
+                "tokens[/]"
+            )
+            return
+        self._end_text()
+        if typ == "message":
+            self.console.print(f"[bold]{escape(str(d['text']))}[/]")
+        elif typ == "bound":
+            self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")
+        elif typ == "error":
+            self.errors_shown += 1
+            self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
+        elif typ == "clause_start":
+            self.console.print(f"[dim]  step {d['n']}/{d['of']}: {escape(str(d['text']))}[/]")
+        elif typ == "stop":
+            self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")
+
+    def _service(self, typ: str, ev: Event) -> None:
+        """Supervised services: the local model server (issue 13), MCP servers (issue 18)."""
+        d = ev.data
+        if typ == "local_brain":
+            # the local server's crash line, its return, or the final error
+            state, detail = d.get("state"), str(d.get("detail") or "")
+            if state in ("crashed", "failed"):
+                self._end_text()
+                self.console.print(f"[red]  {escape(detail)}[/]")
+            elif state == "ready" and d.get("restarts"):
+                self.console.print(f"[yellow]  local model server {escape(detail)}[/]")
+        elif typ == "mcp_server":
+            # an MCP server that dropped (why, and when it is retried) or came back
+            if d.get("state") == "restarting" and int(d.get("restarts") or 0) <= 3:
+                self._end_text()
+                retry = f" (retrying in {d['delay_s']:g} s)" if d.get("delay_s") else ""
+                self.console.print(f"[yellow]  {escape(str(d.get('detail', '')))}{retry}[/]")
+            elif d.get("state") == "connected" and d.get("restarts"):
+                self.console.print(
+                    f"[yellow]  MCP server {escape(str(d['name']))} is back: "
+                    f"{escape(str(d.get('detail', '')))}[/]"
+                )
+
+    def _voice(self, typ: str, ev: Event) -> None:
         """Issue 16: what was heard, and what went wrong with audio."""
+        d = ev.data
         if typ == "transcript":
             self._end_text()
             if d.get("text"):
@@ -174,6 +186,24 @@ class ProgressPrinter:
         elif typ == "speech_out" and d.get("state") == "failed":
             self._end_text()
             self.console.print(f"[yellow]  voice: {escape(str(d.get('error', '')))}[/]")
+
+
+_HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
+    **dict.fromkeys(
+        ("text_delta", "model_request", "model_retry", "reply", "task_end"),
+        ProgressPrinter._reply_text,
+    ),
+    **dict.fromkeys(
+        ("tool_call", "tool_progress", "tool_result", "confirm_request"), ProgressPrinter._tool
+    ),
+    **dict.fromkeys(
+        ("message", "context_compressed", "bound", "error", "clause_start", "stop"),
+        ProgressPrinter._notice,
+    ),
+    **dict.fromkeys(("local_brain", "mcp_server"), ProgressPrinter._service),
+    **dict.fromkeys(("transcript", "speech_in", "speech_out"), ProgressPrinter._voice),
+}
+"""Event type -> the ProgressPrinter method that prints it."""
 
 
 class TerminalChannel:
