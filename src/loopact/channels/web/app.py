@@ -161,7 +161,9 @@ def create_app(
     for router in (
         _page_routes(settings),
         _chat_routes(state),
+        _upload_routes(state),
         _image_routes(state),
+        _camera_routes(state),
         _settings_routes(state),
     ):
         app.include_router(router)
@@ -263,10 +265,9 @@ def _chat_routes(state: ConsoleState) -> APIRouter:
     return router
 
 
-def _image_routes(state: ConsoleState) -> APIRouter:
-    """Uploads through the image gate, the images tools returned, and the live camera."""
+def _upload_routes(state: ConsoleState) -> APIRouter:
+    """``POST /api/upload``: a picture from the user, through the image gate (G3)."""
     router = APIRouter()
-    agent = state.agent
     settings = state.settings
 
     @router.post("/api/upload")
@@ -300,6 +301,14 @@ def _image_routes(state: ConsoleState) -> APIRouter:
             "laplacian_var": float(getattr(result, "laplacian_var", 0.0)),
         }
 
+    return router
+
+
+def _image_routes(state: ConsoleState) -> APIRouter:
+    """The images tools returned, and the annotated images the console was shown."""
+    router = APIRouter()
+    agent = state.agent
+
     @router.get("/images/{call_id}/{n}.jpg")
     async def tool_image(call_id: str, n: int) -> Response:
         images = list(agent.last_images(call_id) or [])
@@ -316,6 +325,13 @@ def _image_routes(state: ConsoleState) -> APIRouter:
         if data is None:
             raise HTTPException(404, f"no shown image {n} for tool call {call_id}")
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "max-age=3600"})
+
+    return router
+
+
+def _camera_routes(state: ConsoleState) -> APIRouter:
+    """The robot's live camera: one frame as JPEG, or an MJPEG stream (404 without a robot)."""
+    router = APIRouter()
 
     @router.get("/api/camera/frame.jpg")
     async def camera_frame() -> Response:
