@@ -603,26 +603,75 @@ def load_config(
         ConfigError: The file is missing (when given), not YAML, or a key is wrong.
     """
     env = os.environ if env is None else env
-    data: dict[str, Any] = {}
-    source: Path | None = None
+    data, source = _read_config_file(path, cwd)
+    env_given = _env_overrides(env, data, overrides)
+    flags_given = _drop_none(overrides) if overrides else {}
+    data = _merge(data, env_given)
+    data = _merge(data, flags_given)
+    if mcp_config is not None:
+        section = data.get("mcp")
+        section = section if isinstance(section, dict) else {}
+        servers = section.get("servers")
+        servers = servers if isinstance(servers, dict) else {}
+        data["mcp"] = {**section, "servers": {**servers, **read_mcp_servers(mcp_config)}}
+    _expand_mcp_env(data, env)
+    try:
+        cfg = Config.model_validate(data)
+    except pydantic.ValidationError as exc:
+        loc = exc.errors()[0]["loc"]
+        if _has_path(flags_given, loc):
+            where = "command line"
+        elif _has_path(env_given, loc):
+            where = "environment"
+        else:
+            where = str(source) if source else "configuration"
+        raise _format_error(exc, where) from None
+    email = cfg.messages.email
+    if email is not None and email.password_env:
+        email._password = env.get(email.password_env) or None
+    return cfg, source
+
+
+def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, Any], Path | None]:
+    """The YAML sections of ``--config PATH`` or of the first default file that exists.
+
+    Returns:
+        The raw sections (``{}`` without a file) and the file they came from.
+
+    Raises:
+        ConfigError: ``--config`` names a missing file, or the file is unreadable, not YAML,
+            or not a mapping of sections.
+    """
+    source: Path | None
     if path is not None:
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist (from --config)", key="--config")
         source = path
     else:
         source = next((p for p in default_config_paths(cwd) if p.is_file()), None)
-    if source is not None:
-        try:
-            with source.open(encoding="utf-8") as stream:
-                loaded = yaml.safe_load(stream) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{source} is not valid YAML: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {source} cannot be read: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{source} must be a mapping of sections (model:, agent:, ...)")
-        data = loaded
+    if source is None:
+        return {}, None
+    try:
+        with source.open(encoding="utf-8") as stream:
+            loaded = yaml.safe_load(stream) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {source} cannot be read: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{source} must be a mapping of sections (model:, agent:, ...)")
+    return loaded, source
 
+
+def _env_overrides(
+    env: Mapping[str, str], data: Mapping[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The sections the environment sets (the one place ``LOOPACT_*`` variables are read).
+
+    The provider's own key variable (e.g. ``OPENAI_API_KEY``) depends on the provider chosen
+    by flag, environment or file, in that order, so ``data`` and ``overrides`` are consulted.
+    Sections with no variable set are left out.
+    """
     env_over: dict[str, Any] = {"model": {}, "robot": {}, "agent": {}, "mqtt": _mqtt_env(env)}
     model_data = data.get("model")
     over_model = (overrides or {}).get("model")
@@ -653,32 +702,7 @@ def load_config(
         env_over["mcp"] = {"token": env["LOOPACT_MCP_TOKEN"]}
     if env.get("LOOPACT_ESTOP_TOKEN"):
         env_over["robot"]["estop"] = {"reset_token": env["LOOPACT_ESTOP_TOKEN"]}
-    env_given = {k: v for k, v in env_over.items() if v}
-    flags_given = _drop_none(overrides) if overrides else {}
-    data = _merge(data, env_given)
-    data = _merge(data, flags_given)
-    if mcp_config is not None:
-        section = data.get("mcp")
-        section = section if isinstance(section, dict) else {}
-        servers = section.get("servers")
-        servers = servers if isinstance(servers, dict) else {}
-        data["mcp"] = {**section, "servers": {**servers, **read_mcp_servers(mcp_config)}}
-    _expand_mcp_env(data, env)
-    try:
-        cfg = Config.model_validate(data)
-    except pydantic.ValidationError as exc:
-        loc = exc.errors()[0]["loc"]
-        if _has_path(flags_given, loc):
-            where = "command line"
-        elif _has_path(env_given, loc):
-            where = "environment"
-        else:
-            where = str(source) if source else "configuration"
-        raise _format_error(exc, where) from None
-    email = cfg.messages.email
-    if email is not None and email.password_env:
-        email._password = env.get(email.password_env) or None
-    return cfg, source
+    return {k: v for k, v in env_over.items() if v}
 
 
 def read_mcp_servers(path: Path) -> dict[str, Any]:
