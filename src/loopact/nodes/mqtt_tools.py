@@ -404,7 +404,12 @@ def _failed(exc: Exception) -> ToolResult:
 
 def make_mqtt_tools(state: MqttTools) -> list[Tool]:
     """``mqtt_connect``, ``mqtt_disconnect``, ``mqtt_publish``, ``mqtt_subscribe``,
-    ``mqtt_receive``, ``mqtt_history`` (SPEC C7)."""
+    ``mqtt_receive``, ``mqtt_history`` (SPEC C7), in that order."""
+    return _link_tools(state) + _message_tools(state)
+
+
+def _link_tools(state: MqttTools) -> list[Tool]:
+    """The tools that act on the broker: ``mqtt_connect``, ``mqtt_disconnect``, ``mqtt_publish``."""
 
     @tool(safety=SafetyClass.IDEMPOTENT, timeout_s=15)
     async def mqtt_connect(broker: str = "") -> ToolResult:
@@ -443,6 +448,12 @@ def make_mqtt_tools(state: MqttTools) -> list[Tool]:
         except (ValueError, ConfigError, NodeError) as exc:
             return _failed(exc)
         return ToolResult.success(f"published {facts['bytes']} bytes on {topic}", **facts)
+
+    return [mqtt_connect, mqtt_disconnect, mqtt_publish]
+
+
+def _message_tools(state: MqttTools) -> list[Tool]:
+    """The tools that read what arrives: ``mqtt_subscribe``, ``mqtt_receive``, ``mqtt_history``."""
 
     @tool(safety=SafetyClass.IDEMPOTENT, timeout_s=15)
     async def mqtt_subscribe(
@@ -493,4 +504,4 @@ def make_mqtt_tools(state: MqttTools) -> list[Tool]:
             [m.to_dict() for m in found], count=len(found), topics=len(state.history.topics())
         )
 
-    return [mqtt_connect, mqtt_disconnect, mqtt_publish, mqtt_subscribe, mqtt_receive, mqtt_history]
+    return [mqtt_subscribe, mqtt_receive, mqtt_history]
