@@ -233,20 +233,11 @@ def build_wheel(
     check_disk(wheels_dir(), 50 * 1024 * 1024, "the llama-cpp-python wheel")
     log_path = cache_dir() / "logs" / f"build-llama-cpp-python-{version}-{profile.name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
-    env["CMAKE_ARGS"] = " ".join(profile.cmake_args)
-    env["FORCE_CMAKE"] = "1"
+    env = _build_env(profile)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="loopact-wheel-") as tmp:
-        req = f"llama-cpp-python=={version}"
-        if sdist_sha256:
-            req_file = Path(tmp) / "requirements.txt"
-            req_file.write_text(f"{req} --hash=sha256:{sdist_sha256}\n", encoding="utf-8")
-            source = ["--require-hashes", "--no-binary", "llama-cpp-python", "-r", str(req_file)]
-        else:
-            source = ["--no-binary", "llama-cpp-python", req]
         out_dir = Path(tmp) / "out"
+        source = _sdist_source(version, sdist_sha256, Path(tmp))
         # --no-cache-dir: pip would otherwise reuse a wheel it built earlier with other options.
         cmd = _pip(["wheel", "-v", "--no-deps", "--no-cache-dir", *source, "-w", str(out_dir)])
         console.print(
@@ -254,17 +245,7 @@ def build_wheel(
             f"(once; ~5-15 min on 2 cores). Log: {log_path}",
             markup=False,
         )
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
-            task = progress.add_task("compiling llama.cpp", total=100)
-            code = _run_logged(cmd, env, log_path, progress, task)
+        code = _compile_with_progress(cmd, env, log_path, console)
         if code != 0:
             raise InstallError(
                 f"building llama-cpp-python {version} failed (exit {code}). "
@@ -293,6 +274,46 @@ def build_wheel(
         markup=False,
     )
     return target
+
+
+def _build_env(profile: BuildProfile) -> dict[str, str]:
+    """The environment of the build: ``profile``'s CMake options, all cores unless set."""
+    env = dict(os.environ)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+    env["CMAKE_ARGS"] = " ".join(profile.cmake_args)
+    env["FORCE_CMAKE"] = "1"
+    return env
+
+
+def _sdist_source(version: str, sdist_sha256: str | None, tmp: Path) -> list[str]:
+    """pip's arguments for the sdist: pinned by hash (a requirements file in ``tmp``) if known."""
+    req = f"llama-cpp-python=={version}"
+    if not sdist_sha256:
+        return ["--no-binary", "llama-cpp-python", req]
+    req_file = tmp / "requirements.txt"
+    req_file.write_text(f"{req} --hash=sha256:{sdist_sha256}\n", encoding="utf-8")
+    return ["--require-hashes", "--no-binary", "llama-cpp-python", "-r", str(req_file)]
+
+
+def _compile_with_progress(
+    cmd: list[str], env: dict[str, str], log_path: Path, console: Console
+) -> int:
+    """Run the build with a progress bar on ``console``, its output into ``log_path``.
+
+    Returns:
+        The build's exit code.
+    """
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("compiling llama.cpp", total=100)
+        return _run_logged(cmd, env, log_path, progress, task)
 
 
 def check_wheel(wheel: Path, profile: BuildProfile, log_path: Path | None) -> dict[str, Any]:
