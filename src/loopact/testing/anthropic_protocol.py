@@ -42,6 +42,22 @@ _ERROR_TYPES = {
 }
 
 
+def _block_events(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> list[bytes]:
+    """The SSE events of one content block: its start, its deltas, its stop."""
+    out = [
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
+    ]
+    out.extend(
+        _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+        for d in deltas
+    )
+    out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return out
+
+
 def _event(name: str, payload: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
@@ -231,11 +247,45 @@ class AnthropicMessagesProtocol(Protocol):
             )
         return blocks
 
+    def _stream_blocks(
+        self, turn: Turn, request: RecordedRequest
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """The content blocks of a streamed turn: each block's start and its deltas, in order
+        (redacted thinking, thinking with its signature, text, one per tool call)."""
+        size = turn.chunk_size
+        blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        redacted = turn.extra("anthropic").get("redacted_thinking")
+        if redacted:
+            blocks.append(({"type": "redacted_thinking", "data": str(redacted)}, []))
+        if turn.reasoning:
+            deltas = [
+                {"type": "thinking_delta", "thinking": p} for p in _pieces(turn.reasoning, size)
+            ]
+            deltas.append({"type": "signature_delta", "signature": self._signature(turn, request)})
+            blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+        if turn.text:
+            blocks.append(
+                (
+                    {"type": "text", "text": ""},
+                    [{"type": "text_delta", "text": p} for p in _pieces(turn.text, size)],
+                )
+            )
+        for i, call in enumerate(turn.tool_calls):
+            pieces = _pieces(call.arguments_text(), size) or [""]
+            start = {
+                "type": "tool_use",
+                "id": self._call_id(turn, request, i),
+                "name": call.name,
+                "input": {},
+            }
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+            blocks.append((start, deltas))
+        return blocks
+
     def _stream(self, turn: Turn, request: RecordedRequest, ident: str, model: str) -> list[bytes]:
         if turn.raw_chunks is not None:
             return [_raw_event(raw) for raw in turn.raw_chunks]
         usage = self._usage(turn, request)
-        size = turn.chunk_size
         out = [
             _event(
                 "message_start",
@@ -255,52 +305,8 @@ class AnthropicMessagesProtocol(Protocol):
             ),
             _event("ping", {"type": "ping"}),
         ]
-        index = 0
-
-        def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
-            nonlocal index
-            out.append(
-                _event(
-                    "content_block_start",
-                    {"type": "content_block_start", "index": index, "content_block": start},
-                )
-            )
-            for delta in deltas:
-                out.append(
-                    _event(
-                        "content_block_delta",
-                        {"type": "content_block_delta", "index": index, "delta": delta},
-                    )
-                )
-            out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-            index += 1
-
-        redacted = turn.extra("anthropic").get("redacted_thinking")
-        if redacted:
-            block({"type": "redacted_thinking", "data": str(redacted)}, [])
-        if turn.reasoning:
-            deltas = [
-                {"type": "thinking_delta", "thinking": p} for p in _pieces(turn.reasoning, size)
-            ]
-            deltas.append({"type": "signature_delta", "signature": self._signature(turn, request)})
-            block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
-        if turn.text:
-            block(
-                {"type": "text", "text": ""},
-                [{"type": "text_delta", "text": p} for p in _pieces(turn.text, size)],
-            )
-        for i, call in enumerate(turn.tool_calls):
-            text = call.arguments_text()
-            pieces = _pieces(text, size) or [""]
-            block(
-                {
-                    "type": "tool_use",
-                    "id": self._call_id(turn, request, i),
-                    "name": call.name,
-                    "input": {},
-                },
-                [{"type": "input_json_delta", "partial_json": p} for p in pieces],
-            )
+        for index, (start, deltas) in enumerate(self._stream_blocks(turn, request)):
+            out.extend(_block_events(index, start, deltas))
         out.append(
             _event(
                 "message_delta",
