@@ -1,0 +1,317 @@
+"""Loading the configuration (SPEC H1): the file, the environment (read here and nowhere
+else), the CLI flags, ``--mcp-config``; validation errors that name the key and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import pydantic
+import yaml
+
+from loopact.config.sections import Config
+from loopact.errors import ConfigError
+
+PROVIDER_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "dify": "DIFY_API_KEY",
+}
+
+
+def default_config_paths(cwd: Path | None = None) -> list[Path]:
+    """Where a config file is looked for when ``--config`` is not given, in order."""
+    cwd = cwd or Path.cwd()
+    return [cwd / "loopact.yaml", Path(platformdirs.user_config_dir("loopact")) / "loopact.yaml"]
+
+
+def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        msg = f"{source}: unknown key '{key}'. Remove it or check its spelling (docs/config.md)."
+    elif kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        msg = f"{source}: '{key}' must be one of {expected}; got {err.get('input')!r}."
+    elif kind == "string_pattern_mismatch" and key.endswith("base_url"):
+        msg = f"{source}: '{key}' must be an http:// or https:// URL; got {err.get('input')!r}."
+    else:
+        msg = f"{source}: '{key}': {err['msg']} (got {err.get('input')!r})."
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" ({more} more problem{'s' if more > 1 else ''} after this one.)"
+    return ConfigError(msg, key=key)
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    mcp_config: Path | None = None,
+) -> tuple[Config, Path | None]:
+    """Load, merge and validate the configuration.
+
+    Args:
+        path: ``--config PATH``; None to look in the default places.
+        overrides: Nested dict of CLI flag values (None values are ignored).
+        env: The environment (``os.environ`` when None).
+        cwd: Folder for ``./loopact.yaml`` (the current folder when None).
+        mcp_config: ``--mcp-config FILE``: its MCP servers are added to ``mcp.servers``
+            (a server of the same name replaces the config file's), see
+            :func:`read_mcp_servers`.
+
+    Returns:
+        The config and the file it came from (None when no file was used).
+
+    Raises:
+        ConfigError: The file is missing (when given), not YAML, or a key is wrong.
+    """
+    env = os.environ if env is None else env
+    data, source = _read_config_file(path, cwd)
+    env_given = _env_overrides(env, data, overrides)
+    flags_given = _drop_none(overrides) if overrides else {}
+    data = _merge(data, env_given)
+    data = _merge(data, flags_given)
+    if mcp_config is not None:
+        section = data.get("mcp")
+        section = section if isinstance(section, dict) else {}
+        servers = section.get("servers")
+        servers = servers if isinstance(servers, dict) else {}
+        data["mcp"] = {**section, "servers": {**servers, **read_mcp_servers(mcp_config)}}
+    _expand_mcp_env(data, env)
+    try:
+        cfg = Config.model_validate(data)
+    except pydantic.ValidationError as exc:
+        loc = exc.errors()[0]["loc"]
+        if _has_path(flags_given, loc):
+            where = "command line"
+        elif _has_path(env_given, loc):
+            where = "environment"
+        else:
+            where = str(source) if source else "configuration"
+        raise _format_error(exc, where) from None
+    email = cfg.messages.email
+    if email is not None and email.password_env:
+        email._password = env.get(email.password_env) or None
+    return cfg, source
+
+
+def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, Any], Path | None]:
+    """The YAML sections of ``--config PATH`` or of the first default file that exists.
+
+    Returns:
+        The raw sections (``{}`` without a file) and the file they came from.
+
+    Raises:
+        ConfigError: ``--config`` names a missing file, or the file is unreadable, not YAML,
+            or not a mapping of sections.
+    """
+    source: Path | None
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist (from --config)", key="--config")
+        source = path
+    else:
+        source = next((p for p in default_config_paths(cwd) if p.is_file()), None)
+    if source is None:
+        return {}, None
+    try:
+        with source.open(encoding="utf-8") as stream:
+            loaded = yaml.safe_load(stream) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {source} cannot be read: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{source} must be a mapping of sections (model:, agent:, ...)")
+    return loaded, source
+
+
+def _env_overrides(
+    env: Mapping[str, str], data: Mapping[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The sections the environment sets (the one place ``LOOPACT_*`` variables are read).
+
+    The provider's own key variable (e.g. ``OPENAI_API_KEY``) depends on the provider chosen
+    by flag, environment or file, in that order, so ``data`` and ``overrides`` are consulted.
+    Sections with no variable set are left out.
+    """
+    env_over: dict[str, Any] = {"model": {}, "robot": {}, "agent": {}, "mqtt": _mqtt_env(env)}
+    model_data = data.get("model")
+    over_model = (overrides or {}).get("model")
+    provider = str(
+        (over_model.get("provider") if isinstance(over_model, Mapping) else None)
+        or env.get("LOOPACT_PROVIDER")
+        or (model_data.get("provider") if isinstance(model_data, Mapping) else None)
+        or "openai"
+    )
+    if env.get("LOOPACT_PROVIDER"):
+        env_over["model"]["provider"] = env["LOOPACT_PROVIDER"]
+    key = env.get("LOOPACT_API_KEY") or env.get(PROVIDER_KEY_ENV.get(provider, ""), "")
+    if key:
+        env_over["model"]["api_key"] = key
+    if env.get("LOOPACT_BASE_URL"):
+        env_over["model"]["base_url"] = env["LOOPACT_BASE_URL"]
+    if env.get("LOOPACT_MODEL"):
+        env_over["model"]["model"] = env["LOOPACT_MODEL"]
+    if env.get("LOOPACT_ROBOT"):
+        env_over["robot"]["kind"] = env["LOOPACT_ROBOT"]
+    if env.get("LOOPACT_ROBOT_PROFILE"):
+        env_over["robot"]["profile"] = env["LOOPACT_ROBOT_PROFILE"]
+    if env.get("LOOPACT_LANG"):
+        env_over["agent"]["lang"] = env["LOOPACT_LANG"]
+    if env.get("LOOPACT_IMAGES_API_KEY"):
+        env_over["images"] = {"api_key": env["LOOPACT_IMAGES_API_KEY"]}
+    if env.get("LOOPACT_MCP_TOKEN"):
+        env_over["mcp"] = {"token": env["LOOPACT_MCP_TOKEN"]}
+    if env.get("LOOPACT_ESTOP_TOKEN"):
+        env_over["robot"]["estop"] = {"reset_token": env["LOOPACT_ESTOP_TOKEN"]}
+    return {k: v for k, v in env_over.items() if v}
+
+
+def read_mcp_servers(path: Path) -> dict[str, Any]:
+    """The MCP servers of ``--mcp-config FILE`` (JSON or YAML), by name (issue 18).
+
+    The file holds a ``servers`` mapping (``{"servers": {"files": {"command": "npx", ...}}}``);
+    the ``mcpServers`` mapping of a desktop assistant's config file and a loopact-style
+    ``mcp: {servers: ...}`` are read too. Other top-level keys are ignored, so a desktop
+    assistant's whole config file can be given.
+
+    Raises:
+        ConfigError: The file is missing or unreadable, not JSON/YAML, or has no servers
+            mapping (the key is ``--mcp-config``).
+    """
+    where = f"--mcp-config {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot be read: {exc}", key="--mcp-config") from None
+    try:
+        loaded = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{where}: not valid JSON or YAML: {exc}", key="--mcp-config") from None
+    if isinstance(loaded, dict) and isinstance(loaded.get("mcp"), dict):
+        loaded = loaded["mcp"]
+    servers = None
+    if isinstance(loaded, dict):
+        servers = loaded.get("servers", loaded.get("mcpServers"))
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            f'{where}: needs a "servers" mapping of name -> {{command, args, env}} or '
+            "{url, headers} (docs/mcp.md)",
+            key="--mcp-config",
+        )
+    return {str(k): v for k, v in servers.items()}
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_MCP_EXPANDED = ("command", "args", "env", "url", "headers", "cwd")
+
+
+def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in MCP server settings from ``env``, in place.
+
+    Keeps secrets (API keys in ``env`` or ``headers``) out of config files, as desktop
+    assistants allow.
+
+    Raises:
+        ConfigError: A referenced variable is not set and has no default (names the key).
+    """
+    section = data.get("mcp")
+    servers = section.get("servers") if isinstance(section, dict) else None
+    if not isinstance(servers, dict):
+        return
+
+    def expand(value: Any, key: str) -> Any:
+        if isinstance(value, str):
+
+            def one(m: re.Match[str]) -> str:
+                name, default = m.group(1), m.group(2)
+                if name in env:
+                    return env[name]
+                if default is not None:
+                    return default
+                raise ConfigError(
+                    f"{key}: environment variable {name} is not set (referenced as "
+                    f"${{{name}}}); set it or write ${{{name}:-default}}",
+                    key=key,
+                )
+
+            return _ENV_REF.sub(one, value)
+        if isinstance(value, list):
+            return [expand(v, f"{key}.{i}") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: expand(v, f"{key}.{k}") for k, v in value.items()}
+        return value
+
+    for name, server in list(servers.items()):
+        if isinstance(server, dict):
+            servers[name] = {
+                k: expand(v, f"mcp.servers.{name}.{k}") if k in _MCP_EXPANDED else v
+                for k, v in server.items()
+            }
+
+
+def _mqtt_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """``LOOPACT_MQTT_*``: broker, user name, password and TLS files (SPEC H1, issue 17)."""
+    out: dict[str, Any] = {}
+    for name, key in (
+        ("LOOPACT_MQTT_BROKER", "broker"),
+        ("LOOPACT_MQTT_USERNAME", "username"),
+        ("LOOPACT_MQTT_PASSWORD", "password"),
+    ):
+        if env.get(name):
+            out[key] = env[name]
+    tls = {
+        key: env[name]
+        for name, key in (
+            ("LOOPACT_MQTT_CA_FILE", "ca_file"),
+            ("LOOPACT_MQTT_CERT_FILE", "cert_file"),
+            ("LOOPACT_MQTT_KEY_FILE", "key_file"),
+        )
+        if env.get(name)
+    }
+    if tls:
+        out["tls"] = tls
+    return out
+
+
+def _has_path(data: Mapping[str, Any], loc: tuple[int | str, ...]) -> bool:
+    """Whether the nested ``data`` sets the value at ``loc`` (or a parent of it)."""
+    node: Any = data
+    for part in loc:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            sub = _drop_none(v)
+            if sub:
+                out[k] = sub
+        elif v is not None:
+            out[k] = v
+    return out

@@ -1,0 +1,252 @@
+"""The starter config ``loopact init`` writes (also the body of docs/config.md).
+
+Every key with its default and a comment; keep it in step with :mod:`loopact.config.sections`.
+"""
+
+STARTER_CONFIG = """\
+# loopact configuration. Every key is optional; defaults are shown.
+# Environment variables override this file: LOOPACT_API_KEY (or OPENAI_API_KEY),
+# LOOPACT_BASE_URL, LOOPACT_MODEL, LOOPACT_ROBOT, LOOPACT_ROBOT_PROFILE, LOOPACT_LANG,
+# LOOPACT_MQTT_BROKER, LOOPACT_MQTT_USERNAME, LOOPACT_MQTT_PASSWORD, LOOPACT_MQTT_CA_FILE,
+# LOOPACT_MQTT_CERT_FILE, LOOPACT_MQTT_KEY_FILE. Command-line flags override both.
+
+model:
+  provider: openai            # openai: OpenAI-compatible chat/completions (OpenAI, Qwen,
+                              # DeepSeek, OpenRouter, vLLM, Ollama, llama.cpp, LM Studio, ...);
+                              # anthropic: Anthropic Messages; dify: a Dify chat app
+  base_url: null              # e.g. https://api.openai.com/v1 or http://localhost:11434/v1
+  model: gpt-4o-mini
+  api_key: null               # better: export LOOPACT_API_KEY=...
+  temperature: null           # sampling temperature 0-2 sent with every request; null: the
+                              # endpoint's default (not for dify: the app sets its own)
+  # capabilities:             # what the endpoint can do; the loop adapts to it
+  #   vision: true
+  #   native_tool_calls: true
+  #   parallel_tool_calls: true
+  #   context_tokens: 128000
+  #   stream_usage: true      # set false if the endpoint rejects stream_options
+
+agent:
+  mode: task                  # task (a new command replaces the running one), plan
+                              # (write a JSON plan first, then run its steps) or continuous
+                              # (always running; messages are injected, it replies through
+                              # send_message; only a stop interrupts it)
+  context_limit: null         # prompt tokens above which older turns are summarised
+                              # (null: 60% of the model's context size, that is
+                              # model.capabilities.context_tokens or, for the local
+                              # brain, local.context_tokens); a plain trim keeps pairs
+                              # at 1.25x this, never past 85% of the context size
+  hourly_rounds: 120          # continuous mode: model rounds per rolling hour
+  hourly_tokens: 400000       # continuous mode: tokens per rolling hour
+  tool_calling: auto          # native (the API's tools), text (action lines such as
+                              # move_forward(1.0), for Dify apps and models without tool
+                              # calling) or auto (text when the endpoint has neither tool
+                              # calling nor constrained decoding)
+  lang: en                    # en or zh: language of messages for people
+  modality: any               # G3: any, text (no images, no voice), image+text (no voice)
+                              # or voice+text (no images); others are refused clearly
+  workspace: workspace        # file tools are confined to this folder
+  # system_prompt: "..."      # extra instructions appended to the built-in prompt
+  bounds:
+    max_rounds: 6             # tool rounds per task, then one final answer without tools
+    max_tries: 3              # tries per model request (429/5xx/connection errors)
+    request_timeout_s: 60
+    stream_idle_timeout_s: 30
+    tool_timeout_s: 30
+    task_timeout_s: 300
+    token_budget: 200000      # tokens per task; a stream is no longer read past it
+    max_tokens_round: 8192    # max_tokens sent with each request, by kind: a tool round,
+    max_tokens_final: 1024    # the final answer after a bound, a context summary, plan
+    max_tokens_summary: 1024  # mode's plan; an answer longer than that (a server that
+    max_tokens_plan: 2048     # ignores it) is not read on: the task ends on a bound
+
+confirm:
+  auto_approve: false         # true: never ask before write tools (like --yes)
+  allow: []                   # write tools allowed without asking, e.g. [file_write]
+  timeout_s: 60               # no answer within this time means denied
+
+robot:
+  kind: sim                   # sim (MuJoCo, built in), ros2 (any robot on ROS 2 topics) or none
+  profile: sim                # hardware profile: sim, turtlebot4, mecanum_ptz, or a YAML path
+  site: sim_room              # site map with waypoints and geofence, or a YAML path
+  sim_speed: 1.0              # simulated time per real second
+  scenario: default           # sim only: default, or moving-target (a cyan ball circling)
+  sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
+  estop:                      # the base-side governor (loopact base, sim --ros2): anyone on
+                              # the graph may stop; releasing a latched stop needs
+    reset_token: null         # "reset <token>" (better: LOOPACT_ESTOP_TOKEN), or
+    reset_topic: null         # "reset" on this operator topic, e.g. /operator/estop_reset
+                              # (restrict its publishers with SROS2; docs/security.md)
+
+vision:
+  colors: {}                  # HSV ranges (OpenCV: H 0..179) by colour name, added to or
+                              # replacing the built-in ones measured on the simulator, e.g.
+                              # orange: [[[8, 150, 120], [20, 255, 255]]]
+  use_main_model: true        # box selection and descriptions by the main model when it has
+                              # vision (model.capabilities.vision); else the detector alone
+  # model:                    # a separate OpenAI-compatible vision model for perception
+  #   base_url: http://localhost:8081/v1
+  #   model: qwen2.5-vl
+  #   api_key_env: VISION_API_KEY
+  min_confidence: 0.5         # below this a perception result says it is unsure (G2)
+  line_lost_grace_s: 1.5      # follow_line stops when the line stays out of view this long
+  line_speed_mps: 0.25        # follow_line's forward speed on a straight line
+  track_distance_m: 1.2       # track keeps this distance to the target (depth)
+
+trace:
+  path: null                  # write a JSON Lines trace here (like --trace)
+  full: false                 # also record every request's messages
+
+web:
+  enabled: true               # the console at http://localhost:8080 (not with --once)
+  host: 127.0.0.1             # beyond loopback (e.g. 0.0.0.0) a token is required
+  port: 8080
+  token: null                 # required on every request when set (--web-token);
+                              # at least 16 characters (docs/security.md)
+
+memory:
+  enabled: true               # Git-backed memory: rules, diaries, facts, skills
+  path: null                  # null: <user data folder>/loopact/memory (like --memory DIR)
+  remote: null                # a Git remote shared by several robots (pull, then push)
+  machine_id: null            # prefix of diary entries; null: /etc/machine-id or hostname
+  snapshots: true             # a JSON snapshot of the context per model round
+  snapshot_retention: 200     # snapshots kept per machine
+
+tools:
+  shell:
+    enabled: false            # shell_exec is absent unless true
+    allow: {}                 # executable -> allowed first arguments ([] = any), e.g.
+                              #   uptime: []
+                              #   ls: []
+                              #   systemctl: [status]
+    timeout_s: 10             # the command's process group is killed after this
+    max_output_chars: 8000    # stdout + stderr kept for the model (the rest is cut)
+
+documents:
+  font: null                  # TrueType font for PDF text beyond Latin-1 (Chinese ...);
+                              # null: the first installed one that has every glyph
+                              # (fonts-wqy-microhei, installed by scripts/system-deps.sh)
+
+images:                       # generate_image exists only when base_url and model are set
+  base_url: null              # an OpenAI-compatible API root, e.g. https://api.openai.com/v1
+  model: null                 # e.g. gpt-image-1
+  api_key: null               # better: LOOPACT_IMAGES_API_KEY; null with the same base_url
+                              # as model.base_url: the model's key
+  default_size: 1024x1024
+  timeout_s: 120
+
+board:
+  kind: sim                   # sim (a simulated board), linux (gpiod, sysfs PWM, IIO,
+                              # smbus2, spidev) or none; like --board
+  file: null                  # board description (YAML); null: the built-in sim board
+  poll_s: 1.0                 # seconds between sensor threshold checks (input events)
+
+# messages: channels of send_message beyond the console; each exists only when set.
+# messages:
+#   email:                    # send_message(channel="email", to=..., text=...)
+#     host: 127.0.0.1
+#     port: 587
+#     starttls: true          # required unless false; the certificate is verified
+#     username: robot
+#     password_env: LOOPACT_SMTP_PASSWORD   # the password is read from this variable
+#     from_addr: robot@example.com
+#     allow_to: [ops@example.com]           # only these recipients (* wildcards)
+#     ca_file: null           # PEM file of a private CA
+#     timeout_s: 20           # per SMTP step
+#     subject: null           # null: the message's first line
+#   ros2:                     # send_message(channel="ros2", to=TOPIC): std_msgs/String
+#     allow_to: [/ops/chat]
+#   mqtt:                     # send_message(channel="mqtt", to=TOPIC): QoS 1 on the
+#     allow_to: [alerts/#]    # mqtt.broker (MQTT filters or * wildcards)
+
+mcp:                          # MCP servers whose tools the agent uses (docs/mcp.md); also
+  servers: {}                 # --mcp-config FILE (JSON or YAML with a servers mapping). E.g.
+  #   files: {command: npx, args: [-y, "@modelcontextprotocol/server-filesystem", /data]}
+  #   lab:                    # streamable HTTP; ${VAR} takes a value from the environment
+  #     url: http://127.0.0.1:9000/mcp
+  #     headers: {Authorization: "Bearer ${LAB_TOKEN}"}
+  #     trust: false          # true: the server's readOnlyHint makes a tool read-only;
+  #                           # otherwise every tool is a write tool (asks first)
+  #     safety: {}            # per tool name or pattern: read_only, idempotent, write
+  #     timeout_s: null       # per call; null: agent.bounds.tool_timeout_s
+  #     connect_timeout_s: 30 # start-up and initialize
+  token: null                 # bearer token of `loopact mcp --http` (needed beyond
+                              # loopback); better: LOOPACT_MCP_TOKEN or --token
+
+voice:                        # spoken commands and replies (docs/voice.md)
+  enabled: false              # true: microphone and speaker of this machine (like --voice)
+  input_device: null          # PortAudio device name or number; null: the default
+  output_device: null
+  audio_in: null              # a WAV file or - (raw 16 kHz s16le PCM on stdin), like --audio-in
+  audio_out: null             # a WAV file or - (raw PCM on stdout), like --audio-out
+  ros2_topics: false          # true: listen on /<agent>/audio/in, speak on /<agent>/audio/out
+                              # (std_msgs/UInt8MultiArray of 16 kHz s16le PCM; robot.kind ros2)
+  barge_in: true              # speech over the robot's voice stops it at once
+  vad_aggressiveness: 2       # WebRTC VAD 0..3 (3 rejects the most noise)
+  onset_ms: 60                # speech needed to count as a person talking (barge-in)
+  end_silence_ms: 600         # silence that ends an utterance
+  max_utterance_s: 30         # a longer utterance is cut here
+  stt:
+    engine: whisper           # whisper: offline (tiny.en, English); openai: an OpenAI-
+                              # compatible /audio/transcriptions endpoint
+    base_url: null            # openai: the API root (null: model.base_url)
+    model: whisper-1
+    api_key_env: null         # variable holding its key (null: the model's key, same URL)
+    model_path: null          # whisper: another CTranslate2 Whisper folder (multilingual)
+    timeout_s: 20
+  tts:
+    engine: espeak            # espeak: offline espeak-ng (English, Chinese); openai: an
+                              # OpenAI-compatible /audio/speech endpoint; none: no speech
+    base_url: null
+    model: tts-1
+    voice: alloy
+    espeak_voices: {en: en-us, zh: cmn}
+    rate_wpm: 165
+    timeout_s: 20
+
+# local: the offline brain, used only when no endpoint (base_url / API key) is configured.
+# See docs/local-brain.md. `make local-brain` builds and downloads what it needs.
+local:
+  model_path: null            # any GGUF file; null = the pinned Qwen2.5-Coder-0.5B-Instruct
+  context_tokens: 8192        # context size of the llama.cpp server
+  threads: null               # CPU threads; null = all cores
+  chat_format: null           # llama-cpp-python chat format; null = chatml for ChatML models,
+                              # else the GGUF's own template
+
+# nodes: hot-pluggable tool and sensor nodes (docs/ros2.md, docs/mqtt.md)
+nodes:
+  transport: auto             # auto (ROS 2 when robot.kind is ros2), ros2, mqtt or none
+                              # (--transport); with mqtt the simulator's tools are served
+                              # over the broker next to the robot and its governor
+  shared: true                # mqtt: also use the fleet's shared nodes (loopact node --shared)
+  trust: []                   # node (tool) names or patterns whose announced safety class
+                              # is used, e.g. [lidar_scan, lab_*]; every other node's tool is
+                              # a write tool that asks first (docs/security.md)
+  safety: {}                  # node name (or pattern) -> the class you grant it, whatever it
+                              # announces: read_only, idempotent, write or motion
+
+# mqtt: the broker of the MQTT transport and of the mqtt_* tools (docs/mqtt.md)
+mqtt:
+  broker: mqtt://127.0.0.1:1883  # mqtts://host:8883 for TLS (--broker, LOOPACT_MQTT_BROKER)
+  prefix: loopact             # topic prefix of the node protocol
+  username: null              # LOOPACT_MQTT_USERNAME
+  password: null              # better: export LOOPACT_MQTT_PASSWORD=... (never logged)
+  tls:
+    ca_file: null             # CA that signed the broker's certificate; TLS on when set
+    cert_file: null           # client certificate (PEM) for mutual TLS
+    key_file: null            # its key (PEM)
+    insecure: false           # true: do not check the broker's host name
+  keepalive_s: 10             # the broker fires a dead client's last will after 1.5x this
+  client_id: null             # null: loopact-<role>-<random>, one per process run
+  tools: true                 # the mqtt_* tools, when the transport is mqtt or
+                              # subscriptions are set
+  brokers: []                 # other brokers mqtt_connect may use (same credentials)
+  allow_subscribe: ["#"]      # topic filters the tools may subscribe to
+  allow_publish: ["#"]        # topics mqtt_publish may write (a write tool: confirmed)
+  min_publish_interval_s: 0.1 # per topic; at least 0.1
+  max_publish_bytes: 65536    # largest mqtt_publish payload
+  history_per_topic: 100      # messages kept per topic for mqtt_history
+  subscriptions: []           # subscribed at start, e.g.
+                              # - {topic: home/+/temperature, mode: filter,
+                              #    rules: ["temperature > 30"]}
+"""
