@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from loopact.nodes.ros2 import msg_to_depth, msg_to_image, stamp_of
+from loopact.nodes.ros2_convert import msg_to_depth, msg_to_image, stamp_of
 from loopact.robot.ros2_robot import yaw_from_quaternion
 
 

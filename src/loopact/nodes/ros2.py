@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import numpy as np
-
 from loopact.errors import NodeError
 from loopact.nodes._ros import ros_module, ros_types
 from loopact.nodes.connector import (
@@ -53,6 +51,7 @@ from loopact.nodes.connector import (
     Subscription,
     TopicCallback,
 )
+from loopact.nodes.ros2_convert import image_to_msg, msg_to_image
 
 logger = logging.getLogger(__name__)
 
@@ -76,83 +75,6 @@ def ros_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def image_to_msg(img: ImageData, msg_type: Any) -> Any:
-    """An ``HxWx3`` uint8 RGB image as a ``sensor_msgs/Image`` (``rgb8``)."""
-    msg = msg_type()
-    rgb = np.ascontiguousarray(img.rgb, dtype=np.uint8)
-    h, w = rgb.shape[:2]
-    msg.height, msg.width = h, w
-    msg.encoding = "rgb8"
-    msg.is_bigendian = 0
-    msg.step = w * 3
-    msg.header.frame_id = img.frame_id
-    set_stamp(msg.header, img.stamp_s)
-    msg.data = rgb.tobytes()
-    return msg
-
-
-def set_stamp(header: Any, stamp_s: float) -> None:
-    """Write seconds into a ``std_msgs/Header`` stamp."""
-    sec = int(stamp_s)
-    header.stamp.sec = sec
-    header.stamp.nanosec = int((stamp_s - sec) * 1e9)
-
-
-def stamp_of(header: Any) -> float:
-    """A header stamp in seconds."""
-    return float(header.stamp.sec) + float(header.stamp.nanosec) * 1e-9
-
-
-def msg_to_image(msg: Any) -> ImageData:
-    """A ``sensor_msgs/Image`` (rgb8, bgr8, rgba8, bgra8 or mono8) as RGB :class:`ImageData`.
-
-    Raises:
-        ValueError: Another encoding or a size that does not match the data.
-    """
-    channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1}.get(msg.encoding)
-    if channels is None:
-        raise ValueError(f"unsupported image encoding {msg.encoding!r}")
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = np.frombuffer(bytes(msg.data), dtype=np.uint8)
-    if step < w * channels or buf.size < h * step:
-        raise ValueError(f"image data ({buf.size} bytes) does not fit {w}x{h} step {step}")
-    arr = buf[: h * step].reshape(h, step)[:, : w * channels].reshape(h, w, channels)
-    if msg.encoding == "mono8":
-        rgb = np.repeat(arr, 3, axis=2)
-    elif msg.encoding.startswith("bgr"):
-        rgb = arr[:, :, 2::-1]
-    else:
-        rgb = arr[:, :, :3]
-    return ImageData(np.ascontiguousarray(rgb), stamp_of(msg.header), msg.header.frame_id)
-
-
-def msg_to_depth(msg: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """A ``32FC1`` (metres) or ``16UC1`` (millimetres) depth image as ``HxW`` float32 metres.
-
-    Raises:
-        ValueError: Another encoding or a size mismatch.
-    """
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    raw = bytes(msg.data)
-    if msg.encoding == "32FC1":
-        dtype: Any = np.dtype(np.float32).newbyteorder(">" if msg.is_bigendian else "<")
-        scale = 1.0
-    elif msg.encoding == "16UC1":
-        dtype = np.dtype(np.uint16).newbyteorder(">" if msg.is_bigendian else "<")
-        scale = 0.001
-    else:
-        raise ValueError(f"unsupported depth encoding {msg.encoding!r}")
-    if len(raw) < h * step or step < w * dtype.itemsize:
-        raise ValueError(f"depth data ({len(raw)} bytes) does not fit {w}x{h} step {step}")
-    rows = np.frombuffer(raw[: h * step], dtype=np.uint8).reshape(h, step)[:, : w * dtype.itemsize]
-    arr = np.ascontiguousarray(rows).view(dtype).reshape(h, w).astype(np.float32)
-    if scale != 1.0:
-        arr[arr == 0] = np.nan
-        arr *= scale
-    result: np.ndarray[Any, np.dtype[np.float32]] = arr
-    return result
 
 
 @dataclass(eq=False)

@@ -33,7 +33,8 @@ from typing import Any, Literal
 from loopact.errors import RobotError
 from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import Subscription
-from loopact.nodes.ros2 import Ros2Connector, msg_to_depth, msg_to_image
+from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2_convert import msg_to_depth, msg_to_image
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile

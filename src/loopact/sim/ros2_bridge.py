@@ -30,7 +30,8 @@ import numpy as np
 from loopact.errors import RobotError
 from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import ImageData, Subscription
-from loopact.nodes.ros2 import Ros2Connector, image_to_msg, set_stamp
+from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2_convert import image_to_msg, set_stamp
 from loopact.robot.interface import Twist
 from loopact.robot.profile import HardwareProfile
 
