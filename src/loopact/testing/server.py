@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from loopact.errors import ScriptError
+from loopact.testing.framing import read_body, write_plan
 from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
 from loopact.testing.protocols import default_protocols
 from loopact.testing.script import Expect, Script, Turn
@@ -45,8 +46,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -287,10 +286,10 @@ class ScriptedModelServer:
 
     def _handle(self, handler: _Handler) -> None:
         try:
-            raw = _read_body(handler)
+            raw = read_body(handler)
         except ValueError as exc:
             handler.close_connection = True
-            _write_plan(handler, _plain_error(400, str(exc)), self._stopping)
+            write_plan(handler, _plain_error(400, str(exc)), self._stopping)
             return
         path, _, query = handler.path.partition("?")
         headers = {name.lower(): value for name, value in handler.headers.items()}
@@ -333,7 +332,7 @@ class ScriptedModelServer:
         if plan is None and proto is not None:
             plan = self._render(proto, turn, request)
         assert plan is not None
-        _write_plan(handler, plan, self._stopping)
+        write_plan(handler, plan, self._stopping)
 
     def _lane_turn(
         self, proto: Protocol, request: RecordedRequest
@@ -452,115 +451,6 @@ def _parse_body(raw: bytes) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return raw
-
-
-def _read_body(handler: _Handler) -> bytes:
-    """Read a request body sent with Content-Length or chunked encoding.
-
-    Raises:
-        ValueError: The framing is malformed or the body is too large.
-    """
-    if "chunked" in handler.headers.get("Transfer-Encoding", "").lower():
-        parts: list[bytes] = []
-        total = 0
-        while True:
-            line = handler.rfile.readline(1024)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError as exc:
-                raise ValueError(f"bad chunk size line {line[:40]!r}") from exc
-            if size == 0:
-                while handler.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass
-                return b"".join(parts)
-            total += size
-            if total > _MAX_BODY_BYTES:
-                raise ValueError("request body too large")
-            parts.append(handler.rfile.read(size))
-            handler.rfile.readline(1024)
-    length_text = handler.headers.get("Content-Length", "0") or "0"
-    try:
-        length = int(length_text)
-    except ValueError as exc:
-        raise ValueError(f"bad Content-Length {length_text!r}") from exc
-    if length < 0 or length > _MAX_BODY_BYTES:
-        raise ValueError(f"bad Content-Length {length}")
-    return handler.rfile.read(length) if length else b""
-
-
-def _write_plan(handler: _Handler, plan: ResponsePlan, stopping: threading.Event) -> None:
-    """Send ``plan``; a client that went away is not an error of the server."""
-    try:
-        if plan.delay_s and stopping.wait(plan.delay_s):
-            handler.close_connection = True
-            return
-        handler.send_response(plan.status)
-        handler.send_header("Content-Type", plan.content_type)
-        for name, value in plan.headers.items():
-            handler.send_header(name, value)
-        if plan.chunks is None:
-            _write_body(handler, plan)
-        else:
-            _write_chunks(handler, plan, stopping)
-    except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
-        logger.debug("scripted server: client went away: %s", exc)
-        handler.close_connection = True
-
-
-def _write_body(handler: _Handler, plan: ResponsePlan) -> None:
-    handler.send_header("Content-Length", str(len(plan.body)))
-    if plan.cut_after_chunks is not None:
-        handler.send_header("Connection", "close")
-    handler.end_headers()
-    if plan.cut_after_chunks is not None:
-        handler.wfile.flush()
-        _cut(handler)
-        return
-    for piece in _split(plan.body, plan.write_size):
-        handler.wfile.write(piece)
-        handler.wfile.flush()
-
-
-def _write_chunks(handler: _Handler, plan: ResponsePlan, stopping: threading.Event) -> None:
-    assert plan.chunks is not None
-    handler.send_header("Transfer-Encoding", "chunked")
-    handler.send_header("Cache-Control", "no-cache")
-    if plan.cut_after_chunks is not None:
-        handler.send_header("Connection", "close")
-    handler.end_headers()
-    handler.wfile.flush()
-    for sent, chunk in enumerate(plan.chunks):
-        if plan.cut_after_chunks is not None and sent >= plan.cut_after_chunks:
-            break
-        if sent and plan.chunk_delay_s and stopping.wait(plan.chunk_delay_s):
-            _cut(handler)
-            return
-        for piece in _split(chunk, plan.write_size):
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            handler.wfile.flush()
-    if plan.cut_after_chunks is not None:
-        _cut(handler)
-        return
-    handler.wfile.write(b"0\r\n\r\n")
-    handler.wfile.flush()
-
-
-def _split(data: bytes, size: int | None) -> list[bytes]:
-    """``data`` in pieces of at most ``size`` bytes (one piece when ``size`` is None)."""
-    if not data:
-        return []
-    if size is None:
-        return [data]
-    return [data[i : i + size] for i in range(0, len(data), size)]
-
-
-def _cut(handler: _Handler) -> None:
-    """Close the connection abruptly: no terminating chunk, no complete body."""
-    handler.close_connection = True
-    with contextlib.suppress(OSError):
-        handler.wfile.flush()
-    with contextlib.suppress(OSError):
-        handler.connection.shutdown(socket.SHUT_RDWR)
 
 
 def serve_forever(script_path: str, host: str = "127.0.0.1", port: int = 8000) -> None:
