@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import json_repair
 
+from loopact.agent.plan_refs import REFERENCE, placeholders, resolve_parameters
 from loopact.errors import PlanError, ToolError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Message
@@ -52,14 +53,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)```", re.DOTALL)
-_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_REFERENCE = re.compile(
-    r"^\s*steps\.(?P<step>[A-Za-z0-9_-]+)\.outputs\."
-    r"(?P<field>data|metadata)(?P<path>(?:\.[A-Za-z0-9_-]+)*)\s*$"
-)
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_PLAN_STEPS = 50
-_MAX_RESOLVE_DEPTH = 16
 
 StepStatus = Literal["ok", "failed", "skipped", "not_run"]
 
@@ -327,10 +322,10 @@ def validate_plan(plan: Plan, specs: Sequence[ToolSpec]) -> None:
                     f"{where}: unknown tool {step.tool!r}; available tools: {available}"
                 )
             _check_parameter_names(where, step, spec)
-        elif step.parameters and _placeholders(step.parameters):
+        elif step.parameters and placeholders(step.parameters):
             raise PlanError(f"{where}: has parameters with references but no tool")
-        for ref in _placeholders(step.parameters):
-            m = _REFERENCE.match(ref)
+        for ref in placeholders(step.parameters):
+            m = REFERENCE.match(ref)
             if m is None:
                 raise PlanError(
                     f"{where}: bad reference {{{{{ref}}}}}; use {{{{steps.N.outputs.data}}}} "
@@ -376,111 +371,6 @@ def _check_parameter_names(where: str, step: PlanStep, spec: ToolSpec) -> None:
             f"{where}: tool {spec.name} needs parameter(s) {', '.join(missing)}; "
             f"parameters: {', '.join(names)}"
         )
-
-
-def _placeholders(value: Any, depth: int = 0) -> list[str]:
-    """Every ``{{...}}`` body in the strings of ``value`` (nested lists/objects included)."""
-    if depth > _MAX_RESOLVE_DEPTH:
-        return []
-    if isinstance(value, str):
-        return [m.group(1).strip() for m in _PLACEHOLDER.finditer(value)]
-    if isinstance(value, Mapping):
-        return [p for v in value.values() for p in _placeholders(v, depth + 1)]
-    if isinstance(value, (list, tuple)):
-        return [p for v in value for p in _placeholders(v, depth + 1)]
-    return []
-
-
-# ---------------------------------------------------------------------------- resolve
-
-
-def resolve_parameters(
-    params: Mapping[str, Any], outputs: Mapping[str, ToolResult]
-) -> dict[str, Any]:
-    """Resolve ``{{steps.N.outputs.data}}`` / ``{{steps.N.outputs.metadata.KEY}}`` (SPEC A4).
-
-    A string that is exactly one placeholder takes the referenced value with its type (a
-    number stays a number, a list a list); placeholders embedded in longer text are
-    interpolated as text (strings as they are, other values as JSON). References nested in
-    lists and objects are resolved. A dotted path after ``data`` or ``metadata.KEY`` walks
-    into objects (by key) and lists (by index).
-
-    Args:
-        params: A step's parameters.
-        outputs: Results of the steps run so far, keyed by step id (as text).
-
-    Returns:
-        A new parameter dict; ``params`` is not modified.
-
-    Raises:
-        PlanError: A reference is malformed, names a step without an output, or a key that
-            does not exist (the message names the available keys).
-    """
-    return {k: _resolve_value(v, outputs, 0) for k, v in params.items()}
-
-
-def _resolve_value(value: Any, outputs: Mapping[str, ToolResult], depth: int) -> Any:
-    if depth > _MAX_RESOLVE_DEPTH:
-        raise PlanError("parameters nested too deeply")
-    if isinstance(value, str):
-        whole = _PLACEHOLDER.fullmatch(value.strip())
-        if whole is not None and "{{" not in whole.group(1):
-            return _lookup(whole.group(1), outputs)
-        return _PLACEHOLDER.sub(lambda m: _as_text(_lookup(m.group(1), outputs)), value)
-    if isinstance(value, Mapping):
-        return {k: _resolve_value(v, outputs, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_resolve_value(v, outputs, depth + 1) for v in value]
-    return value
-
-
-def _lookup(ref: str, outputs: Mapping[str, ToolResult]) -> Any:
-    m = _REFERENCE.match(ref)
-    if m is None:
-        raise PlanError(
-            f"bad reference {{{{{ref.strip()}}}}}; use {{{{steps.N.outputs.data}}}} or "
-            "{{steps.N.outputs.metadata.KEY}}"
-        )
-    step = m.group("step")
-    result = outputs.get(step)
-    if result is None:
-        available = ", ".join(outputs) or "none"
-        raise PlanError(f"step {step} has no outputs; steps with outputs: {available}")
-    path = [p for p in m.group("path").split(".") if p]
-    where = f"steps.{step}.outputs.{m.group('field')}"
-    if m.group("field") == "data":
-        value: Any = result.data
-    else:
-        if not path:
-            raise PlanError(
-                f"{{{{{where}}}}} needs a key: {{{{{where}.KEY}}}}; available keys: "
-                f"{_keys(result.metadata)}"
-            )
-        value = result.metadata
-    for part in path:
-        if isinstance(value, Mapping):
-            if part not in value:
-                raise PlanError(f"{where} has no key {part!r}; available keys: {_keys(value)}")
-            value = value[part]
-        elif isinstance(value, (list, tuple)) and part.lstrip("-").isdigit():
-            idx = int(part)
-            if not -len(value) <= idx < len(value):
-                raise PlanError(f"{where} has no index {idx}; it has {len(value)} items")
-            value = value[idx]
-        else:
-            raise PlanError(f"{where} is {type(value).__name__}, it has no key {part!r}")
-        where += f".{part}"
-    return value
-
-
-def _keys(mapping: Mapping[str, Any]) -> str:
-    return ", ".join(str(k) for k in mapping) or "none"
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 # ---------------------------------------------------------------------------- run
