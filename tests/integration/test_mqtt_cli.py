@@ -23,7 +23,8 @@ from tests.agent.helpers import call
 from tests.nodes.mqtt_helpers import needs_broker, wait_until
 from tests.test_cli import cli_env, run_cli
 
-from loopact.nodes.mqtt_link import MqttLink, MqttSettings
+from loopact.nodes.mqtt_link import MqttLink
+from loopact.nodes.mqtt_settings import MqttSettings
 from loopact.testing.mqtt_broker import MqttBroker
 from loopact.trace import read_trace
 

@@ -26,7 +26,8 @@ from loopact.nodes.discovery import NodeTrust, ToolDiscovery
 from loopact.nodes.input import InputNode
 from loopact.nodes.inputs import InputHub
 from loopact.nodes.mqtt import MqttConnector, check_prefix
-from loopact.nodes.mqtt_link import MqttLink, MqttSettings, parse_broker
+from loopact.nodes.mqtt_link import MqttLink
+from loopact.nodes.mqtt_settings import MqttSettings, parse_broker
 from loopact.nodes.output import OutputNode
 from loopact.testing.mqtt_broker import MqttBroker, free_port
 from loopact.tools.base import SafetyClass, ToolContext, tool

@@ -15,8 +15,9 @@ from loopact.agent.tools import make_send_message_tool
 from loopact.app.mqtt import attach_mqtt_tools, mqtt_settings
 from loopact.config import Config, load_config
 from loopact.nodes.mqtt_channel import MqttChannel
-from loopact.nodes.mqtt_link import MqttLink, MqttSettings
+from loopact.nodes.mqtt_link import MqttLink
 from loopact.nodes.mqtt_rules import MqttMessage, parse_rule
+from loopact.nodes.mqtt_settings import MqttSettings
 from loopact.nodes.mqtt_tools import MqttTools, ToolsPolicy, check_filter, filter_within
 from loopact.testing.mqtt_broker import MqttBroker
 from loopact.tools.base import SafetyClass, ToolContext

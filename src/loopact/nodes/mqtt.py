@@ -57,7 +57,8 @@ from loopact.nodes.connector import (
     TopicCallback,
 )
 from loopact.nodes.mqtt_calls import CallClient, CallServer
-from loopact.nodes.mqtt_link import LinkState, MqttLink, MqttSettings, new_client_id
+from loopact.nodes.mqtt_link import LinkState, MqttLink, new_client_id
+from loopact.nodes.mqtt_settings import MqttSettings
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ import contextlib
 from collections.abc import Callable, Sequence
 
 from loopact.errors import ConfigError, NodeError, ToolError
-from loopact.nodes.mqtt_link import MqttLink, MqttSettings, new_client_id
+from loopact.nodes.mqtt_link import MqttLink, new_client_id
+from loopact.nodes.mqtt_settings import MqttSettings
 from loopact.tools.base import ToolContext
 from loopact.tools.builtin.messages import MessageChannel
 

@@ -33,14 +33,9 @@ from typing import Any, Literal
 
 from loopact.errors import ConfigError, NodeError
 from loopact.llm.messages import Message
-from loopact.nodes.mqtt_link import (
-    MqttLink,
-    MqttSettings,
-    StateCallback,
-    new_client_id,
-    parse_broker,
-)
+from loopact.nodes.mqtt_link import MqttLink, StateCallback, new_client_id
 from loopact.nodes.mqtt_rules import History, MqttMessage, Rule, parse_rules
+from loopact.nodes.mqtt_settings import MqttSettings, parse_broker
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
 
 logger = logging.getLogger(__name__)
