@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from loopact.robot.governor import forward_clearance
+from loopact.robot.clearance import forward_clearance
 from loopact.robot.profile import SiteMap, load_profile
 
 PROFILE = load_profile("sim")

@@ -27,13 +27,10 @@ import asyncio
 import contextlib
 import logging
 import math
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from loopact.errors import EmergencyStopError, RobotError, SafetyError
+from loopact.robot.clearance import ObstacleReading, forward_clearance
 from loopact.robot.interface import Pose, Robot, Twist
 from loopact.robot.profile import HardwareProfile, SiteMap
 
@@ -87,73 +84,6 @@ class MotionLease:
         if self.stopped_by is None:
             self.stopped_by = reason
             self.detail = detail
-
-
-@dataclass(frozen=True)
-class ObstacleReading:
-    """Nearest obstacle in the forward corridor from one depth image.
-
-    Attributes:
-        clearance_m: Free distance ahead of the robot's front in metres (inf: nothing seen),
-            None when the depth could not be trusted.
-        stamp_s: Depth capture time on the robot clock.
-        x_m: Robot x (odom) when read, metres.
-        y_m: Robot y (odom) when read, metres.
-        note: Why the reading is untrusted, if it is.
-        received_s: When the reading was computed, robot clock (the monitor is alive while
-            this stays recent; the robot's motion since ``stamp_s`` is compensated by pose).
-    """
-
-    clearance_m: float | None
-    stamp_s: float
-    x_m: float
-    y_m: float
-    note: str = ""
-    received_s: float = 0.0
-
-
-def forward_clearance(
-    depth_m: npt.NDArray[np.float32],
-    profile: HardwareProfile,
-    pan_rad: float = 0.0,
-    tilt_rad: float = 0.0,
-    step_px: int = 4,
-) -> float:
-    """Free distance in front of the robot's front edge from a depth image (SPEC X3).
-
-    Back-projects every ``step_px``-th pixel (pinhole model from ``camera.hfov_deg``, z-depth in
-    metres), rotates by the head's tilt (down positive) and pan (left positive), and keeps points
-    in the robot's corridor (``|y| <= footprint_radius_m + 5 cm``) between 5 cm above the floor
-    and ``body_height_m``.
-
-    Returns:
-        Metres from the robot's front to the nearest such point; ``inf`` if there is none.
-    """
-    d = depth_m[::step_px, ::step_px].astype(np.float64)
-    h, w = depth_m.shape[:2]
-    cam = profile.camera
-    f_px = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
-    vs, us = np.mgrid[0:h:step_px, 0:w:step_px]
-    valid = np.isfinite(d) & (d > 0)
-    x_c = (us - w / 2 + 0.5) / f_px * d
-    y_c = (vs - h / 2 + 0.5) / f_px * d
-    fwd = d * math.cos(tilt_rad) - y_c * math.sin(tilt_rad)
-    down = d * math.sin(tilt_rad) + y_c * math.cos(tilt_rad)
-    height = cam.mount_height_m - down
-    lat = -x_c
-    fwd_b = fwd * math.cos(pan_rad) - lat * math.sin(pan_rad) + cam.mount_forward_m
-    lat_b = fwd * math.sin(pan_rad) + lat * math.cos(pan_rad)
-    half = profile.footprint_radius_m + 0.05
-    keep = (
-        valid
-        & (np.abs(lat_b) <= half)
-        & (height > 0.05)
-        & (height < profile.body_height_m)
-        & (fwd_b > 0)
-    )
-    if not np.any(keep):
-        return math.inf
-    return float(np.min(fwd_b[keep]) - profile.footprint_radius_m)
 
 
 def _finite(name: str, value: float) -> float:
