@@ -33,7 +33,8 @@ from loopact.llm.local import (
     resolve_model_path,
     server_installed,
 )
-from loopact.llm.local_process import LocalBrain, server_command
+from loopact.llm.local_launch import server_command
+from loopact.llm.local_process import LocalBrain
 from loopact.llm.messages import Message
 
 FAKE_SERVER = textwrap.dedent(

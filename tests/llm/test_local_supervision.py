@@ -29,7 +29,8 @@ from loopact.channels.terminal import ProgressPrinter
 from loopact.config import Config, LocalConfig
 from loopact.errors import ModelFatalError
 from loopact.events import EventBus
-from loopact.llm.local_process import BrainStatus, LocalBrain, describe_exit
+from loopact.llm.local_launch import describe_exit
+from loopact.llm.local_process import BrainStatus, LocalBrain
 from loopact.tools.builtin import make_builtin_tools
 from loopact.tools.registry import ToolRegistry
 

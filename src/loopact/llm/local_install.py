@@ -176,7 +176,8 @@ async def _self_test(cfg: LocalConfig, model_path: Path) -> dict[str, Any]:
 
     from loopact.errors import ModelFatalError
     from loopact.llm.local import pick_chat_format
-    from loopact.llm.local_process import LocalBrain, describe_exit
+    from loopact.llm.local_launch import describe_exit
+    from loopact.llm.local_process import LocalBrain
 
     brain = LocalBrain(
         model_path=model_path,

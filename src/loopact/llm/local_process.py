@@ -15,8 +15,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import signal
-import socket
 import sys
 import time
 from collections import deque
@@ -28,168 +26,34 @@ from typing import Any, Literal
 from loopact.config import LocalConfig
 from loopact.errors import ConfigError, ModelFatalError
 from loopact.llm.local import (
-    MODEL_NAME,
     cache_dir,
     check_installed_build,
     pick_chat_format,
     resolve_model_path,
     server_installed,
 )
+from loopact.llm.local_launch import (
+    HEALTH_PATH,
+    SERVER_ENV,
+    SERVER_MODULE,
+    default_log_path,
+    describe_exit,
+    die_with_parent,
+    free_port,
+    http_status,
+    log_tail,
+    port_free,
+    server_command,
+)
 
 log = logging.getLogger(__name__)
 
-#: The module the child process runs: llama-cpp-python's server plus loopact's prefix cache.
-SERVER_MODULE = "loopact.llm.local_server"
-#: Environment defaults of the server process (the user's environment wins). OpenMP's
-#: default spin-waiting makes llama.cpp's threads fight any other busy process for the cores:
-#: on 2 cores beside other work, generation fell to 0.5-0.6 tokens/s with it and ran at
-#: 13-25 tokens/s with passive waiting (docs/local-brain.md, issue 13).
-SERVER_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
-#: Its health route, answered without waiting for the model.
-HEALTH_PATH = "/loopact/health"
-_STDERR_TAIL_LINES = 25
 _POLL_S = 0.25
-_HTTP_TIMEOUT_S = 2.0
 _STOP_TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def server_command(
-    model_path: Path,
-    port: int,
-    context_tokens: int,
-    threads: int,
-    chat_format: str | None,
-    python: str = sys.executable,
-    module: str = SERVER_MODULE,
-    state_dir: Path | None = None,
-) -> list[str]:
-    """The command line that starts the llama-cpp-python OpenAI-compatible server.
-
-    Args:
-        model_path: The GGUF file.
-        port: Loopback TCP port.
-        context_tokens: Context size (``--n_ctx``).
-        threads: CPU threads for generation and prompt processing.
-        chat_format: ``--chat_format`` or None for the model's embedded template.
-        python: The interpreter that has ``llama_cpp`` installed.
-        module: ``loopact.llm.local_server`` (with the prompt-prefix cache) or
-            ``llama_cpp.server``.
-        state_dir: Where :mod:`loopact.llm.local_server` keeps prompt-prefix states.
-    """
-    cmd = [
-        python,
-        "-m",
-        module,
-        "--model",
-        str(model_path),
-        "--model_alias",
-        MODEL_NAME,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(context_tokens),
-        "--n_threads",
-        str(threads),
-        "--n_threads_batch",
-        str(threads),
-        "--n_gpu_layers",
-        "0",
-    ]
-    if chat_format:
-        cmd += ["--chat_format", chat_format]
-    if module == SERVER_MODULE:
-        cmd += ["--loopact-state-dir", str(state_dir or cache_dir() / "prompt-states")]
-    return cmd
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, be killed when loopact dies, even by SIGKILL.
-
-    SIGKILL, not SIGTERM: uvicorn answers SIGTERM by finishing the request in progress, and a
-    prompt being evaluated on a busy CPU kept orphaned servers alive for minutes.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _tail(path: Path, lines: int = _STDERR_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no server output)"
-    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
-    return "\n".join(kept) if kept else "(no server output)"
-
-
-async def _get_status(port: int, path: str) -> int | None:
-    """HTTP status of ``GET path`` on 127.0.0.1:port, or None when nothing answers."""
-    try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", port), _HTTP_TIMEOUT_S
-        )
-    except (OSError, asyncio.TimeoutError):
-        return None
-    try:
-        request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        writer.write(request.encode("ascii"))
-        await writer.drain()
-        line = await asyncio.wait_for(reader.readline(), _HTTP_TIMEOUT_S)
-    except (OSError, asyncio.TimeoutError):
-        return None
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError, asyncio.TimeoutError):
-            await asyncio.wait_for(writer.wait_closed(), _HTTP_TIMEOUT_S)
-    parts = line.decode("latin-1").split()
-    if len(parts) >= 2 and parts[1].isdigit():
-        return int(parts[1])
-    return None
 
 
 BrainState = Literal["stopped", "starting", "ready", "crashed", "restarting", "failed"]
 """Where the local server is in its life (shown by ``/status`` and the web console)."""
-
-_SIGNALS: dict[int, str] = {
-    int(signal.SIGSEGV): "SIGSEGV: a segmentation or general protection fault",
-    int(signal.SIGILL): "SIGILL: an instruction this CPU does not have",
-    int(signal.SIGBUS): "SIGBUS: a bus error",
-    int(signal.SIGFPE): "SIGFPE: an arithmetic fault",
-    int(signal.SIGABRT): "SIGABRT: it aborted",
-    int(signal.SIGKILL): "SIGKILL: it was killed (by a person or the out-of-memory killer)",
-    int(signal.SIGTERM): "SIGTERM: it was asked to stop by someone else",
-}
-
-
-def describe_exit(returncode: int | None) -> str:
-    """How a child process ended, in words: ``signal 11 / SIGSEGV: ...`` or ``exit code 1``."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        sig = -returncode
-        what = _SIGNALS.get(sig)
-        if what is None:
-            with contextlib.suppress(ValueError):
-                what = signal.Signals(sig).name
-        return f"signal {sig} / {what or 'unknown signal'}"
-    return f"exit code {returncode}"
 
 
 @dataclass(frozen=True)
@@ -381,10 +245,10 @@ class LocalBrain:
     async def _spawn(self) -> None:
         """Start one server process and wait until it answers (stopping it on failure)."""
         threads = self.threads or os.cpu_count() or 1
-        if not self.port or not _port_free(self.port):
+        if not self.port or not port_free(self.port):
             self.port = free_port()
         if self.log_path is None:
-            self.log_path = _default_log_path()
+            self.log_path = default_log_path()
         cmd = server_command(
             self.model_path,
             self.port,
@@ -409,7 +273,7 @@ class LocalBrain:
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
                 env={**SERVER_ENV, **os.environ, **(self.extra_env or {})},
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         try:
             await self._wait_ready(t0)
@@ -428,16 +292,16 @@ class LocalBrain:
                     "the local brain (llama.cpp server) exited while starting ("
                     f"{describe_exit(self._proc.returncode)}; exited with code "
                     f"{self._proc.returncode}). Its output ({self.log_path}) ends with:\n"
-                    + _tail(self.log_path)
+                    + log_tail(self.log_path)
                 )
-            status = await _get_status(self.port, "/v1/models")
+            status = await http_status(self.port, "/v1/models")
             if status == 200:
                 return
             if time.monotonic() > deadline:
                 raise ModelFatalError(
                     f"the local brain (llama.cpp server) did not answer on port {self.port} "
                     f"within {self.start_timeout_s:.0f} s. Its output ({self.log_path}) ends "
-                    "with:\n" + _tail(self.log_path)
+                    "with:\n" + log_tail(self.log_path)
                 )
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._proc.wait(), _POLL_S)
@@ -504,7 +368,7 @@ class LocalBrain:
                 return False
             except asyncio.TimeoutError:
                 pass
-            ok = await _get_status(self.port, self.health_path) == 200
+            ok = await http_status(self.port, self.health_path) == 200
             misses = 0 if ok else misses + 1
             if misses >= self.health_failures and proc.returncode is None:
                 log.warning("local brain does not answer its health check; killing it")
@@ -593,24 +457,3 @@ class LocalBrain:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _default_log_path(keep: int = 10) -> Path:
-    """``<cache>/logs/local-brain-<pid>.log``; older logs beyond the newest ``keep`` go."""
-    logs = cache_dir() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    old = sorted(logs.glob("local-brain-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for path in old[keep - 1 :]:
-        with contextlib.suppress(OSError):
-            path.unlink()
-    return logs / f"local-brain-{os.getpid()}.log"
