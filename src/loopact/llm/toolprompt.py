@@ -17,7 +17,8 @@ Both are derived from the tools' JSON Schemas, so they help every model and spec
   response must be a call; :data:`REPLY_TOOL` is then offered so that words stay possible
   (greetings, thanks) as a call the provider turns back into answer text.
 * Tools' ``examples`` (instruction -> call) are listed after the catalogue, at most
-  :data:`MAX_EXAMPLES`, in the same bare-JSON form the grammar produces.
+  :data:`MAX_EXAMPLES`, in the same bare-JSON form the grammar produces: every tool's first
+  example before any tool's second (:func:`pick_examples`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from loopact.llm.base import ToolSpec
 
 _MAX_DESC_CHARS = 160
 _RULE_SAFE = re.compile(r"[^a-zA-Z0-9-]")
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 16
 """At most this many tool examples go into one catalogue (tokens are precious on a CPU)."""
 
 REPLY_TOOL = ToolSpec(
@@ -148,14 +149,43 @@ def describe_tools_compact(tools: Sequence[ToolSpec]) -> str:
         "are are answered by calling a function first, never guessed. "
         "When no function is needed or the task is done, answer in plain text.",
     ]
-    examples = [
-        (text, {"name": t.name, "arguments": args}) for t in tools for text, args in t.examples
-    ][:MAX_EXAMPLES]
+    examples = pick_examples(tools)
     if examples:
         lines += ["", "Examples:"]
         for text, call in examples:
             lines += [f"User: {text}", json.dumps(call, ensure_ascii=False)]
     return "\n".join(lines)
+
+
+def pick_examples(
+    tools: Sequence[ToolSpec], limit: int = MAX_EXAMPLES
+) -> list[tuple[str, dict[str, Any]]]:
+    """The catalogue's examples: each tool's first example, then each tool's second, ...
+
+    A catalogue of many tools then shows one example of as many tools as ``limit`` allows
+    instead of all the examples of the first few (a small model copies what it is shown).
+
+    Args:
+        tools: The tools offered, in catalogue order.
+        limit: At most this many examples.
+
+    Returns:
+        ``(instruction, {"name": tool, "arguments": {...}})`` pairs in catalogue order within
+        each rank.
+    """
+    picked: list[tuple[str, dict[str, Any]]] = []
+    rank = 0
+    while len(picked) < limit:
+        row = [
+            (t.examples[rank][0], {"name": t.name, "arguments": t.examples[rank][1]})
+            for t in tools
+            if len(t.examples) > rank
+        ]
+        if not row:
+            break
+        picked += row[: limit - len(picked)]
+        rank += 1
+    return picked
 
 
 # --- GBNF grammar -----------------------------------------------------------------------

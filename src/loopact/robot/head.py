@@ -108,9 +108,13 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
         """Centre the camera: turn the camera head back to its home position. 摄像头回正。"""
         return await _sequence(env, "servo_init", [home(env)], "centred the camera")
 
-    @tool(safety=SafetyClass.MOTION, timeout_s=20)
+    @tool(
+        safety=SafetyClass.MOTION,
+        timeout_s=20,
+        examples=[("say no with your head", {}), ("摇摇头表示不同意", {})],
+    )
     async def servo_shake() -> ToolResult:
-        """Shake the head (gesture for "no"). 摇头。"""
+        """Shake the camera head left and right (gesture for "no"). 摇头。"""
         p, t = home(env)
         a = min(SHAKE_PAN_DEG, lim.pan_limits_deg[1] - p, p - lim.pan_limits_deg[0])
         return await _sequence(
@@ -120,9 +124,13 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
             'shook the head ("no")',
         )
 
-    @tool(safety=SafetyClass.MOTION, timeout_s=20)
+    @tool(
+        safety=SafetyClass.MOTION,
+        timeout_s=20,
+        examples=[("say yes with your head", {}), ("点点头表示同意", {})],
+    )
     async def servo_nod() -> ToolResult:
-        """Nod the head (gesture for "yes"). 点头。"""
+        """Nod the camera head up and down (gesture for "yes"). 点头。"""
         p, t = home(env)
         a = min(NOD_TILT_DEG, lim.tilt_limits_deg[1] - t, t - lim.tilt_limits_deg[0])
         return await _sequence(

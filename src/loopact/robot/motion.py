@@ -463,9 +463,14 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
         await env.governor.stop_all("stop tool")
         return ToolResult.success({"result": "stopped"})
 
-    @tool(safety=SafetyClass.READ_ONLY, timeout_s=5, reentrant=True)
+    @tool(
+        safety=SafetyClass.READ_ONLY,
+        timeout_s=5,
+        reentrant=True,
+        examples=[("what are your coordinates?", {})],
+    )
     async def get_current_pose() -> ToolResult:
-        """Where the robot is: position (metres) and heading (degrees, left positive). 当前位置。"""
+        """Where the robot is: position (metres) and heading (degrees, left positive). 我在哪里。"""
         try:
             pose = await env.pose()
         except RobotError as exc:

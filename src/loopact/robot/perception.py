@@ -285,7 +285,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
         except RobotError as exc:
             return ToolResult.failure(str(exc))
 
-    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    @tool(safety=SafetyClass.MOTION, timeout_s=90, examples=[("look all around you", {})])
     async def observe_surroundings(ctx: ToolContext) -> ToolResult:
         """Look all around: turn in four 90-degree steps, return the four views. 四处看看。"""
         views: list[dict[str, Any]] = []

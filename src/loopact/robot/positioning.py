@@ -89,7 +89,7 @@ def make_positioning_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]
         examples=[("where is the red box?", {"target": "red box"})],
     )
     async def visual_positioning(ctx: ToolContext, target: str) -> ToolResult:
-        """Find an object in the camera image and give its box in pixels. 找到物体的位置。
+        """Find an object in the camera image and give its box in pixels. 在图像里框出物体。
 
         Returns {found, target, bbox: [x1, y1, x2, y2], confidence, reason}; pass the bbox to
         track to follow the object.
