@@ -17,10 +17,11 @@ import pytest
 from tests.agent.helpers import Recorder, call
 
 from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.agent.steps import ClauseResult, compose_reply, split_clauses
+from loopact.agent.steps import ClauseResult, compose_reply, is_speech, split_clauses
 from loopact.app.robot import open_robot
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.robot.session import RobotSession
+from loopact.tools.base import SafetyClass, tool
 from loopact.tools.registry import ToolRegistry
 
 
@@ -163,6 +164,41 @@ async def test_two_step_instruction_runs_both_steps_and_tells_only_what_ran(
     # the second clause's request starts with its own instruction: no earlier call to repeat
     second = server.requests[2].body["messages"]
     assert second[-1]["role"] == "user" and "turn right 90 degrees" in str(second[-1]["content"])
+    # each clause is an action: its first response must be a call, the answer rounds are free
+    choices = [r.body.get("tool_choice") for r in server.requests]
+    assert choices == ["required", None, "required", None]
+
+
+async def test_a_clause_that_asks_to_be_told_may_answer_from_what_ran(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """ "..., then tell me where you are": the answer may come from the last result, so that
+    clause's first response is not forced to be a call (only action clauses are)."""
+
+    @tool(safety=SafetyClass.READ_ONLY)
+    def get_current_pose() -> dict[str, float]:
+        """Where the robot is."""
+        return {"x_m": 1.0, "y_m": 0.0, "yaw_deg": 0.0}
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("get_current_pose", {})]},
+            {"text": "I am at x = 1 m."},
+            {"text": "I am at x = 1 m, facing along x."},
+        ]
+    )
+    model = OpenAIChatModel("scripted", server.base_url, "k", current_task_only=True)
+    opts = AgentOptions(bounds=Bounds(backoff_base_s=0.01), workspace=tmp_path, split_steps=True)
+    agent = Agent(model, ToolRegistry([get_current_pose]), opts)
+    outcome = await asyncio.wait_for(
+        agent.run_task("check your pose, then tell me where you are"), 60
+    )
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert [r.body.get("tool_choice") for r in server.requests] == ["required", None, None]
+    assert outcome.reply.endswith("I am at x = 1 m, facing along x.")
+    assert is_speech("tell me where you are") and is_speech("告诉我你在哪里")
+    assert not is_speech("turn left") and not is_speech("点头")
 
 
 @pytest.mark.sim

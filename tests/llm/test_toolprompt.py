@@ -180,6 +180,30 @@ def test_provider_sends_grammar_only_for_constrained_text_calls() -> None:
     assert "grammar" not in native and native["tools"][0]["function"]["name"] == "move_forward"
 
 
+def test_a_required_call_leaves_words_out_of_the_grammar_but_not_the_catalogue() -> None:
+    """``tool_choice: "required"`` (a step of a split instruction, issue 13): the grammar
+    allows only the offered tools, the catalogue (the cached prompt prefix) is unchanged;
+    native tool-call endpoints get OpenAI's ``tool_choice``."""
+    text_caps = Capabilities(
+        native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
+    )
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=text_caps)
+    msgs = _after_call({"distance_m": 1})
+    auto = model.build_body(ModelRequest(messages=msgs, tools=(MOVE, STOP)))
+    req = ModelRequest(messages=msgs, tools=(MOVE, STOP), tool_choice="required")
+    forced = model.build_body(req)
+    assert forced["grammar"] == tool_call_grammar((MOVE, STOP), require_call=True)
+    assert auto["grammar"] == tool_call_grammar((MOVE, STOP, REPLY_TOOL))
+    assert forced["messages"] == auto["messages"]
+    assert describe_tool(REPLY_TOOL) in forced["messages"][0]["content"]
+    assert "tool_choice" not in forced and "tool_choice" not in auto
+    native = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    assert native.build_body(req)["tool_choice"] == "required"
+    assert "tool_choice" not in native.build_body(ModelRequest(messages=msgs, tools=(MOVE,)))
+    no_tools = ModelRequest(messages=msgs, tool_choice="required")
+    assert "tool_choice" not in native.build_body(no_tools)
+
+
 def _after_call(args: dict[str, Any], ok: bool = True) -> tuple[Message, ...]:
     call = ToolCall(id="call_1", name="move_forward", arguments=args)
     result = '{"ok": true, "data": {"x_m": 0.997}}' if ok else '{"ok": false, "error": "fence"}'
@@ -372,6 +396,19 @@ def test_tool_examples_are_listed_after_the_catalogue() -> None:
     listed = describe_tools_compact((many,)).split("Examples:", 1)[1]
     assert listed.count("User: ") == MAX_EXAMPLES
     assert "examples" not in json.dumps(look.openai())  # not sent to native tool APIs
+
+
+def test_every_tool_shows_its_first_example_before_any_tool_its_second() -> None:
+    """A long catalogue: one example of each tool first, so the last tools are not cut."""
+    tools = [
+        ToolSpec(f"t{i}", "T.", {}, examples=((f"a{i}", {}), (f"b{i}", {}), (f"c{i}", {})))
+        for i in range(7)
+    ]
+    listed = describe_tools_compact(tools).split("Examples:", 1)[1]
+    users = [line[len("User: ") :] for line in listed.splitlines() if line.startswith("User: ")]
+    assert users[:7] == [f"a{i}" for i in range(7)]
+    assert users[7:14] == [f"b{i}" for i in range(7)]
+    assert users[14:] == ["c0", "c1"] and len(users) == MAX_EXAMPLES
 
 
 def test_the_tool_decorator_carries_examples() -> None:

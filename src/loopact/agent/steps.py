@@ -143,6 +143,20 @@ def split_clauses(text: str) -> list[str]:
     return clauses
 
 
+_SPEECH = re.compile(
+    r"^\s*(tell|say|speak|announce|answer|explain)\b|^\s*(告诉|说|讲|回答|解释)", re.I
+)
+
+
+def is_speech(clause: str) -> bool:
+    """Whether ``clause`` only asks to be told something ("tell me ...", "告诉我 ...").
+
+    Such a clause may be answered from what earlier steps returned; every other clause of a
+    split instruction is an action and must call a tool (:meth:`TaskRun._steps_body`).
+    """
+    return bool(_SPEECH.match(clause))
+
+
 @dataclass
 class ClauseResult:
     """What one clause of a split instruction did.

@@ -40,7 +40,13 @@ from loopact.agent.plan import (
     validate_plan,
 )
 from loopact.agent.state import Conversation
-from loopact.agent.steps import ClauseResult, compose_reply, is_chinese, split_clauses
+from loopact.agent.steps import (
+    ClauseResult,
+    compose_reply,
+    is_chinese,
+    is_speech,
+    split_clauses,
+)
 from loopact.agent.stream import (
     OutputLimitReached,
     RoundState,
@@ -53,7 +59,7 @@ from loopact.agent.stream import (
 from loopact.errors import BoundReached, ModelError, ModelRetryableError, PlanError, TaskFailed
 from loopact.events import EventBus
 from loopact.i18n import t
-from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolSpec
+from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import (
     Image,
     Message,
@@ -160,8 +166,11 @@ class TaskRun:
         reply, _ = await self._react()
         return reply
 
-    async def _react(self) -> tuple[str, Outcomes]:
+    async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
+
+        Args:
+            act_first: The first round must call a tool (``tool_choice: "required"``).
 
         Returns:
             The answer text and every ``(call, result)`` pair the rounds ran.
@@ -173,7 +182,9 @@ class TaskRun:
             await self._check_rounds(self.rounds - first, b.max_rounds)
             self.rounds += 1
             self.conv.pull_sources(self.task_id)
-            done, outcomes, invalid = await self._round(self.rounds, self.env.tool_specs())
+            choice: ToolChoice = "required" if act_first and self.rounds == first + 1 else "auto"
+            specs = self.env.tool_specs()
+            done, outcomes, invalid = await self._round(self.rounds, specs, tool_choice=choice)
             if not outcomes:
                 return done.message.text, ran
             ran.extend(outcomes)
@@ -186,7 +197,10 @@ class TaskRun:
         Each clause is a user message of its own, followed by its own rounds (each clause
         has the full round bound; the task's time and token bounds hold for the whole). A
         clause whose call fails ends the sequence: later clauses are not run, and the reply
-        says which. The reply is built from the results (:func:`compose_reply`).
+        says which. The reply is built from the results (:func:`compose_reply`). A clause is
+        an action, so its first response must be a call (``tool_choice: "required"``), unless
+        it only asks to be told something (:func:`~loopact.agent.steps.is_speech`): a small
+        model otherwise answers "点头" with a pleasantry and the step never runs.
         """
         emit = self.env.bus.emit
         done: list[ClauseResult] = []
@@ -194,7 +208,7 @@ class TaskRun:
         for n, clause in enumerate(clauses, 1):
             emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
             self.conv.append(Message.user(clause))
-            answer, ran = await self._react()
+            answer, ran = await self._react(act_first=not is_speech(clause))
             result = ClauseResult(clause, answer, [(c.name, r.ok, r.data, r.error) for c, r in ran])
             done.append(result)
             failed = result.failed if ran and not ran[-1][1].ok else None
@@ -444,6 +458,7 @@ class TaskRun:
         system: Message | None = None,
         messages: tuple[Message, ...] | None = None,
         kind: RequestKind = "round",
+        tool_choice: ToolChoice = "auto",
     ) -> tuple[ResponseDone, Outcomes, bool]:
         """One model request and its tool calls.
 
@@ -455,6 +470,8 @@ class TaskRun:
             messages: A separate conversation (planning, summaries); nothing is added to
                 the history.
             kind: What the request is for; sets its ``max_tokens`` (SPEC A2).
+            tool_choice: ``"required"``: the response must be a call (a step of a split
+                instruction, issue 13).
 
         Raises:
             BoundReached: The response passed its ``max_tokens`` or the task's token budget
@@ -478,6 +495,7 @@ class TaskRun:
             max_output_tokens=self._bounds.max_tokens(kind),
             temperature=self.env.options.temperature,
             task=self.text,
+            tool_choice=tool_choice if specs else "auto",
         )
         self._emit_request(round_no, request)
         done, rs = await self._respond(request)

@@ -461,6 +461,8 @@ class AnthropicModel:
                 }
                 for t in request.tools
             ]
+            if request.tool_choice == "required" and self.thinking_budget_tokens is None:
+                params["tool_choice"] = {"type": "any"}  # not allowed with extended thinking
         else:
             used = _tools_used(messages)
             if used:

@@ -78,6 +78,10 @@ class ToolSpec:
         }
 
 
+ToolChoice = Literal["auto", "required"]
+"""Whether a response may answer in words (``"auto"``) or must call a tool (``"required"``)."""
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """One request to a model.
@@ -91,6 +95,10 @@ class ModelRequest:
         task: The user's instruction of the task this request serves ("" when unknown): a
             provider that keeps the conversation on the server (Dify) repeats it when the
             server lost the conversation (issue 22).
+        tool_choice: ``"required"``: the response must call one of ``tools`` (OpenAI's
+            ``tool_choice: "required"``, Anthropic's ``{"type": "any"}``, a grammar that allows
+            only calls of ``tools`` on constrained text-call endpoints); ``"auto"``: the model
+            decides. A provider that cannot force a call treats it as ``"auto"``.
     """
 
     messages: tuple[Message, ...]
@@ -98,6 +106,7 @@ class ModelRequest:
     max_output_tokens: int | None = None
     temperature: float | None = None
     task: str = ""
+    tool_choice: ToolChoice = "auto"
 
 
 @dataclass(frozen=True)

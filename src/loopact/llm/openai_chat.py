@@ -132,7 +132,8 @@ class OpenAIChatModel:
             (``max_completion_tokens`` for api.openai.com), ``temperature`` when they apply.
         """
         caps = self.capabilities
-        require_call = self.requires_call(request)
+        forced = request.tool_choice == "required" and bool(request.tools)
+        require_call = forced or self.requires_call(request)
         offered = (*request.tools, REPLY_TOOL) if self.offers_reply(request) else request.tools
         body: dict[str, Any] = {
             "model": self.model,
@@ -145,11 +146,15 @@ class OpenAIChatModel:
         }
         if request.tools and caps.native_tool_calls:
             body["tools"] = [t.openai() for t in request.tools]
+            if forced:
+                body["tool_choice"] = "required"
         elif request.tools and caps.constrained_decoding:
             # llama.cpp-style servers accept a GBNF ``grammar``: only answer text or
-            # well-formed calls of offered tools can be generated (issue 6, SPEC B7).
+            # well-formed calls of offered tools can be generated (issue 6, SPEC B7); a forced
+            # call leaves the reply pseudo-tool out of the grammar (the catalogue keeps it, so
+            # the prompt cache still holds).
             body["grammar"] = tool_call_grammar(
-                offered,
+                request.tools if forced else offered,
                 max_calls=3 if caps.parallel_tool_calls else 1,
                 require_call=require_call,
             )
