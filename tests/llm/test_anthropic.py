@@ -411,6 +411,20 @@ async def test_tool_less_request_declares_used_tools_forbidden(
     assert body["tool_choice"] == {"type": "none"}
 
 
+async def test_a_required_call_is_tool_choice_any_except_with_thinking(
+    server: Callable[[Any], ScriptedModelServer],
+) -> None:
+    """``ModelRequest.tool_choice="required"`` (a step of a split instruction, issue 13)."""
+    wait_call = {"tool_calls": [{"id": "toolu_1", "name": "wait", "arguments": {"seconds": 1}}]}
+    s = server([wait_call, wait_call])
+    forced = ModelRequest(messages=(Message.user("wait"),), tools=(WAIT,), tool_choice="required")
+    await collect(model_for(s), forced)
+    await collect(model_for(s, thinking_budget_tokens=1024), forced)
+    plain, thinking = (r.json() for r in s.requests)
+    assert plain["tool_choice"] == {"type": "any"}
+    assert "tool_choice" not in thinking  # the API refuses a forced tool with thinking
+
+
 @pytest.mark.parametrize("status", [408, 409, 500, 503])
 async def test_more_retryable_statuses(
     server: Callable[[Any], ScriptedModelServer], status: int
