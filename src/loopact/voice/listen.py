@@ -75,7 +75,7 @@ class Listener:
         barge_in: Pause the robot's voice on user speech.
         echo_gate: While the robot speaks, the residual after echo cancellation must be at
             least this fraction of the echo's RMS to count as a person speaking.
-        lang: The language hint for the engine (``en``/``zh``) or None.
+        lang: The agent's language (``en``/``zh``): a transcript in another one gets a note.
     """
 
     def __init__(
@@ -194,7 +194,8 @@ class Listener:
     async def _transcribe(self, utt: Utterance, before: asyncio.Future[None] | None) -> None:
         t_end = time.monotonic()
         try:
-            transcript: Transcript | None = await self.stt.transcribe(utt.pcm, self.lang)
+            # no language hint: the engine detects it (a Chinese command to an English agent)
+            transcript: Transcript | None = await self.stt.transcribe(utt.pcm, None)
             error = None
         except SpeechEngineError as exc:
             transcript, error = None, str(exc)
