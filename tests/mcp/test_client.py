@@ -165,6 +165,8 @@ async def test_a_result_with_an_unknown_content_type_is_a_clear_error(tmp_path: 
         result = await registry.execute(ToolCall("1", "odd", {}), _ctx(tmp_path), 10)
         assert not result.ok
         assert "MCP server odd sent a result for odd that loopact cannot read" in result.error
+        assert "content.0 fits none of the shapes MCP defines" in result.error
+        assert "'hologram'" in result.error
         again = await registry.execute(ToolCall("2", "odd", {}), _ctx(tmp_path), 10)
         assert "cannot read" in str(again.error)  # the server stays connected
     finally:
@@ -191,8 +193,11 @@ async def test_safety_classes_from_annotations_trust_and_grants(tmp_path: Path) 
         # Both servers offer `echo`: the second one is prefixed with its server's name.
         assert "echo" in registry
         assert ("plain_echo" in registry) != ("trusted_echo" in registry)
-        assert any(e.type == "node_error" and "bad_schema" in e.data["topic"] for e in events)
-        assert not any(registry.get(n).remote_name == "bad_schema" for n in t + p)  # type: ignore[union-attr]
+        errors = {e.data["topic"]: e.data["message"] for e in events if e.type == "node_error"}
+        assert "invalid parameter schema" in errors["mcp:trusted/bad_schema"]
+        assert "$ref 'https://example.com/point.json' points outside" in errors["mcp:plain/bad_ref"]
+        remote = {registry.get(n).remote_name for n in t + p}  # type: ignore[union-attr]
+        assert not remote & {"bad_schema", "bad_ref"} and "crash" in remote
     finally:
         await hub.stop()
 
@@ -268,6 +273,7 @@ async def test_a_hung_server_fails_the_call_within_the_timeout_and_is_dropped(
     [
         ("exit", "missing API key, giving up"),
         ("silent", "did not start and answer initialize and tools/list within 2 s"),
+        ("bad_list", "ListToolsResult is not valid MCP: tools.0.inputSchema: Input should be"),
     ],
 )
 async def test_servers_that_never_come_up_get_a_clear_note_and_back_off(

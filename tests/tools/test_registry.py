@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,46 @@ def test_invalid_schema_is_refused_at_add() -> None:
     broken.parameters = {"type": "objekt"}
     with pytest.raises(ValueError, match="broken.*invalid parameter schema"):
         ToolRegistry([broken])
+
+
+@pytest.mark.parametrize(
+    "ref", ["https://example.com/point.json", "#/$defs/missing", "other.json#/x"]
+)
+def test_a_schema_whose_ref_points_outside_it_is_refused_at_add(ref: str) -> None:
+    """A node's or MCP server's schema with a dangling ``$ref`` would fail only when called."""
+    remote = CustomTool()
+    remote.name = "remote"
+    remote.parameters = {"type": "object", "properties": {"p": {"$ref": ref}}}
+    with pytest.raises(ValueError, match=f"remote.*\\$ref '{re.escape(ref)}' points outside"):
+        ToolRegistry([remote])
+
+
+def test_refs_within_the_schema_are_accepted_and_used() -> None:
+    local = CustomTool()
+    local.name = "local"
+    local.parameters = {
+        "type": "object",
+        "$defs": {"metres": {"type": "number"}},
+        "properties": {"d": {"$ref": "#/$defs/metres"}},
+        "default": {"$ref": "not-a-schema-only-data"},
+    }
+    reg = ToolRegistry([local])
+    assert reg.validate(_call("local", {"d": 1.5})) == {"d": 1.5}
+    with pytest.raises(ToolArgumentError, match="d"):
+        reg.validate(_call("local", {"d": "far"}))
+
+
+def test_a_reference_that_cannot_be_resolved_at_call_time_is_a_tool_error() -> None:
+    """``$dynamicRef`` is resolved only while validating: a clear error, never a crash."""
+    dyn = CustomTool()
+    dyn.name = "dyn"
+    dyn.parameters = {
+        "type": "object",
+        "properties": {"p": {"$dynamicRef": "https://example.com/meta.json#node"}},
+    }
+    reg = ToolRegistry([dyn])
+    with pytest.raises(ToolError, match="dyn' cannot be called: its parameter schema refers"):
+        reg.validate(_call("dyn", {"p": 1}))
 
 
 # ------------------------------------------------------------------------ validation

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 import anyio
 import httpx2
+import pydantic
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -155,8 +156,42 @@ def one_line(exc: BaseException) -> str:
     while isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
         exc = inner[0]
         inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, pydantic.ValidationError):
+        return invalid_mcp(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def invalid_mcp(exc: pydantic.ValidationError) -> str:
+    """What the SDK found wrong in a server's message, in one line: where and what.
+
+    ``ListToolsResult is not valid MCP: tools.1.inputSchema: Input should be a valid
+    dictionary``; for a content block of a type MCP does not define: ``content.0 fits none
+    of the shapes MCP defines (its type 'hologram' is none of MCP's)``.
+    """
+    errors = exc.errors()
+    if not errors:
+        return f"{exc.title} is not valid MCP"
+    locs = [tuple(e.get("loc") or ()) for e in errors]
+    prefix: list[Any] = []
+    for parts in zip(*locs, strict=False):
+        if len(set(parts)) != 1:
+            break
+        prefix.append(parts[0])
+    first = errors[0]
+    where = ".".join(str(x) for x in prefix) or "the message"
+    got = first.get("input")
+    shown = f", got {got!r}"[:80] if isinstance(got, (str, int, float, bool)) else ""
+    if len(errors) == 1:
+        return f"{exc.title} is not valid MCP: {where}: {first.get('msg')}{shown}"
+    head = f"{exc.title} is not valid MCP: {where} fits none of the shapes MCP defines"
+    block: dict[str, Any] = next(
+        (e["input"] for e in errors if isinstance(e.get("input"), dict)), {}
+    )
+    if isinstance(block.get("type"), str):
+        return f"{head} (its type {str(block['type'])[:40]!r} is none of MCP's)"
+    detail = ".".join(str(x) for x in locs[0][len(prefix) :])
+    return f"{head} (e.g. {detail}: {first.get('msg')}{shown})"
 
 
 def file_safe(name: str) -> str:

@@ -37,6 +37,9 @@ from typing import Any
 
 import jsonschema
 import jsonschema.exceptions
+import referencing.exceptions
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
 from loopact.errors import RobotError, SafetyError, ToolArgumentError, ToolError
 from loopact.llm.base import ToolSpec
@@ -110,6 +113,12 @@ class ToolRegistry:
             raise ValueError(
                 f"tool {tool.name!r} has an invalid parameter schema: {exc.message}"
             ) from None
+        dangling = unresolvable_ref(schema)
+        if dangling is not None:
+            raise ValueError(
+                f"tool {tool.name!r} has an invalid parameter schema: its $ref {dangling!r} "
+                "points outside the schema or to nothing in it (loopact fetches no schemas)"
+            )
         self._validators[tool.name] = jsonschema.Draft202012Validator(schema)
         self._tools[tool.name] = tool
 
@@ -193,7 +202,13 @@ class ToolRegistry:
         schema = tool.parameters or _EMPTY_SCHEMA
         args = _normalise(dict(arguments), schema, schema, 0)
         validator = self._validators[call.name]
-        errors = list(validator.iter_errors(args))
+        try:
+            errors = list(validator.iter_errors(args))
+        except referencing.exceptions.Unresolvable as exc:  # a $ref add() could not judge
+            raise ToolError(
+                f"tool {call.name!r} cannot be called: its parameter schema refers to "
+                f"{exc.ref!r}, which is not part of it (loopact fetches no schemas)"
+            ) from None
         if errors:
             raise ToolArgumentError(_format_errors(tool, errors))
         # Always the normalised copy: 2.0 == 2, but an integer field must get the int.
@@ -288,6 +303,52 @@ class ToolRegistry:
 
 
 # ---------------------------------------------------------------------- helpers
+_NOT_SCHEMAS = frozenset({"enum", "const", "default", "examples"})
+
+
+def unresolvable_ref(schema: Any) -> str | None:
+    """The first ``$ref`` of ``schema`` that does not resolve within it, or None.
+
+    Tool schemas come from other programs (ROS 2 and MQTT nodes, MCP servers, issue 18): a
+    ``$ref`` to another document or to a part that does not exist would only fail when the
+    model calls the tool, so it is found when the tool is added. Nothing is fetched. ``$id``
+    changes the base of the refs below it, as in JSON Schema 2020-12.
+    """
+    if not isinstance(schema, dict):
+        return None
+    root = DRAFT202012.create_resource(schema)
+    resolver = Registry().resolver_with_root(root)  # type: ignore[var-annotated]
+    return _first_dangling(schema, resolver, top=True)
+
+
+def _first_dangling(node: Any, resolver: Any, *, top: bool = False, depth: int = 0) -> str | None:
+    if depth > 64:
+        return None
+    if isinstance(node, list):
+        for item in node:
+            found = _first_dangling(item, resolver, depth=depth + 1)
+            if found is not None:
+                return found
+        return None
+    if not isinstance(node, dict):
+        return None
+    if not top and isinstance(node.get("$id"), str):
+        resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        try:
+            resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            return ref
+    for key, value in node.items():
+        if key in _NOT_SCHEMAS:
+            continue
+        found = _first_dangling(value, resolver, depth=depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def _describe(tool: Tool) -> str:
     return f"{type(tool).__module__}.{type(tool).__qualname__}(name={tool.name!r})"
 

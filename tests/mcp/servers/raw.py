@@ -5,8 +5,9 @@ Usage: ``python raw.py MODE``:
 - ``exit``: prints a line on stderr and exits with code 2 at once;
 - ``garbage``: prints lines that are not JSON-RPC on stdout, then serves normally;
 - ``silent``: reads its input and never answers (not even initialize);
+- ``bad_list``: answers ``tools/list`` with a tool whose inputSchema is not an object;
 - ``unknown_content``: serves one tool ``odd`` whose result has a content block of a type
-  MCP does not define.
+  MCP does not define (the SDK's own server cannot send it).
 
 It speaks the 2025-11-25 handshake only (no server/discover).
 """
@@ -52,7 +53,8 @@ def main() -> None:
                 }
             )
         elif method == "tools/list":
-            tool = {"name": "odd", "description": "Odd result.", "inputSchema": {"type": "object"}}
+            schema: object = "object" if MODE == "bad_list" else {"type": "object"}
+            tool = {"name": "odd", "description": "Odd result.", "inputSchema": schema}
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
         elif method == "tools/call":
             content = [{"type": "hologram", "data": "???"}]

@@ -9,7 +9,8 @@ Usage: ``python toy.py [--marker-dir DIR] [--http PORT]``. Tools:
   resource link (to ``note://hello``, readable).
 - ``wait_here(seconds)``: sleeps; writes ``cancelled`` into the marker dir when cancelled.
 - ``huge()``: a 20 MB text result.
-- ``delete_all()``: destructive; ``bad_schema``: a tool whose inputSchema is not JSON Schema.
+- ``delete_all()``: destructive; ``bad_schema``: a tool whose inputSchema is not JSON Schema;
+  ``bad_ref``: one whose ``$ref`` points to another document.
 - ``crash()``: the process exits at once (os._exit(3)) mid-call.
 - ``hang()``: the process stops answering anything (blocks its event loop).
 """
@@ -69,6 +70,14 @@ def _tools() -> list[mt.Tool]:
             name="bad_schema",
             description="Its schema is not JSON Schema.",
             input_schema={"type": "object", "properties": {"x": {"type": 12}}},
+        ),
+        mt.Tool(
+            name="bad_ref",
+            description="Its schema refers to a schema elsewhere.",
+            input_schema={
+                "type": "object",
+                "properties": {"p": {"$ref": "https://example.com/point.json"}},
+            },
         ),
         mt.Tool(name="crash", description="Exit at once.", input_schema=EMPTY),
         mt.Tool(name="hang", description="Stop answering.", input_schema=EMPTY),
