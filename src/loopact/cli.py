@@ -557,7 +557,9 @@ def mcp_cmd(
         None, "--http", help="Serve streamable HTTP at HOST:PORT (default: stdio)."
     ),
     token: str | None = typer.Option(
-        None, "--token", help="Bearer token for --http (required beyond loopback)."
+        None,
+        "--token",
+        help="Bearer token for --http (required beyond loopback; or LOOPACT_MCP_TOKEN).",
     ),
     agent: bool = typer.Option(
         False, "--agent", help="Also serve instruct(text): a whole task for loopact's agent."
@@ -569,7 +571,9 @@ def mcp_cmd(
     sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
     workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
-    no_web: bool = typer.Option(False, "--no-web", help="No web console (writes are refused)."),
+    no_web: bool = typer.Option(
+        False, "--no-web", help="No web console (writes refused, unless --http on a terminal)."
+    ),
     web_port: int | None = typer.Option(None, "--web-port", help="Console port (8080)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Without long-term memory."),
     provider: str | None = typer.Option(None, "--provider", help="--agent: model protocol."),

@@ -202,21 +202,27 @@ async def test_safety_classes_from_annotations_trust_and_grants(tmp_path: Path) 
         await hub.stop()
 
 
-async def test_an_untrusted_read_only_tool_needs_confirmation(
-    scripted_server: Any, tmp_path: Path
+@pytest.mark.parametrize("allowed", [False, True])
+async def test_an_untrusted_read_only_tool_needs_confirmation_unless_allowed(
+    scripted_server: Any, tmp_path: Path, allowed: bool
 ) -> None:
-    server = scripted_server(
-        [{"tool_calls": [call("echo", {"text": "x"})]}, {"text": "It was refused."}]
-    )
-    agent, _ = make_agent(server, tmp_path, interactive=False)
+    """No confirmation channel (--once): refused, saying how to allow it; listed in
+    ``confirm.allow``: it runs."""
+    server = scripted_server([{"tool_calls": [call("echo", {"text": "x"})]}, {"text": "Done."}])
+    allow = frozenset({"echo"}) if allowed else frozenset()
+    agent, _ = make_agent(server, tmp_path, interactive=False, allow=allow)
     hub = McpHub({"toy": toy(tmp_path)}, agent.registry, bus=agent.bus, **FAST)
     await hub.start()
     try:
         outcome = await agent.run_task("echo x")
         assert outcome.status == "completed"
         tool_text = _tool_messages(server.requests[1].body)[0]
-        assert "confirm" in tool_text.lower() or "allow" in tool_text.lower()
-        assert "shout" not in agent.registry  # echo never ran on the server
+        if allowed:
+            assert tool_text == "x" or '"x"' in tool_text, tool_text
+            assert "shout" in agent.registry  # echo ran on the server (it grows shout)
+        else:
+            assert "confirm.allow" in tool_text or "--yes" in tool_text, tool_text
+            assert "shout" not in agent.registry  # echo never ran on the server
     finally:
         await hub.stop()
         await agent.close()

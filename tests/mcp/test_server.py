@@ -253,6 +253,50 @@ async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
                 assert result.is_error is (not allow), _texts(result)
                 assert (tmp_path / "ws" / path).exists() is allow
             assert "denied" in _texts(result)
+            await _stop_and_cancel_end_served_motions(client, f"http://127.0.0.1:{web}", trace)
+
+
+async def _moving_past(client: Client, motion: asyncio.Future[Any], x_m: float) -> None:
+    """Until the robot (its pose, read over MCP while ``motion`` runs) is past ``x_m``."""
+    while True:
+        assert not motion.done(), _texts(motion.result())
+        pose = _body(await client.call_tool("get_current_pose", {}))["data"]
+        if pose["x_m"] > x_m:
+            return
+
+
+async def _stop_and_cancel_end_served_motions(client: Client, console: str, trace: Path) -> None:
+    """X3: Stop on the web console, and a client cancelling its request, stop a served motion
+    half-way (graded by the simulator's pose in the trace)."""
+    far = {"distance_m": 2.0, "speed_mps": 0.5}
+    motion = asyncio.ensure_future(client.call_tool("move_forward", far))
+    start = _states(trace)[-1]["x_m"] if _states(trace) else 0.0
+    await _moving_past(client, motion, start + 0.1)
+    async with httpx2.AsyncClient(timeout=10) as http:
+        assert (await http.post(f"{console}/api/stop")).status_code == 200
+    stopped = await asyncio.wait_for(motion, 20)
+    assert stopped.is_error, _texts(stopped)
+    assert _body(stopped)["metadata"]["achieved"]["stopped_by"] == "cancelled"
+    halted = _states(trace)[-1]["x_m"]
+    assert start + 0.1 < halted < start + 1.5
+
+    motion = asyncio.ensure_future(client.call_tool("move_forward", far))
+    await _moving_past(client, motion, halted + 0.1)
+    motion.cancel()  # the SDK sends notifications/cancelled
+    ended = await until(
+        lambda: [
+            e
+            for e in read_trace(trace)
+            if e["type"] == "tool_result" and e["metadata"].get("error_kind") == "cancelled"
+        ],
+        what="the cancelled motion's result in the trace",
+    )
+    assert ended[-1]["name"] == "move_forward"
+    states = await until(
+        lambda: (s := _states(trace)) and s[-1]["x_m"] > halted + 0.1 and s,
+        what="the robot_state after the cancelled motion",
+    )
+    assert states[-1]["x_m"] < halted + 1.5
 
 
 @asynccontextmanager
