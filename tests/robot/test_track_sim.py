@@ -93,12 +93,20 @@ async def test_track_keeps_the_moving_ball_in_frame(track_rig: TrackRig) -> None
 
 
 async def test_track_refuses_boxes_not_from_visual_positioning(track_rig: TrackRig) -> None:
+    start = await track_rig.robot.get_pose()
     made_up: Any = await track_rig.tools["track"](x1=10, y1=10, x2=60, y2=60)
     assert not made_up.ok and "call visual_positioning" in (made_up.error or "")
+    negative: Any = await track_rig.tools["track"](x1=60, y1=10, x2=10, y2=60)
+    assert not negative.ok and "no area" in (negative.error or ""), negative.error
     x1, y1, x2, y2 = await track_rig.box()
-    bad: Any = await track_rig.tools["track"](x1=x2, y1=y1, x2=x1, y2=y2)
-    assert not bad.ok
-    assert track_rig.governor.last_twist.is_zero
+    bad: Any = await track_rig.tools["track"](x1=x2, y1=y1, x2=x1, y2=y2)  # negative width
+    assert not bad.ok and "no area (needs x2 > x1" in (bad.error or ""), bad.error
+    outside: Any = await track_rig.tools["track"](x1=x1, y1=y1, x2=W + 200, y2=y2)
+    assert not outside.ok and f"outside the {W}x{H} frame" in (outside.error or "")
+    # the robot never started: no motion was granted and the base stands where it stood
+    assert track_rig.governor.last_twist.is_zero and track_rig.governor.base_lease is None
+    end = await track_rig.robot.get_pose()
+    assert math.hypot(end.x_m - start.x_m, end.y_m - start.y_m) < 0.01
 
 
 async def test_a_lost_target_stops_and_reports(track_rig: TrackRig) -> None:

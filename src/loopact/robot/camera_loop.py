@@ -52,7 +52,8 @@ class FrameWorker(Generic[T]):
         period_s: Robot-clock seconds between frames.
 
     Use as ``async with FrameWorker(...) as worker:``; ``worker.latest`` is None until the
-    first frame is processed; :meth:`check` re-raises a failure of the camera.
+    first frame is processed; :meth:`check` re-raises a failure of the camera, or of
+    ``process`` on a frame it cannot read (as :class:`~loopact.errors.RobotError`).
     """
 
     def __init__(self, env: RobotEnv, process: Callable[[CameraFrame], T], period_s: float) -> None:
@@ -79,7 +80,8 @@ class FrameWorker(Generic[T]):
         """Raise the camera's failure, if the worker stopped on one.
 
         Raises:
-            RobotError: The camera failed (stale or no frames).
+            RobotError: The camera failed (stale or no frames, a frame that did not render) or
+                ``process`` raised on a frame (a corrupt image).
         """
         if self._error is not None:
             raise self._error
@@ -91,7 +93,14 @@ class FrameWorker(Generic[T]):
             while True:
                 pose = await self.env.pose()
                 frame = await fresh_frame(self.env)
-                result = await asyncio.to_thread(self.process, frame)
+                try:
+                    result = await asyncio.to_thread(self.process, frame)
+                except Exception as exc:  # a frame perception cannot read: stop, say why
+                    logger.debug("frame processing failed", exc_info=True)
+                    raise RobotError(
+                        f"perception failed on the camera frame of {frame.stamp_s:.2f} s "
+                        f"({type(exc).__name__}: {exc})"
+                    ) from exc
                 self.frames += 1
                 self.latest = Sample(self.frames, frame, pose, result)
                 # a fixed cadence: the time spent processing counts towards the period

@@ -73,6 +73,13 @@ class PerceptionOptions:
         while len(self.frames) > KEEP_FRAMES:
             self.frames.popitem(last=False)
 
+    def frame_size(self) -> tuple[int, int] | None:
+        """``(width, height)`` in pixels of the newest frame a box was handed out for."""
+        if not self.frames:
+            return None
+        frame = next(reversed(self.frames.values()))[0]
+        return int(frame.rgb.shape[1]), int(frame.rgb.shape[0])
+
     def frame_of(self, box: Sequence[float]) -> CameraFrame | None:
         """The frame of the newest handed-out box that ``box`` matches (IoU >= 0.8), or None."""
         for frame, kept in reversed(self.frames.values()):
@@ -92,6 +99,20 @@ async def show(
         ctx.show_image(gated.image, caption)
 
 
+def frame_problem(frame: CameraFrame) -> str | None:
+    """What makes ``frame`` unusable for perception, or None (an ``HxWx3`` uint8 RGB image)."""
+    rgb = frame.rgb
+    if not isinstance(rgb, np.ndarray):
+        return f"pixels are a {type(rgb).__name__}, not an array"
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] < 8 or rgb.shape[1] < 8:
+        return f"shape {tuple(rgb.shape)}, expected height x width x 3 (at least 8x8)"
+    if rgb.dtype != np.uint8:
+        return f"pixel type {rgb.dtype}, expected uint8"
+    if not math.isfinite(frame.stamp_s):
+        return f"timestamp {frame.stamp_s}"
+    return None
+
+
 async def fresh_frame(env: RobotEnv) -> CameraFrame:
     """The newest RGB frame, refusing stale data.
 
@@ -101,10 +122,13 @@ async def fresh_frame(env: RobotEnv) -> CameraFrame:
 
     Raises:
         StaleDataError: Older than ``camera.max_age_s``.
-        RobotError: No frame.
+        RobotError: No frame, or a corrupt one (not an ``HxWx3`` uint8 RGB array with pixels).
     """
     requested_s = env.robot.clock.now()
     frame = await env.robot.get_frame()
+    problem = frame_problem(frame)
+    if problem:
+        raise RobotError(f"the camera sent a corrupt frame: {problem}")
     age = requested_s - frame.stamp_s
     if age > env.profile.camera.max_age_s:
         raise StaleDataError(

@@ -137,6 +137,10 @@ async def track_target(
     head = env.profile.head
     if not (env.robot.has_head and head.present):
         return ToolResult.failure("track needs a pan-tilt head; this robot has none")
+    width, height = opts.frame_size() or (None, None)
+    problem = check_box(box, width, height)
+    if problem:  # say what is wrong with the box itself (negative size, outside the frame)
+        return ToolResult.failure(f"{problem}; pass the bbox visual_positioning returned")
     first = opts.frame_of(box)
     if first is None:
         return ToolResult.failure(

@@ -44,14 +44,21 @@ class TrackState:
     recentred: bool = False
 
 
-def check_box(box: Box, width: int, height: int) -> str | None:
-    """Why ``box`` is not a box inside a ``width x height`` frame, or None when it is."""
+def check_box(box: Box, width: int | None, height: int | None) -> str | None:
+    """Why ``box`` is not a box inside a ``width x height`` frame, or None when it is.
+
+    With ``width`` or ``height`` None (the frame is not known) only the box itself is checked:
+    finite values, ``x2 > x1``, ``y2 > y1``, no negative coordinates, at least 4x4 pixels.
+    """
     x1, y1, x2, y2 = box
     if not all(np.isfinite(v) for v in box):
         return f"bbox {list(box)} has a non-finite value"
     if x2 <= x1 or y2 <= y1:
         return f"bbox {list(box)} has no area (needs x2 > x1 and y2 > y1)"
-    if x1 < 0 or y1 < 0 or x2 > width or y2 > height:
+    if width is None or height is None:
+        if x1 < 0 or y1 < 0:
+            return f"bbox {list(box)} has negative pixel coordinates"
+    elif x1 < 0 or y1 < 0 or x2 > width or y2 > height:
         return f"bbox {list(box)} is outside the {width}x{height} frame"
     if (x2 - x1) < 4 or (y2 - y1) < 4:
         return f"bbox {list(box)} is too small to track (at least 4x4 pixels)"
