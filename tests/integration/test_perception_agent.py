@@ -107,6 +107,32 @@ async def test_visual_positioning_red_box_with_a_vision_model_that_answers_prose
     assert len(shown) == 1 and shown[0].data["width_px"] == 640  # the overlay, for people
 
 
+async def test_low_confidence_is_told_to_the_model_which_carries_on_with_text(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    await robot.robot.teleport(1.0, -0.5, -0.6)  # type: ignore[attr-defined]
+    robot.perception.min_confidence = 0.95  # the detector's 0.9 for "red box" is then low
+    server = scripted_server(
+        [
+            {"tool_calls": [call("visual_positioning", {"target": "red box"}, "vp1")]},
+            {"text": "I think the red box is ahead on the right, but I am not sure."},
+        ]
+    )
+    agent, rec = robot_agent(server, robot, tmp_path)
+    try:
+        outcome = await asyncio.wait_for(agent.run_task("where is the red box?"), 120)
+    finally:
+        await agent.close()
+    assert outcome.status == "completed"
+    result = next(e.data for e in rec.of("tool_result") if e.data["id"] == "vp1")
+    assert result["metadata"]["low_confidence"] is True
+    assert result["data"]["found"] is True and len(result["data"]["bbox"]) == 4  # still an answer
+    # the model is told, in the tool result it reads, to say that it is unsure (G2)
+    told = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert len(told) == 1 and "low confidence (0.90)" in str(told[0]["content"])
+    assert "tell the user you are not sure" in str(told[0]["content"])
+
+
 async def test_new_command_stops_track_before_the_next_request(
     scripted_server: Any, robot: RobotSession, tmp_path: Path
 ) -> None:
