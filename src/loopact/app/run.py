@@ -133,7 +133,7 @@ async def open_agent(
     if mcp_servers:
         await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
     model = make_model(cfg, local_brain=brain)
-    attach_vision(cfg, body.session, None if brain is not None else model, stack)
+    await attach_vision(cfg, body.session, None if brain is not None else model, stack)
     options = agent_options(cfg, body, memory, workspace, local=brain is not None)
     options = dataclasses.replace(options, interactive=interactive)
     channels = await open_message_channels(cfg, stack, body.connector)

@@ -110,19 +110,60 @@ class RobotConfig(pydantic.BaseModel):
 HsvTriple = tuple[int, int, int]
 
 
+VisionChatFormat = Literal[
+    "mtmd",
+    "qwen2.5-vl",
+    "gemma4",
+    "llava-1-5",
+    "llava-1-6",
+    "obsidian",
+    "moondream",
+    "nanollava",
+    "llama-3-vision-alpha",
+    "minicpm-v-2.6",
+]
+"""llama-cpp-python's multimodal chat formats (``--chat_format`` with ``--clip_model_path``)."""
+
+
 class VisionModelConfig(pydantic.BaseModel):
     """``vision.model``: a separate vision model for descriptions and box selection (issue 15).
 
-    An OpenAI-compatible endpoint that accepts images (``base_url`` + ``model``); the key comes
-    from ``api_key`` or the environment variable named by ``api_key_env``.
+    Either an OpenAI-compatible endpoint that accepts images (``base_url`` + ``model``; the key
+    comes from ``api_key`` or the environment variable named by ``api_key_env``), or a local
+    llama.cpp vision model: ``model_path`` (the language model, a GGUF file) with
+    ``mmproj_path`` (its multimodal projector, a GGUF file), served by llama-cpp-python on
+    loopback with ``chat_format`` (``mtmd``: llama.cpp's generic multimodal support, or the
+    handler of a model family), ``context_tokens`` and ``threads``.
     """
 
     model_config = _STRICT
-    base_url: str = pydantic.Field(pattern=r"^https?://\S+$")
+    base_url: str | None = pydantic.Field(None, pattern=r"^https?://\S+$")
     model: str = "gpt-4o-mini"
     api_key: pydantic.SecretStr | None = None
     api_key_env: str | None = None
     timeout_s: float = pydantic.Field(30.0, gt=0)
+    model_path: Path | None = None
+    mmproj_path: Path | None = None
+    chat_format: VisionChatFormat = "mtmd"
+    context_tokens: int = pydantic.Field(4096, ge=1024)
+    threads: int | None = pydantic.Field(None, ge=1)
+    start_timeout_s: float = pydantic.Field(300.0, gt=0)
+
+    @pydantic.model_validator(mode="after")
+    def _one_source(self) -> VisionModelConfig:
+        if (self.base_url is None) == (self.model_path is None):
+            raise ValueError(
+                "vision.model needs either base_url (an OpenAI-compatible vision endpoint) or "
+                "model_path with mmproj_path (a local llama.cpp GGUF model), not both"
+            )
+        if self.model_path is not None and self.mmproj_path is None:
+            raise ValueError(
+                "vision.model.model_path needs mmproj_path: the model's multimodal projector "
+                "GGUF (often named mmproj-*.gguf)"
+            )
+        if self.model_path is None and self.mmproj_path is not None:
+            raise ValueError("vision.model.mmproj_path needs model_path")
+        return self
 
 
 class VisionConfig(pydantic.BaseModel):

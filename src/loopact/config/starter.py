@@ -84,10 +84,14 @@ vision:
                               # orange: [[[8, 150, 120], [20, 255, 255]]]
   use_main_model: true        # box selection and descriptions by the main model when it has
                               # vision (model.capabilities.vision); else the detector alone
-  # model:                    # a separate OpenAI-compatible vision model for perception
-  #   base_url: http://localhost:8081/v1
+  # model:                    # a separate vision model for seewhat and visual_positioning:
+  #   base_url: http://localhost:8081/v1   # an OpenAI-compatible vision endpoint
   #   model: qwen2.5-vl
   #   api_key_env: VISION_API_KEY
+  # model:                    # or a local llama.cpp vision model, served by loopact:
+  #   model_path: ~/models/qwen2.5-vl-3b-instruct-q4_k_m.gguf
+  #   mmproj_path: ~/models/mmproj-qwen2.5-vl-3b-instruct-f16.gguf   # its projector
+  #   chat_format: mtmd       # or qwen2.5-vl, gemma4, llava-1-5, llava-1-6, minicpm-v-2.6, ...
   min_confidence: 0.5         # below this a perception result says it is unsure (G2)
   line_lost_grace_s: 1.5      # follow_line stops when the line stays out of view this long
   line_speed_mps: 0.25        # follow_line's forward speed on a straight line

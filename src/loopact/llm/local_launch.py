@@ -46,6 +46,7 @@ def server_command(
     python: str = sys.executable,
     module: str = SERVER_MODULE,
     state_dir: Path | None = None,
+    clip_model_path: Path | None = None,
 ) -> list[str]:
     """The command line that starts the llama-cpp-python OpenAI-compatible server.
 
@@ -59,6 +60,8 @@ def server_command(
         module: ``loopact.llm.local_server`` (with the prompt-prefix cache) or
             ``llama_cpp.server``.
         state_dir: Where :mod:`loopact.llm.local_server` keeps prompt-prefix states.
+        clip_model_path: A vision model's multimodal projector GGUF (``--clip_model_path``,
+            with a multimodal ``chat_format``), or None for a text model.
     """
     cmd = [
         python,
@@ -83,6 +86,8 @@ def server_command(
     ]
     if chat_format:
         cmd += ["--chat_format", chat_format]
+    if clip_model_path is not None:
+        cmd += ["--clip_model_path", str(clip_model_path)]
     if module == SERVER_MODULE:
         cmd += ["--loopact-state-dir", str(state_dir or cache_dir() / "prompt-states")]
     return cmd

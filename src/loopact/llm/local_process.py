@@ -99,6 +99,8 @@ class LocalBrain:
         context_tokens: Context size in tokens.
         threads: CPU threads (0: all cores).
         chat_format: llama-cpp-python chat format, None for the model's template.
+        clip_model_path: The multimodal projector of a vision model (``vision.model``), or
+            None for a text-only brain.
         start_timeout_s: How long to wait for ``/v1/models`` to answer, in seconds.
         python: Interpreter with ``llama_cpp`` installed.
         log_path: Where the server's output goes (``<cache>/logs/local-brain-<pid>.log`` by
@@ -122,6 +124,7 @@ class LocalBrain:
     context_tokens: int = 8192
     threads: int = 0
     chat_format: str | None = None
+    clip_model_path: Path | None = None
     start_timeout_s: float = 180.0
     python: str = sys.executable
     log_path: Path | None = None
@@ -258,6 +261,7 @@ class LocalBrain:
             self.python,
             module=self.server_module,
             state_dir=self.state_dir or cache_dir() / "prompt-states",
+            clip_model_path=self.clip_model_path,
         )
         log.info("starting the local brain: %s", " ".join(cmd))
         t0 = time.monotonic()
