@@ -196,8 +196,10 @@ async def test_safety_classes_from_annotations_trust_and_grants(tmp_path: Path) 
         errors = {e.data["topic"]: e.data["message"] for e in events if e.type == "node_error"}
         assert "invalid parameter schema" in errors["mcp:trusted/bad_schema"]
         assert "$ref 'https://example.com/point.json' points outside" in errors["mcp:plain/bad_ref"]
+        bloated = errors["mcp:plain/bloated"]
+        assert "inputSchema is 32024 characters of JSON, more than 16000" in bloated
         remote = {registry.get(n).remote_name for n in t + p}  # type: ignore[union-attr]
-        assert not remote & {"bad_schema", "bad_ref"} and "crash" in remote
+        assert not remote & {"bad_schema", "bad_ref", "bloated"} and "crash" in remote
     finally:
         await hub.stop()
 
@@ -308,6 +310,18 @@ async def test_servers_that_never_come_up_get_a_clear_note_and_back_off(
         await hub.stop()  # also while it is starting or waiting for its next attempt
         assert time.monotonic() - t0 < 8
         assert hub.status()[0]["state"] == "stopped"
+
+
+async def test_a_server_with_too_many_tools_gets_the_first_128_offered(tmp_path: Path) -> None:
+    hub, registry, events = await _hub({"big": raw("many")}, tmp_path)
+    try:
+        assert len(registry) == 128 and "t127" in registry and "t128" not in registry
+        note = next(e.data for e in events if e.type == "node_error")
+        assert note["topic"] == "mcp:big"
+        assert "lists 150 tools; loopact offers the first 128" in note["message"]
+        assert "not: t128, t129," in note["message"]
+    finally:
+        await hub.stop()
 
 
 async def test_garbage_on_stdout_is_reported_and_ignored(

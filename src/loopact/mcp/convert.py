@@ -38,6 +38,14 @@ MAX_IMAGES = 8
 MAX_DESCRIPTION_CHARS = 2_000
 """Characters of a remote tool's description offered to the model."""
 
+MAX_SCHEMA_CHARS = 16_000
+"""Characters of JSON a remote tool's ``inputSchema`` may have; every model request carries
+it, so a larger one is not offered."""
+
+MAX_TOOLS_PER_SERVER = 128
+"""Tools of one server offered at most (the first ones it lists); every model request
+carries every tool."""
+
 SAFETY_META_KEY = "io.github.loopact/safety"
 """``_meta`` key under which ``loopact mcp`` announces a tool's own safety class."""
 

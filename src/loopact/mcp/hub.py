@@ -5,15 +5,17 @@ of ``mcp.servers`` and keeps the agent's live :class:`~loopact.tools.registry.To
 in step with what each server offers: a tool appears as an :class:`McpTool` next to the
 other tools (prefixed with its server's name when its own name is taken), disappears when
 its server drops it or is lost, and is re-registered when its schema or safety class
-changes. A tool whose schema is not valid JSON Schema is not offered, and the reason is
-reported once. Everything the hub finds becomes an event on the bus:
+changes. A tool whose schema is not valid JSON Schema (or refers outside itself, or is
+larger than :data:`~loopact.mcp.convert.MAX_SCHEMA_CHARS`) is not offered, nor are a
+server's tools past the first :data:`~loopact.mcp.convert.MAX_TOOLS_PER_SERVER`; the reason
+is reported once. Everything the hub finds becomes an event on the bus:
 
 - ``mcp_server`` (``name``, ``transport``, ``state``, ``detail``, ``restarts``, ``delay_s``,
   ``protocol``) on each state change of a server;
 - ``node_added`` / ``node_removed`` (``kind: "mcp"``, ``server``, ``remote_name``,
   ``safety``) per tool;
 - ``node_error`` (``topic: "mcp:<server>/<tool>"``, ``message``) for a tool that cannot be
-  offered.
+  offered (``topic: "mcp:<server>"`` for the tools past the limit).
 
 Nothing here raises into the agent.
 """
@@ -34,7 +36,14 @@ from loopact.config import McpServerConfig
 from loopact.events import EventBus
 from loopact.llm.messages import Image
 from loopact.mcp.client import LinkStatus, McpServerLink
-from loopact.mcp.convert import offered_name, safety_of, short_description, to_tool_result
+from loopact.mcp.convert import (
+    MAX_SCHEMA_CHARS,
+    MAX_TOOLS_PER_SERVER,
+    offered_name,
+    safety_of,
+    short_description,
+    to_tool_result,
+)
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
 from loopact.vision.gate import ImageGate
@@ -205,6 +214,9 @@ class McpHub:
         for remote in tools:
             if remote.name in wanted:
                 continue
+            if len(wanted) == MAX_TOOLS_PER_SERVER:
+                self._too_many(link, tools)
+                break
             wanted[remote.name] = (remote, safety_of(remote, trusted=cfg.trust, grants=cfg.safety))
         mine = {
             o.tool.remote_name: name for name, o in self._offered.items() if o.server == link.name
@@ -231,18 +243,21 @@ class McpHub:
             self._add(link, remote, safety)
 
     def _add(self, link: McpServerLink, remote: mt.Tool, safety: SafetyClass) -> None:
+        schema = _schema_key(remote.input_schema)
+        if len(schema) > MAX_SCHEMA_CHARS:
+            why = (
+                f"its inputSchema is {len(schema)} characters of JSON, more than "
+                f"{MAX_SCHEMA_CHARS} (every model request would carry it)"
+            )
+            self._refuse(link, remote.name, schema, why)
+            return
         name = offered_name(link.name, remote.name, lambda n: n in self.registry)
         timeout = link.cfg.timeout_s or self.default_timeout_s
         tool = McpTool(name, remote, link, safety, timeout, self.gate)
         try:
             self.registry.add(tool)
         except ValueError as exc:
-            key = (link.name, remote.name, _schema_key(remote.input_schema))
-            if key not in self._refused:
-                self._refused.add(key)
-                message = f"MCP server {link.name}: tool {remote.name} not offered: {exc}"
-                log.warning("%s", message)
-                self._emit("node_error", topic=f"mcp:{link.name}/{remote.name}", message=message)
+            self._refuse(link, remote.name, schema, str(exc))
             return
         self._offered[name] = _Offered(tool, link.name)
         if safety is SafetyClass.WRITE and remote.annotations and remote.annotations.read_only_hint:
@@ -264,6 +279,30 @@ class McpHub:
             remote_name=remote.name,
             safety=safety.value,
         )
+
+    def _refuse(self, link: McpServerLink, remote_name: str, key: str, why: str) -> None:
+        """Say once (per server, tool and schema) why a tool is not offered: ``node_error``."""
+        if (link.name, remote_name, key) in self._refused:
+            return
+        self._refused.add((link.name, remote_name, key))
+        message = f"MCP server {link.name}: tool {remote_name} not offered: {why}"
+        log.warning("%s", message)
+        self._emit("node_error", topic=f"mcp:{link.name}/{remote_name}", message=message)
+
+    def _too_many(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
+        names = list(dict.fromkeys(t.name for t in tools))
+        left = names[MAX_TOOLS_PER_SERVER:]
+        key = (link.name, "*", str(len(names)))
+        if key in self._refused:
+            return
+        self._refused.add(key)
+        shown = ", ".join(left[:10]) + (", ..." if len(left) > 10 else "")
+        message = (
+            f"MCP server {link.name} lists {len(names)} tools; loopact offers the first "
+            f"{MAX_TOOLS_PER_SERVER} (every model request carries every tool), not: {shown}"
+        )
+        log.warning("%s", message)
+        self._emit("node_error", topic=f"mcp:{link.name}", message=message)
 
     def _remove(self, name: str, reason: str) -> None:
         offered = self._offered.pop(name, None)

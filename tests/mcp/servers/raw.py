@@ -6,6 +6,7 @@ Usage: ``python raw.py MODE``:
 - ``garbage``: prints lines that are not JSON-RPC on stdout, then serves normally;
 - ``silent``: reads its input and never answers (not even initialize);
 - ``bad_list``: answers ``tools/list`` with a tool whose inputSchema is not an object;
+- ``many``: lists 150 tools, ``t0`` ... ``t149``;
 - ``unknown_content``: serves one tool ``odd`` whose result has a content block of a type
   MCP does not define (the SDK's own server cannot send it).
 
@@ -54,8 +55,10 @@ def main() -> None:
             )
         elif method == "tools/list":
             schema: object = "object" if MODE == "bad_list" else {"type": "object"}
-            tool = {"name": "odd", "description": "Odd result.", "inputSchema": schema}
-            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
+            tools = [{"name": "odd", "description": "Odd result.", "inputSchema": schema}]
+            if MODE == "many":
+                tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(150)]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
         elif method == "tools/call":
             content = [{"type": "hologram", "data": "???"}]
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": content}})

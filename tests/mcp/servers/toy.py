@@ -10,7 +10,8 @@ Usage: ``python toy.py [--marker-dir DIR] [--http PORT]``. Tools:
 - ``wait_here(seconds)``: sleeps; writes ``cancelled`` into the marker dir when cancelled.
 - ``huge()``: a 20 MB text result.
 - ``delete_all()``: destructive; ``bad_schema``: a tool whose inputSchema is not JSON Schema;
-  ``bad_ref``: one whose ``$ref`` points to another document.
+  ``bad_ref``: one whose ``$ref`` points to another document; ``bloated``: one whose schema
+  is 32,024 characters of JSON.
 - ``crash()``: the process exits at once (os._exit(3)) mid-call.
 - ``hang()``: the process stops answering anything (blocks its event loop).
 """
@@ -42,6 +43,7 @@ STATE: dict[str, Any] = {"grown": False}
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
+SPAN = range(300)
 
 
 def _tools() -> list[mt.Tool]:
@@ -77,6 +79,14 @@ def _tools() -> list[mt.Tool]:
             input_schema={
                 "type": "object",
                 "properties": {"p": {"$ref": "https://example.com/point.json"}},
+            },
+        ),
+        mt.Tool(
+            name="bloated",
+            description="A schema larger than any model request should carry.",
+            input_schema={
+                "type": "object",
+                "properties": {f"p{i}": {"type": "string", "description": "x" * 60} for i in SPAN},
             },
         ),
         mt.Tool(name="crash", description="Exit at once.", input_schema=EMPTY),
