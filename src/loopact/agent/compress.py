@@ -379,3 +379,17 @@ def pairing_problems(history: Sequence[Message]) -> list[str]:
                 del open_calls[m.tool_call_id]
     problems += [f"call {cid!r} ({name}) has no result" for cid, name in open_calls.items()]
     return problems
+
+
+def checkpoint_text(history: Sequence[Message], task_id: str, goal: str) -> str:
+    """A task's state for memory before its history is compressed (SPEC E1, E3): the goal,
+    the last few tool results and the last thing the agent said, on one line."""
+    recent = history[-12:]
+    done = [f"{m.name}: {m.text[:80]}" for m in recent if m.role == "tool"]
+    said = [m.text[:160] for m in recent if m.role == "assistant" and m.text]
+    parts = [f"checkpoint of task {task_id}: goal: {goal}"]
+    if done:
+        parts.append("recent actions: " + "; ".join(done[-5:]))
+    if said:
+        parts.append("last said: " + said[-1])
+    return " | ".join(parts)

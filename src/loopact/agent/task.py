@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
 from loopact.agent.compress import (
     accept_summary,
+    checkpoint_text,
     hard_trim,
     plan_compression,
     summary_request_messages,
@@ -39,6 +40,7 @@ from loopact.agent.plan import (
     run_plan,
     validate_plan,
 )
+from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
 from loopact.agent.steps import (
     ClauseResult,
@@ -66,7 +68,6 @@ from loopact.llm.messages import (
     ToolCall,
     ToolOutcome,
     Usage,
-    history_summary,
 )
 from loopact.tools.base import ToolResult
 
@@ -423,7 +424,7 @@ class TaskRun:
         if plan is None:
             return None
         if ctx.checkpoint is not None:
-            await ctx.checkpoint(self._checkpoint_text())
+            await ctx.checkpoint(checkpoint_text(self.conv.history, self.task_id, self.text))
         self.rounds += 1
         request = tuple(summary_request_messages(plan, self.text))
         try:
@@ -432,18 +433,6 @@ class TaskRun:
             log.info("summary request failed, history kept: %s", exc)
             return None
         return accept_summary(plan, done.message, done.finish_reason, estimate_history_tokens)
-
-    def _checkpoint_text(self) -> str:
-        """The task's state for memory before compressing: goal, progress, last replies."""
-        recent = self.conv.history[-12:]
-        done = [f"{m.name}: {m.text[:80]}" for m in recent if m.role == "tool"]
-        said = [m.text[:160] for m in recent if m.role == "assistant" and m.text]
-        parts = [f"checkpoint of task {self.task_id}: goal: {self.text}"]
-        if done:
-            parts.append("recent actions: " + "; ".join(done[-5:]))
-        if said:
-            parts.append("last said: " + said[-1])
-        return " | ".join(parts)
 
     def _bound_event(self, name: str, limit: int) -> None:
         self.env.bus.emit("bound", self.task_id, name=name, limit=limit)
@@ -497,7 +486,8 @@ class TaskRun:
             task=self.text,
             tool_choice=tool_choice if specs else "auto",
         )
-        self._emit_request(round_no, request)
+        fields = request_event(round_no, request, self.env.options.trace_full)
+        self.env.bus.emit("model_request", self.task_id, **fields)
         done, rs = await self._respond(request)
         usage = done.usage
         if ctx is not None:
@@ -505,7 +495,7 @@ class TaskRun:
         if usage.total_tokens == 0:
             usage = Usage(estimate_tokens(request.messages), estimate_tokens([done.message]))
         self.state.tokens += usage.total_tokens
-        self._emit_response(round_no, done, usage)
+        self.env.bus.emit("model_response", self.task_id, **response_event(round_no, done, usage))
         if rs.dispatcher is None:
             if commit:
                 self.conv.append(dataclasses.replace(done.message, tool_calls=()))
@@ -521,31 +511,6 @@ class TaskRun:
             return (*history, *extra)
         rest = history[1:] if history and history[0].role == "system" else history
         return (system, *rest, *extra)
-
-    def _emit_request(self, round_no: int, request: ModelRequest) -> None:
-        fields: dict[str, Any] = {
-            "round": round_no,
-            "n_messages": len(request.messages),
-            "tools": [s.name for s in request.tools],
-        }
-        if self.env.options.trace_full:
-            fields["messages"] = history_summary(request.messages)
-        self.env.bus.emit("model_request", self.task_id, **fields)
-
-    def _emit_response(self, round_no: int, done: ResponseDone, usage: Usage) -> None:
-        self.env.bus.emit(
-            "model_response",
-            self.task_id,
-            round=round_no,
-            text=done.message.text,
-            reasoning=done.message.reasoning or "",
-            tool_calls=[
-                {"id": c.id, "name": c.name, "arguments": c.arguments}
-                for c in (*done.message.tool_calls, *done.truncated_calls)
-            ],
-            finish_reason=done.finish_reason,
-            usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-        )
 
     async def _respond(self, request: ModelRequest) -> tuple[ResponseDone, RoundState]:
         """Stream the response, retrying retryable failures with backoff (SPEC B6) unless a
