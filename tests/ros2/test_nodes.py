@@ -253,7 +253,7 @@ async def test_action_clients_dropped_while_spinning_leave_the_executor_running(
     finally:
         task.cancel()
     assert noise.items, "the chatter never arrived: the test proved nothing"
-    assert ros._thread is not None and ros._thread.is_alive()
+    assert ros._spinner is not None and ros._spinner.alive
     assert await round_trip(ros, "/loopact_test_alive", "still spinning")
 
 
@@ -270,7 +270,7 @@ async def test_a_failed_wait_is_retried_instead_of_stopping_the_executor(ros: An
     ros._executor.wait_for_ready_callbacks = flaky
     assert await round_trip(ros, "/loopact_test_retry", "after three failed waits")
     assert left == [0]  # the failures happened
-    assert ros._thread is not None and ros._thread.is_alive()
+    assert ros._spinner is not None and ros._spinner.alive
 
 
 async def test_public_open_robot_over_ros2_owns_its_node(ros_env: dict[str, str]) -> None:

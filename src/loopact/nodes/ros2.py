@@ -1,7 +1,7 @@
 """The ROS 2 connector (rclpy): nodes across processes and machines (SPEC C4, X4).
 
 It owns one rclpy context and node, waits for ready callbacks in its own thread and runs them in
-a small thread pool (see :meth:`Ros2Connector._spin` for why not rclpy's
+a small thread pool (:class:`~loopact.nodes.ros2_spin.SpinThread`, which says why not rclpy's
 ``MultiThreadedExecutor``), and hands every message and result to the asyncio loop with
 ``call_soon_threadsafe`` (no ``spin_once`` polling). Shutdown follows the order that keeps
 rclpy from aborting: ``executor.shutdown()``, join the spin thread, ``node.destroy_node()``,
@@ -23,7 +23,6 @@ under a second instead of up to 3 s).
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
 import json
@@ -52,13 +51,12 @@ from loopact.nodes.connector import (
     TopicCallback,
 )
 from loopact.nodes.ros2_convert import image_to_msg, msg_to_image
+from loopact.nodes.ros2_spin import SpinThread
 
 logger = logging.getLogger(__name__)
 
 _MAX_PATTERN_TOPICS = 512
 _GRAPH_POLL_S = 0.2
-MAX_WAIT_FAILURES = 50
-"""Failed waits in a row (each retried after 10 ms) before the spin thread gives up."""
 
 INSTALL_HINT = (
     "ROS 2 (rclpy) is not available: source a ROS 2 installation, or install the wheels with "
@@ -191,9 +189,7 @@ class Ros2Connector(Connector):
         self.node: Any = None
         self._context: Any = None
         self._executor: Any = None
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._slots = threading.BoundedSemaphore(num_threads)
-        self._thread: threading.Thread | None = None
+        self._spinner: SpinThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publishers: dict[tuple[str, str, bool], Any] = {}
         self._clients: dict[str, Any] = {}
@@ -203,8 +199,6 @@ class Ros2Connector(Connector):
         self._lock = threading.Lock()
         self._closed = False
         self._group: Any = None
-        self._deferred: collections.deque[Callable[[], None]] = collections.deque()
-        self._wake: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -244,81 +238,14 @@ class Ros2Connector(Connector):
             self._executor = SingleThreadedExecutor(context=ctx)
             self._executor.add_node(self.node)
             # wakes the spin thread's wait so that deferred work runs at once (_on_spin_thread)
-            self._wake = self.node.create_guard_condition(lambda: None, self._group)
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                self.num_threads, thread_name_prefix="loopact-ros2-cb"
-            )
+            wake = self.node.create_guard_condition(lambda: None, self._group)
+            spinner = SpinThread(self._executor, wake, self.num_threads, lambda: self._closed)
         except Exception as exc:
             raise NodeError(f"could not start ROS 2: {exc}") from exc
-        self._thread = threading.Thread(target=self._spin, name="loopact-ros2-spin", daemon=True)
-        self._thread.start()
+        self._spinner = spinner
+        spinner.start()
         self._graph_task = self._loop.create_task(self._watch_graph(), name="loopact-ros2-graph")
         logger.info("ROS 2 node %s started", self.node_name)
-
-    def _spin(self) -> None:
-        """Wait for ready callbacks and run each in the pool (executor thread).
-
-        rclpy's ``MultiThreadedExecutor`` (up to at least rclpy 9.1, Kilted) yields a callback
-        again while it still waits in the pool's queue, so its spin thread busy-loops holding the
-        GIL for as long as any callback is queued (ros2/rclpy#1452): with odometry at 30 Hz and
-        camera images in one process that starved the asyncio loop for up to 0.8 s, and the
-        odometry went stale mid-motion. Here the spin thread takes a free pool slot first and
-        waits until the callback has started before it waits for the next one, so a callback is
-        never handed out twice and the thread sleeps in the wait set when there is nothing to do.
-        A served long call holds its slot until it ends (``num_threads`` at once).
-        """
-        ex = ros_module("rclpy.executors")
-        pool = self._pool
-        assert pool is not None
-        idle = (ex.TimeoutException, ex.ConditionReachedException)
-        stopped = (ex.ShutdownException, ex.ExternalShutdownException)
-        failures = 0
-        try:
-            while not self._closed:
-                self._run_deferred()
-                while not self._slots.acquire(timeout=0.2):
-                    if self._closed:
-                        return
-                try:
-                    handler, _entity, _node = self._executor.wait_for_ready_callbacks(
-                        timeout_sec=0.2
-                    )
-                except idle:
-                    self._slots.release()
-                    continue
-                except stopped:
-                    raise
-                except Exception as exc:  # e.g. an entity created while the wait set was built
-                    self._slots.release()
-                    failures += 1
-                    if failures >= MAX_WAIT_FAILURES:
-                        raise
-                    logger.warning("ROS 2 wait failed (%r); waiting again", exc)
-                    time.sleep(0.01)
-                    continue
-                failures = 0
-                started = threading.Event()
-                pool.submit(self._run_callback, handler, started)
-                started.wait(1.0)
-        except stopped:
-            pass
-        except Exception as exc:
-            if not self._closed:
-                logger.error("ROS 2 executor stopped: %r", exc)
-
-    def _run_callback(self, handler: Any, started: threading.Event) -> None:
-        """Pool thread: run one rclpy callback task; its exception is logged, not lost."""
-        error: BaseException | None = None
-        try:
-            started.set()
-            handler()  # an rclpy Task keeps its callback's exception
-            error = handler.exception() if handler.done() else None
-        except Exception as exc:
-            error = exc
-        finally:
-            self._slots.release()
-        if error is not None and not self._closed:
-            logger.error("ROS 2 callback failed: %r", error)
 
     async def shutdown(self) -> None:
         """Stop in the safe order: executor, spin thread, node, context (idempotent)."""
@@ -340,10 +267,8 @@ class Ros2Connector(Connector):
 
         with contextlib.suppress(Exception):
             self._executor.shutdown(timeout_sec=2.0)
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._spinner is not None:
+            self._spinner.join()
         with contextlib.suppress(Exception):
             self.node.destroy_node()
         with contextlib.suppress(Exception):
@@ -381,29 +306,11 @@ class Ros2Connector(Connector):
         return await fut
 
     def _on_spin_thread(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the spin thread between two waits (or now, when it is not running).
-
-        rclpy entities must not be destroyed while the executor builds its wait set from them:
-        an action client destroyed from the asyncio thread at that moment made rcl fail with
-        "action client pointer is invalid", and the spin thread stopped for good (seen when a
-        tool node was dropped, issue 4).
-        """
-        thread = self._thread
-        if thread is None or not thread.is_alive() or threading.current_thread() is thread:
+        """Run ``fn`` on the spin thread between two waits (now, when it is not running)."""
+        if self._spinner is None:
             fn()
-            return
-        self._deferred.append(fn)
-        if self._wake is not None:
-            with contextlib.suppress(Exception):
-                self._wake.trigger()
-
-    def _run_deferred(self) -> None:
-        while self._deferred:
-            fn = self._deferred.popleft()
-            try:
-                fn()
-            except Exception as exc:
-                logger.debug("deferred ROS 2 clean-up failed: %r", exc)
+        else:
+            self._spinner.between_waits(fn)
 
     def _destroy_sub(self, handle: Any) -> None:
         if self.node is None or self._closed:
