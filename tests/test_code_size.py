@@ -24,26 +24,27 @@ LONG_FUNCTIONS: dict[str, tuple[int, str]] = {
     "robot/track.py:track_target": (170, "issue 15 is changing it today; split after it lands"),
 }
 
-# path -> (lines it may not pass, why it is still long)
+# path -> (lines it may not pass, why it is still long); a ceiling leaves about 20 lines for
+# work in progress in that module, not room to grow: split it instead.
 LONG_MODULES: dict[str, tuple[int, str]] = {
     "agent/task.py": (
-        615,
+        630,
         "TaskRun: one task's rounds and its five bodies (ReAct, steps, plan, action text, "
         "continuous); next out: the plan and action-text bodies",
     ),
-    "cli.py": (640, "one typer command per verb; next out: the sim and mcp commands"),
+    "cli.py": (660, "one typer command per verb; next out: the sim and mcp commands"),
     "llm/anthropic.py": (
-        630,
+        650,
         "one wire protocol (Messages API, thinking, cache); being changed "
         "today (wire/sec), split after",
     ),
     "nodes/ros2.py": (
-        660,
+        670,
         "Ros2Connector: the transport verbs over rclpy (topics, patterns, actions with "
         "feedback and cancel); next out: the action server side (serve)",
     ),
     "robot/governor.py": (
-        610,
+        620,
         "SafetyGovernor: base and head leases, watchdog, fence, obstacle stop; next out: head",
     ),
 }
