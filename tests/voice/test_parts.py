@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.agent.helpers import Recorder
+from tests.voice.helpers import needs_espeak, silence, speak
 
 from loopact.channels.voice_tools import VoiceControls, make_voice_tools
 from loopact.errors import ToolError
@@ -17,6 +18,7 @@ from loopact.testing.audio_protocol import spoken_wav
 from loopact.voice.audio import AudioFrame, ClockedSink, read_wav, wav_bytes
 from loopact.voice.echo import EchoCanceller
 from loopact.voice.playback import Player
+from loopact.voice.stt import WhisperSTT
 from loopact.voice.text import SentenceSplitter, language_of, speakable
 from loopact.voice.tts import Speech
 from loopact.voice.vad import Endpointer, Onset, Vad
@@ -140,3 +142,21 @@ async def test_playback_tools_play_and_record_inside_the_workspace(tmp_path: Pat
     assert controls.pause() == "nothing is playing"
     await player.close()
     await sink.close()
+
+
+@needs_espeak
+async def test_offline_whisper_encodes_a_window_as_long_as_the_utterance() -> None:
+    from loopact.voice.stt import _compression_ratio
+
+    pcm = speak("move forward one meter") + silence(0.6)
+    texts = []
+    for window_s in (10.0, 30.0):  # loopact's default, Whisper's fixed window
+        stt = WhisperSTT(window_s=window_s)
+        t = await stt.transcribe(pcm)
+        await stt.aclose()
+        texts.append(t.text.lower())
+        assert stt.fallbacks == 0
+    assert all("forward" in x and "meter" in x for x in texts), texts
+    # the guard against a short window's loops: Whisper's own compression-ratio test
+    assert _compression_ratio("Find the green ball. " * 20) > 2.4
+    assert _compression_ratio("Move forward one meter and then turn left.") < 2.4

@@ -102,7 +102,7 @@ def make_stt(cfg: Config) -> SpeechToText:
         same = base == cfg.model.base_url
         key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None)
         return OpenAISTT(base, s.model, key, s.timeout_s)
-    return WhisperSTT(s.model_path, s.threads, s.timeout_s)
+    return WhisperSTT(s.model_path, s.threads, s.timeout_s, s.window_s)
 
 
 def make_tts(cfg: Config) -> TextToSpeech | None:

@@ -417,6 +417,7 @@ class SttConfig(pydantic.BaseModel):
     model_path: Path | None = None
     threads: int | None = pydantic.Field(None, ge=1)
     timeout_s: float = pydantic.Field(20.0, gt=0)
+    window_s: float = pydantic.Field(10.0, ge=1, le=30)  # whisper: shortest encoder window
 
 
 class TtsConfig(pydantic.BaseModel):

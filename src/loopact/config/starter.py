@@ -198,6 +198,8 @@ voice:                        # spoken commands and replies (docs/voice.md)
     api_key_env: null         # variable holding its key (null: the model's key, same URL)
     model_path: null          # whisper: another CTranslate2 Whisper folder (multilingual)
     timeout_s: 20
+    window_s: 10              # whisper: shortest encoder window in s (30: Whisper's fixed
+                              # window, 5x slower on a short command, same words)
   tts:
     engine: espeak            # espeak: offline espeak-ng (English, Chinese); openai: an
                               # OpenAI-compatible /audio/speech endpoint; none: no speech
