@@ -8,6 +8,13 @@ transcript: the player pauses at once. If the utterance then turns out to be no 
 short, an empty transcript, an engine error), the pause is undone (a false interruption, as
 LiveKit's users asked for); if it holds words, the handler decides.
 
+Speculative transcription: with an engine that costs only CPU (``stt.speculative``, the
+offline Whisper), the utterance so far is transcribed as soon as the endpointer reports a
+:class:`~loopact.voice.vad.Pause` (200 ms of silence); when the utterance then ends without
+more speech, that transcript is used, so the engine's time overlaps the end-of-utterance
+silence instead of following it. Speech after the pause drops it. Endpoints that charge per
+request (``OpenAISTT``) are never asked twice.
+
 Events::
 
     {"type": "speech_in", "state": "started", "t_s": ..., "barge_in": true}
@@ -36,7 +43,7 @@ from loopact.voice.audio import AudioFrame, AudioSource, rms
 from loopact.voice.echo import EchoCanceller
 from loopact.voice.playback import Player
 from loopact.voice.stt import SpeechToText, Transcript
-from loopact.voice.vad import Endpointer, Onset, Utterance, Vad
+from loopact.voice.vad import Endpointer, Onset, Pause, Utterance, Vad
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +83,8 @@ class Listener:
         echo_gate: While the robot speaks, the residual after echo cancellation must be at
             least this fraction of the echo's RMS to count as a person speaking.
         lang: The agent's language (``en``/``zh``): a transcript in another one gets a note.
+        speculative: Transcribe on a :class:`Pause` (None: when the engine says it is cheap,
+            ``stt.speculative``).
     """
 
     def __init__(
@@ -91,6 +100,7 @@ class Listener:
         barge_in: bool = True,
         echo_gate: float = 0.5,
         lang: str | None = None,
+        speculative: bool | None = None,
     ) -> None:
         self.source = source
         self.stt = stt
@@ -111,6 +121,10 @@ class Listener:
         self._chain: asyncio.Future[None] | None = None
         self._recorders: list[tuple[bytearray, int, asyncio.Future[bytes]]] = []
         self.muted = False
+        if speculative is None:
+            speculative = bool(getattr(stt, "speculative", False))
+        self.speculative = speculative
+        self._early: tuple[float, int, asyncio.Future[Transcript]] | None = None
 
     async def run(self) -> None:
         """Listen until the source ends; then wait for the last transcripts to be handled."""
@@ -125,6 +139,7 @@ class Listener:
                 if not fut.done():
                     fut.set_result(bytes(buf))
             self._recorders.clear()
+            self._drop_early()
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
@@ -148,6 +163,8 @@ class Listener:
         for event in self.endpointer.push(clean, speech):
             if isinstance(event, Onset):
                 self._onset(event)
+            elif isinstance(event, Pause):
+                self._speculate(event)
             elif isinstance(event, Utterance):
                 self._utterance(event)
             else:
@@ -186,16 +203,50 @@ class Listener:
             truncated=utt.truncated,
             notes=utt.notes,
         )
-        task = asyncio.ensure_future(self._transcribe(utt, self._chain))
+        early = self._take_early(utt)
+        task = asyncio.ensure_future(self._transcribe(utt, self._chain, early))
         self._chain = task
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _transcribe(self, utt: Utterance, before: asyncio.Future[None] | None) -> None:
+    # ------------------------------------------------------------------ speculation
+    def _speculate(self, pause: Pause) -> None:
+        """Start transcribing the utterance so far (it may be complete)."""
+        if not self.speculative:
+            return
+        self._drop_early()
+        fut = asyncio.ensure_future(self.stt.transcribe(pause.pcm, None))
+        fut.add_done_callback(_retrieve)
+        self._early = (pause.start_s, pause.speech_frames, fut)
+
+    def _take_early(self, utt: Utterance) -> asyncio.Future[Transcript] | None:
+        """The speculative transcription of ``utt`` if it heard all of its speech."""
+        early, self._early = self._early, None
+        if early is None:
+            return None
+        start_s, frames, fut = early
+        if start_s == utt.start_s and frames == utt.speech_frames and not fut.cancelled():
+            return fut
+        fut.cancel()
+        return None
+
+    def _drop_early(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:
+            early[2].cancel()
+
+    async def _transcribe(
+        self,
+        utt: Utterance,
+        before: asyncio.Future[None] | None,
+        early: asyncio.Future[Transcript] | None = None,
+    ) -> None:
         t_end = time.monotonic()
         try:
             # no language hint: the engine detects it (a Chinese command to an English agent)
-            transcript: Transcript | None = await self.stt.transcribe(utt.pcm, None)
+            transcript: Transcript | None = await (
+                early if early is not None else self.stt.transcribe(utt.pcm, None)
+            )
             error = None
         except SpeechEngineError as exc:
             transcript, error = None, str(exc)
@@ -257,3 +308,9 @@ class Listener:
         fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._recorders.append((bytearray(), int(seconds * 16000) * 2, fut))
         return await fut
+
+
+def _retrieve(fut: asyncio.Future[Transcript]) -> None:
+    """Mark a dropped speculative transcription's error as seen (it is never used)."""
+    if not fut.cancelled():
+        fut.exception()

@@ -5,7 +5,10 @@ MIT, no model file) gated by an energy floor, so that near-silence and faint his
 :class:`Endpointer` turns the per-frame decisions into utterances: speech *onset* after
 ``onset_ms`` of speech within a short window (the barge-in signal: it does not wait for a
 transcript), *end* after ``end_silence_ms`` of silence, with ``pre_roll_ms`` of audio kept from
-before the onset. An utterance longer than ``max_utterance_s`` is cut there (a 10-minute
+before the onset. After ``early_ms`` of silence it reports a :class:`Pause` (the utterance so
+far), so that the listener can start transcribing while it waits to be sure the person has
+finished (speculative transcription: the 600 ms of end silence are no longer added to the
+engine's time). An utterance longer than ``max_utterance_s`` is cut there (a 10-minute
 recording is handled as a series of utterances, never as one huge upload).
 """
 
@@ -53,6 +56,8 @@ class Utterance:
         detected_s: When the onset was declared (``start_s`` + detection delay).
         truncated: Cut at ``max_utterance_s``.
         notes: What is wrong with it, for people (clipping, ...).
+        speech_frames: Speech frames in it (a :class:`Pause` with the same count and
+            ``start_s`` saw all of its speech).
     """
 
     pcm: bytes
@@ -61,6 +66,7 @@ class Utterance:
     detected_s: float
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
+    speech_frames: int = 0
 
     @property
     def duration_s(self) -> float:
@@ -77,6 +83,22 @@ class Onset:
     detected_s: float
 
 
+@dataclass(frozen=True)
+class Pause:
+    """Speech stopped for ``early_ms`` inside an open utterance: perhaps its end.
+
+    Attributes:
+        pcm: The utterance so far (pre-roll included), 16 kHz mono PCM.
+        start_s: Monotonic time of the utterance's onset.
+        speech_frames: Speech frames so far; the :class:`Utterance` that ends with the same
+            ``start_s`` and count had no speech after this pause.
+    """
+
+    pcm: bytes
+    start_s: float
+    speech_frames: int
+
+
 class Endpointer:
     """Segments frames into utterances from per-frame speech decisions.
 
@@ -87,6 +109,8 @@ class Endpointer:
         pre_roll_ms: Audio kept from before the onset.
         max_utterance_s: Longest utterance; a longer one is cut and a new one starts.
         min_utterance_ms: Speech shorter than this is discarded (a cough, a click).
+        early_ms: Silence after which a :class:`Pause` is reported (0: never; at least
+            ``end_silence_ms``: never).
     """
 
     def __init__(
@@ -98,6 +122,7 @@ class Endpointer:
         pre_roll_ms: int = 200,
         max_utterance_s: float = 30.0,
         min_utterance_ms: int = 200,
+        early_ms: int = 200,
     ) -> None:
         self._onset_frames = max(1, onset_ms // FRAME_MS)
         self._window: deque[bool] = deque(maxlen=max(1, onset_window_ms // FRAME_MS))
@@ -105,6 +130,8 @@ class Endpointer:
         self._pre: deque[AudioFrame] = deque(maxlen=max(1, pre_roll_ms // FRAME_MS))
         self._max_bytes = int(max_utterance_s * SAMPLE_RATE) * 2
         self._min_speech_frames = max(1, min_utterance_ms // FRAME_MS)
+        early = early_ms // FRAME_MS
+        self._early_frames = early if 0 < early < self._end_frames else 0
         self._active = False
         self._buf = bytearray()
         self._silence = 0
@@ -118,14 +145,15 @@ class Endpointer:
         """True while an utterance is open."""
         return self._active
 
-    def push(self, frame: AudioFrame, speech: bool) -> list[Onset | Utterance | None]:
+    def push(self, frame: AudioFrame, speech: bool) -> list[Onset | Pause | Utterance | None]:
         """Feed one frame and its decision; returns what happened.
 
-        The list holds an :class:`Onset` when speech began, an :class:`Utterance` when one
-        ended, and ``None`` when an open utterance was discarded as too short (a false start:
-        the caller resumes what the onset interrupted).
+        The list holds an :class:`Onset` when speech began, a :class:`Pause` after
+        ``early_ms`` of silence in an utterance, an :class:`Utterance` when one ended, and
+        ``None`` when an open utterance was discarded as too short (a false start: the caller
+        resumes what the onset interrupted).
         """
-        out: list[Onset | Utterance | None] = []
+        out: list[Onset | Pause | Utterance | None] = []
         self._window.append(speech)
         if not self._active:
             self._pre.append(frame)
@@ -154,6 +182,12 @@ class Endpointer:
             out.append(self._finish(truncated=True))
         elif self._silence >= self._end_frames:
             out.append(self._finish(truncated=False))
+        elif (
+            self._early_frames
+            and self._silence == self._early_frames
+            and self._speech_frames >= self._min_speech_frames
+        ):
+            out.append(Pause(bytes(self._buf), self._start_s, self._speech_frames))
         return out
 
     def flush(self) -> Utterance | None:
@@ -173,5 +207,10 @@ class Endpointer:
         if speech_frames < self._min_speech_frames and not truncated:
             return None
         return Utterance(
-            pcm, self._start_s, self._last_speech_end, self._detected_s, truncated=truncated
+            pcm,
+            self._start_s,
+            self._last_speech_end,
+            self._detected_s,
+            truncated=truncated,
+            speech_frames=speech_frames,
         )
