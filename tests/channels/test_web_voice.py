@@ -120,6 +120,11 @@ async def test_spoken_command_from_the_page_and_spoken_reply_back(
         received = await page.evaluate("window.loopactVoice.receivedBytes")
         played = sum(e.data["duration_s"] for e in rec.of("speech_out") if "duration_s" in e.data)
         assert abs(received / 32000 - played) < 0.3, (received, played)
+        # and in the chat: what was heard, the command, each spoken sentence
+        await page.locator(".event.heard", has_text="heard: Move forward one meter.").wait_for()
+        await page.locator(".msg.user", has_text="Move forward one meter.").wait_for()
+        for sentence in spoken:
+            await page.locator(".event.progress", has_text="\U0001f50a " + sentence).wait_for()
         sent = await page.evaluate("window.loopactVoice.sentBytes")
         assert sent > 32000 * 1.5  # the microphone streamed the command and more
         await page.uncheck("#handsfree")

@@ -177,6 +177,7 @@ class WebVoice:
         self.channel: VoiceChannel | None = None
         self._task: asyncio.Task[None] | None = None
         self._stt: SpeechToText | None = None
+        self._warm: asyncio.Future[None] | None = None
 
     def connect(self) -> AudioLink:
         """A new page: its audio link (it hears the robot's voice from now on)."""
@@ -195,6 +196,10 @@ class WebVoice:
             self.source, self._stt, self.player, self.bus, self.channel.on_transcript
         )
         self._task = asyncio.ensure_future(self.listener.run())
+        warm_up = getattr(self._stt, "warm_up", None)
+        if warm_up is not None:  # load the offline model now, not on the first utterance
+            self._warm = asyncio.ensure_future(warm_up())
+            self._warm.add_done_callback(_warmed)
 
     async def close(self) -> None:
         """Stop listening and speaking."""
@@ -206,9 +211,17 @@ class WebVoice:
             await self.player.close()
         if self.channel is not None:
             self.channel.close()
+        if self._warm is not None:
+            self._warm.cancel()
         if self._stt is not None:
             await self._stt.aclose()
         await self.sink.close()
+
+
+def _warmed(fut: asyncio.Future[None]) -> None:
+    """A model that cannot load is said by the first transcription (``transcript`` error)."""
+    if not fut.cancelled() and fut.exception() is not None:
+        log.warning("the speech model did not load: %s", fut.exception())
 
 
 def parse_control(text: str) -> dict[str, Any] | None:

@@ -200,6 +200,7 @@
     dropped: function (ev) { line("warn", ev.n + " events skipped (slow connection)", ev); },
     // issue 16: what was heard and said (voice.js plays and records the audio itself)
     transcript: function (ev) {
+      if (ev.text) { line("progress heard", "\uD83C\uDFA4 heard: " + short(ev.text), ev); }
       if (ev.error || ev.note) { line("warn", "voice: " + (ev.error || ev.note), ev); }
     },
     speech_out: function (ev) {
