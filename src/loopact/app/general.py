@@ -12,14 +12,18 @@ from loopact.tools.base import Tool
 from loopact.tools.builtin.files import Workspace
 
 
-def general_tools(cfg: Config, workspace: Path) -> list[Tool]:
+def general_tools(cfg: Config, workspace: Path | Workspace) -> list[Tool]:
     """The general tools ``cfg`` enables, confined to ``workspace``.
 
     Args:
         cfg: The configuration (``tools.*``).
-        workspace: The workspace folder (created if missing).
+        workspace: The workspace folder (created if missing), or the run's
+            :class:`~loopact.tools.builtin.files.Workspace`: ``loopact run`` gives the one of
+            its file tools, so that ``write_document`` and ``generate_image`` cannot reach
+            loopact's own state either (a ``RULE.md`` written into the memory folder would
+            change every later system prompt; issue 21 items 1 and 2).
     """
-    ws = Workspace(workspace)
+    ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     from loopact.tools.builtin.documents import make_document_tool
 
     font = cfg.documents.font.expanduser() if cfg.documents.font else None

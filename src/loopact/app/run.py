@@ -44,6 +44,7 @@ from loopact.llm.base import Model
 from loopact.llm.local_process import LocalBrain
 from loopact.nodes.connector import Connector
 from loopact.tools.base import Tool
+from loopact.tools.builtin.files import Workspace
 from loopact.tools.builtin.messages import MessageChannel
 from loopact.tools.registry import ToolRegistry
 
@@ -65,7 +66,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         cfg, opened = await open_agent(
             cfg, stack, bus, once=once, config_source=config_source, interactive=once is None
         )
-        voice = await _open_voice(cfg, opened.agent, stack, opened.body.connector)  # issue 16
+        voice = await _open_voice(cfg, opened, stack)  # issue 16
         if voice is not None and voice.from_file:
             return await _run_voice_file(cfg, opened.agent, voice)
         if once is not None:
@@ -81,11 +82,14 @@ class OpenedAgent:
         agent: The agent, its tools in ``agent.registry``.
         body: The robot (or none).
         workspace: The file tools' folder.
+        files: The workspace as the tools use it, loopact's own state out of reach
+            (issue 21); None only when built without :func:`open_agent`.
     """
 
     agent: Agent
     body: Body
     workspace: Path
+    files: Workspace | None = None
 
 
 async def open_agent(
@@ -119,8 +123,9 @@ async def open_agent(
     Returns:
         The config (with the local brain's model filled in) and what was opened.
     """
-    workspace, builtin = _workspace(cfg, config_source)
-    registry = ToolRegistry([*builtin, *general_tools(cfg, workspace)])
+    files, builtin = _workspace(cfg, config_source)
+    workspace = files.root
+    registry = ToolRegistry([*builtin, *general_tools(cfg, files)])
     brain = None
     if isinstance(local_brain, LocalBrain):
         cfg, brain = use_local_brain(cfg, local_brain)
@@ -142,7 +147,7 @@ async def open_agent(
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
         await prepare_local_prompt(agent)
-    return cfg, OpenedAgent(agent, body, workspace)
+    return cfg, OpenedAgent(agent, body, workspace, files)
 
 
 async def _robot_tools(
@@ -171,10 +176,12 @@ async def _robot_tools(
     return []
 
 
-def _workspace(cfg: Config, config_source: Path | None) -> tuple[Path, list[Tool]]:
+def _workspace(cfg: Config, config_source: Path | None) -> tuple[Workspace, list[Tool]]:
     """The file tools' folder (created if missing) and the built-in tools confined to it.
 
-    The file tools never reach loopact's own state (issue 21, :mod:`loopact.app.own_state`).
+    The file tools never reach loopact's own state (issue 21, :mod:`loopact.app.own_state`);
+    every other tool that reads or writes workspace files is given the same
+    :class:`Workspace`.
 
     Raises:
         ConfigError: It cannot be used as a folder, or it lies inside loopact's own state
@@ -184,7 +191,8 @@ def _workspace(cfg: Config, config_source: Path | None) -> tuple[Path, list[Tool
 
     workspace = cfg.agent.workspace.expanduser().resolve()
     try:
-        tools = make_builtin_tools(workspace, protected=agent_state_paths(cfg, config_source))
+        files = Workspace(workspace, agent_state_paths(cfg, config_source))
+        tools = make_builtin_tools(files)
     except ValueError as exc:  # inside the memory folder, say
         raise ConfigError(
             f"agent.workspace: {exc} (set --workspace DIR)", key="agent.workspace"
@@ -195,7 +203,7 @@ def _workspace(cfg: Config, config_source: Path | None) -> tuple[Path, list[Tool
             "(set --workspace DIR)",
             key="agent.workspace",
         ) from None
-    return workspace, tools
+    return files, tools
 
 
 def agent_options(
@@ -328,14 +336,15 @@ async def _attach(
         stack.callback(writer.close)
 
 
-async def _open_voice(
-    cfg: Config, agent: Agent, stack: AsyncExitStack, connector: Any
-) -> VoiceRun | None:
+async def _open_voice(cfg: Config, opened: OpenedAgent, stack: AsyncExitStack) -> VoiceRun | None:
     """Voice for the run when asked for (``--voice``, ``--audio-in``, ``--audio-out``,
-    ``voice.ros2_topics``)."""
+    ``voice.ros2_topics``); its file tools get the run's workspace (issue 21)."""
     from loopact.app.voice import open_voice
 
-    return await open_voice(cfg, agent, stack, Console(stderr=True, highlight=False), connector)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)  # issue 22: never wrap
+    return await open_voice(
+        cfg, opened.agent, stack, console, opened.body.connector, workspace=opened.files
+    )
 
 
 async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:

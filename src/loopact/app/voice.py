@@ -26,6 +26,7 @@ from loopact.channels.voice_tools import (
 )
 from loopact.config import Config
 from loopact.errors import ConfigError, VoiceError
+from loopact.tools.builtin.files import Workspace
 from loopact.voice.audio import AudioSink, AudioSource
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
@@ -161,13 +162,20 @@ def _open_ends(
 
 
 async def open_voice(
-    cfg: Config, agent: Agent, stack: AsyncExitStack, console: Console, connector: Any = None
+    cfg: Config,
+    agent: Agent,
+    stack: AsyncExitStack,
+    console: Console,
+    connector: Any = None,
+    workspace: Workspace | None = None,
 ) -> VoiceRun | None:
     """Build the voice parts of a run, or None when voice is not requested.
 
     A missing speech engine (espeak-ng, the offline model) is said in one line and the run
     goes on in text for that direction. ``connector`` is the ROS 2 connector for
-    ``voice.ros2_topics``.
+    ``voice.ros2_topics``; ``workspace`` the run's workspace for ``play_audio`` and
+    ``record_audio`` (loopact's own state out of reach, issue 21), by default
+    ``agent.workspace`` without protected paths.
 
     Raises:
         ConfigError: The modality refuses voice, an engine is misconfigured, there is no sound
@@ -224,7 +232,7 @@ async def open_voice(
         )
         channel.listener = listener
         stack.push_async_callback(source.close)
-    controls = VoiceControls(player, listener, cfg.agent.workspace)
+    controls = VoiceControls(player, listener, workspace or cfg.agent.workspace)
     for tool in make_voice_tools(controls):
         agent.registry.add(tool)
     return VoiceRun(channel, listener, player, source, from_file, controls)

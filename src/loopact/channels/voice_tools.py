@@ -32,13 +32,16 @@ class VoiceControls:
     Args:
         player: The robot's voice, or None (no speaker).
         listener: The microphone, or None.
-        workspace: The folder files are read from and written to.
+        workspace: The folder files are read from and written to, or a :class:`Workspace`
+            (with the paths that stay out of reach, issue 21).
     """
 
-    def __init__(self, player: Player | None, listener: Listener | None, workspace: Path) -> None:
+    def __init__(
+        self, player: Player | None, listener: Listener | None, workspace: Path | Workspace
+    ) -> None:
         self.player = player
         self.listener = listener
-        self.ws = Workspace(workspace)
+        self.ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
 
     def _need_player(self) -> Player:
         if self.player is None:

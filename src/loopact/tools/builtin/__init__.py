@@ -26,11 +26,15 @@ __all__ = [
 ]
 
 
-def make_builtin_tools(workspace: Path, protected: Iterable[ProtectedPath] = ()) -> list[Tool]:
+def make_builtin_tools(
+    workspace: Path | Workspace, protected: Iterable[ProtectedPath] = ()
+) -> list[Tool]:
     """All built-in tools, file tools confined to ``workspace`` (SPEC C6).
 
     Args:
-        workspace: The workspace folder; created (with parents) if missing.
+        workspace: The workspace folder (created with parents if missing), or a
+            :class:`~loopact.tools.builtin.files.Workspace` that already names its protected
+            paths (then ``protected`` must be empty).
         protected: loopact's own state, out of reach of the file tools (issue 21, see
             :class:`~loopact.tools.builtin.files.Workspace`).
 
@@ -40,7 +44,13 @@ def make_builtin_tools(workspace: Path, protected: Iterable[ProtectedPath] = ())
 
     Raises:
         OSError: The workspace folder cannot be created.
-        ValueError: The workspace lies inside a protected path.
+        ValueError: The workspace lies inside a protected path, or ``protected`` was given
+            with a :class:`~loopact.tools.builtin.files.Workspace`.
     """
-    ws = Workspace(workspace, protected)
+    if isinstance(workspace, Workspace):
+        if tuple(protected):
+            raise ValueError("give the protected paths to the Workspace, not as well here")
+        ws = workspace
+    else:
+        ws = Workspace(workspace, protected)
     return [*make_system_tools(ws.root), *make_file_tools(ws), make_wait_tool()]
