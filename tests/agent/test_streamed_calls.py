@@ -19,7 +19,8 @@ from tests.agent.helpers import Recorder, make_agent
 from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.llm.anthropic import AnthropicModel
 from loopact.llm.arguments import MAX_ARGUMENT_CHARS
-from loopact.llm.base import Capabilities
+from loopact.llm.base import Capabilities, Model
+from loopact.llm.dify import DifyModel
 from loopact.testing import ScriptedModelServer
 from loopact.tools.base import Tool, tool
 from loopact.tools.registry import ToolRegistry
@@ -224,6 +225,63 @@ async def test_a_stream_of_only_arguments_is_not_silence(
     assert outcome.status == "completed" and outcome.reply == "Noted."
 
 
+SLOW = {"chunk_size": 5, "chunk_delay_s": 0.1}
+SLOW_BOUNDS = Bounds(
+    request_timeout_s=1.0, stream_idle_timeout_s=0.6, max_tries=1, backoff_base_s=0.01
+)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "dify"])
+async def test_slow_reasoning_and_text_are_not_silence(
+    scripted_server: Factory, tmp_path: Path, provider: str
+) -> None:
+    """Reasoning then answer text, a piece every 0.1 s for about 1.4 s: activity too."""
+    answer = "The answer is " + "5" * 16
+    server = scripted_server([{"reasoning": "r" * 40, "text": answer, **SLOW}])
+    agent, rec = _agent(server, tmp_path, provider, [], bounds=SLOW_BOUNDS)
+    outcome = await agent.run_task("what is 2 + 3?")
+    await agent.close()
+    assert rec.of("model_retry") == []
+    assert outcome.status == "completed" and outcome.reply == answer
+
+
+@pytest.mark.parametrize("shape", ["collected", "dify-agent"])
+async def test_fragments_a_provider_holds_back_are_not_silence(
+    scripted_server: Factory, tmp_path: Path, shape: str
+) -> None:
+    """Fragments that arrive but are not passed on as deltas yet: a grammar-constrained
+    endpoint's response, collected so that a reply pseudo-tool call becomes answer text,
+    and a Dify agent app's steps (``agent_thought``) before its answer. Neither yielded
+    anything before the response ended: "did not start answering within 1 s"."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    if shape == "collected":
+        call_text = json.dumps({"name": "note", "arguments": {"text": "z" * 60}})
+        first: dict[str, Any] = {"text": f"<tool_call>{call_text}</tool_call>", **SLOW}
+        caps = Capabilities(native_tool_calls=False, constrained_decoding=True)
+        agent, rec = make_agent(
+            scripted_server([first, {"text": "Noted."}]),
+            tmp_path,
+            tools=motion_tools(log),
+            bounds=SLOW_BOUNDS,
+            capabilities=caps,
+            tool_calling="native",
+        )
+    else:
+        thought = {"event": "agent_thought", "thought": "Looking it up.", "tool": "search"}
+        first = {
+            "text": 'note(text="' + "z" * 60 + '")',
+            "chunk_delay_s": 0.1,
+            "extras": {"dify": {"event": "agent_message", "events_before": [thought] * 14}},
+        }
+        server = scripted_server([first, {"text": "Noted."}])
+        agent, rec = _agent(server, tmp_path, "dify", motion_tools(log), bounds=SLOW_BOUNDS)
+    outcome = await agent.run_task("note this")
+    await agent.close()
+    assert rec.of("model_retry") == []
+    assert log == [("note", {"text": "z" * 20})]
+    assert outcome.status == "completed" and outcome.reply == "Noted."
+
+
 def _agent(
     server: ScriptedModelServer,
     workspace: Path,
@@ -231,8 +289,14 @@ def _agent(
     tools: list[Tool],
     bounds: Bounds = FAST,
 ) -> tuple[Agent, Recorder]:
-    if provider == "anthropic":
-        model = AnthropicModel("scripted", server.root_url, api_key="sk-x", request_timeout_s=10)
+    if provider in ("anthropic", "dify"):
+        model: Model
+        if provider == "anthropic":
+            model = AnthropicModel(
+                "scripted", server.root_url, api_key="sk-x", request_timeout_s=10
+            )
+        else:
+            model = DifyModel(base_url=server.base_url, api_key="app-x", request_timeout_s=10)
         agent = Agent(model, ToolRegistry(tools), AgentOptions(bounds=bounds, workspace=workspace))
         rec = Recorder()
         agent.bus.subscribe(rec)

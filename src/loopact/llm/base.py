@@ -8,10 +8,11 @@ retries (SPEC B6) and timeouts (SPEC A2), because only the loop knows whether a 
 already dispatched from a partial stream (SPEC X1: no action ever runs twice).
 
 Event order within one response: any number of ``ReasoningDelta`` / ``TextDelta`` /
-``ToolCallDelta`` / ``ToolCallReady`` (a call is ready as soon as its arguments are complete
-in the stream), then exactly one ``ResponseDone`` last. Every fragment the model sends (text,
-reasoning, tool arguments) is yielded as a delta when it arrives, so a consumer sees the
-stream is alive (SPEC A2: the idle timeout counts silence, not slow arguments). A provider
+``ToolCallDelta`` / ``StreamProgress`` / ``ToolCallReady`` (a call is ready as soon as its
+arguments are complete in the stream), then exactly one ``ResponseDone`` last. Every fragment
+the model sends (text, reasoning, tool arguments) is yielded when it arrives, as a delta or,
+when the provider holds it back, as ``StreamProgress``, so a consumer sees the stream is alive
+(SPEC A2: the idle timeout counts silence, not slow arguments). A provider
 raises :class:`~loopact.errors.ModelError` (retryable or not) instead of yielding
 ``ResponseDone`` when the response fails or is cut.
 """
@@ -143,6 +144,25 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True)
+class StreamProgress:
+    """Fragments arrived that are not passed on (yet): the stream is alive (SPEC A2).
+
+    A provider yields it for what it receives but does not turn into a delta at once: the
+    responses the OpenAI provider collects before it yields them (grammar-constrained text
+    calls: a reply pseudo-tool call becomes answer text, a repeated call is asked again), the
+    steps of a Dify agent app (``agent_thought``). The loop counts it as activity for the
+    idle timeout (issue 21 item 8) and shows nothing; the deltas it stands for, if any, come
+    later and are counted then.
+
+    Attributes:
+        chars: Characters of text, reasoning or tool arguments that arrived.
+    """
+
+    chars: int
+    kind: Literal["stream_progress"] = "stream_progress"
+
+
+@dataclass(frozen=True)
 class ToolCallReady:
     """A tool call whose arguments are complete in the stream (SPEC X1).
 
@@ -177,7 +197,9 @@ class ResponseDone:
     kind: Literal["response_done"] = "response_done"
 
 
-ModelEvent = ReasoningDelta | TextDelta | ToolCallDelta | ToolCallReady | ResponseDone
+ModelEvent = (
+    ReasoningDelta | TextDelta | ToolCallDelta | StreamProgress | ToolCallReady | ResponseDone
+)
 
 
 @runtime_checkable

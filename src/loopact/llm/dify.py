@@ -37,6 +37,7 @@ from loopact.llm.base import (
     ModelRequest,
     ReasoningDelta,
     ResponseDone,
+    StreamProgress,
     TextDelta,
 )
 from loopact.llm.httperrors import describe_body, masking_errors, status_error
@@ -314,6 +315,11 @@ class DifyModel:
             if kind in _ANSWER_EVENTS:
                 for event in emit(splitter.feed(str(data.get("answer") or ""))):
                     yield event
+            elif kind == "agent_thought":
+                # An agent app's step (its thought, tool and tool input) arrives while the
+                # answer waits: progress, not silence (issue 21 item 8). Shown: nothing.
+                step = (data.get("thought"), data.get("tool"), data.get("tool_input"))
+                yield StreamProgress(sum(len(str(v)) for v in step if v))
             elif kind == "message_replace":
                 replaced = str(data.get("answer") or "")
             elif kind == "message_file":

@@ -18,8 +18,9 @@ import base64
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Any, TypeGuard
 
 import httpx2
 import openai
@@ -30,7 +31,9 @@ from loopact.llm.base import (
     Capabilities,
     ModelEvent,
     ModelRequest,
+    ReasoningDelta,
     ResponseDone,
+    StreamProgress,
     TextDelta,
     ToolCallDelta,
     ToolCallReady,
@@ -216,8 +219,9 @@ class OpenAIChatModel:
         text; their responses are therefore collected, not streamed.
 
         Yields:
-            ``ReasoningDelta``, ``TextDelta`` and ``ToolCallReady`` events, then one
-            ``ResponseDone``.
+            ``ReasoningDelta``, ``TextDelta``, ``ToolCallDelta`` and ``ToolCallReady``
+            events, then one ``ResponseDone``; a collected response yields a
+            ``StreamProgress`` per fragment as it arrives, and its events at its end.
 
         Raises:
             ModelRetryableError: connection error or timeout, HTTP 408/409/429/5xx (with
@@ -237,7 +241,13 @@ class OpenAIChatModel:
                 yield event
             return
         # Collected, not streamed: a reply call becomes answer text, a repeat is re-asked.
-        events = [event async for event in self._stream_body(request, body, *reply)]
+        # Every fragment held back meanwhile is passed on as StreamProgress (issue 21 item 8).
+        events: list[ModelEvent] = []
+        async with aclosing(self._stream_body(request, body, *reply)) as first:
+            async for event in first:
+                events.append(event)
+                if _held_back(event):
+                    yield StreamProgress(len(event.text))
         if reply:
             events = _reply_as_text(events)
         done = events[-1]
@@ -247,18 +257,19 @@ class OpenAIChatModel:
             and all(_repeats(c, previous) for c in done.message.tool_calls)
         ):
             logger.info("model repeated its previous call; asking for the answer instead")
-            events = [
-                event
-                async for event in self._stream_body(
-                    request, {**body, "grammar": answer_only_grammar()}
-                )
-            ]
+            events = []
+            again = self._stream_body(request, {**body, "grammar": answer_only_grammar()})
+            async with aclosing(again) as second:
+                async for event in second:
+                    events.append(event)
+                    if _held_back(event):
+                        yield StreamProgress(len(event.text))
         for event in events:
             yield event
 
     async def _stream_body(
         self, request: ModelRequest, body: dict[str, Any], *more_tools: ToolSpec
-    ) -> AsyncIterator[ModelEvent]:
+    ) -> AsyncGenerator[ModelEvent, None]:
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         extra.update(self.extra_body)
         state = new_state(
@@ -401,6 +412,13 @@ def current_task(messages: tuple[Message, ...] | list[Message]) -> list[Message]
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
     system = [m for m in messages[:last_user] if m.role == "system"]
     return [*system, *messages[last_user:]]
+
+
+def _held_back(event: ModelEvent) -> TypeGuard[TextDelta | ReasoningDelta | ToolCallDelta]:
+    """Whether ``event`` is a fragment (text, reasoning, call arguments): while a response is
+    collected each one is passed on as :class:`StreamProgress` at once, so that the response
+    is not silence for the idle timeout (issue 21 item 8)."""
+    return isinstance(event, (TextDelta, ReasoningDelta, ToolCallDelta))
 
 
 def _reply_as_text(events: list[ModelEvent]) -> list[ModelEvent]:
