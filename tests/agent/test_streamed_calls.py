@@ -196,6 +196,53 @@ async def test_deeply_nested_arguments_are_one_failed_call(
     assert outcome.status == "completed" and outcome.reply == "Those arguments were too deep."
 
 
+DEEP = "[" * 1000 + "]" * 1000  # json.loads gives up at about 1,000 levels: RecursionError
+_CHUNK = '{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": '
+_CALL = '{"id": "d", "type": "function", "function": {"name": "note", "arguments": '
+DECODED = {
+    # Ollama sends arguments as an object, not as JSON text.
+    "openai-object-arguments": [
+        f'data: {_CHUNK}[{{"index": 0, "delta": {{"role": "assistant", "tool_calls": '
+        f'[{{"index": 0, {_CALL[1:]}{{"text": {DEEP}}}}}}}]}}, "finish_reason": null}}]}}\n\n',
+        f'data: {_CHUNK}[{{"index": 0, "delta": {{}}, "finish_reason": "tool_calls"}}]}}\n\n',
+        "data: [DONE]\n\n",
+    ],
+    # A gateway answering the stream request with a whole chat.completion.
+    "openai-json-body": [
+        '{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": '
+        '[{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": '
+        f'[{_CALL}{{"text": {DEEP}}}}}}}]}}, "finish_reason": "tool_calls"}}]}}'
+    ],
+    # ... and an Anthropic message, whose tool_use input is always an object.
+    "anthropic-json-body": [
+        '{"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": '
+        '[{"type": "tool_use", "id": "toolu_1", "name": "note", "input": '
+        f'{{"text": {DEEP}}}}}], "stop_reason": "tool_use", "stop_sequence": null, '
+        '"usage": {"input_tokens": 10, "output_tokens": 10}}'
+    ],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DECODED))
+async def test_deep_arguments_inside_a_json_document_are_one_failed_call(
+    scripted_server: Factory, tmp_path: Path, shape: str
+) -> None:
+    """Arguments that arrive decoded, inside the chunk or body: the whole response was
+    unreadable ("malformed chunk: maximum recursion depth exceeded"), retried, and lost."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    assert DECODED[shape][0].count("[") >= 1000  # the shape really nests that deep
+    server = scripted_server([{"wire": DECODED[shape]}, {"text": "Those arguments were too deep."}])
+    provider = shape.split("-")[0]
+    agent, rec = _agent(server, tmp_path, provider, motion_tools(log))
+    outcome = await agent.run_task("note this")
+    await agent.close()
+    assert rec.of("model_retry") == []
+    assert log == []
+    (result,) = rec.of("tool_result")
+    assert result.data["ok"] is False and "arguments nested too deeply" in result.data["error"]
+    assert outcome.status == "completed" and outcome.reply == "Those arguments were too deep."
+
+
 # --- issue 21 item 8: argument streaming is activity -------------------------------------------
 
 

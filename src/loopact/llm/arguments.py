@@ -13,6 +13,12 @@ the fragment size (appending to one string and re-parsing it at every ``}`` cost
   failed call instead of a ``RecursionError`` in the JSON decoder (issue 21 item 9);
 * how long they are: past :data:`MAX_ARGUMENT_CHARS` the text is no longer kept (memory stays
   bounded) and the call fails with a clear error (issue 21 item 7).
+
+Arguments also arrive already decoded, as objects inside a JSON document (a stream chunk with
+``"arguments": {...}`` as Ollama sends it, an Anthropic ``tool_use`` ``input``, a whole JSON
+completion). :func:`loads_bounded` decodes such documents without ever recursing past
+:data:`MAX_DOCUMENT_DEPTH`, so deep arguments there too become one failed call, not a response
+that cannot be read (issue 21 item 9).
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from typing import Any
 __all__ = [
     "MAX_ARGUMENT_CHARS",
     "MAX_ARGUMENT_DEPTH",
+    "MAX_DOCUMENT_DEPTH",
     "TOO_DEEP_ERROR",
     "ArgumentBuffer",
+    "loads_bounded",
     "nesting_depth",
     "too_long_error",
     "value_depth",
@@ -36,6 +44,9 @@ MAX_ARGUMENT_CHARS = 1_000_000
 """Longest tool-call arguments accepted, in characters (about 1 MB of ASCII)."""
 MAX_ARGUMENT_DEPTH = 64
 """Deepest nesting of objects and arrays accepted in tool-call arguments."""
+MAX_DOCUMENT_DEPTH = 200
+"""Deepest nesting :func:`loads_bounded` decodes; deeper containers are cut (well past
+:data:`MAX_ARGUMENT_DEPTH` plus any envelope, far below Python's recursion limit)."""
 TOO_DEEP_ERROR = f"arguments nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels)"
 """The error of a call whose arguments nest deeper than :data:`MAX_ARGUMENT_DEPTH`."""
 
@@ -185,3 +196,59 @@ def value_depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> int:
             return deepest
         stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def loads_bounded(text: str, max_depth: int = MAX_DOCUMENT_DEPTH) -> Any:
+    """``json.loads(text)``, except that it never fails for nesting (issue 21 item 9).
+
+    Python's decoder recurses once per level and raises ``RecursionError`` at about 1,000
+    levels, which made a whole response unreadable for one call's deep arguments. When it
+    does, every container that opens deeper than ``max_depth`` is replaced by ``[]`` and the
+    text decoded again: the value still nests ``max_depth + 1`` levels there, so arguments
+    holding it are refused as too deep (:data:`TOO_DEEP_ERROR`) and the rest of the
+    document (text, other calls, usage) is read as sent.
+
+    Raises:
+        ValueError: ``text`` is not JSON (``json.JSONDecodeError``).
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return json.loads(_cut_deeper_than(text, max_depth))
+
+
+def _cut_deeper_than(text: str, max_depth: int) -> str:
+    """``text`` with every container opening past ``max_depth`` replaced by ``[]`` (strings
+    and escapes respected; one pass, linear time)."""
+    out: list[str] = []
+    kept_from = 0
+    depth = 0
+    cut_start: int | None = None
+    in_string = False
+    skip_to = 0
+    for match in _STRUCTURE.finditer(text):
+        i = match.start()
+        if i < skip_to:
+            continue
+        char = match.group()
+        if in_string:
+            if char == "\\":
+                skip_to = i + 2
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+            if depth == max_depth + 1 and cut_start is None:
+                cut_start = i
+        elif char in "}]":
+            depth -= 1
+            if depth == max_depth and cut_start is not None:
+                out += [text[kept_from:cut_start], "[]"]
+                kept_from, cut_start = i + 1, None
+    if cut_start is not None:  # never closed: invalid JSON either way, the decoder says so
+        out += [text[kept_from:cut_start], "[]"]
+        kept_from = len(text)
+    out.append(text[kept_from:])
+    return "".join(out)

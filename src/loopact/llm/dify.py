@@ -31,6 +31,7 @@ from typing import Any
 import httpx2
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.llm.arguments import loads_bounded
 from loopact.llm.base import (
     Capabilities,
     ModelEvent,
@@ -438,8 +439,8 @@ async def _payloads(response: httpx2.Response) -> AsyncIterator[tuple[str, dict[
         if not item.data.strip():
             continue  # keep-alive frames
         try:
-            data = json.loads(item.data)
-        except (ValueError, RecursionError) as exc:
+            data = loads_bounded(item.data)
+        except ValueError as exc:
             raise ModelFatalError(f"malformed Dify event: {exc}: {item.data[:120]!r}") from None
         if isinstance(data, dict):
             yield item.event, data

@@ -20,7 +20,6 @@ line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import httpx2
 
 from loopact._compat import timeout_after
 from loopact.errors import ModelFatalError, ModelRetryableError
+from loopact.llm.arguments import loads_bounded
 from loopact.llm.httperrors import describe_body
 
 __all__ = [
@@ -153,8 +153,8 @@ async def _json_document(prefix: bytes, chunks: AsyncIterator[bytes], what: str)
         parts.append(chunk)
     text = b"".join(parts).decode("utf-8", errors="replace")
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        return loads_bounded(text)
+    except ValueError as exc:
         raise ModelRetryableError(
             f"{what} answered HTTP 200 with a body that is neither stream events nor JSON "
             f"({exc}): {describe_body(text, 'application/json')}"
@@ -162,14 +162,15 @@ async def _json_document(prefix: bytes, chunks: AsyncIterator[bytes], what: str)
 
 
 def decode_event_json(data: str, what: str) -> Any:
-    """The JSON payload of one event.
+    """The JSON payload of one event (decoded by :func:`~loopact.llm.arguments.loads_bounded`:
+    deep tool arguments in it make one failed call, never an unreadable event).
 
     Raises:
         ModelRetryableError: ``data`` is not JSON ("model stream was cut: malformed chunk").
     """
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        return loads_bounded(data)
+    except ValueError as exc:
         clip = data if len(data) <= 120 else data[:120] + "..."
         raise ModelRetryableError(
             f"{what} stream was cut: malformed chunk: {exc}: {clip!r}"
