@@ -90,6 +90,10 @@ def test_absent_when_not_configured(tmp_path: Path) -> None:
     ("turn", "message"),
     [
         ({"error": {"status": 500, "message": "model overloaded"}}, "HTTP 500: model overloaded"),
+        (  # a proxy's page: its title, never its HTML (issue 22)
+            {"error": {"status": 502, "body": "<html><head><title>502 Bad Gateway</title>"}},
+            r"HTTP 502: 502 Bad Gateway \(an HTML page\)$",
+        ),
         (
             {"extras": {"images": {"b64": base64.b64encode(b"not an image at all").decode()}}},
             "bytes that are not an image",

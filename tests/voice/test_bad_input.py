@@ -15,14 +15,14 @@ import pytest
 from tests.agent.helpers import Recorder
 from tests.voice.helpers import needs_espeak, noise, silence, speak
 
-from loopact.errors import AudioFormatError
+from loopact.errors import AudioFormatError, SpeechEngineError
 from loopact.events import EventBus
 from loopact.testing.audio_protocol import spoken_wav
 from loopact.voice.audio import AudioFrame, ClockedSink, paced, read_wav, wav_bytes
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
 from loopact.voice.stt import OpenAISTT, Transcript
-from loopact.voice.tts import EspeakTTS
+from loopact.voice.tts import EspeakTTS, OpenAITTS
 from loopact.voice.vad import Endpointer, Utterance, Vad
 
 
@@ -206,3 +206,32 @@ async def test_a_missing_tts_engine_is_said_once_and_replies_stay_text() -> None
     assert sink.played_samples == 0
     await player.close()
     await sink.close()
+
+
+PROXY_PAGE = (
+    "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><center>"
+    "<h1>502 Bad Gateway</h1></center><hr><center>nginx/1.25.3</center></body></html>"
+)
+
+
+@pytest.mark.parametrize("lane", ["transcriptions", "speech"])
+async def test_a_proxy_error_page_is_told_by_its_title(scripted_server: Any, lane: str) -> None:
+    """Issue 22 "Also" for the speech endpoints: the status and the page's title, never its
+    HTML (the SDK's own message quoted the whole page)."""
+    page = {"error": {"status": 502, "body": PROXY_PAGE}}
+    server = scripted_server({"turns": [], "lanes": {lane: [page]}})
+    engine: Any
+    if lane == "transcriptions":
+        engine = OpenAISTT(server.base_url, "whisper-1", "k", timeout_s=10)
+        call = engine.transcribe(silence(0.5), "en")
+    else:
+        engine = OpenAITTS(server.base_url, api_key="k", timeout_s=10)
+        call = engine.synthesize("hello", "en")
+    try:
+        with pytest.raises(SpeechEngineError) as failed:
+            await call
+    finally:
+        await engine.aclose()
+    message = str(failed.value)
+    assert message.endswith("answered HTTP 502: 502 Bad Gateway (an HTML page)"), message
+    assert "<" not in message and "nginx" not in message

@@ -64,6 +64,38 @@ def describe_body(text: str, content_type: str | None = None) -> str:
     return _clip(text) if text else "(empty body)"
 
 
+def error_message(body: object, content_type: str | None, fallback: str) -> str:
+    """The server's own message from an error response an SDK decoded (SPEC B6, issue 22).
+
+    The ``openai`` and ``anthropic`` SDKs give an error's ``body`` as the decoded JSON when
+    it was JSON and as the raw text otherwise, and their ``message`` quotes that text whole
+    (a proxy's HTML page). Every endpoint loopact calls through them (models, speech,
+    transcription, images) says its error with this.
+
+    Args:
+        body: The SDK's ``exc.body``.
+        content_type: The response's ``Content-Type``.
+        fallback: Said when the body holds nothing usable (the SDK's ``exc.message``).
+
+    Returns:
+        ``error.message`` (or ``message``) of a JSON body, :func:`describe_body` of a text
+        body, else ``fallback``.
+    """
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(err, str) and err:
+            return err
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    if isinstance(body, str) and body:
+        return describe_body(body, content_type)
+    if looks_like_html(fallback, content_type):
+        return describe_body(fallback, content_type)
+    return fallback
+
+
 def _squash(text: str) -> str:
     return " ".join(text.split())
 

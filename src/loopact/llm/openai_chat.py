@@ -39,7 +39,7 @@ from loopact.llm.base import (
     ToolCallReady,
     ToolSpec,
 )
-from loopact.llm.httperrors import describe_body, masking_errors, status_error
+from loopact.llm.httperrors import error_message, masking_errors, status_error
 from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
 from loopact.llm.toolprompt import (
     REPLY_TOOL,
@@ -581,16 +581,7 @@ def _raise_error_object(chunk: object) -> None:
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, Mapping):
-        err = body.get("error", body)
-        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
-            return str(err["message"])
-        if isinstance(body.get("message"), str):
-            return str(body["message"])
-    if isinstance(body, str) and body:
-        return describe_body(body, exc.response.headers.get("content-type"))
-    return exc.message
+    return error_message(exc.body, exc.response.headers.get("content-type"), exc.message)
 
 
 def _describe(exc: BaseException) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from loopact.errors import SpeechEngineError
+from loopact.llm.httperrors import error_message
 from loopact.voice.audio import duration_s, wav_bytes
 from loopact.voice.text import language_of
 
@@ -336,7 +337,7 @@ class OpenAISTT:
         except openai.APIStatusError as exc:
             raise SpeechEngineError(
                 f"the transcription endpoint {self._base_url} answered HTTP "
-                f"{exc.status_code}: {exc.message}"
+                f"{exc.status_code}: {_said(exc)}"
             ) from None
         except openai.APIError as exc:
             raise SpeechEngineError(
@@ -351,3 +352,9 @@ class OpenAISTT:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
+
+
+def _said(exc: Any) -> str:
+    """What an ``openai.APIStatusError`` says: the server's message, an HTML page by its
+    title (issue 22)."""
+    return error_message(exc.body, exc.response.headers.get("content-type"), exc.message)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from loopact.errors import AudioFormatError, SpeechEngineError
+from loopact.llm.httperrors import error_message
 from loopact.voice.audio import duration_s, read_wav
 
 _MAX_CHARS = 2000
@@ -192,7 +193,7 @@ class OpenAITTS:
         except openai.APIStatusError as exc:
             raise SpeechEngineError(
                 f"the speech endpoint {self._base_url} answered HTTP {exc.status_code}: "
-                f"{exc.message}"
+                f"{_said(exc)}"
             ) from None
         except openai.APIError as exc:
             raise SpeechEngineError(f"the speech endpoint {self._base_url} failed: {exc}") from None
@@ -207,3 +208,9 @@ class OpenAITTS:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
+
+
+def _said(exc: Any) -> str:
+    """What an ``openai.APIStatusError`` says: the server's message, an HTML page by its
+    title (issue 22)."""
+    return error_message(exc.body, exc.response.headers.get("content-type"), exc.message)

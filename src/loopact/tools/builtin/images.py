@@ -28,6 +28,7 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from loopact.errors import ToolError
+from loopact.llm.httperrors import error_message
 from loopact.llm.messages import Image
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
 from loopact.tools.builtin.files import Workspace, write_text
@@ -132,15 +133,9 @@ async def request_image(endpoint: ImageEndpoint, prompt: str, size: str) -> byte
 
 
 def _error_message(exc: openai.APIStatusError) -> str:
-    """The server's own message from an OpenAI-shaped error body, else the SDK's text."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-    return str(exc)
+    """The server's own message from an OpenAI-shaped error body, an HTML page by its title
+    (issue 22), else the SDK's text."""
+    return error_message(exc.body, exc.response.headers.get("content-type"), str(exc))
 
 
 def _file_name(prompt: str) -> str:
