@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopact.errors import ToolArgumentError
+from loopact.llm.arguments import cut_deeper_than, nesting_depth
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.llm.toolnames import resolve_tool_name
@@ -274,7 +275,15 @@ def _parse_call(source: str) -> ast.Call | None:
     try:
         tree = ast.parse("_(" + rest, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        # Python's parser refuses 200 nested brackets ("too many nested parentheses"): the
+        # line would pass as prose. Parse it with the depths past the limit cut, so that it
+        # is one failed call "arguments nested too deeply" (issue 21 item 9).
+        if nesting_depth(rest) <= _MAX_LITERAL_DEPTH:
+            return None
+        try:
+            tree = ast.parse("_(" + cut_deeper_than(rest, _MAX_LITERAL_DEPTH + 1), mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     body = tree.body
     if not isinstance(body, ast.Call) or not isinstance(body.func, ast.Name):
         return None
@@ -331,7 +340,9 @@ class _ActionArgError(ToolArgumentError):
 def _literal(node: ast.expr, depth: int) -> Any:
     """Convert a literal node to a JSON value; anything else raises :class:`_ActionArgError`."""
     if depth > _MAX_LITERAL_DEPTH:
-        raise _ActionArgError("value nested too deeply")
+        raise _ActionArgError(
+            f"arguments nested too deeply (more than {_MAX_LITERAL_DEPTH} levels)"
+        )
     if isinstance(node, ast.Constant):
         value = node.value
         if value is None or isinstance(value, (bool, str)):

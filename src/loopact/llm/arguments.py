@@ -34,6 +34,7 @@ __all__ = [
     "MAX_DOCUMENT_DEPTH",
     "TOO_DEEP_ERROR",
     "ArgumentBuffer",
+    "cut_deeper_than",
     "loads_bounded",
     "nesting_depth",
     "too_long_error",
@@ -214,12 +215,17 @@ def loads_bounded(text: str, max_depth: int = MAX_DOCUMENT_DEPTH) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
-        return json.loads(_cut_deeper_than(text, max_depth))
+        return json.loads(cut_deeper_than(text, max_depth))
 
 
-def _cut_deeper_than(text: str, max_depth: int) -> str:
-    """``text`` with every container opening past ``max_depth`` replaced by ``[]`` (strings
-    and escapes respected; one pass, linear time)."""
+def cut_deeper_than(text: str, max_depth: int) -> str:
+    """``text`` with every ``[`` / ``{`` container opening past ``max_depth`` replaced by
+    ``[]`` (double-quoted strings and escapes respected; one pass, linear time).
+
+    What is left still nests ``max_depth + 1`` levels where something was cut, so a depth
+    check after decoding still refuses it; the decoder (``json``, ``ast``) no longer has to
+    recurse through it.
+    """
     out: list[str] = []
     kept_from = 0
     depth = 0
