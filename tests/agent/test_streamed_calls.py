@@ -169,6 +169,24 @@ async def test_oversized_arguments_are_one_failed_call(
     assert outcome.status == "completed" and outcome.reply == "The note was too long."
 
 
+async def test_an_action_line_past_its_limit_is_one_failed_call(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Action text (Dify): a call line longer than 4,000 characters was taken for prose and
+    became the task's reply; it is one failed call that says the limit."""
+    log: list[tuple[str, dict[str, Any]]] = []
+    first = {"text": 'Noting it.\nnote(text="' + "y" * 5000 + '")', "chunk_size": 1000}
+    server = scripted_server([first, {"text": "The note was too long."}])
+    agent, rec = _agent(server, tmp_path, "dify", motion_tools(log))
+    outcome = await agent.run_task("note this")
+    await agent.close()
+    assert log == []
+    (result,) = rec.of("tool_result")
+    assert result.data["ok"] is False
+    assert "longer than the limit of 4,000 characters" in result.data["error"]
+    assert outcome.status == "completed" and outcome.reply == "The note was too long."
+
+
 # --- issue 21 item 9: arguments nested too deeply ----------------------------------------------
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopact.errors import ToolArgumentError
-from loopact.llm.arguments import cut_deeper_than, nesting_depth
+from loopact.llm.arguments import cut_deeper_than, nesting_depth, too_long_error
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.llm.toolnames import resolve_tool_name
@@ -60,6 +60,10 @@ _ACTION_LINE = re.compile(
     (?P<call>(?:[A-Za-z_]\w*\.)?[A-Za-z_][A-Za-z0-9_-]*\(.*\))  # [ns.]name(...), no space
     (?P<tail>.*)$""",
     re.VERBOSE,
+)
+# The start of an action line, for lines too long to be parsed as one.
+_ACTION_START = re.compile(
+    r"^\s*(?:[-*\u2022>]\s+|\d{1,3}[.)]\s+)?`*\s*(?P<name>[A-Za-z_][A-Za-z0-9_-]*)\("
 )
 # What may follow an action on its line: backticks, a full stop, a comment.
 _TAIL = re.compile(r"^\s*`*\s*[;.\u3002]?\s*(?:(?:#|//).*)?$")
@@ -148,7 +152,13 @@ def parse_actions(text: str, specs: Sequence[ToolSpec]) -> ActionParse:
             continue
         parsed = _match_call(line)
         if parsed is None:
-            progress_lines.append(line)
+            too_long = _too_long_call(line, by_name)
+            if too_long is None:
+                progress_lines.append(line)
+            elif decided:
+                ignored.append(f"{too_long.name}(...)")
+            else:
+                call, decided = too_long, True
             continue
         source, node = parsed
         name = _call_name(node)
@@ -267,6 +277,24 @@ def _match_call(line: str) -> tuple[str, ast.Call] | None:
             if node is not None:
                 return source, node
     return None
+
+
+def _too_long_call(line: str, by_name: Mapping[str, ToolSpec]) -> ToolCall | None:
+    """A failed call for a line that starts as a known action but is longer than an action
+    line may be (issue 21 item 7: a clear error, not a line taken for prose); else None."""
+    if len(line) <= _MAX_CALL_CHARS:
+        return None
+    m = _ACTION_START.match(line)
+    name = resolve_tool_name(m.group("name"), list(by_name)) if m else None
+    if name is None:
+        return None
+    return ToolCall(
+        id="act_" + uuid.uuid4().hex[:16],
+        name=name,
+        arguments={},
+        raw_arguments=line[:200] + "...",
+        error=too_long_error(len(line), _MAX_CALL_CHARS),
+    )
 
 
 def _parse_call(source: str) -> ast.Call | None:
