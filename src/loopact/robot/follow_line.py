@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from loopact.errors import RobotError, SafetyError
-from loopact.robot.camera_loop import FrameWorker
+from loopact.robot.camera_loop import FrameWorker, Sample
 from loopact.robot.governor import MotionLease
 from loopact.robot.interface import CameraFrame, Twist
 from loopact.robot.line_follower import Command, LineFollower
@@ -63,6 +63,20 @@ async def _aim_head(env: RobotEnv) -> float:
     return tilt
 
 
+def _request_problem(opts: PerceptionOptions, color: str, duration_s: float, laps: int) -> str:
+    """Why a follow_line request cannot start ("" when it can): colour, duration, laps."""
+    if color.strip().lower() not in opts.colors.ranges:
+        return (
+            f"no HSV range for colour {color!r} (vision.colors); known: "
+            f"{', '.join(opts.colors.names)}"
+        )
+    if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
+        return f"duration_s must be in (0, {MAX_DURATION_S:g}], got {duration_s}"
+    if laps < 0:
+        return f"laps must be >= 0 (0: no limit), got {laps}"
+    return ""
+
+
 async def follow(
     env: RobotEnv,
     opts: PerceptionOptions,
@@ -73,131 +87,169 @@ async def follow(
 ) -> ToolResult:
     """Run the line follower (see the module docstring); never raises for robot problems."""
     key = color.strip().lower()
-    if key not in opts.colors.ranges:
-        return ToolResult.failure(
-            f"no HSV range for colour {color!r} (vision.colors); known: "
-            f"{', '.join(opts.colors.names)}"
-        )
-    if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
-        return ToolResult.failure(
-            f"duration_s must be in (0, {MAX_DURATION_S:g}], got {duration_s}"
-        )
-    if laps < 0:
-        return ToolResult.failure(f"laps must be >= 0 (0: no limit), got {laps}")
-    clock = env.robot.clock
-    gov = env.governor
+    problem = _request_problem(opts, color, duration_s, laps)
+    if problem:
+        return ToolResult.failure(problem)
+    clock, gov = env.robot.clock, env.governor
     max_s = env.profile.limits.max_motion_duration_s
-    cam_cfg = env.profile.camera
     follower = LineFollower(speed_mps=min(opts.line_speed_mps, env.profile.limits.max_linear_mps))
-    stopped_by = "duration"
-    detail = ""
-    on_line_s = 0.0
     try:
         tilt = await _aim_head(env)
         t0 = clock.now()
-        end = t0 + duration_s
         lease: MotionLease = await gov.begin_motion("follow_line", min(duration_s, max_s), True)
     except (SafetyError, RobotError) as exc:
         return ToolResult.failure(f"follow_line could not start: {exc}")
+    run = _LineRun(env, opts, ctx, key, follower, lease, t0, duration_s, laps)
+    cam_cfg = env.profile.camera
     cam = Camera(cam_cfg.hfov_deg, cam_cfg.mount_height_m, cam_cfg.mount_forward_m, tilt)
-    last_seen = clock.now()
-    next_show = clock.now()
-    next_report = clock.now() + 1.0
-    view: LineView | None = None
-    last_state, last_t = "", clock.now()
-    cmd = Command(0.0, 0.0, "acquire", False)
-    seen_seq = 0
-    showing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    showing.set_result(None)
 
     def process(frame: CameraFrame) -> LineView:
         return find_line(frame.rgb, cam, key, opts.colors)
 
     try:
         async with FrameWorker(env, process, FRAME_PERIOD_S) as frames:
-            while True:
-                now = clock.now()
-                if now >= end:
-                    break
-                if now > lease.deadline_s - RENEW_MARGIN_S and lease.active:
-                    await gov.end_motion(lease)
-                    lease = await gov.begin_motion("follow_line", min(end - now, max_s), True)
-                frames.check()
-                sample = frames.latest
-                if sample is not None and sample.seq != seen_seq:
-                    seen_seq = sample.seq
-                    view = sample.result
-                    cmd = follower.step(view, sample.pose, sample.frame.stamp_s)
-                    if view.points > 0 or cmd.state in ("approach", "pivot"):
-                        last_seen = now  # the line is under the robot there, out of view
-                    if last_state in ("follow", "approach", "pivot"):
-                        on_line_s += now - last_t  # since the last frame: on the line
-                    last_state, last_t = cmd.state, now
-                    if ctx is not None and now >= next_show and showing.done():
-                        next_show = now + SHOW_EVERY_S  # drawn beside the control loop
-                        showing = asyncio.ensure_future(
-                            _show(
-                                env,
-                                ctx,
-                                sample.frame.rgb,
-                                view,
-                                key,
-                                opts,
-                                cmd.state,
-                                follower.laps,
-                            )
-                        )
-                if now - last_seen > opts.line_lost_grace_s:
-                    stopped_by = "line_lost"
-                    detail = f"no {key} line in view for {now - last_seen:.1f} s"
-                    break
-                if laps and follower.laps >= laps:
-                    stopped_by = "laps"
-                    break
-                fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
-                twist = Twist(cmd.linear_mps, cmd.angular_radps) if fresh else Twist()
-                await gov.command(lease, twist)
-                if not lease.active:
-                    stopped_by, detail = lease.stopped_by or "cancelled", lease.detail
-                    break
-                if ctx is not None and now >= next_report:
-                    next_report += 1.0
-                    ctx.progress(
-                        f"follow_line: {cmd.state}, {follower.path_m:.1f} m, laps {follower.laps}"
-                    )
-                await clock.sleep(CONTROL_PERIOD_S)
-            n_frames = frames.frames
+            await run.control(frames)
+            run.frames = frames.frames
     except (SafetyError, RobotError) as exc:
-        stopped_by, detail = "error", str(exc)
-        n_frames = 0
+        run.stopped_by, run.detail = "error", str(exc)
     finally:
-        await gov.end_motion(lease)
-        await asyncio.wait({showing})
-    elapsed = clock.now() - t0
-    data: dict[str, Any] = {
-        "distance_m": round(follower.path_m, 2),
-        "laps": follower.laps,
-        "time_on_line_s": round(min(on_line_s, elapsed), 1),
-        "duration_s": round(elapsed, 1),
-        "stopped_by": stopped_by,
-    }
-    data["result"] = (
-        f"followed the {key} line for {elapsed:.0f} s: {follower.path_m:.1f} m, "
-        f"{follower.laps} laps, on the line {data['time_on_line_s']:.0f} s; stopped by {stopped_by}"
-        + (f" ({detail})" if detail else "")
-    )
-    meta = {"frames": n_frames, "state": follower.state}
-    if view is not None and ctx is not None:
-        try:
-            last = await fresh_frame(env)
-            await _show(
-                env, ctx, last.rgb, view, key, opts, f"stopped: {stopped_by}", follower.laps
+        await gov.end_motion(run.lease)
+        await asyncio.wait({run.showing})
+    return await run.outcome()
+
+
+class _LineRun:
+    """One ``follow_line`` call from its lease to its result: the control loop at 20 Hz
+    beside the line perception's frames, the time on the line, and why it stopped."""
+
+    def __init__(
+        self,
+        env: RobotEnv,
+        opts: PerceptionOptions,
+        ctx: ToolContext | None,
+        key: str,
+        follower: LineFollower,
+        lease: MotionLease,
+        t0: float,
+        duration_s: float,
+        laps: int,
+    ) -> None:
+        self.env, self.opts, self.ctx, self.key = env, opts, ctx, key
+        self.follower, self.lease, self.laps = follower, lease, laps
+        self.t0, self.end = t0, t0 + duration_s
+        self.stopped_by, self.detail = "duration", ""
+        self.on_line_s = 0.0
+        self.frames = 0
+        now = env.robot.clock.now()
+        self.last_seen, self.next_show, self.next_report = now, now, now + 1.0
+        self.view: LineView | None = None
+        self.last_state, self.last_t = "", now
+        self.cmd = Command(0.0, 0.0, "acquire", False)
+        self.seen_seq = 0
+        self.showing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.showing.set_result(None)
+
+    async def control(self, frames: FrameWorker[LineView]) -> None:
+        """Command the base until the end, the laps, a lost line or a stop (X3)."""
+        clock, gov, follower = self.env.robot.clock, self.env.governor, self.follower
+        max_s = self.env.profile.limits.max_motion_duration_s
+        while True:
+            now = clock.now()
+            if now >= self.end:
+                break
+            if now > self.lease.deadline_s - RENEW_MARGIN_S and self.lease.active:
+                await gov.end_motion(self.lease)
+                self.lease = await gov.begin_motion("follow_line", min(self.end - now, max_s), True)
+            frames.check()
+            sample = frames.latest
+            if sample is not None and sample.seq != self.seen_seq:
+                self._on_frame(sample, now)
+            if now - self.last_seen > self.opts.line_lost_grace_s:
+                self.stopped_by = "line_lost"
+                self.detail = f"no {self.key} line in view for {now - self.last_seen:.1f} s"
+                break
+            if self.laps and follower.laps >= self.laps:
+                self.stopped_by = "laps"
+                break
+            cmd = self.cmd
+            fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
+            await gov.command(
+                self.lease, Twist(cmd.linear_mps, cmd.angular_radps) if fresh else Twist()
             )
-        except RobotError:
-            pass
-    if stopped_by in ("duration", "laps"):
-        return ToolResult(ok=True, data=data, metadata=meta)
-    return ToolResult(ok=False, data=data, metadata=meta, error=data["result"])
+            if not self.lease.active:
+                self.stopped_by, self.detail = (
+                    self.lease.stopped_by or "cancelled",
+                    self.lease.detail,
+                )
+                break
+            if self.ctx is not None and now >= self.next_report:
+                self.next_report += 1.0
+                self.ctx.progress(
+                    f"follow_line: {cmd.state}, {follower.path_m:.1f} m, laps {follower.laps}"
+                )
+            await clock.sleep(CONTROL_PERIOD_S)
+
+    def _on_frame(self, sample: Sample[LineView], now: float) -> None:
+        """A newly processed frame: the follower's next command, the time on the line, and
+        now and then an overlay for people (drawn beside the control loop)."""
+        self.seen_seq = sample.seq
+        view = self.view = sample.result
+        cmd = self.cmd = self.follower.step(view, sample.pose, sample.frame.stamp_s)
+        if view.points > 0 or cmd.state in ("approach", "pivot"):
+            self.last_seen = now  # the line is under the robot there, out of view
+        if self.last_state in ("follow", "approach", "pivot"):
+            self.on_line_s += now - self.last_t  # since the last frame: on the line
+        self.last_state, self.last_t = cmd.state, now
+        if self.ctx is not None and now >= self.next_show and self.showing.done():
+            self.next_show = now + SHOW_EVERY_S
+            self.showing = asyncio.ensure_future(
+                _show(
+                    self.env,
+                    self.ctx,
+                    sample.frame.rgb,
+                    view,
+                    self.key,
+                    self.opts,
+                    cmd.state,
+                    self.follower.laps,
+                )
+            )
+
+    async def outcome(self) -> ToolResult:
+        """The result: distance, laps, time on the line, why it stopped; a last overlay."""
+        follower, stopped_by, detail = self.follower, self.stopped_by, self.detail
+        elapsed = self.env.robot.clock.now() - self.t0
+        data: dict[str, Any] = {
+            "distance_m": round(follower.path_m, 2),
+            "laps": follower.laps,
+            "time_on_line_s": round(min(self.on_line_s, elapsed), 1),
+            "duration_s": round(elapsed, 1),
+            "stopped_by": stopped_by,
+        }
+        data["result"] = (
+            f"followed the {self.key} line for {elapsed:.0f} s: {follower.path_m:.1f} m, "
+            f"{follower.laps} laps, on the line {data['time_on_line_s']:.0f} s; "
+            f"stopped by {stopped_by}" + (f" ({detail})" if detail else "")
+        )
+        meta = {"frames": self.frames, "state": follower.state}
+        if self.view is not None and self.ctx is not None:
+            try:
+                last = await fresh_frame(self.env)
+                await _show(
+                    self.env,
+                    self.ctx,
+                    last.rgb,
+                    self.view,
+                    self.key,
+                    self.opts,
+                    f"stopped: {stopped_by}",
+                    follower.laps,
+                )
+            except RobotError:
+                pass
+        if stopped_by in ("duration", "laps"):
+            return ToolResult(ok=True, data=data, metadata=meta)
+        return ToolResult(ok=False, data=data, metadata=meta, error=data["result"])
 
 
 async def _show(
