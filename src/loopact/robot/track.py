@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from loopact.errors import RobotError, SafetyError
-from loopact.robot.camera_loop import FrameWorker
+from loopact.robot.camera_loop import FrameWorker, Sample
 from loopact.robot.governor import MotionLease
 from loopact.robot.interface import CameraFrame, Twist
 from loopact.robot.motion import RobotEnv
@@ -122,6 +122,33 @@ def _distance(depth_m: Any, box: tuple[float, float, float, float]) -> float | N
     return float(np.median(vals)) if vals.size else None
 
 
+def _first_frame(
+    env: RobotEnv,
+    opts: PerceptionOptions,
+    box: tuple[float, float, float, float],
+    duration_s: float,
+) -> tuple[CameraFrame | None, str]:
+    """The frame ``box`` was handed out on, or None and why the request cannot start: the
+    duration, the head, the box itself, and whether visual_positioning returned it (G2)."""
+    if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
+        return None, f"duration_s must be in (0, {MAX_DURATION_S:g}], got {duration_s}"
+    if not (env.robot.has_head and env.profile.head.present):
+        return None, "track needs a pan-tilt head; this robot has none"
+    width, height = opts.frame_size() or (None, None)
+    problem = check_box(box, width, height)
+    if problem:  # say what is wrong with the box itself (negative size, outside the frame)
+        return None, f"{problem}; pass the bbox visual_positioning returned"
+    first = opts.frame_of(box)
+    if first is None:
+        return None, (
+            f"bbox {list(box)} is not a box visual_positioning returned: call "
+            "visual_positioning(target) first and pass its bbox"
+        )
+    h, w = first.rgb.shape[:2]
+    problem = check_box(box, w, h)
+    return (None, problem) if problem else (first, "")
+
+
 async def track_target(
     env: RobotEnv,
     opts: PerceptionOptions,
@@ -130,27 +157,10 @@ async def track_target(
     ctx: ToolContext | None = None,
 ) -> ToolResult:
     """Run the tracker (see the module docstring); never raises for robot problems."""
-    if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
-        return ToolResult.failure(
-            f"duration_s must be in (0, {MAX_DURATION_S:g}], got {duration_s}"
-        )
-    head = env.profile.head
-    if not (env.robot.has_head and head.present):
-        return ToolResult.failure("track needs a pan-tilt head; this robot has none")
-    width, height = opts.frame_size() or (None, None)
-    problem = check_box(box, width, height)
-    if problem:  # say what is wrong with the box itself (negative size, outside the frame)
-        return ToolResult.failure(f"{problem}; pass the bbox visual_positioning returned")
-    first = opts.frame_of(box)
+    first, problem = _first_frame(env, opts, box, duration_s)
     if first is None:
-        return ToolResult.failure(
-            f"bbox {list(box)} is not a box visual_positioning returned: call "
-            "visual_positioning(target) first and pass its bbox"
-        )
-    h, w = first.rgb.shape[:2]
-    problem = check_box(box, w, h)
-    if problem:
         return ToolResult.failure(problem)
+    head = env.profile.head
     tracker = ColorCheckedTracker(first.rgb, box)
     ctrl = TrackController(
         env.robot.camera_hfov_deg,
@@ -159,114 +169,155 @@ async def track_target(
         opts.track_distance_m,
         min(0.3, env.profile.limits.max_linear_mps),
     )
-    clock, gov = env.robot.clock, env.governor
-    max_s = env.profile.limits.max_motion_duration_s
+    gov = env.governor
     start_head = await env.robot.get_head()
+    cmd = TrackCommand(math.degrees(start_head.pan_rad), math.degrees(start_head.tilt_rad), 0, 0)
     try:
-        forward = abs(math.degrees(start_head.pan_rad)) < FORWARD_PAN_DEG
+        forward = abs(cmd.pan_deg) < FORWARD_PAN_DEG
+        max_s = env.profile.limits.max_motion_duration_s
         lease: MotionLease = await gov.begin_motion("track", min(duration_s, max_s), forward)
         head_lease = await gov.begin_head("track", duration_s + 5)
     except (SafetyError, RobotError) as exc:
         return ToolResult.failure(f"track could not start: {exc}")
-    t0 = clock.now()
-    end = t0 + duration_s
-    stopped_by, detail = "duration", ""
-    seen = {"frames": 0, "in_view": 0, "recentred": 0}
-    last_ok = clock.now()
-    state: TrackState | None = None
-    last_frame: CameraFrame | None = None
-    distance: float | None = None
-    cmd = TrackCommand(math.degrees(start_head.pan_rad), math.degrees(start_head.tilt_rad), 0, 0)
+    h, w = first.rgb.shape[:2]
+    run = _TrackRun(env, ctx, ctrl, (w, h), lease, head_lease, forward, cmd, duration_s)
 
     def process(frame: CameraFrame) -> TrackState:
         return tracker.update(frame.rgb)
 
-    seen_seq = 0
-    next_show = clock.now()
-    showing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    showing.set_result(None)
     try:
         async with FrameWorker(env, process, FRAME_PERIOD_S) as frames:
-            while True:
-                now = clock.now()
-                if now >= end:
-                    break
-                if now > lease.deadline_s - RENEW_MARGIN_S and lease.active:
-                    await gov.end_motion(lease)
-                    forward = abs(cmd.pan_deg) < FORWARD_PAN_DEG
-                    lease = await gov.begin_motion("track", min(end - now, max_s), forward)
-                frames.check()
-                sample = frames.latest
-                if sample is not None and sample.seq != seen_seq:
-                    seen_seq = sample.seq
-                    state, last_frame = sample.result, sample.frame
-                    seen["frames"] += 1
-                    if state.ok:
-                        last_ok = now
-                        seen["in_view"] += 1
-                        seen["recentred"] += int(state.recentred)
-                        if sample.seq % 3 == 1:
-                            distance = _distance((await env.robot.get_depth()).depth_m, state.box)
-                        hs = await env.robot.get_head()
-                        cmd = ctrl.step(
-                            state.box,
-                            w,
-                            h,
-                            math.degrees(hs.pan_rad),
-                            math.degrees(hs.tilt_rad),
-                            distance,
-                        )
-                        if not forward and cmd.linear_mps > 0:
-                            cmd = TrackCommand(cmd.pan_deg, cmd.tilt_deg, 0.0, cmd.angular_radps)
-                        await gov.set_head(head_lease, cmd.pan_deg, cmd.tilt_deg)
-                    else:
-                        cmd = TrackCommand(cmd.pan_deg, cmd.tilt_deg, 0.0, 0.0)
-                    if ctx is not None and now >= next_show and showing.done():
-                        next_show = now + SHOW_EVERY_S  # drawn beside the control loop
-                        showing = asyncio.ensure_future(
-                            _show(env, ctx, sample.frame.rgb, state, "tracking")
-                        )
-                if now - last_ok > LOST_GRACE_S:
-                    stopped_by = "lost"
-                    detail = f"the target was out of sight for {now - last_ok:.1f} s"
-                    break
-                fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
-                twist = Twist(cmd.linear_mps, cmd.angular_radps) if fresh else Twist()
-                await gov.command(lease, twist)
-                if not lease.active or not head_lease.active:
-                    who = lease if not lease.active else head_lease
-                    stopped_by, detail = who.stopped_by or "cancelled", who.detail
-                    break
-                await clock.sleep(CONTROL_PERIOD_S)
+            await run.control(frames)
     except (SafetyError, RobotError) as exc:
-        stopped_by, detail = "error", str(exc)
+        run.stopped_by, run.detail = "error", str(exc)
     finally:
-        await gov.end_motion(lease)
+        await gov.end_motion(run.lease)
         gov.end_head(head_lease)
-        await asyncio.wait({showing})
-    elapsed = clock.now() - t0
-    frac = seen["in_view"] / seen["frames"] if seen["frames"] else 0.0
-    data: dict[str, Any] = {
-        "duration_s": round(elapsed, 1),
-        "frames": seen["frames"],
-        "in_view_pct": round(100 * frac, 1),
-        "last_bbox": None if state is None else [round(v) for v in state.box],
-        "distance_m": None if distance is None else round(distance, 2),
-        "stopped_by": stopped_by,
-    }
-    data["result"] = (
-        f"tracked the target for {elapsed:.0f} s ({data['in_view_pct']:.0f} % of frames in view); "
-        f"stopped by {stopped_by}" + (f" ({detail})" if detail else "")
-    )
-    meta = {
-        "recentred": seen["recentred"],
-        "camera_hz": round(seen["frames"] / max(elapsed, 1e-3), 1),
-    }
-    if ctx is not None and state is not None and last_frame is not None:
-        await _show(env, ctx, last_frame.rgb, state, f"stopped: {stopped_by}")
-    if stopped_by == "duration":
-        return ToolResult(ok=True, data=data, metadata=meta)
-    return ToolResult(ok=False, data=data, metadata=meta, error=data["result"])
+        await asyncio.wait({run.showing})
+    return await run.outcome()
+
+
+class _TrackRun:
+    """One ``track`` call from its leases to its result: the control loop at 20 Hz beside the
+    tracker's frames, what it saw, and why it stopped."""
+
+    def __init__(
+        self,
+        env: RobotEnv,
+        ctx: ToolContext | None,
+        ctrl: TrackController,
+        size: tuple[int, int],
+        lease: MotionLease,
+        head_lease: MotionLease,
+        forward: bool,
+        cmd: TrackCommand,
+        duration_s: float,
+    ) -> None:
+        self.env, self.ctx, self.ctrl, self.size = env, ctx, ctrl, size
+        self.lease, self.head_lease, self.forward, self.cmd = lease, head_lease, forward, cmd
+        clock = env.robot.clock
+        self.t0 = clock.now()
+        self.end = self.t0 + duration_s
+        self.stopped_by, self.detail = "duration", ""
+        self.seen = {"frames": 0, "in_view": 0, "recentred": 0}
+        self.last_ok = clock.now()
+        self.state: TrackState | None = None
+        self.last_frame: CameraFrame | None = None
+        self.distance: float | None = None
+        self.seen_seq = 0
+        self.next_show = clock.now()
+        self.showing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.showing.set_result(None)
+
+    async def control(self, frames: FrameWorker[TrackState]) -> None:
+        """Command the base and the head until the end, a lost target or a stop (X3)."""
+        clock, gov = self.env.robot.clock, self.env.governor
+        max_s = self.env.profile.limits.max_motion_duration_s
+        while True:
+            now = clock.now()
+            if now >= self.end:
+                break
+            if now > self.lease.deadline_s - RENEW_MARGIN_S and self.lease.active:
+                await gov.end_motion(self.lease)
+                self.forward = abs(self.cmd.pan_deg) < FORWARD_PAN_DEG
+                self.lease = await gov.begin_motion(
+                    "track", min(self.end - now, max_s), self.forward
+                )
+            frames.check()
+            sample = frames.latest
+            if sample is not None and sample.seq != self.seen_seq:
+                await self._on_frame(sample, now)
+            if now - self.last_ok > LOST_GRACE_S:
+                self.stopped_by = "lost"
+                self.detail = f"the target was out of sight for {now - self.last_ok:.1f} s"
+                break
+            fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
+            cmd = self.cmd
+            await gov.command(
+                self.lease, Twist(cmd.linear_mps, cmd.angular_radps) if fresh else Twist()
+            )
+            if not self.lease.active or not self.head_lease.active:
+                who = self.lease if not self.lease.active else self.head_lease
+                self.stopped_by, self.detail = who.stopped_by or "cancelled", who.detail
+                break
+            await clock.sleep(CONTROL_PERIOD_S)
+
+    async def _on_frame(self, sample: Sample[TrackState], now: float) -> None:
+        """A newly tracked frame: count it, aim the head, plan the base, show it now and then."""
+        self.seen_seq = sample.seq
+        state, self.last_frame = sample.result, sample.frame
+        self.state = state
+        self.seen["frames"] += 1
+        cmd = self.cmd
+        if state.ok:
+            self.last_ok = now
+            self.seen["in_view"] += 1
+            self.seen["recentred"] += int(state.recentred)
+            if sample.seq % 3 == 1:
+                depth = (await self.env.robot.get_depth()).depth_m
+                self.distance = _distance(depth, state.box)
+            hs = await self.env.robot.get_head()
+            w, h = self.size
+            pan, tilt = math.degrees(hs.pan_rad), math.degrees(hs.tilt_rad)
+            cmd = self.ctrl.step(state.box, w, h, pan, tilt, self.distance)
+            if not self.forward and cmd.linear_mps > 0:
+                cmd = TrackCommand(cmd.pan_deg, cmd.tilt_deg, 0.0, cmd.angular_radps)
+            await self.env.governor.set_head(self.head_lease, cmd.pan_deg, cmd.tilt_deg)
+        else:
+            cmd = TrackCommand(cmd.pan_deg, cmd.tilt_deg, 0.0, 0.0)
+        self.cmd = cmd
+        if self.ctx is not None and now >= self.next_show and self.showing.done():
+            self.next_show = now + SHOW_EVERY_S  # drawn beside the control loop
+            self.showing = asyncio.ensure_future(
+                _show(self.env, self.ctx, sample.frame.rgb, state, "tracking")
+            )
+
+    async def outcome(self) -> ToolResult:
+        """The result: time, frames in view, last box and distance, why it stopped."""
+        elapsed = self.env.robot.clock.now() - self.t0
+        seen, state, stopped_by = self.seen, self.state, self.stopped_by
+        frac = seen["in_view"] / seen["frames"] if seen["frames"] else 0.0
+        data: dict[str, Any] = {
+            "duration_s": round(elapsed, 1),
+            "frames": seen["frames"],
+            "in_view_pct": round(100 * frac, 1),
+            "last_bbox": None if state is None else [round(v) for v in state.box],
+            "distance_m": None if self.distance is None else round(self.distance, 2),
+            "stopped_by": stopped_by,
+        }
+        data["result"] = (
+            f"tracked the target for {elapsed:.0f} s ({data['in_view_pct']:.0f} % of frames in "
+            f"view); stopped by {stopped_by}" + (f" ({self.detail})" if self.detail else "")
+        )
+        meta = {
+            "recentred": seen["recentred"],
+            "camera_hz": round(seen["frames"] / max(elapsed, 1e-3), 1),
+        }
+        if self.ctx is not None and state is not None and self.last_frame is not None:
+            await _show(self.env, self.ctx, self.last_frame.rgb, state, f"stopped: {stopped_by}")
+        if stopped_by == "duration":
+            return ToolResult(ok=True, data=data, metadata=meta)
+        return ToolResult(ok=False, data=data, metadata=meta, error=data["result"])
 
 
 async def _show(env: RobotEnv, ctx: ToolContext, rgb: Any, state: TrackState, what: str) -> None:
