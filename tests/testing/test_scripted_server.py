@@ -515,3 +515,21 @@ async def test_concurrent_requests_each_get_one_turn(scripted_server: Factory) -
     assert sorted(r.turn_index for r in server.requests if r.turn_index is not None) == list(
         range(12)
     )
+
+
+async def test_load_replaces_the_script_of_a_running_server() -> None:
+    """Issue 20: one server serves many short runs; load() starts the new script afresh."""
+    with ScriptedModelServer([{"text": "one"}, {"text": "never"}]) as server:
+        port = server.port
+        async with client(server) as c:
+            first = await c.chat.completions.create(model="m", messages=USER, timeout=10)
+            assert first.choices[0].message.content == "one"
+            server.load([{"text": "two"}])
+            assert server.requests == [] and server.failures == [] and server.remaining == 1
+            again = await c.chat.completions.create(model="m", messages=USER, timeout=10)
+            assert again.choices[0].message.content == "two"
+        assert server.port == port and [r.turn_index for r in server.requests] == [0]
+        server.assert_consumed()
+        with pytest.raises(ScriptError, match="txt"):
+            server.load([{"txt": "typo"}])
+        assert server.script.turns[0].text == "two"  # a bad script leaves the old one

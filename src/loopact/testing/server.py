@@ -211,6 +211,26 @@ class ScriptedModelServer:
 
         await asyncio.to_thread(self.stop)
 
+    def load(self, script: Script | dict[str, Any] | list[Any] | str | Path) -> None:
+        """Replace the script on a running server and start it from its first turn.
+
+        The requests, failures and turn positions recorded so far are forgotten, so one
+        server can serve many short scripted runs one after the other (the reliability
+        suite's 1,000 adversarial runs, issue 20) without a new port and thread for each.
+        A request still being answered finishes with the turn it already had.
+
+        Raises:
+            ScriptError: The script is malformed (the server keeps its old script).
+        """
+        new = Script.load(script)
+        with self._lock:
+            self.script = new
+            self._requests = []
+            self._failures = []
+            self._next_turn = 0
+            self._lane_next = {}
+            self._turn_requests = 0
+
     # ---- observation -----------------------------------------------------------------------
 
     @property
