@@ -559,7 +559,8 @@ def mcp_cmd(
     token: str | None = typer.Option(
         None,
         "--token",
-        help="Bearer token for --http (required beyond loopback; or LOOPACT_MCP_TOKEN).",
+        help="Bearer token for --http, >= 16 characters without spaces (required beyond "
+        "loopback; or LOOPACT_MCP_TOKEN).",
     ),
     agent: bool = typer.Option(
         False, "--agent", help="Also serve instruct(text): a whole task for loopact's agent."

@@ -13,8 +13,8 @@ import httpx2
 import pytest
 from tests.channels.test_web_api import StandInAgent
 
+from loopact.access import LoginLimiter
 from loopact.channels.web import WebSettings, serve_console
-from loopact.channels.web.auth import LoginLimiter
 from loopact.errors import ConfigError
 
 TOKEN = "tok-hardening-0123456789"

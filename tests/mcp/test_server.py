@@ -26,10 +26,17 @@ from mcp import Client, StdioServerParameters
 from tests.mcp.helpers import free_port, until
 from tests.test_cli import cli_env, run_cli
 
+from loopact.access import LoginLimiter
+from loopact.mcp.http import serve_http
+from loopact.mcp.server import Decision, ToolServer
 from loopact.robot.profile import load_profile
+from loopact.tools.registry import ToolRegistry
 from loopact.trace import read_trace
 
 pytestmark = pytest.mark.timeout(240)
+
+#: A bearer token that meets the rule (>= 16 characters without spaces, issue 21 item 12).
+TOKEN = "tok-mcp-test-0123456789"
 
 
 def _texts(result: mt.CallToolResult) -> str:
@@ -216,7 +223,7 @@ async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
     port, web = free_port(), free_port()
     trace = tmp_path / "t.jsonl"
     async with _http_server(
-        tmp_path, "--http", f"0.0.0.0:{port}", "--token", "s3cret", "--web-port", str(web),
+        tmp_path, "--http", f"0.0.0.0:{port}", "--token", TOKEN, "--web-port", str(web),
         "--trace", str(trace),
     ) as served:  # fmt: skip
         url = f"http://127.0.0.1:{port}/mcp"
@@ -230,17 +237,17 @@ async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
 
         for bad in ({"distance_m": float("nan")}, {"distance_m": 1.0, "speed_mps": float("inf")}):
             move = {"name": "move_forward", "arguments": bad}
-            nan = await _raw(url, "s3cret", "tools/call", move)
+            nan = await _raw(url, TOKEN, "tools/call", move)
             assert nan["result"]["isError"], nan
             assert "must be a finite number (got NaN or infinity)" in json.dumps(nan)
         refused = [e for e in read_trace(trace) if e["type"] == "tool_result"]
         assert [e["metadata"]["error_kind"] for e in refused] == ["refused", "refused"]
         assert _states(trace) == []  # nothing moved, so no robot_state was recorded
-        bare_call = await _raw(url, "s3cret", "tools/call", {"name": "file_read"})
+        bare_call = await _raw(url, TOKEN, "tools/call", {"name": "file_read"})
         assert bare_call["result"]["isError"]
         assert "'path' is a required property" in json.dumps(bare_call)
 
-        async with _sdk_client(url, "s3cret") as client:
+        async with _sdk_client(url, TOKEN) as client:
             names = [t.name for t in (await client.list_tools()).tools]
             assert "file_write" in names and "move_forward" in names
             for allow in (True, False):
@@ -328,6 +335,50 @@ def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> Non
     assert "--token" in proc.stderr and "beyond loopback" in proc.stderr
     bad = run_cli(["mcp", "--robot", "none", "--http", "localhost:port"], tmp_path)
     assert bad.returncode == 2 and "is not HOST:PORT" in bad.stderr
+    weak = run_cli(
+        ["mcp", "--robot", "none", "--http", "127.0.0.1:0", "--token", "s3cret"], tmp_path
+    )
+    assert weak.returncode == 2, weak.stderr  # issue 21 item 12: a short token can be guessed
+    assert "--token must be at least 16 characters without spaces (got 6)" in weak.stderr
+    suggested = re.search(r"newly generated one: (\S+)", weak.stderr)
+    assert suggested and len(suggested.group(1)) >= 16, weak.stderr
+
+
+async def _nobody(call_id: str, name: str, arguments: dict[str, Any]) -> Decision:
+    return Decision(False, "no one to ask in this test")
+
+
+async def test_wrong_bearer_tokens_lock_the_address_out(tmp_path: Path) -> None:
+    """Issue 21 item 12 on the HTTP server of ``loopact mcp --http`` (real HTTP, real SDK app;
+    in this process so that the lockout's clock is the test's and nothing sleeps): the same
+    wrong token counts once; after 5 different wrong ones the next request, even with the
+    right token, gets 429 with Retry-After; once the lockout is over the right token works."""
+    now = [1000.0]
+    tools = ToolServer(ToolRegistry([]), confirm=_nobody, workspace=tmp_path)
+    handle = await serve_http(tools, "127.0.0.1", 0, TOKEN, LoginLimiter(clock=lambda: now[0]))
+    try:
+        async with httpx2.AsyncClient(timeout=10) as http:
+
+            async def post(token: str) -> httpx2.Response:
+                auth = {"authorization": f"Bearer {token}"}
+                return await http.post(handle.url, json={}, headers=auth)
+
+            for wrong in ("wrong-0", "wrong-0", "wrong-1", "wrong-2", "wrong-3", "wrong-4"):
+                refused = await post(wrong)
+                assert refused.status_code == 401, (wrong, refused.text)
+            for token in ("wrong-5", TOKEN):
+                locked = await post(token)
+                assert locked.status_code == 429, locked.text
+                assert locked.headers["retry-after"] == "1"
+                assert "locked out" in locked.json()["error_description"]
+        now[0] += 1.0  # the first lockout is 1 s
+        listed = await _raw(handle.url, TOKEN, "tools/list", {})
+        assert listed["result"]["tools"] == [], listed
+        async with httpx2.AsyncClient(timeout=10) as http:  # the success cleared the count
+            again = await http.post(handle.url, json={}, headers={"authorization": "Bearer x"})
+        assert again.status_code == 401, again.text
+    finally:
+        await handle.stop()
 
 
 # ---------------------------------------------------------------------- --agent

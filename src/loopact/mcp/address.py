@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from loopact.access import check_token
 from loopact.errors import ConfigError
 
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -44,13 +45,19 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def check_access(host: str, token: str | None) -> None:
-    """Refuse an empty token, and serving beyond loopback without one (issue 18).
+    """Refuse an empty or weak token, and serving beyond loopback without one (issue 18).
+
+    A token must be at least :data:`loopact.access.MIN_TOKEN_CHARS` characters without spaces
+    (issue 21 item 12, :func:`loopact.access.check_token`).
 
     Raises:
         ConfigError: Key ``--token``.
     """
     if token is not None and not token.strip():
         raise ConfigError("--token is empty; give a non-empty token or none", key="--token")
+    weak = check_token(token, "--token")  # a short token can be guessed
+    if weak is not None:
+        raise ConfigError(weak, key="--token")
     if not is_loopback(host) and not token:
         raise ConfigError(
             f"loopact mcp --http {host}:PORT listens beyond loopback: give --token SECRET "

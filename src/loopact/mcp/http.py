@@ -5,8 +5,10 @@ inside the running asyncio loop (like the web console): every request must carry
 ``Authorization: Bearer <token>`` when a token is set, and a token is required to bind
 beyond loopback (:class:`~loopact.errors.ConfigError` otherwise). A request without the
 right token gets ``401`` with ``WWW-Authenticate: Bearer`` and never reaches the MCP
-session. On loopback without a token the SDK's DNS-rebinding protection (Host and Origin
-checks) is on.
+session; the token must be at least 16 characters without spaces, and an address that sent
+5 different wrong tokens is locked out (``429`` with ``Retry-After``; :mod:`loopact.access`,
+issue 21 item 12). On loopback without a token the SDK's DNS-rebinding protection (Host and
+Origin checks) is on.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ from typing import Any
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 
+from loopact.access import LoginLimiter
 from loopact.errors import ConfigError
 from loopact.mcp.address import check_access, is_loopback
 from loopact.mcp.server import ToolServer
@@ -38,43 +42,78 @@ _STOP_TIMEOUT_S = 5.0
 class BearerAuth:
     """ASGI middleware: 401 unless ``Authorization: Bearer <token>`` matches.
 
+    Wrong tokens are counted per client address by a :class:`~loopact.access.LoginLimiter`
+    (issue 21 item 12, as the web console does): after
+    :data:`~loopact.access.FREE_FAILURES` different wrong ones the address is locked out
+    (1 s, doubling up to :data:`~loopact.access.MAX_LOCKOUT_S`), and every request from it is
+    answered ``429`` with ``Retry-After`` (seconds) until then, even one with the right token.
+
     Args:
         app: The wrapped ASGI app.
         token: The expected token (compared in constant time).
+        limiter: Counts wrong tokens; None for a new :class:`~loopact.access.LoginLimiter`.
     """
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, limiter: LoginLimiter | None = None) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode()
+        self.limiter = limiter or LoginLimiter()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
+        client = scope.get("client")
+        address = str(client[0]) if client else "?"
+        wait_s = self.limiter.retry_after(address)
+        if wait_s > 0:
+            await _refuse(
+                send,
+                429,
+                "too_many_requests",
+                f"too many wrong bearer tokens from {address}: locked out, retry in "
+                f"{math.ceil(wait_s)} s",
+                [(b"retry-after", str(math.ceil(wait_s)).encode())],
+            )
+            return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
         if hmac.compare_digest(given, self._expected):
+            self.limiter.succeeded(address)
             await self.app(scope, receive, send)
             return
+        if given:
+            lockout = self.limiter.failed(address, given.decode("latin-1"))
+            if lockout:
+                log.warning(
+                    "wrong MCP bearer tokens from %s: locked out for %.0f s", address, lockout
+                )
         what = "a wrong bearer token" if given else "no bearer token"
-        body = json.dumps(
-            {
-                "error": "unauthorized",
-                "error_description": f"{what}: send Authorization: Bearer <the --token of "
-                "loopact mcp>",
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="loopact"'),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        await _refuse(
+            send,
+            401,
+            "unauthorized",
+            f"{what}: send Authorization: Bearer <the --token of loopact mcp>",
+            [(b"www-authenticate", b'Bearer realm="loopact"')],
         )
-        await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(
+    send: Any, status: int, error: str, description: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """Answer ``status`` with a JSON ``{"error", "error_description"}`` body (OAuth style)."""
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                *headers,
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class _Server(uvicorn.Server):
@@ -138,17 +177,26 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(tools: ToolServer, host: str, port: int, token: str | None) -> HttpHandle:
+async def serve_http(
+    tools: ToolServer,
+    host: str,
+    port: int,
+    token: str | None,
+    limiter: LoginLimiter | None = None,
+) -> HttpHandle:
     """Serve ``tools`` over streamable HTTP at ``http://host:port/mcp``; returns once it listens.
 
     Args:
         tools: The tool server.
         host: Interface to bind; beyond loopback ``token`` is required.
         port: TCP port (0: a free one, see :attr:`HttpHandle.port`).
-        token: Bearer token every request must carry (None: none, loopback only).
+        token: Bearer token every request must carry (None: none, loopback only); at least
+            16 characters without spaces.
+        limiter: Counts wrong tokens per client address (None: a new
+            :class:`~loopact.access.LoginLimiter`; tests pass one with their own clock).
 
     Raises:
-        ConfigError: No token beyond loopback, an empty token, or the address cannot be
+        ConfigError: No token beyond loopback, an empty or weak token, or the address cannot be
             bound (key ``--token`` or ``--http``).
     """
     check_access(host, token)
@@ -163,7 +211,7 @@ async def serve_http(tools: ToolServer, host: str, port: int, token: str | None)
         streamable_http_path=MCP_PATH, host=host, transport_security=security
     )
     if token:
-        app = BearerAuth(app, token)
+        app = BearerAuth(app, token, limiter)
     sock = _bind(host, port)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     server = _Server(config)

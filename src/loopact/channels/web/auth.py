@@ -19,30 +19,29 @@ Hardening (issue 21, docs/security.md):
 - A browser request another site makes for a sub-resource or a frame (``Sec-Fetch-Site:
   cross-site`` and not a top-level navigation: an ``<img>`` of the camera, an ``<iframe>``, a
   ``fetch``) is refused with 403 before the token is looked at.
-- Wrong tokens are counted per client address (:class:`LoginLimiter`; the same wrong token
-  again, e.g. the cookie of an old token, counts once): after :data:`FREE_FAILURES` different
-  ones the address is locked out, for 1 s, then twice as long after every further failure, up
-  to :data:`MAX_LOCKOUT_S`. While locked out every request that
-  needs the token is answered 429 with ``Retry-After`` (WebSocket close code 4429), even one
+- Wrong tokens are counted per client address (:class:`loopact.access.LoginLimiter`, shared
+  with ``loopact mcp --http``; the same wrong token again, e.g. the cookie of an old token,
+  counts once): after :data:`~loopact.access.FREE_FAILURES` different ones the address is
+  locked out, for 1 s, then twice as long after every further failure, up to
+  :data:`~loopact.access.MAX_LOCKOUT_S`. While locked out every request that needs the token
+  is answered 429 with ``Retry-After`` (WebSocket close code 4429), even one
   with the right token; a success clears the count.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import json
 import logging
 import math
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from loopact.access import LoginLimiter
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +52,6 @@ WS_UNAUTHORIZED = 4401
 WS_FORBIDDEN = 4403
 #: WebSocket close code while the client address is locked out after wrong tokens.
 WS_LOCKED = 4429
-#: Shortest token accepted (characters); see :func:`check_token`.
-MIN_TOKEN_CHARS = 16
-#: Wrong tokens an address may send before it is locked out.
-FREE_FAILURES = 5
-#: Longest lockout, seconds.
-MAX_LOCKOUT_S = 300.0
 #: Headers on every HTTP response of the console (issue 21).
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"x-frame-options", b"DENY"),
@@ -78,85 +71,6 @@ def _loopback_host(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
-
-
-def check_token(token: str | None) -> str | None:
-    """Why ``token`` cannot protect the console, or None when it can (or there is none).
-
-    A token must be at least :data:`MIN_TOKEN_CHARS` characters without spaces; the message
-    offers a freshly generated one.
-    """
-    if token is None:
-        return None
-    if len(token) >= MIN_TOKEN_CHARS and not any(c.isspace() for c in token):
-        return None
-    import secrets
-
-    return (
-        f"web.token must be at least {MIN_TOKEN_CHARS} characters without spaces (got "
-        f"{len(token)}); for example this newly generated one: {secrets.token_urlsafe(24)}"
-    )
-
-
-@dataclass
-class _Failures:
-    count: int = 0
-    locked_until: float = 0.0
-    seen: set[bytes] = field(default_factory=set)
-
-
-class LoginLimiter:
-    """Counts wrong tokens per client address and locks an address out (issue 21).
-
-    Args:
-        free_failures: Failures allowed before the first lockout.
-        max_lockout_s: Longest lockout in seconds (the lockout doubles per failure: 1, 2, 4...).
-        clock: Monotonic time in seconds (tests pass their own).
-    """
-
-    def __init__(
-        self,
-        free_failures: int = FREE_FAILURES,
-        max_lockout_s: float = MAX_LOCKOUT_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.free_failures = free_failures
-        self.max_lockout_s = max_lockout_s
-        self.clock = clock
-        self._by_address: dict[str, _Failures] = {}
-
-    def retry_after(self, address: str) -> float:
-        """Seconds until ``address`` may try again; 0 when it is not locked out."""
-        entry = self._by_address.get(address)
-        if entry is None:
-            return 0.0
-        return max(0.0, entry.locked_until - self.clock())
-
-    def failed(self, address: str, token: str) -> float:
-        """Count a wrong ``token`` from ``address``; returns the lockout it starts (seconds).
-
-        Only different wrong tokens count: a page that keeps sending the cookie of an old
-        token is not a guesser, and is not locked out for it.
-        """
-        entry = self._by_address.setdefault(address, _Failures())
-        digest = hashlib.sha256(token.encode()).digest()[:16]
-        if digest in entry.seen:
-            return 0.0
-        if len(entry.seen) < 1000:
-            entry.seen.add(digest)
-        entry.count += 1
-        over = entry.count - self.free_failures + 1  # the free_failures-th starts a lockout
-        if over <= 0:
-            return 0.0
-        lockout = min(self.max_lockout_s, 2.0 ** (over - 1))
-        entry.locked_until = self.clock() + lockout
-        if len(self._by_address) > 10_000:  # many addresses: forget the oldest
-            self._by_address.pop(next(iter(self._by_address)))
-        return lockout
-
-    def succeeded(self, address: str) -> None:
-        """A right token: forget the address's failures."""
-        self._by_address.pop(address, None)
 
 
 def _with_security_headers(send: Send) -> Send:

@@ -19,8 +19,8 @@ from typing import Any
 
 import uvicorn
 
+from loopact.access import check_token
 from loopact.channels.web.app import ConsoleState, create_app
-from loopact.channels.web.auth import check_token
 from loopact.channels.web.settings import WebSettings
 from loopact.errors import ConfigError
 
@@ -145,7 +145,7 @@ async def serve_console(
         settings.token = token
     if settings.token is not None and not settings.token.strip():
         raise ConfigError("web.token is empty; set a non-empty token or none", key="web.token")
-    weak = check_token(settings.token)  # issue 21: a short token can be guessed
+    weak = check_token(settings.token, "web.token")  # issue 21: a short token can be guessed
     if weak is not None:
         raise ConfigError(weak, key="web.token")
     if not is_loopback(host) and not settings.token:

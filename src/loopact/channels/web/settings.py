@@ -68,7 +68,7 @@ class WebSettings:
             or None for a console without voice (issue 16).
         modality: ``agent.modality`` (G3): ``text`` and ``voice+text`` refuse image uploads.
         login_limiter: Counts wrong tokens and locks addresses out
-            (:class:`~loopact.channels.web.auth.LoginLimiter`); None for the default.
+            (:class:`~loopact.access.LoginLimiter`); None for the default.
     """
 
     token: str | None = None
