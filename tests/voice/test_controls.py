@@ -238,3 +238,28 @@ async def test_the_modality_setting_refuses_image_uploads(modality: str, status:
             assert r.json()["width_px"] == 64
     finally:
         await web.stop()
+
+
+async def test_the_web_consoles_microphone_follows_the_voice_settings(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    from contextlib import AsyncExitStack
+
+    from loopact.app.web import _with_voice
+    from loopact.channels.web.settings import WebSettings as Settings
+    from loopact.config import Config
+
+    cfg = Config.model_validate(
+        {
+            "voice": {"barge_in": False, "end_silence_ms": 300, "stt": {"engine": "openai"}},
+            "model": {"base_url": scripted_server({"turns": []}).base_url},
+        }
+    )
+    agent, _rec = make_agent(scripted_server({"turns": []}), tmp_path)
+    async with AsyncExitStack() as stack:
+        settings = _with_voice(Settings(), cfg, agent, stack)  # type: ignore[arg-type]
+        settings.voice.start()
+        listener = settings.voice.listener
+        assert listener.barge_in is False and not listener.speculative
+        assert listener.endpointer._end_frames == 15  # 300 ms of 20 ms frames
+    await agent.close()

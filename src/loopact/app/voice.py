@@ -161,6 +161,20 @@ def _open_ends(
     return source, sink, v.audio_in is not None
 
 
+def listener_options(cfg: Config) -> dict[str, Any]:
+    """The :class:`Listener` settings of ``cfg.voice`` (VAD, end of utterance, barge-in) and
+    the agent's language, for every microphone (a device, a file, a pipe, the web console)."""
+    v = cfg.voice
+    return {
+        "vad": Vad(v.vad_aggressiveness),
+        "endpointer": Endpointer(
+            onset_ms=v.onset_ms, end_silence_ms=v.end_silence_ms, max_utterance_s=v.max_utterance_s
+        ),
+        "barge_in": v.barge_in,
+        "lang": cfg.agent.lang,
+    }
+
+
 async def open_voice(
     cfg: Config,
     agent: Agent,
@@ -216,19 +230,7 @@ async def open_voice(
             except VoiceError as exc:
                 raise ConfigError(str(exc), key="voice.stt") from None
         listener = Listener(
-            source,
-            stt,
-            player,
-            agent.bus,
-            channel.on_transcript,
-            vad=Vad(v.vad_aggressiveness),
-            endpointer=Endpointer(
-                onset_ms=v.onset_ms,
-                end_silence_ms=v.end_silence_ms,
-                max_utterance_s=v.max_utterance_s,
-            ),
-            barge_in=v.barge_in,
-            lang=cfg.agent.lang,
+            source, stt, player, agent.bus, channel.on_transcript, **listener_options(cfg)
         )
         channel.listener = listener
         stack.push_async_callback(source.close)

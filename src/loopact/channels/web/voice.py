@@ -155,6 +155,8 @@ class WebVoice:
         stt: Builds the speech-to-text engine (on the first ``mic start``).
         tts: Builds the text-to-speech engine, or returns None (text replies only).
         refusal: Why voice is refused (G3: ``agent.modality`` without voice), or None.
+        options: Builds the :class:`Listener` keyword arguments (``voice`` settings: VAD,
+            end of utterance, barge-in, language); None for the defaults.
     """
 
     def __init__(
@@ -164,8 +166,10 @@ class WebVoice:
         stt: Callable[[], SpeechToText],
         tts: Callable[[], TextToSpeech | None],
         refusal: str | None = None,
+        options: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.agent = agent
+        self._options = options or dict
         self.bus = bus
         self._stt_factory = stt
         self._tts_factory = tts
@@ -193,7 +197,12 @@ class WebVoice:
         self.channel = VoiceChannel(self.agent, self.player, source="web", speak="own")
         self._stt = self._stt_factory()
         self.listener = Listener(
-            self.source, self._stt, self.player, self.bus, self.channel.on_transcript
+            self.source,
+            self._stt,
+            self.player,
+            self.bus,
+            self.channel.on_transcript,
+            **self._options(),
         )
         self._task = asyncio.ensure_future(self.listener.run())
         warm_up = getattr(self._stt, "warm_up", None)
