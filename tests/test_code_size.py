@@ -40,10 +40,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {
         "Ros2Connector: the transport verbs over rclpy (topics, patterns, actions with "
         "feedback and cancel); next out: the action server side (serve)",
     ),
-    "robot/governor.py": (
-        620,
-        "SafetyGovernor: base and head leases, watchdog, fence, obstacle stop; next out: head",
-    ),
 }
 
 

@@ -42,8 +42,9 @@ from typing import Any
 from loopact.errors import ConfigError, RobotError, SafetyError
 from loopact.nodes._ros import ros_types
 from loopact.nodes.ros2 import Ros2Connector
-from loopact.robot.governor import MotionLease, SafetyGovernor
+from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Twist
+from loopact.robot.lease import MotionLease
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.robot.ros2_robot import Ros2Robot, base_request_topics
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from loopact.errors import RobotError, SafetyError
 from loopact.robot.camera_loop import FrameWorker, Sample
-from loopact.robot.governor import MotionLease
 from loopact.robot.interface import CameraFrame, Twist
+from loopact.robot.lease import MotionLease
 from loopact.robot.line_follower import Command, LineFollower
 from loopact.robot.motion import RobotEnv
 from loopact.robot.perception import PerceptionOptions, fresh_frame, show

@@ -32,6 +32,7 @@ from typing import Any
 from loopact.errors import EmergencyStopError, RobotError, SafetyError
 from loopact.robot.clearance import ObstacleReading, forward_clearance
 from loopact.robot.interface import Pose, Robot, Twist
+from loopact.robot.lease import MotionLease
 from loopact.robot.profile import HardwareProfile, SiteMap
 
 logger = logging.getLogger(__name__)
@@ -41,49 +42,6 @@ BRAKE_DECEL_MPS2 = 1.0
 
 HEAD_FORWARD_TOL_DEG = 10.0
 """Depth is trusted for the obstacle stop only while |pan| is below this, degrees."""
-
-STOP_REASONS = (
-    "target",
-    "obstacle",
-    "geofence",
-    "deadline",
-    "cancelled",
-    "emergency_stop",
-    "watchdog",
-)
-
-
-class MotionLease:
-    """Ownership of the base (or the head) by one motion.
-
-    Attributes:
-        name: Who holds it (the tool name).
-        started_s: Start time on the robot's clock.
-        deadline_s: When the governor stops it, robot clock seconds.
-        stopped_by: None while running; then one of ``target``, ``obstacle``, ``geofence``,
-            ``deadline``, ``cancelled``, ``emergency_stop`` or ``watchdog``.
-        detail: A readable reason for the stop.
-        clamped: What the governor clamped: ``{field: {"requested": x, "applied": y}}``.
-    """
-
-    def __init__(self, name: str, started_s: float, deadline_s: float) -> None:
-        self.name = name
-        self.started_s = started_s
-        self.deadline_s = deadline_s
-        self.stopped_by: str | None = None
-        self.detail = ""
-        self.clamped: dict[str, dict[str, float]] = {}
-
-    @property
-    def active(self) -> bool:
-        """True until the lease is stopped."""
-        return self.stopped_by is None
-
-    def stop(self, reason: str, detail: str = "") -> None:
-        """Mark the lease stopped (first reason wins)."""
-        if self.stopped_by is None:
-            self.stopped_by = reason
-            self.detail = detail
 
 
 def _finite(name: str, value: float) -> float:

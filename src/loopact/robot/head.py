@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from loopact.errors import RobotError, SafetyError
-from loopact.robot.governor import MotionLease
+from loopact.robot.lease import MotionLease
 from loopact.robot.motion import RobotEnv
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopact.errors import RobotError, SafetyError, StaleDataError, ToolArgumentError
-from loopact.robot.governor import MotionLease, SafetyGovernor
+from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
+from loopact.robot.lease import MotionLease
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.gate import ImageGate

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from loopact.errors import RobotError, SafetyError
-from loopact.robot.governor import MotionLease
 from loopact.robot.interface import Pose, Twist, normalize_angle
+from loopact.robot.lease import MotionLease
 from loopact.robot.motion import (
     ANGULAR_TOL_RAD,
     K_ANGULAR,

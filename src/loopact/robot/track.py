@@ -23,8 +23,8 @@ import numpy as np
 
 from loopact.errors import RobotError, SafetyError
 from loopact.robot.camera_loop import FrameWorker, Sample
-from loopact.robot.governor import MotionLease
 from loopact.robot.interface import CameraFrame, Twist
+from loopact.robot.lease import MotionLease
 from loopact.robot.motion import RobotEnv
 from loopact.robot.perception import PerceptionOptions, show
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
