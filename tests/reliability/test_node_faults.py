@@ -21,7 +21,7 @@ from tests.nodes.mqtt_helpers import needs_broker, wait_until
 
 from loopact.nodes.discovery import NodeTrust, ToolDiscovery
 from loopact.nodes.mqtt import MqttConnector
-from loopact.nodes.mqtt_link import MqttSettings
+from loopact.nodes.mqtt_settings import MqttSettings
 from loopact.testing import ScriptedModelServer
 from loopact.testing.mqtt_broker import MqttBroker
 
