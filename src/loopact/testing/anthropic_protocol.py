@@ -192,14 +192,7 @@ class AnthropicMessagesProtocol(Protocol):
     # ---- helpers ---------------------------------------------------------------------------
 
     def _usage(self, turn: Turn, request: RecordedRequest) -> ScriptUsage:
-        if turn.usage is not None:
-            return turn.usage
-        out_chars = len(turn.text) + len(turn.reasoning)
-        out_chars += sum(len(c.name) + len(c.arguments_text()) for c in turn.tool_calls)
-        return ScriptUsage(
-            prompt_tokens=max(1, len(request.raw_body) // 4),
-            completion_tokens=max(1, out_chars // 4),
-        )
+        return turn.usage_for(request.raw_body)
 
     def _stop_reason(self, turn: Turn) -> str | None:
         reason = turn.resolved_finish_reason()

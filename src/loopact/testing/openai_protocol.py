@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
-from loopact.testing.script import ScriptUsage, Turn
+from loopact.testing.script import Turn
 
 __all__ = ["OpenAIChatProtocol"]
 
@@ -143,14 +143,7 @@ class OpenAIChatProtocol(Protocol):
     # ---- helpers ---------------------------------------------------------------------------
 
     def _usage(self, turn: Turn, request: RecordedRequest) -> dict[str, Any]:
-        usage = turn.usage
-        if usage is None:
-            out_chars = len(turn.text) + len(turn.reasoning)
-            out_chars += sum(len(c.name) + len(c.arguments_text()) for c in turn.tool_calls)
-            usage = ScriptUsage(
-                prompt_tokens=max(1, len(request.raw_body) // 4),
-                completion_tokens=max(1, out_chars // 4),
-            )
+        usage = turn.usage_for(request.raw_body)
         result: dict[str, Any] = {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,

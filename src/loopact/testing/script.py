@@ -237,6 +237,22 @@ class Turn(_Strict):
             return self.finish_reason
         return "tool_calls" if self.tool_calls else "stop"
 
+    def usage_for(self, request_body: bytes) -> ScriptUsage:
+        """The token counts reported for a request with this raw body.
+
+        The scripted :attr:`usage`, else a rough count: request bytes / 4 prompt tokens and
+        output characters (text, reasoning, call names and arguments) / 4 completion tokens,
+        at least 1 each (docs/scripted-server.md, ``usage``).
+        """
+        if self.usage is not None:
+            return self.usage
+        out_chars = len(self.text) + len(self.reasoning)
+        out_chars += sum(len(c.name) + len(c.arguments_text()) for c in self.tool_calls)
+        return ScriptUsage(
+            prompt_tokens=max(1, len(request_body) // 4),
+            completion_tokens=max(1, out_chars // 4),
+        )
+
     def wire_chunks(self) -> list[bytes] | None:
         """The :attr:`wire` body as bytes, one item per write; None when not set."""
         if self.wire is None:
