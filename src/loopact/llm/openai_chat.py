@@ -270,7 +270,12 @@ class OpenAIChatModel:
     async def _stream_body(
         self, request: ModelRequest, body: dict[str, Any], *more_tools: ToolSpec
     ) -> AsyncGenerator[ModelEvent, None]:
-        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        # Everything but the model name goes in as ``extra_body``, which the SDK merges into
+        # the JSON as it is. Passed as typed parameters, the SDK's request transformation
+        # (``openai._utils._transform``) walks every message against its TypedDicts: about
+        # 0.2 ms of CPU per message, 4.5 ms for a 20-round history, growing with it, for
+        # nothing, since these are plain JSON values already (bench/peers.py, issue 20).
+        extra = {k: v for k, v in body.items() if k != "model"}
         extra.update(self.extra_body)
         state = new_state(
             tool_names=[t.name for t in (*request.tools, *more_tools)],
@@ -285,7 +290,7 @@ class OpenAIChatModel:
         try:
             async with self._client.chat.completions.with_streaming_response.create(
                 model=self.model,
-                messages=body["messages"],
+                messages=[],  # the real ones are in ``extra``, which takes precedence
                 stream=True,
                 extra_body=extra,
             ) as raw:
