@@ -515,7 +515,7 @@ def once_runs(n: int) -> dict[str, Any]:
             (e["ts"] for e in events if e["type"] == "tool_call" and e["name"] in MOTION_TOOLS),
             None,
         )
-        prompt = next((e for e in events if e["type"] == "local_brain_prompt"), {})
+        prompt: dict[str, Any] = next((e for e in events if e["type"] == "local_brain_prompt"), {})
         sources.append(str(prompt.get("source")))
         if start is not None:
             startups.append(start - t0)
