@@ -5,7 +5,6 @@ model server's transcription endpoint (or offline Whisper where the issue asks f
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -136,18 +135,15 @@ def test_a_ten_minute_recording_is_cut_into_bounded_utterances() -> None:
     voice = read_wav(spoken_wav("x" * 900))[0]  # ~58 s of voice-like sound, no pause
     pcm = voice * 10 + silence(1.0)  # ten minutes of talking
     vad, ep = Vad(), Endpointer(max_utterance_s=30.0)
-    t0 = time.monotonic()
     utterances: list[Utterance] = []
     for i in range(0, len(pcm), 640):
         frame = AudioFrame(pcm[i : i + 640], i / 32000)
         for ev in ep.push(frame, vad.is_speech(frame.samples)):
             if isinstance(ev, Utterance):
                 utterances.append(ev)
-    elapsed = time.monotonic() - t0
     assert len(utterances) >= 19
     assert all(u.duration_s <= 30.2 for u in utterances)
     assert sum(u.truncated for u in utterances) >= 18
-    assert elapsed < 60  # ten minutes of audio through the VAD, far faster than real time
 
 
 @needs_espeak
