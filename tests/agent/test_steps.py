@@ -157,6 +157,9 @@ async def test_two_step_instruction_runs_both_steps_and_tells_only_what_ran(
     assert outcome.reply.startswith("Moved forward 0.")
     assert "Then turned right " in outcome.reply
     assert "I moved forward and turned right" not in outcome.reply
+    # a step's own answer is not streamed to the channels (terminal, web, voice) as the reply
+    assert not rec.of("text_delta")
+    assert [e.data["text"] for e in rec.of("reply")] == [outcome.reply]
     assert [e.data["text"] for e in rec.of("clause_start")] == [
         "move forward half a meter",
         "turn right 90 degrees",

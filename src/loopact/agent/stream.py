@@ -86,11 +86,14 @@ async def stream_response(
     bus: EventBus,
     task_id: str,
     tokens_used: int = 0,
+    emit_text: bool = True,
 ) -> ResponseDone:
     """Consume one streamed response, dispatching ready calls (X1), under the timeouts.
 
     Args:
         tokens_used: Tokens the task used before this request (for its token budget).
+        emit_text: Emit ``text_delta`` events (False for a step of a split instruction,
+            whose answer is not the reply, issue 13; the text is still collected).
 
     Raises:
         ModelRetryableError: The response did not start within ``request_timeout_s``, went
@@ -113,7 +116,8 @@ async def stream_response(
                 if isinstance(event, TextDelta):
                     meter.add(event.text, answer=True)
                     rs.text.append(event.text)
-                    bus.emit("text_delta", task_id, text=event.text)
+                    if emit_text:
+                        bus.emit("text_delta", task_id, text=event.text)
                 elif isinstance(event, ReasoningDelta):
                     meter.add(event.text, answer=False)
                     rs.reasoning.append(event.text)

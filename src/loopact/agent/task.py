@@ -143,6 +143,7 @@ class TaskRun:
         self.rounds = 0
         self._bounds = env.options.bounds
         self._lang = env.options.lang
+        self._in_steps = False  # a step's answer is not the reply: its text is not streamed
 
     # ----------------------------------------------------------------- the loop
     async def body(self) -> str:
@@ -198,7 +199,8 @@ class TaskRun:
         Each clause is a user message of its own, followed by its own rounds (each clause
         has the full round bound; the task's time and token bounds hold for the whole). A
         clause whose call fails ends the sequence: later clauses are not run, and the reply
-        says which. The reply is built from the results (:func:`compose_reply`). A clause is
+        says which. The reply is built from the results (:func:`compose_reply`); a step's own
+        answer is not streamed as ``text_delta`` (it is not the reply). A clause is
         an action, so its first response must be a call (``tool_choice: "required"``), unless
         it only asks to be told something (:func:`~loopact.agent.steps.is_speech`): a small
         model otherwise answers "点头" with a pleasantry and the step never runs.
@@ -206,6 +208,7 @@ class TaskRun:
         emit = self.env.bus.emit
         done: list[ClauseResult] = []
         emit("steps", self.task_id, clauses=clauses)
+        self._in_steps = True
         for n, clause in enumerate(clauses, 1):
             emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
             self.conv.append(Message.user(clause))
@@ -529,7 +532,14 @@ class TaskRun:
             rs = RoundState(env.new_dispatcher(self.state) if request.tools else None)
             try:
                 done = await stream_response(
-                    env.model(), request, rs, b, env.bus, self.task_id, self.state.tokens
+                    env.model(),
+                    request,
+                    rs,
+                    b,
+                    env.bus,
+                    self.task_id,
+                    self.state.tokens,
+                    emit_text=not self._in_steps,
                 )
                 return done, rs
             except OutputLimitReached as exc:
