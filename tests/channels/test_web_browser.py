@@ -152,6 +152,12 @@ async def _poll(cond: Callable[[], bool], timeout_s: float = 20.0) -> None:
     await asyncio.wait_for(loop(), timeout_s)
 
 
+#: The natural width of the image ``selector`` names once it has loaded (falsy before).
+LOADED_WIDTH = (
+    "sel => { const i = document.querySelector(sel); return i && i.complete && i.naturalWidth }"
+)
+
+
 async def test_scripted_task_from_the_page(
     browser: Any, robot: Any, scripted_server: Any, tmp_path: Path
 ) -> None:
@@ -221,17 +227,13 @@ async def test_scripted_task_from_the_page(
         await call_line.wait_for()
         result = page.locator(".event.tool-result.ok", has_text="seewhat")
         await result.wait_for()
-        await page.locator("#model-image img").wait_for()
-        shown = await page.eval_on_selector(
-            "#model-image img", "img => img.complete && img.naturalWidth"
-        )
-        assert shown and shown > 0  # the image the model got, fetched from /images/see1/0.jpg
+        # the image the model got, fetched from /images/see1/0.jpg: wait until it has loaded
+        # (an <img> is in the page before its bytes arrive; checking at once raced the fetch)
+        shown = await page.wait_for_function(LOADED_WIDTH, arg="#model-image img")
+        assert await shown.json_value() > 0
         # the last perception image with its overlay (issue 15 acceptance 4, SPEC F6)
-        await page.locator("#perception-image img").wait_for()
-        width = await page.eval_on_selector(
-            "#perception-image img", "img => img.complete && img.naturalWidth"
-        )
-        assert width == 640  # fetched from /images/see1/shown/0.jpg
+        width = await page.wait_for_function(LOADED_WIDTH, arg="#perception-image img")
+        assert await width.json_value() == 640  # fetched from /images/see1/shown/0.jpg
         assert "I see" in await page.inner_text("#perception-image")
         overlay = web.state.shown.get("see1", 0)
         assert overlay is not None and overlay[:2] == b"\xff\xd8"
