@@ -409,6 +409,8 @@ class Ros2Connector(Connector):
             gid = list(bytes((info.get("publisher_gid") or {}).get("data") or b""))
             for endpoint in node.get_publishers_info_by_topic(node.resolve_topic_name(topic)):
                 if list(endpoint.endpoint_gid) == gid:
+                    if endpoint.node_name.startswith("_NODE_NAME_UNKNOWN_"):
+                        break  # the graph knows the endpoint before its node's name
                     return f"{endpoint.node_namespace.rstrip('/')}/{endpoint.node_name}"
         except Exception as exc:  # the graph query is best effort
             logger.debug("publisher lookup on %s failed: %r", topic, exc)
