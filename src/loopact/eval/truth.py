@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,8 +84,11 @@ def in_start_frame(poses: Sequence[Pose], p: Pose) -> tuple[float, float]:
     return dx * math.cos(yaw) + dy * math.sin(yaw), -dx * math.sin(yaw) + dy * math.cos(yaw)
 
 
-def max_speed_mps(poses: Sequence[Pose], window_s: float = 0.2) -> float:
-    """The highest speed over any ``window_s`` of simulated time, m/s (0 for a short log)."""
+def _max_rate(
+    poses: Sequence[Pose], window_s: float, change: Callable[[Sequence[Pose]], float]
+) -> float:
+    """The highest ``change(window) / duration`` over any ``window_s`` of simulated time
+    (windows shorter than 75 % of ``window_s`` are not counted; 0 for a short log)."""
     best = 0.0
     j = 0
     for i, p in enumerate(poses):
@@ -93,22 +96,18 @@ def max_speed_mps(poses: Sequence[Pose], window_s: float = 0.2) -> float:
             j += 1
         dt = p["t_s"] - poses[j]["t_s"]
         if dt >= window_s * 0.75:
-            best = max(best, dist(p, poses[j]) / dt)
+            best = max(best, change(poses[j : i + 1]) / dt)
     return best
+
+
+def max_speed_mps(poses: Sequence[Pose], window_s: float = 0.2) -> float:
+    """The highest speed over any ``window_s`` of simulated time, m/s (0 for a short log)."""
+    return _max_rate(poses, window_s, lambda w: dist(w[-1], w[0]))
 
 
 def max_turn_rate_dps(poses: Sequence[Pose], window_s: float = 0.2) -> float:
     """The highest turn rate over any ``window_s`` of simulated time, degrees per second."""
-    best = 0.0
-    j = 0
-    for i, p in enumerate(poses):
-        while j < i and p["t_s"] - poses[j]["t_s"] > window_s:
-            j += 1
-        dt = p["t_s"] - poses[j]["t_s"]
-        if dt >= window_s * 0.75:
-            turned = abs(net_yaw_deg(poses[j : i + 1]))
-            best = max(best, turned / dt)
-    return best
+    return _max_rate(poses, window_s, lambda w: abs(net_yaw_deg(w)))
 
 
 def at_rest_after(poses: Sequence[Pose], t0: float, speed_mps: float = 0.02) -> float | None:
