@@ -46,6 +46,12 @@ from loopact.tools.registry import ToolRegistry
         ("去厨房，再回到充电桩", ["去厨房", "回到充电桩"]),
         ("左转45度然后前进", ["左转45度", "前进"]),
         ("点头，接着摇头，最后停下", ["点头", "摇头", "停下"]),
+        (
+            "patrol charger -> window -> door and come back",
+            ["patrol charger", "go to window", "go to door", "come back"],
+        ),
+        ("move forward 1 m => turn left", ["move forward 1 m", "turn left"]),
+        ("巡逻 充电桩 → 窗户 → 门", ["巡逻 充电桩", "去窗户", "去门"]),
     ],
 )
 def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None:
@@ -66,6 +72,8 @@ def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None
         "往前走一点",
         "你好，你是谁？",
         "如果看到红色的球，就停下",
+        "charger -> window",
+        "x -> ",
         "",
     ],
 )

@@ -15,6 +15,11 @@ punctuation between actions, in English and Chinese:
 - Chinese: 然后, 接着, 之后, 随后, 最后, ``先 ... 再``, and a comma (，、；) when a sequencing
   word or an action verb follows it ("先前进一米，再左转90度", "后退一米，接着左转30度").
 
+A route written with arrows ("patrol charger -> window -> door", "巡逻 充电桩 → 窗户 → 门")
+is one clause per stop: the first keeps its verb, each later stop without a verb of its own
+becomes "go to <stop>" (去<stop>), and whatever follows the last stop is split as usual
+("... -> door and come back").
+
 It does not split a condition ("if you see a ball, stop") or a pair of directions ("look
 left and right"); a clause with no action verb stays with the previous one.
 """
@@ -57,6 +62,8 @@ _EN_BOUNDARY = re.compile(
     re.I,
 )
 _ZH_BOUNDARY = re.compile(r"\s*[，,、；;。]\s*|(?=然后|接着|之后|随后|最后)")
+#: Arrows between the stops of a route: ASCII ``->``, ``=>``, ``-->`` and Unicode ``→``, ``⟶``.
+_ARROW = re.compile(r"\s*(?:-+>|=>|→|⟶)\s*")
 
 
 def is_chinese(text: str) -> bool:
@@ -134,13 +141,25 @@ def split_clauses(text: str) -> list[str]:
     stripped = text.strip()
     if not stripped or _CONDITION.match(stripped) or "\n" in stripped:
         return [text]
-    if is_chinese(stripped):
+    zh = is_chinese(stripped)
+    stripped = _route(stripped, zh)
+    if zh:
         clauses = _split(stripped, _ZH_BOUNDARY, _strip_zh_lead, _starts_with_zh_verb)
     else:
         clauses = _split(stripped, _EN_BOUNDARY, _strip_en_lead, _starts_with_en_verb)
     if len(clauses) < 2:
         return [text]
     return clauses
+
+
+def _route(text: str, zh: bool) -> str:
+    """``patrol a -> b -> c and come back`` -> ``patrol a; go to b; go to c and come back``."""
+    stops = [s.strip() for s in _ARROW.split(text)]
+    is_action = _starts_with_zh_verb if zh else _starts_with_en_verb
+    if len(stops) < 2 or not all(stops) or not is_action(stops[0]):
+        return text
+    go, sep = ("去", "；") if zh else ("go to ", "; ")
+    return sep.join([stops[0], *(s if is_action(s) else go + s for s in stops[1:])])
 
 
 _SPEECH = re.compile(
