@@ -45,7 +45,16 @@ V3_FLAGS = [
     "bmi2",
     "popcnt",
 ]
-SAPPHIRE_RAPIDS = [*V3_FLAGS, "avx512f", "avx512bw", "amx_tile", "amx_int8", "amx_bf16"]
+SKYLAKE_SP = [*V3_FLAGS, "avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"]
+SAPPHIRE_RAPIDS = [
+    *SKYLAKE_SP,
+    "avx512_vnni",
+    "avx512vbmi",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+]
 
 AMX_C = r"""
 #include <immintrin.h>
@@ -67,7 +76,8 @@ needs_toolchain = pytest.mark.skipif(
 
 
 def test_profiles_are_chosen_from_cpu_flags_never_native() -> None:
-    assert select_profile(SAPPHIRE_RAPIDS, "x86_64").name == "x86-64-v3"  # AMX machine
+    assert select_profile(SAPPHIRE_RAPIDS, "x86_64").name == "x86-64-v4"  # AMX machine
+    assert select_profile(SKYLAKE_SP, "x86_64").name == "x86-64-v3"  # AVX-512 without VNNI
     assert select_profile(V3_FLAGS, "x86_64").name == "x86-64-v3"
     assert select_profile(["sse2", "sse4_2", "avx"], "x86_64").name == "x86-64-v2"
     assert select_profile(["sse2"], "x86_64").name == "x86-64"
@@ -76,10 +86,15 @@ def test_profiles_are_chosen_from_cpu_flags_never_native() -> None:
     for profile in PROFILES.values():
         assert "-DGGML_NATIVE=OFF" in profile.cmake_args
         if profile.name != "generic":
-            for switch in ("AMX_TILE", "AMX_INT8", "AMX_BF16", "AVX512"):
+            for switch in ("AMX_TILE", "AMX_INT8", "AMX_BF16"):
                 assert f"-DGGML_{switch}=OFF" in profile.cmake_args
-    v3 = PROFILES["x86-64-v3"]
+            avx512 = "ON" if profile.name == "x86-64-v4" else "OFF"
+            assert f"-DGGML_AVX512={avx512}" in profile.cmake_args
+            assert f"-DGGML_AVX512_VNNI={avx512}" in profile.cmake_args
+            assert profile.allow_zmm == (profile.name == "x86-64-v4")
+    v3, v4 = PROFILES["x86-64-v3"], PROFILES["x86-64-v4"]
     assert v3.runs_on(SAPPHIRE_RAPIDS) and not v3.runs_on(["sse4_2", "avx"])
+    assert v4.runs_on(SAPPHIRE_RAPIDS) and not v4.runs_on(SKYLAKE_SP)
 
 
 def test_the_cache_key_changes_with_every_build_option() -> None:
@@ -122,6 +137,21 @@ def test_the_scan_finds_amx_tile_instructions(amx_lib: Path, tmp_path: Path) -> 
     clean = scan_instructions([lib])
     assert (clean.amx, clean.zmm) == (0, 0)
     assert clean.violations(PROFILES["x86-64"]) == []
+    wide = tmp_path / "wide.c"
+    wide.write_text(
+        "#include <immintrin.h>\n"
+        "void add(float *a, const float *b) {\n"
+        "  _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(b)));\n}\n"
+    )
+    lib = tmp_path / "libwide.so"
+    subprocess.run(
+        ["gcc", "-O2", "-shared", "-fPIC", "-mavx512f", str(wide), "-o", str(lib)], check=True
+    )
+    zmm = scan_instructions([lib])
+    assert zmm.zmm > 0 and zmm.amx == 0
+    assert zmm.violations(PROFILES["x86-64-v3"]) == [f"{zmm.zmm} AVX-512 (zmm) instructions"]
+    assert zmm.violations(PROFILES["x86-64-v4"]) == []  # AVX-512 is v4's, AMX never
+    assert scan.violations(PROFILES["x86-64-v4"])[0].endswith("AMX tile instructions")
 
 
 @needs_toolchain
@@ -168,6 +198,12 @@ def test_a_build_for_a_cpu_with_more_features_is_refused_at_run_time(
     assert "make local-brain" in str(err.value)
     monkeypatch.setattr(local_build, "cpu_flags", lambda: frozenset(SAPPHIRE_RAPIDS))
     local.check_installed_build()  # runs on an AMX machine: fine
+    v4 = {"profile": "x86-64-v4", "cmake_args": list(PROFILES["x86-64-v4"].cmake_args)}
+    monkeypatch.setattr(local, "installed_build", lambda: ("x86-64-v4-abc", v4))
+    local.check_installed_build()
+    monkeypatch.setattr(local_build, "cpu_flags", lambda: frozenset(SKYLAKE_SP))  # VM moved
+    with pytest.raises(ConfigError, match="avx512_vnni"):
+        local.check_installed_build()
 
 
 def _installed_build() -> tuple[str, dict[str, object] | None]:
@@ -189,6 +225,9 @@ def test_the_installed_build_is_portable_and_has_no_amx_code() -> None:
     libs = llama_libs(Path(llama_cpp.__file__).parent)
     assert any(p.name.startswith("libggml-cpu") for p in libs)
     scan = scan_instructions(libs)
-    assert scan.amx == 0 and scan.zmm == 0, scan
+    profile = PROFILES[str(info["profile"])]
+    assert scan.amx == 0 and scan.violations(profile) == [], scan
+    if not profile.allow_zmm:
+        assert scan.zmm == 0, scan
     assert json.dumps(info)  # build.json is plain JSON
     assert build_id.startswith(str(info["profile"]))

@@ -232,7 +232,7 @@ class LocalConfig(pydantic.BaseModel):
     start_timeout_s: float = pydantic.Field(180.0, gt=0)
     max_restarts: int = pydantic.Field(3, ge=0)
     restart_window_s: float = pydantic.Field(300.0, gt=0)
-    build: Literal["auto", "x86-64-v3", "x86-64-v2", "x86-64", "generic"] = "auto"
+    build: Literal["auto", "x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64", "generic"] = "auto"
     prompt_cache: bool = True
     split_steps: bool = True
     keep_history: bool = False

@@ -218,6 +218,14 @@ local:
   threads: null               # CPU threads; null = all cores
   chat_format: null           # llama-cpp-python chat format; null = chatml for ChatML models,
                               # else the GGUF's own template
+  build: auto                 # llama.cpp build profile: auto = x86-64-v4 (AVX-512 + VNNI, no
+                              # AMX) or x86-64-v3 (AVX2) where the CPU has it, else x86-64-v2 /
+                              # x86-64; never -march=native (docs/local-brain.md)
+  prompt_cache: true          # evaluate the system prompt + tool catalogue once and keep the
+                              # evaluated state on disk (<cache>/prompt-states/)
+  max_restarts: 3             # restarts of a crashed local server allowed ...
+  restart_window_s: 300       # ... within this many seconds, then a final error
+  split_steps: true           # run "do A, then B" as one step per clause (docs/local-brain.md)
 
 # nodes: hot-pluggable tool and sensor nodes (docs/ros2.md, docs/mqtt.md)
 nodes:

@@ -10,6 +10,9 @@ options that names every instruction-set switch explicitly:
 ===============  =======================================  ==================================
 profile          instruction sets                         runs on
 ===============  =======================================  ==================================
+``x86-64-v4``    ``x86-64-v3`` + AVX-512 F, CD, VL, DQ,   Intel Cascade Lake, Ice Lake,
+                 BW and AVX-512 VNNI (no AMX)             Sapphire Rapids and later; AMD
+                                                          Zen 4 and later
 ``x86-64-v3``    SSE4.2, AVX, AVX2, FMA, F16C, BMI2       x86-64 CPUs since 2013-2015
                                                           (Intel Haswell, AMD Zen 1) and on
 ``x86-64-v2``    SSE4.2                                   older x86-64 CPUs
@@ -17,15 +20,22 @@ profile          instruction sets                         runs on
 ``generic``      the compiler's baseline                  other architectures (aarch64: v8.0)
 ===============  =======================================  ==================================
 
-AVX-512, AVX-VNNI and AMX are always off. The profile is chosen from the CPU's flags
-(``/proc/cpuinfo``), never from the build machine's ``-march``. The cached wheel lives in
+AMX is always off (and AVX-VNNI, AVX-512 VBMI and BF16, which this model's kernels do not
+use). ``x86-64-v4`` exists because AVX-512 VNNI is what llama.cpp's quantised dot products
+run fastest with: ``x86-64-v3`` evaluated prompts 30 % slower than a native build on an AMD
+Zen 4, ``x86-64-v4`` as fast as native (docs/performance.md). The profile is chosen from the
+CPU's flags (``/proc/cpuinfo``) at every install, never from the build machine's ``-march``,
+and :func:`loopact.llm.local.check_installed_build` refuses an installed build whose
+instructions this CPU lacks (a cache copied to another machine, a VM moved to an older host).
+The cached wheel lives in
 ``<cache>/wheels/<profile>-<key>/`` where the key hashes the llama-cpp-python version, the
 sdist's sha256, the profile and its options: a wheel built with other options (e.g. the native
 builds of loopact before issue 13, kept directly in ``<cache>/wheels/``) is never reused.
 
 After building, :func:`scan_instructions` disassembles the shared libraries (``objdump -d``)
 and the build is refused if it contains instructions its profile excludes (AMX tile
-instructions, ``zmm`` registers of AVX-512, ``ymm`` registers on the AVX-less profiles).
+instructions always, ``zmm`` registers of AVX-512 outside ``x86-64-v4``, ``ymm`` registers on
+the AVX-less profiles).
 """
 
 from __future__ import annotations
@@ -48,7 +58,8 @@ BUILD_SCHEMA = 2
 #: The file next to a cached wheel that describes it.
 BUILD_INFO = "build.json"
 
-_OFF_ALWAYS = (
+#: Extensions off unless a profile turns them on (the AMX ones never are).
+_EXTENSIONS = (
     "-DGGML_NATIVE=OFF",
     "-DGGML_BACKEND_DL=OFF",
     "-DGGML_CPU_ALL_VARIANTS=OFF",
@@ -88,37 +99,46 @@ class BuildProfile:
     """A portable llama.cpp build: its CMake options and what it needs from the CPU.
 
     Attributes:
-        name: ``x86-64-v3``, ``x86-64-v2``, ``x86-64`` or ``generic``.
+        name: ``x86-64-v4``, ``x86-64-v3``, ``x86-64-v2``, ``x86-64`` or ``generic``.
         cmake_args: The options passed in ``CMAKE_ARGS``.
         needs: ``/proc/cpuinfo`` flags the build's code uses (the CPU must have all).
         allow_ymm: The build may use 256-bit AVX registers.
+        allow_zmm: The build may use 512-bit AVX-512 registers.
     """
 
     name: str
     cmake_args: tuple[str, ...]
     needs: frozenset[str]
     allow_ymm: bool
+    allow_zmm: bool = False
 
     def runs_on(self, flags: Iterable[str]) -> bool:
         """True when a CPU with these ``/proc/cpuinfo`` flags has everything the build uses."""
         return self.needs <= set(flags)
 
 
-def _x86(name: str, on: tuple[str, ...], needs: tuple[str, ...], ymm: bool) -> BuildProfile:
+def _x86(
+    name: str, on: tuple[str, ...], needs: tuple[str, ...], ymm: bool, zmm: bool = False
+) -> BuildProfile:
     switches = ("SSE42", "AVX", "AVX2", "FMA", "F16C", "BMI2")
     args = tuple(f"-DGGML_{s}={'ON' if s in on else 'OFF'}" for s in switches)
-    return BuildProfile(name, (*_OFF_ALWAYS, *args), frozenset(needs), ymm)
+    extensions = tuple(
+        arg.replace("=OFF", "=ON") if arg[len("-DGGML_") : arg.index("=")] in on else arg
+        for arg in _EXTENSIONS
+    )
+    return BuildProfile(name, (*extensions, *args), frozenset(needs), ymm, zmm)
+
+
+_V3 = ("SSE42", "AVX", "AVX2", "FMA", "F16C", "BMI2")
+_V3_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2")
+_V4_FLAGS = ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw", "avx512_vnni")
 
 
 PROFILES: Mapping[str, BuildProfile] = {
     p.name: p
     for p in (
-        _x86(
-            "x86-64-v3",
-            ("SSE42", "AVX", "AVX2", "FMA", "F16C", "BMI2"),
-            ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2"),
-            True,
-        ),
+        _x86("x86-64-v4", (*_V3, "AVX512", "AVX512_VNNI"), (*_V3_FLAGS, *_V4_FLAGS), True, True),
+        _x86("x86-64-v3", _V3, _V3_FLAGS, True),
         _x86("x86-64-v2", ("SSE42",), ("sse4_2",), False),
         _x86("x86-64", (), (), False),
         BuildProfile("generic", ("-DGGML_NATIVE=OFF",), frozenset(), True),
@@ -173,7 +193,7 @@ def select_profile(flags: Iterable[str] | None = None, machine: str | None = Non
     if not is_x86(machine):
         return PROFILES["generic"]
     have = cpu_flags() if flags is None else frozenset(flags)
-    for name in ("x86-64-v3", "x86-64-v2"):
+    for name in ("x86-64-v4", "x86-64-v3", "x86-64-v2"):
         if PROFILES[name].runs_on(have):
             return PROFILES[name]
     return PROFILES["x86-64"]
@@ -239,7 +259,7 @@ class InstructionScan:
         found = []
         if self.amx:
             found.append(f"{self.amx} AMX tile instructions")
-        if self.zmm and is_x86() and profile.name != "generic":
+        if self.zmm and is_x86() and profile.name != "generic" and not profile.allow_zmm:
             found.append(f"{self.zmm} AVX-512 (zmm) instructions")
         if self.ymm and not profile.allow_ymm:
             found.append(f"{self.ymm} AVX (ymm) instructions")
