@@ -17,6 +17,10 @@ OpenAI-compatible API as ``python -m llama_cpp.server`` and adds two routes:
     run. The key (chosen by the caller) must hash everything the state depends on. Answers
     ``{"source": "disk" | "evaluated", "tokens": N, "seconds": S}``.
 
+Greedy grammar requests are sampled by :mod:`loopact.llm.local_sampler` (the grammar is
+asked about the greedy token first, the whole vocabulary only when it refuses it); set
+``LOOPACT_LOCAL_SAMPLER=chain`` to compare with llama-cpp-python's own sampler chain.
+
 This module runs only in the child process; it imports llama_cpp, which the agent's own
 process never needs.
 """
@@ -153,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     add_args_from_model(parser, Settings)
     parser.add_argument("--loopact-state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
+    if os.environ.get("LOOPACT_LOCAL_SAMPLER", "lazy") != "chain":
+        from loopact.llm.local_sampler import install
+
+        install()
     server_settings = parse_model_from_args(ServerSettings, args)
     model_settings = [parse_model_from_args(ModelSettings, args)]
     app = create_app(server_settings=server_settings, model_settings=model_settings)
