@@ -163,6 +163,14 @@ async def detections(
 
     Bearings in the detections are relative to the camera; add the pan for the robot's heading.
     """
+    dets, pan, _depth = await detections_and_depth(env, frame, color, ranges)
+    return dets, pan
+
+
+async def detections_and_depth(
+    env: RobotEnv, frame: CameraFrame, color: str | None, ranges: ColorRanges
+) -> tuple[list[Detection], float, DepthFrame | None]:
+    """:func:`detections` plus the depth frame they used (None when there was no fresh one)."""
     depth = await _fresh_depth(env)
     pan = await _pan_deg(env)
     dets: list[Detection] = await asyncio.to_thread(
@@ -173,7 +181,7 @@ async def detections(
         color=color,
         ranges=ranges,
     )
-    return dets, pan
+    return dets, pan, depth
 
 
 def as_objects(dets: list[Detection], pan_deg: float) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopact.robot.approach import make_approach_tools
 from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
@@ -47,7 +48,7 @@ def make_robot_tools(
     ``stop``, ``get_current_pose``), ``navigation``, the pan-tilt tools when the robot has a head
     (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and perception
     (``seewhat``, ``observe_surroundings``, ``detect_objects``, ``visual_positioning``,
-    ``follow_line``, ``track``).
+    ``follow_line``, ``track``, ``approach``, ``face``).
     """
     env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
     perception = perception or PerceptionOptions()
@@ -59,6 +60,7 @@ def make_robot_tools(
         *make_positioning_tools(env, perception),
         *make_follow_line_tools(env, perception),
         *make_track_tools(env, perception),
+        *make_approach_tools(env, perception),
     ]
 
 
