@@ -124,7 +124,7 @@ async def test_face_turns_to_find_the_green_cylinder_in_chinese(arig: ApproachRi
     await arig.stopped()
     print(f"face green cylinder: true bearing {arig.bearing_deg('green_cylinder'):+.2f} deg")
     assert res.ok, res.error
-    assert res.data["target"] == "green box"  # the detector's noun for a cylinder
+    assert res.data["target"] == "绿色的圆柱" and res.data["seen_as"] == "green box"
     assert abs(arig.bearing_deg("green_cylinder")) <= 4.0
     x, y, _yaw = arig.truth()
     assert math.hypot(x, y) < 0.1  # turned in place

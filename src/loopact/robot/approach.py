@@ -62,11 +62,14 @@ RENEW_MARGIN_S = 1.0
 PROGRESS_EVERY_S = 1.0
 
 
-def _data(s: Sighting, env: RobotEnv, pose: Pose, travelled_m: float) -> dict[str, Any]:
+def _data(
+    s: Sighting, target: str, env: RobotEnv, pose: Pose, travelled_m: float
+) -> dict[str, Any]:
     gap = s.gap_from(pose, env.profile.footprint_radius_m)
     return {
         "found": True,
-        "target": s.name,
+        "target": target,
+        "seen_as": s.name,
         "distance_m": None if gap is None else round(gap, 2),
         "bearing_deg": round(s.bearing_from(pose), 1),
         "camera_distance_m": (
@@ -154,7 +157,7 @@ async def turn_to(
         return s, None
     return s, ToolResult.failure(
         f"{name}: the {s.name} is still {s.bearing_deg:+.1f} deg off after {FACE_TRIES} turns",
-        data=_data(s, env, s.pose, 0.0),
+        data=_data(s, query.text, env, s.pose, 0.0),
     )
 
 
@@ -171,9 +174,9 @@ async def face_target(
             return failure
     except (SafetyError, RobotError) as exc:
         return ToolResult.failure(f"face: {exc}")
-    data = _data(s, env, s.pose, 0.0)
+    data = _data(s, query.text, env, s.pose, 0.0)
     data["result"] = (
-        f"now facing the {s.name}: {data['bearing_deg']:+.1f} deg off straight ahead"
+        f"now facing the {query.text}: {data['bearing_deg']:+.1f} deg off straight ahead"
         + ("" if data["distance_m"] is None else f", {data['distance_m']:.2f} m away")
     )
     await _show(env, ctx, s, f"face: {s.name} {data['bearing_deg']:+.1f} deg")
@@ -325,7 +328,7 @@ class _Drive:
         final, _dets, _reason = await sight(self.env, self.opts, self.query, near=self.s)
         s = final if final is not None and final.point is not None else self.s
         pose = await self.env.pose()
-        data = _data(s, self.env, pose, self.travelled)
+        data = _data(s, self.query.text, self.env, pose, self.travelled)
         gap = data["distance_m"]
         data["stopped_by"] = self.stopped_by
         meta = {**meta, "sightings": self.sightings, "stop_at_m": self.stop_at_m}
@@ -333,7 +336,7 @@ class _Drive:
         await _show(self.env, self.ctx, s, f"approach: {s.name} {gap} m, {self.stopped_by}")
         if within and self.stopped_by in ("target", "obstacle"):
             data["result"] = (
-                f"stopped {gap:.2f} m from the {s.name} ({data['bearing_deg']:+.0f} deg), "
+                f"stopped {gap:.2f} m from the {self.query.text} ({data['bearing_deg']:+.0f} deg), "
                 f"after driving {self.travelled:.2f} m"
             )
             return ToolResult(ok=True, data=data, metadata=meta)
@@ -342,7 +345,7 @@ class _Drive:
             ok=False,
             data=data,
             metadata=meta,
-            error=f"approach stopped by {self.stopped_by}{why}: the {s.name} is "
+            error=f"approach stopped by {self.stopped_by}{why}: the {self.query.text} is "
             f"{gap} m away (asked for {self.stop_at_m:.2f} m), drove {self.travelled:.2f} m",
         )
 
