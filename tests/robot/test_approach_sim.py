@@ -120,11 +120,13 @@ async def test_approach_in_chinese_keeps_the_asked_distance(arig: ApproachRig) -
 
 async def test_face_turns_to_find_the_green_cylinder_in_chinese(arig: ApproachRig) -> None:
     assert abs(arig.bearing_deg("green_cylinder")) > 40  # out of the 70-degree view at start
-    res = await arig.call("face", target="绿色的圆柱")
+    progress: list[str] = []
+    res = await arig.call("face", progress, target="绿色的圆柱")
     await arig.stopped()
     print(f"face green cylinder: true bearing {arig.bearing_deg('green_cylinder'):+.2f} deg")
     assert res.ok, res.error
     assert res.data["target"] == "绿色的圆柱" and res.data["seen_as"] == "green box"
+    assert any("turning 60 deg left" in p for p in progress), progress  # it searched
     assert abs(arig.bearing_deg("green_cylinder")) <= 4.0
     x, y, _yaw = arig.truth()
     assert math.hypot(x, y) < 0.1  # turned in place

@@ -114,7 +114,7 @@ async def _centre_head(env: RobotEnv, name: str) -> None:
 
 
 async def _start(
-    env: RobotEnv, opts: PerceptionOptions, target: str, name: str
+    env: RobotEnv, opts: PerceptionOptions, target: str, name: str, ctx: ToolContext | None
 ) -> tuple[TargetQuery, Search | None, ToolResult | None]:
     """Check the target, centre the head, search: ``(query, search, None)`` or a failure."""
     if not target.strip():
@@ -124,7 +124,7 @@ async def _start(
     if problem:
         return query, None, ToolResult.failure(f"{name}: {problem}")
     await _centre_head(env, name)
-    found = await search(env, opts, query, name)
+    found = await search(env, opts, query, name, progress=ctx.progress if ctx else None)
     if found.sighting is None:
         return query, None, _not_found(target.strip(), found, name)
     return query, found, None
@@ -166,7 +166,7 @@ async def face_target(
 ) -> ToolResult:
     """``face`` (see the module docstring); never raises for robot problems."""
     try:
-        query, found, failure = await _start(env, opts, target, "face")
+        query, found, failure = await _start(env, opts, target, "face", ctx)
         if failure is not None or found is None or found.sighting is None:
             return failure or ToolResult.failure("face: not found")
         s, failure = await turn_to(env, opts, query, found.sighting, "face", FACE_TOL_DEG)
@@ -199,7 +199,7 @@ async def approach_target(
         meta["clamped"] = {"stop_at_m": {"requested": stop_at_m, "applied": floor_m}}
         stop_at_m = floor_m
     try:
-        query, found, failure = await _start(env, opts, target, "approach")
+        query, found, failure = await _start(env, opts, target, "approach", ctx)
         if failure is not None or found is None or found.sighting is None:
             return failure or ToolResult.failure("approach: not found")
         s = found.sighting

@@ -20,6 +20,7 @@ the object's box): how far the robot's front is from the object, the figure a pe
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -277,11 +278,16 @@ class Search:
 
 
 async def search(
-    env: RobotEnv, opts: PerceptionOptions, query: TargetQuery, name: str, looks: int = 6
+    env: RobotEnv,
+    opts: PerceptionOptions,
+    query: TargetQuery,
+    name: str,
+    looks: int = 6,
+    progress: Callable[[str], None] | None = None,
 ) -> Search:
     """Look for ``query``: in view now, or else turning left :data:`SEARCH_STEP_DEG` at a time
     (through the governor, like every turn) for up to ``looks`` looks (6: a full turn), then
-    back to the first heading when it is not found.
+    back to the first heading when it is not found. ``progress`` hears each turn.
 
     Raises:
         RobotError: No fresh frame or pose.
@@ -291,6 +297,8 @@ async def search(
     reason = ""
     for i in range(looks):
         if i > 0:
+            if progress is not None:
+                progress(f"{name}: no {query.text} in view, turning {SEARCH_STEP_DEG:g} deg left")
             res = await turn(env, name, SEARCH_STEP_DEG)
             if not res.ok:
                 return Search(None, seen, turned, reason, res)
