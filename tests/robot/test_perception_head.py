@@ -173,8 +173,8 @@ async def test_open_robot_session() -> None:
         state = await session.state()
         assert state == {"x_m": 0.0, "y_m": 0.0, "yaw_rad": 0.0, "frame": "odom"}
         names = [t.name for t in session.tools]
-        assert len(names) == len(set(names)) == 20
-        assert {"approach", "face"} <= set(names)
+        assert len(names) == len(set(names)) == 21
+        assert {"approach", "face", "distance_to"} <= set(names)
         res = await session.tools[names.index("move_forward")](distance_m=0.3)  # type: ignore[operator]
         assert res.ok, res.error
         await session.stop("test")

@@ -4,6 +4,10 @@ Turn towards the goal, drive to it while steering (forward motion only, so the d
 obstacle stop of the governor covers it), then turn to the waypoint's heading if it has one.
 Waypoints come from the site map (``map`` frame; the simulator's map equals its odom frame).
 Nav2's NavigateToPose takes over on a ROS 2 robot in a later issue.
+
+``distance_to`` answers how far a named place is and in which direction, from the same pose
+and site map, without moving (a question a small model otherwise cannot answer: it would have
+to subtract coordinates itself).
 """
 
 from __future__ import annotations
@@ -24,28 +28,41 @@ from loopact.robot.motion import (
     motion_result,
     run_motion,
 )
+from loopact.robot.profile import SiteMap
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 
 NAV_SPEED_MPS = 0.35
 NAV_TURN_DPS = 60.0
 GOAL_TOL_M = 0.08
 HEADING_GATE_RAD = math.radians(20)  # drive only when roughly facing the goal
+AT_PLACE_M = 0.05  # closer than this, "distance_to" says the robot is there (no bearing)
+
+
+def find_place(site: SiteMap, name: str) -> str | None:
+    """The site map's waypoint called ``name``, or None.
+
+    Exact first, then case-insensitive and without a leading "the" ("The Door" -> "door").
+    """
+    key = name.strip()
+    if key in site.waypoints:
+        return key
+    lowered = {k.lower(): k for k in site.waypoints}
+    wanted = key.lower()
+    if wanted.startswith("the "):
+        wanted = wanted[4:].strip()
+    return lowered.get(wanted)
 
 
 async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) -> ToolResult:
     """Drive to a named waypoint of the site map (SPEC D3); see the module docstring."""
     site = env.site
-    key = waypoint.strip()
-    if key not in site.waypoints:
-        lowered = {k.lower(): k for k in site.waypoints}
-        if key.lower() in lowered:
-            key = lowered[key.lower()]
-        else:
-            known = ", ".join(sorted(site.waypoints)) or "(none)"
-            return ToolResult.failure(
-                f"unknown waypoint {waypoint!r}; known waypoints: {known}",
-                data={"known_waypoints": sorted(site.waypoints)},
-            )
+    key = find_place(site, waypoint)
+    if key is None:
+        known = ", ".join(sorted(site.waypoints)) or "(none)"
+        return ToolResult.failure(
+            f"unknown waypoint {waypoint!r}; known waypoints: {known}",
+            data={"known_waypoints": sorted(site.waypoints)},
+        )
     wp = site.waypoints[key]
     if not site.contains(wp.x_m, wp.y_m):
         return failed(f"waypoint {key!r} lies outside the geofence: refused", "geofence")
@@ -112,8 +129,79 @@ async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) 
     return result
 
 
+async def distance_to_place(env: RobotEnv, place: str) -> ToolResult:
+    """How far the site map's ``place`` is from the robot's current pose, and where (SPEC D3).
+
+    Returns a result whose ``data`` is ``{result, place, distance_m, bearing_deg, x_m, y_m,
+    frame}``: the straight-line distance in metres, the bearing in degrees relative to the
+    robot's heading (left positive, in (-180, 180]) and the place's coordinates in the site
+    map's frame (the pose is read as being in that frame, as :func:`go_to` does). An unknown
+    place or a missing pose is a failed result (the former lists the known places).
+    """
+    site = env.site
+    key = find_place(site, place)
+    if key is None:
+        known = ", ".join(sorted(site.waypoints)) or "(none)"
+        return ToolResult.failure(
+            f"unknown place {place!r}; known places: {known}",
+            data={"known_places": sorted(site.waypoints)},
+        )
+    try:
+        pose = await env.pose()
+    except RobotError as exc:
+        return ToolResult.failure(str(exc))
+    wp = site.waypoints[key]
+    dx, dy = wp.x_m - pose.x_m, wp.y_m - pose.y_m
+    dist = math.hypot(dx, dy)
+    bearing = 0.0
+    if dist < AT_PLACE_M:
+        where = "the robot is there"
+    else:
+        bearing = math.degrees(normalize_angle(math.atan2(dy, dx) - pose.yaw_rad))
+        if abs(bearing) < 5:
+            where = "straight ahead"
+        elif abs(bearing) > 175:
+            where = "straight behind"
+        else:
+            where = f"{abs(bearing):.0f} degrees to the {'left' if bearing > 0 else 'right'}"
+    return ToolResult.success(
+        {
+            "result": f"the {key} is {dist:.2f} m away, {where}",
+            "place": key,
+            "distance_m": round(dist, 3),
+            "bearing_deg": round(bearing, 1),
+            "x_m": wp.x_m,
+            "y_m": wp.y_m,
+            "frame": site.frame,
+        }
+    )
+
+
+_ZH_PLACES = {"window": "窗户", "door": "门", "kitchen": "厨房", "charger": "充电桩"}
+"""Chinese names of common places, for a Chinese ``distance_to`` example with a real place."""
+
+
+def _distance_examples(site: SiteMap) -> tuple[tuple[str, dict[str, str]], ...]:
+    """``distance_to`` examples with this site's places: one in English, one in Chinese.
+
+    The English one names the first place in sorted order (``navigation``'s names the last),
+    the Chinese one the last place with a known Chinese name that is not the English one's.
+    """
+    places = sorted(site.waypoints)
+    if not places:
+        return ()
+    first = places[0]
+    out: tuple[tuple[str, dict[str, str]], ...] = (
+        (f"how far away is the {first}?", {"place": first}),
+    )
+    glossed = [p for p in reversed(places) if p in _ZH_PLACES and p != first]
+    if glossed:
+        out += ((f"{_ZH_PLACES[glossed[0]]}离你多远？", {"place": glossed[0]}),)
+    return out
+
+
 def make_navigation_tools(env: RobotEnv) -> list[Tool]:
-    """The ``navigation`` tool bound to ``env`` (SPEC D3)."""
+    """``navigation`` and ``distance_to`` bound to ``env`` (SPEC D3)."""
     names = ", ".join(sorted(env.site.waypoints)) or "none"
 
     @tool(safety=SafetyClass.MOTION, timeout_s=120)
@@ -125,8 +213,23 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
         """
         return await go_to(env, waypoint, ctx.progress)
 
+    @tool(safety=SafetyClass.READ_ONLY, timeout_s=5, reentrant=True)
+    async def distance_to(place: str) -> ToolResult:
+        """How far a named place is from the robot, in metres, and in which direction. 离某地多远。
+
+        Straight-line distance from where the robot is now; it does not move. Returns
+        {result, place, distance_m (metres), bearing_deg (degrees from the robot's heading,
+        left positive), x_m, y_m (the place, metres)}.
+
+        Args:
+            place: The place's name on the site map, e.g. "door".
+        """
+        return await distance_to_place(env, place)
+
     navigation.description += f" Known places: {names}."
+    distance_to.description += f" Known places: {names}."
     if env.site.waypoints:
         place = sorted(env.site.waypoints)[-1]  # an example with a real place of this site
         navigation.examples = ((f"head over to the {place}", {"waypoint": place}),)
-    return [navigation]
+        distance_to.examples = _distance_examples(env.site)
+    return [navigation, distance_to]

@@ -45,8 +45,9 @@ def make_robot_tools(
     """All robot tools bound to one robot (SPEC D2-D5).
 
     Motion (``move_forward``, ``move_backward``, ``turn_left``, ``turn_right``, ``drive``,
-    ``stop``, ``get_current_pose``), ``navigation``, the pan-tilt tools when the robot has a head
-    (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and perception
+    ``stop``, ``get_current_pose``), ``navigation`` and ``distance_to``, the pan-tilt tools when
+    the robot has a head (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and
+    perception
     (``seewhat``, ``observe_surroundings``, ``detect_objects``, ``visual_positioning``,
     ``follow_line``, ``track``, ``approach``, ``face``).
     """
