@@ -1,12 +1,19 @@
 """``distance_to(place)`` on the real MuJoCo SimRobot, graded by the simulator's ground truth
-(SPEC D3, H4, issue 20)."""
+(SPEC D3, H4, issue 20), and the catalogue's examples a small model copies its calls from."""
 
 from __future__ import annotations
 
 import math
+from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 from tests.robot.rig import Rig
+
+from loopact.app.run import open_agent
+from loopact.config import MessagesConfig, TopicMessagesConfig, load_config
+from loopact.events import EventBus
+from loopact.llm.toolprompt import REPLY_TOOL, describe_tools_compact, pick_examples
 
 pytestmark = pytest.mark.sim
 
@@ -53,3 +60,63 @@ async def test_unknown_place_lists_the_known_places(rig: Rig) -> None:
     assert res.error == "unknown place 'moon'; known places: charger, door, kitchen, start, window"
     assert res.data == {"known_places": ["charger", "door", "kitchen", "start", "window"]}
     assert rig.tools["distance_to"].safety.value == "read_only"
+
+
+async def test_sim_catalogue_shows_the_u_turn_laps_and_distance_examples(
+    tmp_path: Path,
+) -> None:
+    """The tools a sim run with an MQTT message channel offers the local brain, composed as
+    ``loopact run`` composes them: the compact catalogue (at most 16 examples, each tool's
+    first before any second) keeps these first-rank examples, so a new example elsewhere
+    cannot silently push them out, and names the allowed topic (issue 20)."""
+    cfg, _ = load_config(
+        None,
+        env={},
+        cwd=tmp_path,
+        overrides={
+            "model": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
+            "robot": {"kind": "sim"},
+            "agent": {"workspace": str(tmp_path / "ws")},
+            "memory": {"enabled": False},
+            "web": {"enabled": False},
+        },
+    )
+    cfg = cfg.model_copy(
+        update={
+            "messages": MessagesConfig(mqtt=TopicMessagesConfig(allow_to=["robots/status"])),
+            "mqtt": cfg.mqtt.model_copy(update={"broker": "mqtt://127.0.0.1:9"}),
+        }
+    )
+    async with AsyncExitStack() as stack:
+        _, opened = await open_agent(
+            cfg,
+            stack,
+            EventBus(),
+            once=None,
+            config_source=None,
+            interactive=False,
+            local_brain=False,
+            mcp_servers=False,
+        )
+        specs = (*opened.agent.registry.specs(), REPLY_TOOL)  # as the local brain gets them
+    text = describe_tools_compact(specs)
+    wanted = [
+        ("掉个头", '{"name": "turn_left", "arguments": {"angle_deg": 180}}'),
+        (
+            "how far away is the charger?",
+            '{"name": "distance_to", "arguments": {"place": "charger"}}',
+        ),
+        (
+            "drive two laps along the purple line",
+            '{"name": "follow_line", "arguments": {"color": "purple", "laps": 2}}',
+        ),
+    ]
+    for instruction, call in wanted:
+        assert f"User: {instruction}\n{call}\n" in text + "\n", instruction
+    assert len(pick_examples(specs)) == 16
+    laps = next(s for s in specs if s.name == "follow_line").parameters["properties"]["laps"]
+    assert '"one lap" or "一圈": 1' in laps["description"]
+    # the allowed topic is in the catalogue even when send_message's example is not
+    to = next(s for s in specs if s.name == "send_message").parameters["properties"]["to"]
+    assert '"to": {"type": "string", "description": "' + to["description"] + '"}' in text
+    assert to["description"].endswith("mqtt: one of robots/status.")

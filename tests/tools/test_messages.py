@@ -377,3 +377,51 @@ async def test_config_keys_as_written_in_the_issue_build_the_email_channel(
     assert result.ok
     await asyncio.to_thread(box.arrived.wait, 5)
     assert _body(box.messages[0][2]).strip() == "from config"
+
+
+async def test_examples_name_an_allowed_recipient_of_each_channel(tmp_path: Path) -> None:
+    """A model that writes calls as text copies the example's channel and ``to`` (issue 20):
+    each channel with recipients gets one example whose call its allow-list accepts."""
+    from loopact.nodes.mqtt_channel import MqttChannel
+
+    sent: list[tuple[str | None, str]] = []
+
+    class Recorder(MessageChannel):
+        name = "pager"
+        description = "a pager; `to` is a pager number"
+
+        async def deliver(self, to: str | None, text: str, ctx: ToolContext) -> str:
+            sent.append((to, text))
+            return "paged"
+
+    mqtt = MqttChannel(lambda: None, allow_to=["robots/#", "robots/alerts"])
+    wild = Recorder(allow_to=["*"])
+    wild.name = "beeper"
+    tool = _tool(Recorder(allow_to=["4*", "42"]), mqtt, wild)
+    assert tool.examples == (
+        (
+            "send 42 a message on pager that the battery is low",
+            {"channel": "pager", "to": "42", "text": "Battery low: I need to recharge soon."},
+        ),
+        (
+            "tell the fleet on the MQTT topic robots/alerts that the battery is low",
+            {
+                "channel": "mqtt",
+                "to": "robots/alerts",
+                "text": "Battery low: I need to recharge soon.",
+            },
+        ),
+    )  # no example for a channel whose allow-list has only patterns, none for the console
+    assert mqtt.check_recipient(tool.examples[1][1]["to"]) == "robots/alerts"
+    result = await tool.invoke(dict(tool.examples[0][1]), _ctx(tmp_path))
+    assert result.ok and sent == [("42", "Battery low: I need to recharge soon.")]
+    console_only = build_send_message_tool([ConsoleChannel(EventBus())])
+    assert console_only.examples == ()
+    # the compact catalogue shows an argument's first sentence: the allow-lists are in it
+    assert tool.parameters["properties"]["to"]["description"] == (
+        "The recipient on that channel (not needed for console): pager: one of 4*, 42; "
+        "mqtt: one of robots/#, robots/alerts; beeper: one of *."
+    )
+    assert console_only.parameters["properties"]["to"]["description"] == (
+        "The recipient on that channel (not needed for console)."
+    )

@@ -282,7 +282,12 @@ def make_follow_line_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]
     @tool(
         safety=SafetyClass.MOTION,
         timeout_s=MAX_DURATION_S + 60,
-        examples=[("follow the purple line", {"color": "purple"})],
+        # laps first: "one lap" must become laps=1, not the open-ended default (issue 20)
+        examples=[
+            ("drive two laps along the purple line", {"color": "purple", "laps": 2}),
+            ("沿着线跑三圈", {"laps": 3}),
+            ("follow the purple line", {"color": "purple"}),
+        ],
     )
     async def follow_line(
         ctx: ToolContext, color: str = "purple", duration_s: float = 120.0, laps: int = 0
@@ -293,8 +298,9 @@ def make_follow_line_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]
 
         Args:
             color: Colour of the line, e.g. "purple".
-            duration_s: Longest time to follow, seconds.
-            laps: Stop after this many laps of a closed line (0: no limit).
+            duration_s: Longest time to follow, seconds (a time limit, not a lap count).
+            laps: Laps of the closed line to drive, then stop ("one lap" or "一圈": 1, "two
+                laps": 2); 0 for no lap limit. With 0, duration_s or a lost line ends it.
         """
         return await follow(env, opts, color, duration_s, laps, ctx)
 

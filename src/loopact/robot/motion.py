@@ -417,7 +417,20 @@ def _straight_tools(env: RobotEnv) -> list[Tool]:
 
 
 def _turn_tools(env: RobotEnv) -> list[Tool]:
-    @tool(safety=SafetyClass.MOTION, timeout_s=90)
+    # A half turn is 180 degrees, as the catalogue's unit hint says ("turn around -> 180").
+    # A long catalogue shows only each tool's first example (toolprompt.pick_examples, 16 in
+    # all) and every example of a tool claims a first-rank slot: the U-turn is on turn_left
+    # alone, Chinese first (the 0.5B brain drove forward for 掉头 while the hint fixed
+    # "turn around"; issue 20), and turn_right carries none.
+    @tool(
+        safety=SafetyClass.MOTION,
+        timeout_s=90,
+        examples=[
+            ("掉个头", {"angle_deg": 180}),
+            ("do a U-turn", {"angle_deg": 180}),
+            ("向左转半圈", {"angle_deg": 180}),
+        ],
+    )
     async def turn_left(ctx: ToolContext, angle_deg: float, speed_dps: float = 45) -> ToolResult:
         """Turn the whole robot in place to the left (counter-clockwise) by an angle. 左转。
 

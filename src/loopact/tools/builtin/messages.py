@@ -235,13 +235,14 @@ class SendMessageTool(Tool):
                 "to": {
                     "type": ["string", "null"],
                     "default": None,
-                    "description": "The recipient on that channel (not needed for console).",
+                    "description": _to_description(channels),
                 },
                 "text": {"type": "string", "description": "The message, short and plain."},
             },
             "required": ["text"],
             "additionalProperties": False,
         }
+        self.examples = _examples(channels)
 
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Check the arguments and the recipient, then deliver.
@@ -277,6 +278,41 @@ class SendMessageTool(Tool):
                 "the message may not have been sent"
             ) from None
         return ToolResult.success(receipt, channel=name, to=recipient, chars=len(text))
+
+
+_EXAMPLE_REQUESTS = {
+    "mqtt": "tell the fleet on the MQTT topic {to} that the battery is low",
+    "ros2": "post on the ROS 2 topic {to} that the battery is low",
+    "email": "email {to} that the battery is low",
+}
+"""How each channel's example request is worded; other channels get a generic sentence."""
+
+
+def _examples(channels: MessageChannels) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """One example per channel with recipients: its first allowed recipient without
+    wildcards, so that the example call is one the allow-list accepts (a model that writes
+    calls as text copies the example's ``channel`` and ``to``; issue 20). The console needs
+    none: ``send_message(text)`` is the default."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for c in channels:
+        to = next((r for r in c.allow_to or () if not any(w in r for w in "*+#?[")), None)
+        if to is None:
+            continue
+        wording = _EXAMPLE_REQUESTS.get(
+            c.name, f"send {{to}} a message on {c.name} that the battery is low"
+        )
+        text = "Battery low: I need to recharge soon."
+        out.append((wording.replace("{to}", to), {"channel": c.name, "to": to, "text": text}))
+    return tuple(out)
+
+
+def _to_description(channels: MessageChannels) -> str:
+    """``to``'s description with each channel's allowed recipients in its first sentence: the
+    compact catalogue shows only that sentence of an argument and cuts the tool's description
+    short, where the allow-lists are (issue 20)."""
+    text = "The recipient on that channel (not needed for console)"
+    lists = [f"{c.name}: one of {', '.join(c.allow_to)}" for c in channels if c.allow_to]
+    return text + (": " + "; ".join(lists) if lists else "") + "."
 
 
 def _channel_lines(channels: MessageChannels) -> str:
