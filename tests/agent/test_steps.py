@@ -52,6 +52,15 @@ from loopact.tools.registry import ToolRegistry
         ),
         ("move forward 1 m => turn left", ["move forward 1 m", "turn left"]),
         ("巡逻 充电桩 → 窗户 → 门", ["巡逻 充电桩", "去窗户", "去门"]),
+        (
+            "write what you see into notes.md",
+            ["what do you see in front of you?", "write what you see into notes.md"],
+        ),
+        ("把你看到的东西写进 notes.md", ["看看前面有什么", "把你看到的东西写进 notes.md"]),
+        (
+            "look around, then write what you see into notes.md",
+            ["look around", "write what you see into notes.md"],
+        ),
     ],
 )
 def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None:
@@ -73,6 +82,9 @@ def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None
         "你好，你是谁？",
         "如果看到红色的球，就停下",
         "charger -> window",
+        "tell me what you see",
+        "describe what you see",
+        "你看到了什么？",
         "x -> ",
         "",
     ],

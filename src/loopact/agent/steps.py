@@ -20,6 +20,10 @@ is one clause per stop: the first keeps its verb, each later stop without a verb
 becomes "go to <stop>" (去<stop>), and whatever follows the last stop is split as usual
 ("... -> door and come back").
 
+A clause that uses what the robot sees without being a look or a question itself ("write what
+you see into report.md", "把你看到的东西写进 report.md") gets a look step before it
+("what do you see in front of you?", 看看前面有什么), unless the step before it already looks.
+
 It does not split a condition ("if you see a ball, stop") or a pair of directions ("look
 left and right"); a clause with no action verb stays with the previous one.
 """
@@ -147,9 +151,39 @@ def split_clauses(text: str) -> list[str]:
         clauses = _split(stripped, _ZH_BOUNDARY, _strip_zh_lead, _starts_with_zh_verb)
     else:
         clauses = _split(stripped, _EN_BOUNDARY, _strip_en_lead, _starts_with_en_verb)
+    clauses = _look_first(clauses or [stripped], zh)
     if len(clauses) < 2:
         return [text]
     return clauses
+
+
+#: What the robot sees, referred to by a clause that is not itself a look or a question.
+_SEEN = re.compile(
+    r"\bwhat (?:you|u) (?:can )?see\b|\bwhat(?:'s| is) in front of you\b|你看到的|你看见的|看到的东西",
+    re.I,
+)
+_LOOKING = re.compile(
+    r"^\s*(?:please\s+)?(?:tell|say|describe|look|see|what|show|observe|report)\b"
+    r"|^\s*(?:请)?(?:告诉|说|描述|看|你看|观察)",
+    re.I,
+)
+#: The step put before such a clause: it is what seewhat's examples ask.
+LOOK_EN, LOOK_ZH = "what do you see in front of you?", "看看前面有什么"
+
+
+def _look_first(clauses: list[str], zh: bool) -> list[str]:
+    """Put a look step before a clause that uses "what you see" without looking itself.
+
+    "write what you see into report.md" -> ["what do you see in front of you?", "write what
+    you see into report.md"]: a small model asked for the file at once writes it from nothing.
+    """
+    out: list[str] = []
+    for clause in clauses:
+        looked = bool(out) and _LOOKING.match(out[-1]) is not None
+        if _SEEN.search(clause) and not _LOOKING.match(clause) and not looked:
+            out.append(LOOK_ZH if zh else LOOK_EN)
+        out.append(clause)
+    return out
 
 
 def _route(text: str, zh: bool) -> str:
