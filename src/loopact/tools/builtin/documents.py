@@ -279,8 +279,13 @@ def make_document_tool(workspace: Path | Workspace, font: Path | None = None) ->
         ),
         examples=[
             (
-                "write what you see into a PDF report",
-                {"format": "pdf", "title": "What I see", "content": "A red box ahead."},
+                "save a note in notes.md that the charger is next to the window",
+                {
+                    "format": "md",
+                    "title": "Note",
+                    "content": "The charger is next to the window.",
+                    "filename": "notes.md",
+                },
             )
         ],
     )
