@@ -159,7 +159,8 @@ def split_clauses(text: str) -> list[str]:
 
 #: What the robot sees, referred to by a clause that is not itself a look or a question.
 _SEEN = re.compile(
-    r"\bwhat (?:you|u) (?:can )?see\b|\bwhat(?:'s| is) in front of you\b|你看到的|你看见的|看到的东西",
+    r"\bwhat (?:you|u) (?:can )?see\b|\bwhat(?:'s| is) in front of you\b"
+    r"|你看到的|你看见的|看到的东西",
     re.I,
 )
 _LOOKING = re.compile(

