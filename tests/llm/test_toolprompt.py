@@ -24,6 +24,7 @@ from loopact.llm.toolprompt import (
     compact_schema,
     describe_tool,
     describe_tools_compact,
+    pick_examples,
     tool_call_grammar,
 )
 
@@ -401,14 +402,32 @@ def test_tool_examples_are_listed_after_the_catalogue() -> None:
 def test_every_tool_shows_its_first_example_before_any_tool_its_second() -> None:
     """A long catalogue: one example of each tool first, so the last tools are not cut."""
     tools = [
-        ToolSpec(f"t{i}", "T.", {}, examples=((f"a{i}", {}), (f"b{i}", {}), (f"c{i}", {})))
+        ToolSpec(f"t{i}", "T.", {}, examples=tuple((f"{r}{i}", {}) for r in "abcd"))
         for i in range(7)
     ]
     listed = describe_tools_compact(tools).split("Examples:", 1)[1]
     users = [line[len("User: ") :] for line in listed.splitlines() if line.startswith("User: ")]
+    assert MAX_EXAMPLES == 24
     assert users[:7] == [f"a{i}" for i in range(7)]
     assert users[7:14] == [f"b{i}" for i in range(7)]
-    assert users[14:] == ["c0", "c1"] and len(users) == MAX_EXAMPLES
+    assert users[14:21] == [f"c{i}" for i in range(7)]
+    assert users[21:] == ["d0", "d1", "d2"] and len(users) == MAX_EXAMPLES
+
+
+def test_the_reply_example_is_never_cut() -> None:
+    """More tools than example slots: the reply tool, last in the catalogue, keeps its one."""
+    tools = [
+        ToolSpec(f"t{i}", "T.", {}, examples=((f"a{i}", {}), (f"b{i}", {}))) for i in range(30)
+    ]
+    picked = pick_examples([*tools, REPLY_TOOL], limit=10)
+    assert [text for text, _ in picked] == [*(f"a{i}" for i in range(9)), "hi there"]
+    assert picked[-1][1]["name"] == "reply"
+    few = pick_examples([tools[0], tools[1], REPLY_TOOL], limit=10)
+    assert [text for text, _ in few] == ["a0", "a1", "hi there", "b0", "b1"]
+    assert pick_examples([REPLY_TOOL], limit=1) == [
+        ("hi there", {"name": "reply", "arguments": {"text": "Hello! How can I help?"}})
+    ]
+    assert pick_examples([*tools, REPLY_TOOL], limit=0) == []
 
 
 def test_the_tool_decorator_carries_examples() -> None:

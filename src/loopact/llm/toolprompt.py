@@ -32,8 +32,9 @@ from loopact.llm.base import ToolSpec
 
 _MAX_DESC_CHARS = 160
 _RULE_SAFE = re.compile(r"[^a-zA-Z0-9-]")
-MAX_EXAMPLES = 16
-"""At most this many tool examples go into one catalogue (tokens are precious on a CPU)."""
+MAX_EXAMPLES = 24
+"""At most this many tool examples go into one catalogue (tokens are precious on a CPU: the
+robot's 20-odd tools each have one, about 25 tokens apiece)."""
 
 REPLY_TOOL = ToolSpec(
     "reply",
@@ -164,6 +165,8 @@ def pick_examples(
 
     A catalogue of many tools then shows one example of as many tools as ``limit`` allows
     instead of all the examples of the first few (a small model copies what it is shown).
+    The first example of :data:`REPLY_TOOL` is never cut (it is what keeps "hello" from
+    becoming a robot call); it keeps its place at the end of the first rank.
 
     Args:
         tools: The tools offered, in catalogue order.
@@ -173,18 +176,26 @@ def pick_examples(
         ``(instruction, {"name": tool, "arguments": {...}})`` pairs in catalogue order within
         each rank.
     """
-    picked: list[tuple[str, dict[str, Any]]] = []
-    rank = 0
-    while len(picked) < limit:
-        row = [
+
+    def row(rank: int, of: Sequence[ToolSpec]) -> list[tuple[str, dict[str, Any]]]:
+        return [
             (t.examples[rank][0], {"name": t.name, "arguments": t.examples[rank][1]})
-            for t in tools
+            for t in of
             if len(t.examples) > rank
         ]
-        if not row:
-            break
-        picked += row[: limit - len(picked)]
+
+    kept = [t for t in tools if t.name == REPLY_TOOL.name and t.examples][:1]
+    others = [t for t in tools if t not in kept]
+    budget = max(0, limit - len(kept))
+    picked: list[tuple[str, dict[str, Any]]] = []
+    rank = 0
+    while len(picked) < budget and (examples := row(rank, others)):
+        picked += examples[: budget - len(picked)]
+        if rank == 0:
+            picked += row(0, kept)[:limit]
         rank += 1
+    if rank == 0:
+        picked = row(0, kept)[:limit]
     return picked
 
 
