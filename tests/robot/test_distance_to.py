@@ -62,11 +62,11 @@ async def test_unknown_place_lists_the_known_places(rig: Rig) -> None:
     assert rig.tools["distance_to"].safety.value == "read_only"
 
 
-async def test_sim_catalogue_shows_the_u_turn_laps_and_distance_examples(
+async def test_sim_catalogue_shows_the_u_turn_laps_distance_and_message_examples(
     tmp_path: Path,
 ) -> None:
     """The tools a sim run with an MQTT message channel offers the local brain, composed as
-    ``loopact run`` composes them: the compact catalogue (at most 16 examples, each tool's
+    ``loopact run`` composes them: the compact catalogue (at most MAX_EXAMPLES, each tool's
     first before any second) keeps these first-rank examples, so a new example elsewhere
     cannot silently push them out, and names the allowed topic (issue 20)."""
     cfg, _ = load_config(
@@ -110,6 +110,11 @@ async def test_sim_catalogue_shows_the_u_turn_laps_and_distance_examples(
             "drive two laps along the purple line",
             '{"name": "follow_line", "arguments": {"color": "purple", "laps": 2}}',
         ),
+        (
+            "tell the fleet on the MQTT topic robots/status that the battery is low",
+            '{"name": "send_message", "arguments": {"text": "Battery low: I need to recharge '
+            'soon.", "channel": "mqtt", "to": "robots/status"}}',
+        ),
     ]
     for instruction, call in wanted:
         assert f"User: {instruction}\n{call}\n" in text + "\n", instruction
@@ -119,7 +124,7 @@ async def test_sim_catalogue_shows_the_u_turn_laps_and_distance_examples(
     assert {c["name"] for _, c in picked} == {s.name for s in specs if s.examples}
     laps = next(s for s in specs if s.name == "follow_line").parameters["properties"]["laps"]
     assert '"one lap" or "一圈": 1' in laps["description"]
-    # the allowed topic is in the catalogue even when send_message's example is not
+    # and the allowed topics are in send_message's own compact schema
     to = next(s for s in specs if s.name == "send_message").parameters["properties"]["to"]
     assert '"to": {"type": "string", "description": "' + to["description"] + '"}' in text
     assert to["description"].endswith("mqtt: one of robots/status.")

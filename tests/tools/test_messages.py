@@ -413,6 +413,8 @@ async def test_examples_name_an_allowed_recipient_of_each_channel(tmp_path: Path
         ),
     )  # no example for a channel whose allow-list has only patterns, none for the console
     assert mqtt.check_recipient(tool.examples[1][1]["to"]) == "robots/alerts"
+    # the grammar writes required keys first: an example in that order is one it can copy
+    assert [list(args) for _, args in tool.examples] == [["text", "channel", "to"]] * 2
     result = await tool.invoke(dict(tool.examples[0][1]), _ctx(tmp_path))
     assert result.ok and sent == [("42", "Battery low: I need to recharge soon.")]
     console_only = build_send_message_tool([ConsoleChannel(EventBus())])

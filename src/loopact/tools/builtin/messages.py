@@ -291,8 +291,10 @@ _EXAMPLE_REQUESTS = {
 def _examples(channels: MessageChannels) -> tuple[tuple[str, dict[str, Any]], ...]:
     """One example per channel with recipients: its first allowed recipient without
     wildcards, so that the example call is one the allow-list accepts (a model that writes
-    calls as text copies the example's ``channel`` and ``to``; issue 20). The console needs
-    none: ``send_message(text)`` is the default."""
+    calls as text copies the example's ``channel`` and ``to``; issue 20). ``text`` comes
+    first, as the call grammar writes required keys first: with ``channel`` first the 0.5B
+    brain wrote ``{"text": ...}`` and stopped (console). The console needs none:
+    ``send_message(text)`` is the default."""
     out: list[tuple[str, dict[str, Any]]] = []
     for c in channels:
         to = next((r for r in c.allow_to or () if not any(w in r for w in "*+#?[")), None)
@@ -302,7 +304,7 @@ def _examples(channels: MessageChannels) -> tuple[tuple[str, dict[str, Any]], ..
             c.name, f"send {{to}} a message on {c.name} that the battery is low"
         )
         text = "Battery low: I need to recharge soon."
-        out.append((wording.replace("{to}", to), {"channel": c.name, "to": to, "text": text}))
+        out.append((wording.replace("{to}", to), {"text": text, "channel": c.name, "to": to}))
     return tuple(out)
 
 
