@@ -46,6 +46,7 @@ from loopact.tools.registry import ToolRegistry
         ("去厨房，再回到充电桩", ["去厨房", "回到充电桩"]),
         ("左转45度然后前进", ["左转45度", "前进"]),
         ("点头，接着摇头，最后停下", ["点头", "摇头", "停下"]),
+        ("move forward 2 meters and stop", ["move forward 2 meters", "stop"]),
         (
             "patrol charger -> window -> door and come back",
             ["patrol charger", "go to window", "go to door", "come back"],
@@ -84,6 +85,8 @@ def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None
         "charger -> window",
         "tell me what you see",
         "describe what you see",
+        "drive to the blue ball and stop within a meter of it",
+        "go forward and stop at the wall",
         "你看到了什么？",
         "x -> ",
         "",

@@ -24,8 +24,10 @@ A clause that uses what the robot sees without being a look or a question itself
 you see into report.md", "把你看到的东西写进 report.md") gets a look step before it
 ("what do you see in front of you?", 看看前面有什么), unless the step before it already looks.
 
-It does not split a condition ("if you see a ball, stop") or a pair of directions ("look
-left and right"); a clause with no action verb stays with the previous one.
+It does not split a condition ("if you see a ball, stop"), a pair of directions ("look
+left and right") or a stop that says where or when the motion before it ends ("drive to the
+box and stop within half a meter of it"); a clause with no action verb stays with the
+previous one.
 """
 
 from __future__ import annotations
@@ -75,7 +77,17 @@ def is_chinese(text: str) -> bool:
     return re.search(r"[\u4e00-\u9fff]", text) is not None
 
 
+#: "stop" with where or when: how the previous motion ends, not a step of its own.
+_STOP_QUALIFIER = re.compile(
+    r"^\s*(?:please\s+)?(?:stop|halt)\s+(?:within|at|when|before|once|if|as soon as|short of"
+    r"|next to|near|in front of|about|around|\d)",
+    re.I,
+)
+
+
 def _starts_with_en_verb(text: str) -> bool:
+    if _STOP_QUALIFIER.match(text):
+        return False
     words = re.findall(r"[a-zA-Z']+", text.lower())
     if words and words[0] == "please":
         words = words[1:]

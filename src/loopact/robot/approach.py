@@ -357,8 +357,11 @@ def make_approach_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:
         safety=SafetyClass.MOTION,
         timeout_s=MAX_DURATION_S + 90,
         examples=[
-            ("go up to the blue ball", {"target": "blue ball"}),
-            ("走到黄色的球旁边", {"target": "yellow ball"}),
+            (
+                "drive up to the yellow ball and stop one meter from it",
+                {"target": "yellow ball", "stop_at_m": 1.0},
+            ),
+            ("走到蓝色的球旁边", {"target": "blue ball"}),
         ],
     )
     async def approach(ctx: ToolContext, target: str, stop_at_m: float = 0.5) -> ToolResult:

@@ -206,7 +206,7 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=120)
     async def navigation(ctx: ToolContext, waypoint: str) -> ToolResult:
-        """Go to a named place of the site map, stopping for obstacles. 去某个地点。
+        """Drive to a named place of the site map, stopping for obstacles. 去某个地点。
 
         Args:
             waypoint: The place's name.
@@ -229,7 +229,15 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
     navigation.description += f" Known places: {names}."
     distance_to.description += f" Known places: {names}."
     if env.site.waypoints:
-        place = sorted(env.site.waypoints)[-1]  # an example with a real place of this site
-        navigation.examples = ((f"head over to the {place}", {"waypoint": place}),)
+        places = sorted(env.site.waypoints)
+        for one, arg in ((navigation, "waypoint"), (distance_to, "place")):
+            # the names as an enum: shown in every catalogue (descriptions are cut to their
+            # first sentence) and the only values a grammar-constrained model can write
+            one.parameters["properties"][arg]["enum"] = places
+        home = "start" if "start" in places else places[0]
+        navigation.examples = (
+            (f"head over to the {places[-1]}", {"waypoint": places[-1]}),  # a real place
+            (f"go back to the {home}", {"waypoint": home}),  # not move_backward
+        )
         distance_to.examples = _distance_examples(env.site)
     return [navigation, distance_to]
