@@ -13,7 +13,13 @@ from tests.robot.rig import Rig
 from loopact.app.run import open_agent
 from loopact.config import MessagesConfig, TopicMessagesConfig, load_config
 from loopact.events import EventBus
-from loopact.llm.toolprompt import MAX_EXAMPLES, REPLY_TOOL, describe_tools_compact, pick_examples
+from loopact.llm.toolprompt import (
+    MAX_EXAMPLES,
+    REPLY_TOOL,
+    describe_tools_compact,
+    pick_examples,
+    tool_call_grammar,
+)
 
 pytestmark = pytest.mark.sim
 
@@ -60,6 +66,18 @@ async def test_unknown_place_lists_the_known_places(rig: Rig) -> None:
     assert res.error == "unknown place 'moon'; known places: charger, door, kitchen, start, window"
     assert res.data == {"known_places": ["charger", "door", "kitchen", "start", "window"]}
     assert rig.tools["distance_to"].safety.value == "read_only"
+
+
+async def test_the_site_places_are_the_enum_of_navigation_and_distance_to(rig: Rig) -> None:
+    """The names reach every catalogue and constrain a grammar-written call (issue 20)."""
+    places = ["charger", "door", "kitchen", "start", "window"]
+    nav = rig.tools["navigation"].spec()
+    dist = rig.tools["distance_to"].spec()
+    assert nav.parameters["properties"]["waypoint"]["enum"] == places
+    assert dist.parameters["properties"]["place"]["enum"] == places
+    assert ("go back to the start", {"waypoint": "start"}) in nav.examples
+    grammar = tool_call_grammar([nav], require_call=True)
+    assert all(f'\\"{p}\\"' in grammar for p in places), grammar
 
 
 async def test_sim_catalogue_shows_the_u_turn_laps_distance_and_message_examples(
