@@ -70,7 +70,9 @@ class LazyGrammarGreedy:
         )
         self._full = (llama_cpp.llama_token_data * self._n_vocab)()
         self._view = np.frombuffer(self._full, dtype=_TOKEN_DATA)
-        self._ids = np.arange(self._n_vocab, dtype=np.int32)
+        # ids and p are set once: the penalties and the grammar change logits only, in place
+        self._view["id"] = np.arange(self._n_vocab, dtype=np.int32)
+        self._view["p"] = 0.0
         self._one = (llama_cpp.llama_token_data * 1)()
         #: Tokens the grammar was asked about alone / tokens that needed the full vocabulary.
         self.lazy_hits = 0
@@ -89,18 +91,17 @@ class LazyGrammarGreedy:
         lib = self._lib
         logits = lib.llama_get_logits_ith(ctx.ctx, idx)
         view = self._view
-        view["id"] = self._ids
         view["logit"] = np.ctypeslib.as_array(logits, shape=(self._n_vocab,))
-        view["p"] = 0.0
         cur = self._array(self._full, self._n_vocab)
         lib.llama_sampler_apply(self._penalties, ctypes.byref(cur))
-        token = int(np.argmax(view["logit"][: cur.size]))
-        token = int(view["id"][token])
-        if not self._allowed(token, float(view["logit"][token])):
+        if cur.size != self._n_vocab:  # not expected of penalties: use what is left as given
+            view = view[: cur.size]
+        token = int(view["id"][int(np.argmax(view["logit"]))])
+        if not self._allowed(token, float(self._view["logit"][token])):
             self.full_passes += 1
             lib.llama_sampler_apply(self._grammar, ctypes.byref(cur))
-            best = int(np.argmax(view["logit"][: cur.size]))
-            token = int(view["id"][best])
+            view = self._view[: cur.size]
+            token = int(view["id"][int(np.argmax(view["logit"]))])
         else:
             self.lazy_hits += 1
         lib.llama_sampler_accept(self._penalties, token)
