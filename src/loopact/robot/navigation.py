@@ -53,16 +53,28 @@ def find_place(site: SiteMap, name: str) -> str | None:
     return lowered.get(wanted)
 
 
+def unknown_place(site: SiteMap, name: str, noun: str) -> ToolResult:
+    """The failed result for a name that is not on the site map: it lists the known ones.
+
+    Args:
+        site: The site map (its ``waypoints`` by name).
+        name: What the model asked for.
+        noun: ``waypoint`` (navigation) or ``place`` (distance_to), used in the message and
+            in the data key ``known_<noun>s``.
+    """
+    names = sorted(site.waypoints)
+    return ToolResult.failure(
+        f"unknown {noun} {name!r}; known {noun}s: {', '.join(names) or '(none)'}",
+        data={f"known_{noun}s": names},
+    )
+
+
 async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) -> ToolResult:
     """Drive to a named waypoint of the site map (SPEC D3); see the module docstring."""
     site = env.site
     key = find_place(site, waypoint)
     if key is None:
-        known = ", ".join(sorted(site.waypoints)) or "(none)"
-        return ToolResult.failure(
-            f"unknown waypoint {waypoint!r}; known waypoints: {known}",
-            data={"known_waypoints": sorted(site.waypoints)},
-        )
+        return unknown_place(site, waypoint, "waypoint")
     wp = site.waypoints[key]
     if not site.contains(wp.x_m, wp.y_m):
         return failed(f"waypoint {key!r} lies outside the geofence: refused", "geofence")
@@ -141,11 +153,7 @@ async def distance_to_place(env: RobotEnv, place: str) -> ToolResult:
     site = env.site
     key = find_place(site, place)
     if key is None:
-        known = ", ".join(sorted(site.waypoints)) or "(none)"
-        return ToolResult.failure(
-            f"unknown place {place!r}; known places: {known}",
-            data={"known_places": sorted(site.waypoints)},
-        )
+        return unknown_place(site, place, "place")
     try:
         pose = await env.pose()
     except RobotError as exc:
