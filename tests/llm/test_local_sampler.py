@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 import pytest
+from tests.llm.test_local import _local_ready
 
 from loopact.config import LocalConfig
-from loopact.errors import ConfigError
-from loopact.llm.local import resolve_model_path, server_installed
+from loopact.llm.local import resolve_model_path
 from loopact.llm.local_sampler import LazyGrammarGreedy, wrap
 
 GRAMMAR = r"""
@@ -31,18 +31,8 @@ PROMPT = (
 )
 
 
-def _ready() -> str | None:
-    if not server_installed():
-        return "llama-cpp-python is not installed in this venv: run `make test-local`"
-    try:
-        resolve_model_path(LocalConfig())
-    except ConfigError:
-        return "the local brain's GGUF is not in the cache folder: run `make test-local`"
-    return None
-
-
 @pytest.mark.local_model
-@pytest.mark.skipif(_ready() is not None, reason=str(_ready()))
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
 @pytest.mark.timeout(300)
 def test_lazy_grammar_sampling_gives_the_chains_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     import llama_cpp

@@ -94,14 +94,12 @@ class LazyGrammarGreedy:
         view["logit"] = np.ctypeslib.as_array(logits, shape=(self._n_vocab,))
         cur = self._array(self._full, self._n_vocab)
         lib.llama_sampler_apply(self._penalties, ctypes.byref(cur))
-        if cur.size != self._n_vocab:  # not expected of penalties: use what is left as given
-            view = view[: cur.size]
-        token = int(view["id"][int(np.argmax(view["logit"]))])
-        if not self._allowed(token, float(self._view["logit"][token])):
+        # the array stays in id order: penalties and grammar only change logits, in place
+        token = int(np.argmax(view["logit"]))
+        if not self._allowed(token, float(view["logit"][token])):
             self.full_passes += 1
             lib.llama_sampler_apply(self._grammar, ctypes.byref(cur))
-            view = self._view[: cur.size]
-            token = int(view["id"][int(np.argmax(view["logit"]))])
+            token = int(np.argmax(view["logit"]))
         else:
             self.lazy_hits += 1
         lib.llama_sampler_accept(self._penalties, token)
@@ -114,16 +112,6 @@ class LazyGrammarGreedy:
         cur = self._array(one, 1)
         self._lib.llama_sampler_apply(self._grammar, ctypes.byref(cur))
         return bool(np.isfinite(one[0].logit))
-
-    def accept(self, token: int) -> None:
-        """Advance both samplers past ``token`` (chosen elsewhere)."""
-        self._lib.llama_sampler_accept(self._penalties, token)
-        self._lib.llama_sampler_accept(self._grammar, token)
-
-    def reset(self) -> None:
-        """Forget the tokens accepted so far (the grammar starts again at its root)."""
-        self._lib.llama_sampler_reset(self._penalties)
-        self._lib.llama_sampler_reset(self._grammar)
 
     def close(self) -> None:
         """Free the llama.cpp samplers (idempotent)."""
