@@ -239,9 +239,10 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
     if env.site.waypoints:
         places = sorted(env.site.waypoints)
         for one, arg in ((navigation, "waypoint"), (distance_to, "place")):
-            # the names as an enum: shown in every catalogue (descriptions are cut to their
-            # first sentence) and the only values a grammar-constrained model can write
-            one.parameters["properties"][arg]["enum"] = places
+            # the names in the argument's first sentence, which every catalogue shows (tool
+            # descriptions are cut to theirs); not an enum: a grammar would then turn "go to
+            # the moon" into a drive to a real place instead of a clear "unknown place"
+            one.parameters["properties"][arg]["description"] = f"One of: {', '.join(places)}."
         home = "start" if "start" in places else places[0]
         navigation.examples = (
             (f"head over to the {places[-1]}", {"waypoint": places[-1]}),  # a real place
