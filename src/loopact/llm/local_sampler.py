@@ -23,6 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from loopact.llm.local_draft import PromptLookupDraft
+from loopact.llm.local_draft import install as install_draft
+
 #: ``struct llama_token_data`` (llama.h): ``int32 id; float logit; float p``.
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
@@ -125,15 +128,21 @@ class LazyGrammarGreedy:
         self.close()
 
 
-def wrap(original: Any) -> Any:
+def wrap(original: Any, draft: bool = True) -> Any:
     """``Llama._init_sampler`` that returns :class:`LazyGrammarGreedy` for greedy grammar requests.
 
     Args:
         original: llama-cpp-python's ``Llama._init_sampler`` (called for every other request).
+        draft: Also decode those requests speculatively with a
+            :class:`~loopact.llm.local_draft.PromptLookupDraft` (``Llama.draft_model``, set
+            per request; None for every other request). Needs
+            :func:`loopact.llm.local_draft.install`.
     """
 
     def _init_sampler(self: Any, *args: Any, **kwargs: Any) -> Any:
         grammar = kwargs.get("grammar")
+        self._loopact_all_logits = False
+        self.draft_model = None
         if (
             args
             or grammar is None
@@ -142,6 +151,8 @@ def wrap(original: Any) -> Any:
             or kwargs.get("mirostat_mode", 0) != 0
         ):
             return original(self, *args, **kwargs)
+        if draft:
+            self.draft_model = PromptLookupDraft(self)
         return LazyGrammarGreedy(
             self,
             grammar,
@@ -155,14 +166,20 @@ def wrap(original: Any) -> Any:
     return _init_sampler
 
 
-def install() -> None:
+def install(draft: bool = True) -> None:
     """Make ``llama_cpp.Llama`` sample greedy grammar requests with :class:`LazyGrammarGreedy`.
 
     Other requests (a temperature above 0, mirostat, logits processors, no grammar) keep
     llama-cpp-python's own sampler chain. Idempotent; for the server process only.
+
+    Args:
+        draft: Also decode greedy grammar requests with prompt-lookup guesses
+            (:mod:`loopact.llm.local_draft`; the same tokens, fewer sequential steps).
     """
     import llama_cpp
 
     original = llama_cpp.Llama._init_sampler
     if not getattr(original, "_loopact_lazy", False):
-        llama_cpp.Llama._init_sampler = wrap(original)
+        if draft:
+            install_draft()
+        llama_cpp.Llama._init_sampler = wrap(original, draft=draft)

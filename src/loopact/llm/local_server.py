@@ -18,8 +18,10 @@ OpenAI-compatible API as ``python -m llama_cpp.server`` and adds two routes:
     ``{"source": "disk" | "evaluated", "tokens": N, "seconds": S}``.
 
 Greedy grammar requests are sampled by :mod:`loopact.llm.local_sampler` (the grammar is
-asked about the greedy token first, the whole vocabulary only when it refuses it); set
-``LOOPACT_LOCAL_SAMPLER=chain`` to compare with llama-cpp-python's own sampler chain.
+asked about the greedy token first, the whole vocabulary only when it refuses it) and decoded
+speculatively with guesses looked up in the prompt (:mod:`loopact.llm.local_draft`); set
+``LOOPACT_LOCAL_SAMPLER=chain`` to compare with llama-cpp-python's own sampler chain, or
+``LOOPACT_LOCAL_DRAFT=off`` to keep the lazy check without the guesses.
 
 This module runs only in the child process; it imports llama_cpp, which the agent's own
 process never needs.
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("LOOPACT_LOCAL_SAMPLER", "lazy") != "chain":
         from loopact.llm.local_sampler import install
 
-        install()
+        install(draft=os.environ.get("LOOPACT_LOCAL_DRAFT", "on") != "off")
     server_settings = parse_model_from_args(ServerSettings, args)
     model_settings = [parse_model_from_args(ModelSettings, args)]
     app = create_app(server_settings=server_settings, model_settings=model_settings)
