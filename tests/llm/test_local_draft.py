@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.llm.test_local import _local_ready
+from tests.llm.test_local_sampler import small_llama
 
-from loopact.config import LocalConfig
-from loopact.llm.local import resolve_model_path
 from loopact.llm.local_draft import PromptLookupDraft, install, lookup
 
 
@@ -120,12 +119,7 @@ def test_guessed_tokens_are_the_models_own_in_fewer_evaluations(
 
     from loopact.llm.local_sampler import wrap
 
-    llm = llama_cpp.Llama(
-        model_path=str(resolve_model_path(LocalConfig())),
-        n_ctx=512,
-        n_threads=2,
-        verbose=False,
-    )
+    llm = small_llama()
     monkeypatch.setattr(llama_cpp.Llama, "eval", llama_cpp.Llama.eval)  # restored afterwards
     install()
     evals: list[int] = []

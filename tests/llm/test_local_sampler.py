@@ -31,18 +31,22 @@ PROMPT = (
 )
 
 
+def small_llama() -> Any:
+    """The pinned GGUF in this process with a 512-token context (``llama_cpp.Llama``)."""
+    import llama_cpp
+
+    return llama_cpp.Llama(
+        model_path=str(resolve_model_path(LocalConfig())), n_ctx=512, n_threads=2, verbose=False
+    )
+
+
 @pytest.mark.local_model
 @pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
 @pytest.mark.timeout(300)
 def test_lazy_grammar_sampling_gives_the_chains_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     import llama_cpp
 
-    llm = llama_cpp.Llama(
-        model_path=str(resolve_model_path(LocalConfig())),
-        n_ctx=512,
-        n_threads=2,
-        verbose=False,
-    )
+    llm = small_llama()
 
     def complete() -> str:
         grammar = llama_cpp.LlamaGrammar.from_string(GRAMMAR, verbose=False)

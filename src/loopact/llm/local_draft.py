@@ -177,11 +177,12 @@ def wrap_eval(original: Any) -> Any:
     """
 
     def _eval(self: Any, tokens: Any) -> None:
-        if getattr(self, "_loopact_all_logits", False) and len(tokens) <= self.n_batch:
-            self._loopact_all_logits = False
+        guessed = getattr(self, "_loopact_all_logits", False)
+        self._loopact_all_logits = False  # for this one evaluation only
+        if guessed and len(tokens) <= self.n_batch:
             eval_all_logits(self, list(tokens))
-            return
-        original(self, tokens)
+        else:
+            original(self, tokens)
 
     _eval._loopact_draft = True  # type: ignore[attr-defined]
     return _eval
