@@ -177,6 +177,10 @@ async def test_a_duplicate_request_never_runs_twice_and_cancel_stops_a_call(
 
     out = OutputNode(move, node)
     await out.start()
+    # the raw client skips discovery (an agent calls only after the node's heartbeat): wait
+    # for the broker to confirm the node's request subscription, or the requests are dropped
+    served: Any = out._served
+    await wait_until(lambda: served.link_sub.acked.done(), what="the request subscription")
     replies: list[dict[str, Any]] = []
     raw = MqttLink(MqttSettings(broker=mqtt_broker.url), "raw-client")
     await raw.start(require=True)
