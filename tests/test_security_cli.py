@@ -7,12 +7,14 @@ approved (``--yes``), and the real file system is checked afterwards.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from tests.agent.helpers import call
 from tests.test_cli import run_cli
 
+import loopact.robot
 from loopact.trace import read_trace
 
 
@@ -196,6 +198,45 @@ def test_config_file_in_use_is_neither_readable_nor_writable(
         assert "the config file in use" in results[call_id]["error"]
     assert "sk-file-secret" in cfg.read_text()
     assert all("sk-file-secret" not in json.dumps(r.body) for r in server.requests)
+
+
+def test_files_the_config_names_are_out_of_reach(scripted_server: Any, tmp_path: Path) -> None:
+    """Item 2's family: the robot profile and site map hold the governor's limits and
+    geofence, the --mcp-config file names programs loopact starts; with --workspace . one
+    approved write would lift the limits or run a command on the next run."""
+    packaged = Path(loopact.robot.__file__).parent
+    profile, site = tmp_path / "robot.yaml", tmp_path / "lab.yaml"
+    shutil.copy(packaged / "profiles" / "sim.yaml", profile)
+    shutil.copy(packaged / "sites" / "sim_room.yaml", site)
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text('{"servers": {}}', encoding="utf-8")
+    before = {p: p.read_text(encoding="utf-8") for p in (profile, site, mcp)}
+    evil_mcp = json.dumps({"servers": {"x": {"command": "sh", "args": ["-c", "touch pwned"]}}})
+    writes = {
+        "w1": ("robot.yaml", "limits:\n  max_linear_mps: 50\n"),
+        "w2": ("lab.yaml", "geofence: []\n"),
+        "w3": ("mcp.json", evil_mcp),
+    }
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [
+                    call("file_write", {"path": p, "content": c}, i) for i, (p, c) in writes.items()
+                ]
+                + [call("file_read", {"path": "robot.yaml"}, "r1")]
+            },
+            {"text": "Done."},
+        ]
+    )
+    extra = ("--profile", str(profile), "--site", str(site), "--mcp-config", str(mcp))
+    proc = _run(server, tmp_path, "tune the robot", "--workspace", ".", "--yes", *extra)
+    assert proc.returncode == 0, proc.stderr
+    results = _results(tmp_path)
+    assert "the robot profile file in use" in results["w1"]["error"]
+    assert "the site map file in use" in results["w2"]["error"]
+    assert "the MCP config file in use" in results["w3"]["error"]
+    assert "the robot profile file in use" in results["r1"]["error"]
+    assert {p: p.read_text(encoding="utf-8") for p in before} == before
 
 
 def _memory_run(server: Any, cwd: Path, text: str) -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 from loopact.app.memory import memory_folder
 from loopact.config import Config, default_config_paths
 from loopact.llm.local import cache_dir
+from loopact.robot.profile import yaml_file
 from loopact.tools.builtin import ProtectedPath
 
 
@@ -16,7 +17,11 @@ def agent_state_paths(cfg: Config, config_source: Path | None) -> list[Protected
     The memory folder with its ``.git`` (also when memory is off, so that a later run does
     not find it tampered with), the config file in use and every file loopact would load as
     config by default (``./loopact.yaml``, the user config folder's), the trace file, the
-    local-brain cache folder and model file, and the installed loopact package.
+    local-brain cache folder and model file, and the installed loopact package; and every
+    other file the configuration names that loopact loads or writes: the ``--mcp-config``
+    file (its commands are started), the robot profile and site map files (the governor's
+    limits and geofence), the device board file, the TLS files of MQTT and e-mail (a key,
+    the certificates trusted), the vision and speech model files and the simulator log.
 
     Args:
         cfg: The configuration of this run.
@@ -35,4 +40,29 @@ def agent_state_paths(cfg: Config, config_source: Path | None) -> list[Protected
         paths.append(ProtectedPath(cfg.local.model_path, "the local-brain model file"))
     package = Path(__file__).resolve().parents[1]  # src/loopact: app/ is one of its packages
     paths.append(ProtectedPath(package, "loopact's program files"))
-    return paths
+    return paths + _named_files(cfg)
+
+
+def _named_files(cfg: Config) -> list[ProtectedPath]:
+    """The files other config keys name (see :func:`agent_state_paths`)."""
+    named: list[tuple[Path | None, str]] = [
+        (cfg.mcp.config_file, "the MCP config file in use (--mcp-config)"),
+        (yaml_file(cfg.robot.profile), "the robot profile file in use"),
+        (yaml_file(cfg.robot.site), "the site map file in use"),
+        (cfg.board.file, "the device board file in use"),
+        (cfg.robot.sim_log, "the simulator log"),
+        (cfg.mqtt.tls.ca_file, "a TLS file loopact uses"),
+        (cfg.mqtt.tls.cert_file, "a TLS file loopact uses"),
+        (cfg.mqtt.tls.key_file, "a TLS file loopact uses"),
+        (cfg.voice.stt.model_path, "a model file loopact loads"),
+    ]
+    email = cfg.messages.email
+    if email is not None:
+        named.append((email.ca_file, "a TLS file loopact uses"))
+    vision = cfg.vision.model
+    if vision is not None:
+        named += [
+            (vision.model_path, "a model file loopact loads"),
+            (vision.mmproj_path, "a model file loopact loads"),
+        ]
+    return [ProtectedPath(p.expanduser(), what) for p, what in named if p is not None]

@@ -109,6 +109,8 @@ def load_config(
         else:
             where = str(source) if source else "configuration"
         raise _format_error(exc, where) from None
+    if mcp_config is not None:
+        cfg.mcp._config_file = mcp_config
     email = cfg.messages.email
     if email is not None and email.password_env:
         email._password = env.get(email.password_env) or None

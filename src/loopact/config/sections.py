@@ -464,6 +464,14 @@ class McpConfig(pydantic.BaseModel):
     servers: dict[McpServerName, McpServerConfig] = pydantic.Field(default_factory=dict)
     token: pydantic.SecretStr | None = None
     """Bearer token of ``loopact mcp --http`` (required beyond loopback; ``--token``)."""
+    _config_file: Path | None = pydantic.PrivateAttr(None)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The ``--mcp-config FILE`` whose servers were added, None without one (set by
+        :func:`~loopact.config.load_config`). loopact starts the programs it names, so the
+        file tools never change it (issue 21, docs/security.md)."""
+        return self._config_file
 
 
 NodeSafety = Literal["read_only", "idempotent", "write", "motion"]

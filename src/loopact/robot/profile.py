@@ -214,12 +214,24 @@ def _packaged(kind: str) -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+def yaml_file(name_or_path: str | Path) -> Path | None:
+    """The file a profile or site setting names, or None for a packaged name (``sim``).
+
+    A value with a ``.yaml``/``.yml`` suffix or a path separator is a file (SPEC D1, D3).
+    """
+    name = str(name_or_path)
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or "/" in name or "\\" in name:
+        return path
+    return None
+
+
 def _read_yaml(name_or_path: str | Path, kind: str, what: str) -> tuple[dict[str, Any], str]:
     text: str
     source: str
-    path = Path(name_or_path)
+    path = yaml_file(name_or_path)
     name = str(name_or_path)
-    if path.suffix in (".yaml", ".yml") or "/" in name or "\\" in name:
+    if path is not None:
         source = str(path)
         try:
             text = path.read_text(encoding="utf-8")

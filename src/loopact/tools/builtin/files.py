@@ -9,9 +9,9 @@ reader never sees half a file.
 The agent's own state is out of reach (issue 21, docs/security.md): a :class:`Workspace` is
 given *protected* paths (the memory repository with its ``.git``, the config file in use and
 every config file loopact would load by default, the trace file, the local-brain cache, the
-loopact package itself) and refuses to read, write or list anything at or below them, also
-when the path leads there through a symlink. A workspace that lies inside a protected folder
-is refused when it is created.
+loopact package itself, the other files the configuration names) and refuses to read, write
+or list anything at or below them, also when the path leads there through a symlink. A
+workspace that lies inside a protected folder is refused when it is created.
 
 Only regular files are read or replaced: a FIFO, socket or device is refused before it is
 opened (opening a FIFO would block a worker thread until someone writes to it). ``file_list``
