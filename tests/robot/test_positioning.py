@@ -59,6 +59,11 @@ async def test_visual_positioning_in_chinese_and_not_in_view(rig: Rig) -> None:
     gone = await rig.call("visual_positioning", target="the green cylinder")
     assert gone.ok and gone.data["found"] is False and gone.data["bbox"] is None
     assert "no green object" in gone.data["reason"]
+    # a colour with no HSV range: not found, never a box of another colour (issue 15)
+    for phrase in ("the magenta box", "粉红色的球"):
+        odd = await rig.call("visual_positioning", target=phrase)
+        assert odd.ok and odd.data["found"] is False and odd.data["bbox"] is None, odd.data
+        assert "no HSV range for colour" in odd.data["reason"] and "red" in odd.data["reason"]
     empty = await rig.call("visual_positioning", target="  ")
     assert not empty.ok and "empty" in (empty.error or "")
 

@@ -64,5 +64,7 @@ def test_query_problem_names_what_the_detector_cannot_find() -> None:
     assert query_problem(parse_target("the ball on the left"), opts) == ""
     orange = query_problem(parse_target("orange ball"), opts)
     assert "orange" in orange and "no HSV range" in orange and "red" in orange
+    magenta = query_problem(parse_target("the magenta box"), opts)
+    assert "magenta" in magenta and "no HSV range" in magenta
     vague = query_problem(parse_target("the unicorn"), opts)
     assert "'the unicorn'" in vague and "cannot tell" in vague

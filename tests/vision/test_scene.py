@@ -33,6 +33,15 @@ def test_parse_target_reads_colour_shape_and_place(
     assert (q.color, q.shape, q.place) == (color, shape, place)
 
 
+def test_colours_without_a_range_and_configured_colours_are_colour_words() -> None:
+    assert parse_target("the magenta box").color == "magenta"  # not "any box"
+    assert parse_target("粉红色的球").color == "pink"  # not red (红)
+    assert parse_target("the white box").color == "white"
+    assert parse_target("the pink box", ["red", "pink"]).color == "pink"
+    assert parse_target("the teal box", ["teal"]).color == "teal"  # configured wins
+    assert parse_target("the red box", ["red", "pink"]).color == "red"
+
+
 def test_red_box_is_found_where_the_ground_truth_puts_it() -> None:
     dets, gt = _dets("red_ahead")
     sel = select_target(parse_target("the red box"), dets, 320)

@@ -119,7 +119,7 @@ async def _start(
     """Check the target, centre the head, search: ``(query, search, None)`` or a failure."""
     if not target.strip():
         return parse_target(target), None, ToolResult.failure("target is empty: name the object")
-    query = parse_target(target.strip())
+    query = parse_target(target.strip(), opts.colors.names)
     problem = query_problem(query, opts)
     if problem:
         return query, None, ToolResult.failure(f"{name}: {problem}")

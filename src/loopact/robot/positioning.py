@@ -31,7 +31,7 @@ async def locate(
     Raises:
         RobotError: No fresh frame.
     """
-    query = parse_target(target)
+    query = parse_target(target, opts.colors.names)
     frame = await fresh_frame(env)
     h, w = frame.rgb.shape[:2]
     dets, _pan = await detections(env, frame, None, opts.colors)
@@ -51,6 +51,15 @@ async def locate(
                 meta["source"] = opts.vision.name
         else:
             meta["model_refused"] = ["the image gate changed the frame; detector used"]
+    if answer is None and query.color is not None and query.color not in opts.colors.ranges:
+        answer = {  # the detector cannot see this colour: never a box of another one
+            "found": False,
+            "target": target,
+            "bbox": None,
+            "confidence": 0.0,
+            "reason": f"no HSV range for colour {query.color!r} (vision.colors); the camera "
+            f"cannot find {target!r}; known colours: {', '.join(opts.colors.names)}",
+        }
     if answer is None:
         sel: Selection = select_target(query, dets, w)
         det = sel.detection

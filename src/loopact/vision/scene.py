@@ -10,6 +10,7 @@ one plain paragraph a small model can retell ("what do you see?" with the local 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,21 @@ COLOR_WORDS: dict[str, tuple[str, ...]] = {
     "brown": ("brown", "wooden", "棕", "褐"),
     "orange": ("orange", "橙", "橘"),
 }
+"""Colour words, English and Chinese, of the colours the default HSV ranges know (orange has
+no default range: a phrase naming it is refused by the detector, not matched to another
+colour)."""
+OTHER_COLOR_WORDS: dict[str, tuple[str, ...]] = {
+    "pink": ("pink", "粉色", "粉红"),
+    "magenta": ("magenta", "品红", "洋红"),
+    "white": ("white", "白色"),
+    "black": ("black", "黑色"),
+    "grey": ("grey", "gray", "灰色"),
+    "silver": ("silver", "银色"),
+    "gold": ("gold", "golden", "金色"),
+}
+"""Colours people name that the simulator's ranges do not know: recognised as colours so that
+"the magenta box" is refused (no HSV range) instead of matching a box of any colour (issue 15,
+bad input); checked before :data:`COLOR_WORDS` (粉红 is pink, not 红)."""
 SHAPE_WORDS: dict[str, tuple[str, ...]] = {
     "round": ("ball", "sphere", "round", "球", "圆球"),
     "boxy": (
@@ -60,7 +76,8 @@ class TargetQuery:
 
     Attributes:
         text: The phrase as given.
-        color: A colour name from :data:`COLOR_WORDS`, or None.
+        color: A colour name (:data:`COLOR_WORDS`, :data:`OTHER_COLOR_WORDS` or a configured
+            one), or None.
         shape: ``round``, ``boxy`` or None.
         place: ``left``, ``right``, ``middle``, ``near``, ``far``, ``big`` or None.
     """
@@ -83,11 +100,21 @@ def _find(text: str, table: dict[str, tuple[str, ...]]) -> str | None:
     return None
 
 
-def parse_target(text: str) -> TargetQuery:
-    """Read colour, shape and place words (English or Chinese) from a target phrase."""
-    return TargetQuery(
-        text, _find(text, COLOR_WORDS), _find(text, SHAPE_WORDS), _find(text, PLACE_WORDS)
-    )
+def parse_target(text: str, colors: Iterable[str] = ()) -> TargetQuery:
+    """Read colour, shape and place words (English or Chinese) from a target phrase.
+
+    Args:
+        text: The phrase, e.g. "the red box", "红色的方块", "the thing on the left".
+        colors: Further colour names that count as colour words (the ``vision.colors``
+            table's names, so a configured "pink" or "orange" is recognised).
+
+    Returns:
+        The query; ``color`` may be a colour without an HSV range ("magenta"): callers that
+        use the detector check it against their ranges.
+    """
+    extra = {c: (c,) for c in colors if c not in COLOR_WORDS}
+    color = _find(text, extra) or _find(text, OTHER_COLOR_WORDS) or _find(text, COLOR_WORDS)
+    return TargetQuery(text, color, _find(text, SHAPE_WORDS), _find(text, PLACE_WORDS))
 
 
 def shape_of(det: Detection) -> str:
