@@ -9,6 +9,7 @@ from typing import Any
 from tests.test_cli import run_cli
 from tests.voice.helpers import silence
 
+from loopact.testing.audio_protocol import spoken_wav
 from loopact.voice.audio import wav_bytes
 
 
@@ -70,3 +71,21 @@ def test_an_unreadable_audio_file_and_once_with_audio_in(
     assert proc.returncode == 2 and "bad.wav: not a PCM WAV file" in proc.stderr
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav", "--once", "hi"), tmp_path)
     assert proc.returncode == 2 and "not both" in proc.stderr
+
+
+def test_a_lost_or_wordless_utterance_is_not_a_success(scripted_server: Any, tmp_path: Path) -> None:
+    # the --once exit codes: a command whose transcription failed was not handled (exit 1), and
+    # an input whose only utterance held no words handled nothing (exit 1); no model request
+    (tmp_path / "cmd.wav").write_bytes(spoken_wav("move forward one meter"))
+    (tmp_path / "c.yaml").write_text("voice:\n  stt:\n    engine: openai\n")
+    cases = [
+        ({"error": {"status": 503, "message": "busy"}}, "1 of 1 utterances in cmd.wav could not"),
+        ({"text": " . "}, "no words recognised in cmd.wav"),
+    ]
+    for lane_turn, message in cases:
+        server = scripted_server({"turns": [], "lanes": {"transcriptions": [lane_turn]}})
+        args = _args(server, tmp_path, "--config", "c.yaml", "--audio-in", "cmd.wav")
+        proc = run_cli(args, tmp_path, timeout=120)
+        assert proc.returncode == 1, (proc.returncode, proc.stderr)
+        assert message in proc.stderr, proc.stderr
+        assert [r.path for r in server.requests] == ["/v1/audio/transcriptions"]

@@ -244,7 +244,7 @@ async def run_voice_file(run: VoiceRun, agent: Agent, console: Console) -> int:
     """``--audio-in FILE|-``: handle every utterance, speak every reply, then exit.
 
     Returns the ``--once`` exit code over the commands (0, 3, 1; 1 too when the input held no
-    speech at all).
+    speech at all, no words, or an utterance whose transcription failed: a command was lost).
     """
     assert run.listener is not None
     agent_task = asyncio.ensure_future(agent.run())
@@ -254,10 +254,22 @@ async def run_voice_file(run: VoiceRun, agent: Agent, console: Console) -> int:
     finally:
         agent_task.cancel()
         await asyncio.gather(agent_task, return_exceptions=True)
-    if run.listener.stats.utterances == 0:
-        console.print(f"loopact: no speech heard in {run.listener.source.name}", markup=False)
+    stats, name = run.listener.stats, run.listener.source.name
+    if stats.utterances == 0:
+        console.print(f"loopact: no speech heard in {name}", markup=False)
         return 1
-    return run.channel.exit_code()
+    code = run.channel.exit_code()
+    if stats.failed:
+        console.print(
+            f"loopact: {stats.failed} of {stats.utterances} utterances in {name} could not be "
+            "transcribed (see the transcript events)",
+            markup=False,
+        )
+        return 1
+    if stats.heard == 0:
+        console.print(f"loopact: no words recognised in {name}", markup=False)
+        return 1
+    return code
 
 
 def start_listening(

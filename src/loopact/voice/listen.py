@@ -59,12 +59,16 @@ class ListenerStats:
         barge_ins: ``(onset_s, detected_s)`` of onsets that paused the robot's voice.
         utterances: Utterances that ended.
         transcripts: Transcripts received (also empty ones).
+        failed: Utterances whose transcription failed (engine error or timeout).
+        heard: Transcripts with words (handed to the handler).
     """
 
     onsets: list[float] = field(default_factory=list)
     barge_ins: list[tuple[float, float]] = field(default_factory=list)
     utterances: int = 0
     transcripts: list[Transcript] = field(default_factory=list)
+    failed: int = 0
+    heard: int = 0
 
 
 class Listener:
@@ -257,6 +261,7 @@ class Listener:
             with contextlib.suppress(Exception):
                 await asyncio.shield(before)
         if transcript is None:
+            self.stats.failed += 1
             self.bus.emit(
                 "transcript",
                 None,
@@ -287,6 +292,7 @@ class Listener:
             if self.player is not None:
                 self.player.recover()
             return
+        self.stats.heard += 1
         await self.on_transcript(transcript)
 
     # ------------------------------------------------------------------ recording
