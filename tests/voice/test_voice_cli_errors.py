@@ -73,7 +73,9 @@ def test_an_unreadable_audio_file_and_once_with_audio_in(
     assert proc.returncode == 2 and "not both" in proc.stderr
 
 
-def test_a_lost_or_wordless_utterance_is_not_a_success(scripted_server: Any, tmp_path: Path) -> None:
+def test_a_lost_or_wordless_utterance_is_not_a_success(
+    scripted_server: Any, tmp_path: Path
+) -> None:
     # the --once exit codes: a command whose transcription failed was not handled (exit 1), and
     # an input whose only utterance held no words handled nothing (exit 1); no model request
     (tmp_path / "cmd.wav").write_bytes(spoken_wav("move forward one meter"))

@@ -112,7 +112,7 @@ def parse_target(text: str, colors: Iterable[str] = ()) -> TargetQuery:
         The query; ``color`` may be a colour without an HSV range ("magenta"): callers that
         use the detector check it against their ranges.
     """
-    extra = {c: (c,) for c in colors if c not in COLOR_WORDS}
+    extra: dict[str, tuple[str, ...]] = {c: (c,) for c in colors if c not in COLOR_WORDS}
     color = _find(text, extra) or _find(text, OTHER_COLOR_WORDS) or _find(text, COLOR_WORDS)
     return TargetQuery(text, color, _find(text, SHAPE_WORDS), _find(text, PLACE_WORDS))
 
