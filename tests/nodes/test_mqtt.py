@@ -7,6 +7,7 @@ connectors are the real ones, talking over loopback TCP.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import json
 import logging
@@ -132,6 +133,47 @@ async def test_publish_subscribe_latched_pattern_and_images(pair: Any) -> None:
     await wait_until(lambda: frames, what="an image")
     assert frames[0].rgb.shape == (48, 64, 3) and frames[0].stamp_s == 12.5
     assert abs(int(frames[0].rgb[10, 50, 0]) - 200) < 12  # JPEG inside: close, not exact
+
+
+def _png_bomb(width: int, height: int) -> bytes:
+    """A 1-bit, all-black PNG built row by row: about 10 KB for 9000x9000 pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    packer = zlib.compressobj(9)
+    row = b"\0" * (1 + (width + 7) // 8)  # filter byte + packed bits
+    idat = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    )
+
+
+async def test_an_image_bomb_on_a_camera_topic_is_refused_before_decoding(
+    pair: Any, mqtt_broker: MqttBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 21 item 10 beyond the console: anyone on the broker can publish camera frames; a
+    10 KB PNG of 9000x9000 pixels was decoded into a 243 MB array (six at once: gigabytes)."""
+    node, agent = pair
+    bomb = _png_bomb(9000, 9000)
+    assert len(bomb) < 200_000
+    frames: list[ImageData] = []
+    await subscribed(agent.subscribe("/robot1/input/cam", "image", frames.append))
+    raw = MqttLink(MqttSettings(broker=mqtt_broker.url), "hostile-camera")
+    await raw.start(require=True)
+    message = {"encoding": "png", "data": base64.b64encode(bomb).decode("ascii")}
+    with caplog.at_level(logging.WARNING, logger="loopact.nodes.mqtt"):
+        raw.publish("loopact/robot1/input/cam", json.dumps(message).encode())
+        await wait_until(lambda: "9000x9000" in caplog.text, what="the refusal")
+    await raw.stop()
+    assert "would need 324 MB to decode; the limit is 100 MB" in caplog.text
+    await node.publish("/robot1/input/cam", ImageData(np.zeros((48, 64, 3), np.uint8), 1.0, "c"))
+    await wait_until(lambda: frames, what="the next, ordinary frame")
+    assert [f.rgb.shape for f in frames] == [(48, 64, 3)]
 
 
 # ------------------------------------------------------------------------ output nodes

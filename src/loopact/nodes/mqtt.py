@@ -114,7 +114,9 @@ def decode_image(payload: bytes) -> ImageData:
     """Parse loopact's MQTT image JSON (``jpeg``, ``png`` or raw ``rgb8``).
 
     Raises:
-        ValueError: Not that JSON, an unknown encoding, or data that does not decode.
+        ValueError: Not that JSON, an unknown encoding, data that does not decode, or an
+            image whose decoded pixels would pass the image gate's 100 MB (from its header,
+            before decoding; issue 21 item 10).
     """
     try:
         obj = json.loads(payload)
@@ -134,11 +136,26 @@ def decode_image(payload: bytes) -> ImageData:
         raise ValueError(f"unknown image encoding {encoding!r} (jpeg, png or rgb8)")
     from PIL import Image as PILImage
 
+    from loopact.vision.gate import DEFAULT_MAX_DECODED_BYTES
+
     try:
-        with PILImage.open(io.BytesIO(data)) as pil:
-            rgb = np.asarray(pil.convert("RGB"), dtype=np.uint8)
+        pil = PILImage.open(io.BytesIO(data))
     except Exception as exc:
         raise ValueError(f"{encoding} data does not decode: {exc}") from None
+    with pil:
+        # Bounded from the header, before any pixel is decoded, as the image gate does
+        # (issue 21 item 10): a 10 KB 1-bit PNG of 9000x9000 pixels would take 324 MB.
+        need = pil.width * pil.height * 4  # Pillow's RGB pixel
+        if need > DEFAULT_MAX_DECODED_BYTES:
+            raise ValueError(
+                f"{encoding} image of {pil.width}x{pil.height} pixels would need "
+                f"{need / 1e6:.0f} MB to decode; the limit is "
+                f"{DEFAULT_MAX_DECODED_BYTES / 1e6:.0f} MB"
+            )
+        try:
+            rgb = np.asarray(pil.convert("RGB"), dtype=np.uint8)
+        except Exception as exc:
+            raise ValueError(f"{encoding} data does not decode: {exc}") from None
     return ImageData(np.ascontiguousarray(rgb), stamp, frame)
 
 
