@@ -79,8 +79,15 @@ CALLS = [
         {"chunk_size": 3, "extras": {"openai": {"interleave_calls": True}}},
         {"chunk_size": 16, "extras": {"openai": {"interleave_calls": True}}, "write_size": 7},
         {"chunk_size": 5, "extras": {"openai": {"reuse_index": True}}},
+        {"chunk_size": 16, "extras": {"openai": {"interleave_calls": True, "omit_index": True}}},
     ],
-    ids=["prefix-that-repairs", "empty-when-next-declared", "tiny-writes", "reused-index"],
+    ids=[
+        "prefix-that-repairs",
+        "empty-when-next-declared",
+        "tiny-writes",
+        "reused-index",
+        "by-id-without-index",
+    ],
 )
 async def test_interleaved_parallel_calls_run_with_their_whole_arguments(
     scripted_server: Factory, tmp_path: Path, shape: dict[str, Any]

@@ -9,8 +9,8 @@ What it handles:
 * reasoning from ``delta.reasoning_content`` / ``delta.reasoning`` and inline ``<think>``
   blocks (tags split across chunks), kept apart from the answer text; a lone ``</think>``
   makes the text before it reasoning (the stream started inside a think block);
-* tool-call deltas merged by ``index``; a new non-empty ``id`` on an index that already has a
-  different id starts a new call; empty ``id`` / ``name`` count as absent; missing ids are
+* tool-call deltas merged by ``index`` (by ``id`` when a server sends no index); a new
+  non-empty ``id`` on an index that already has a different id starts a new call; empty ``id`` / ``name`` count as absent; missing ids are
   generated; ``arguments`` may arrive as an object;
 * ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
@@ -384,7 +384,13 @@ def _check_complete(slot: _Slot) -> None:
 
 
 def _guess_wire_index(call_id: str, st: StreamState) -> int:
-    if call_id and not any(s.id == call_id for s in st.slots):
+    """The wire index of a delta without ``index``: the index of the call its ``id`` names
+    (interleaved parallel calls told apart by id only, issue 22 item 1), a new index for a
+    new id, else the index of the delta before it."""
+    if call_id:
+        for slot in st.slots:
+            if slot.id == call_id and slot.wire_index is not None:
+                return slot.wire_index
         used = [s.wire_index for s in st.slots if s.wire_index is not None]
         return max(used) + 1 if used else 0
     return st.last_wire_index if st.last_wire_index is not None else 0

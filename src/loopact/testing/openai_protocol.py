@@ -12,7 +12,9 @@ then ``[DONE]``.
 
 Extras under ``extras.openai``: ``interleave_calls`` (declare every call first, then send
 their argument pieces by turns, index 0, 1, 0, 1, ..., as servers streaming parallel calls
-do) and ``reuse_index`` (every call on ``index`` 0, told apart only by its new ``id``).
+do), ``reuse_index`` (every call on ``index`` 0, told apart only by its new ``id``) and
+``omit_index`` (no ``index`` in any call delta: every delta names its call by ``id``, as some
+gateways send them).
 """
 
 from __future__ import annotations
@@ -227,17 +229,21 @@ class OpenAIChatProtocol(Protocol):
         heads: list[list[bytes]] = []
         pieces: list[list[bytes]] = []
         for i, call in enumerate(turn.tool_calls):
-            index = 0 if extra.get("reuse_index") else i
+            call_id = self._call_id(turn, request, i)
+            # Where a delta says which call it continues: its index, or (omit_index) its id.
+            ref: dict[str, Any] = {"index": 0 if extra.get("reuse_index") else i}
+            if extra.get("omit_index"):
+                ref = {"id": call_id}
             head = {
-                "index": index,
-                "id": self._call_id(turn, request, i),
+                **ref,
+                "id": call_id,
                 "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }
             heads.append([chunk({"tool_calls": [head]})])
             pieces.append(
                 [
-                    chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
+                    chunk({"tool_calls": [{**ref, "function": {"arguments": p}}]})
                     for p in _pieces(call.arguments_text(), size)
                 ]
             )
