@@ -130,6 +130,48 @@ async def test_sse_fields_the_specification_allows(scripted_server: Factory) -> 
     assert done.message.text == "Hello" and done.finish_reason == "stop"
 
 
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+@pytest.mark.parametrize("as_json", [False, True], ids=["sse", "json-body"])
+async def test_a_leading_byte_order_mark_is_ignored(
+    scripted_server: Factory, provider: str, as_json: bool
+) -> None:
+    """The SSE specification ignores one leading U+FEFF: read as part of the first line it
+    turned ``data:`` into an unknown field and the first event was lost; before a JSON body
+    the decoder refused it. Sent in 1-byte writes too, so the mark arrives cut."""
+    turn = {"text": "Waiting now.", "tool_calls": [CALL], "stream_as_json": as_json}
+    probe = scripted_server([turn])
+    assert_waits(final(await collect(PROVIDERS[provider](probe))), provider, "Waiting now.")
+    raw = _raw_stream(probe)
+    if not as_json:  # the first event left out, so that the one the mark would hide matters
+        raw = raw.split(b"\n\n", 1)[1]
+    marked = "\ufeff".encode() + raw
+    for write_size in (None, 1):
+        extra = {"write_size": write_size} if write_size else {}
+        server = scripted_server([{"wire": [{"hex": marked.hex()}], **extra}])
+        assert_waits(final(await collect(PROVIDERS[provider](server))), provider, "Waiting now.")
+
+
+async def test_blank_data_and_a_spaced_done_are_no_chunks(scripted_server: Factory) -> None:
+    """``data:`` lines holding only whitespace carry no JSON (keep-alives some proxies send),
+    and ``data:  [DONE]`` with an extra space still ends the stream."""
+    server = scripted_server(
+        [
+            {
+                "wire": [
+                    f"data: {chunk({'role': 'assistant', 'content': 'Hel'})}\n\n",
+                    "data:  \n\n",
+                    "data: \t\ndata: \n\n",
+                    f"data: {chunk({'content': 'lo'}, 'stop')}\n\n",
+                    "data:  [DONE] \n\n",
+                    "data: {not json, never read}\n\n",
+                ]
+            }
+        ]
+    )
+    done = final(await collect(openai_model(server)))
+    assert done.message.text == "Hello" and done.finish_reason == "stop"
+
+
 # --- item 5: a JSON body for a stream request --------------------------------------------------
 
 
@@ -294,11 +336,13 @@ async def test_agent_retries_past_a_proxy_page(scripted_server: Factory, tmp_pat
 
 
 def _raw_stream(server: ScriptedModelServer) -> bytes:
-    """Re-render the server's first turn as its protocol would stream it (bytes on the wire)."""
+    """Re-render the server's first turn as its protocol would send it (bytes on the wire)."""
     from loopact.testing.server import default_protocols
 
     request = server.requests[-1]
     proto = next(p for p in default_protocols() if request.path in p.paths)
     plan = proto.render(server.script.turns[0], request)
-    assert plan.chunks is not None
+    if plan.chunks is None:  # a whole JSON body (stream_as_json)
+        assert plan.body is not None
+        return plan.body
     return b"".join(plan.chunks)

@@ -297,7 +297,7 @@ class OpenAIChatModel:
                 items = read_body(raw.http_response, what="the model endpoint")
                 async for item in items:
                     if isinstance(item, SSEData):
-                        if item.data.startswith("[DONE]"):
+                        if item.data.strip().startswith("[DONE]"):
                             await drain(items)  # so that the connection is reused
                             break
                         chunk = decode_event_json(item.data, "model")

@@ -11,7 +11,8 @@ the WHATWG specification): lines may end in CR, LF or CRLF and may arrive cut an
 (tiny TCP writes); the bytes are decoded as UTF-8 incrementally, with an invalid byte replaced
 by U+FFFD instead of failing the request. By the specification a block that carries no
 ``data`` (a ``retry:`` block, an ``id:`` line followed by a ``: ping`` comment) dispatches no
-event; ``httpx2`` still yields those as events with empty data, so they are dropped here. The
+event; ``httpx2`` still yields those as events with empty data, so they are dropped here, as
+are events whose data is only whitespace; one leading byte-order mark is ignored. The
 ``openai`` SDK's own decoder gets this wrong (it dispatches such blocks, and then every blank
 line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 ``docs/scripted-server.md``, "The openai SDK and data-less SSE blocks".
@@ -50,7 +51,8 @@ DRAIN_TIMEOUT_S = 0.1
 """How long the rest of a body is read after its final event (connection reuse)."""
 _SAMPLE_BYTES = 2048
 log = logging.getLogger(__name__)
-_WHITESPACE = b" \t\r\n\xef\xbb\xbf"  # a UTF-8 byte-order mark counts as blank too
+_BOM = b"\xef\xbb\xbf"
+_WHITESPACE = b" \t\r\n" + _BOM  # a UTF-8 byte-order mark counts as blank too
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,8 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
         what: Who answered, for error messages (``"the model endpoint"``).
 
     Yields:
-        :class:`SSEData` for every event with data, in order; or exactly one
-        :class:`JSONBody`.
+        :class:`SSEData` for every event with data (not only whitespace), in order; or
+        exactly one :class:`JSONBody`.
 
     Raises:
         ModelRetryableError: The body is empty, is neither events nor JSON, or carried no
@@ -104,6 +106,11 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
     start = prefix.lstrip(_WHITESPACE)[:1]
     if not start:
         raise ModelRetryableError(f"{what} answered HTTP 200 with an empty body")
+    blank = prefix.lstrip(b" \t\r\n")
+    if blank.startswith(_BOM):
+        # One leading byte-order mark is not part of the first line (SSE specification);
+        # read as part of it, "data:" became an unknown field and the first event was lost.
+        prefix = blank[len(_BOM) :]
     if start in (b"{", b"["):
         yield JSONBody(await _json_document(prefix, chunks, what))
         return
@@ -126,8 +133,10 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
     seen = 0
     try:
         async for sse in httpx2.EventSource(events, max_event_size=MAX_EVENT_BYTES):
-            if not sse.data:
-                continue  # a data-less block dispatches no event (SSE specification)
+            if not sse.data.strip():
+                # A data-less block dispatches no event (SSE specification); data that is
+                # only whitespace (a proxy's keep-alive) carries no JSON either.
+                continue
             seen += 1
             yield SSEData(sse.event or "message", sse.data)
     except httpx2.SSEError as exc:
