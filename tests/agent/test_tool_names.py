@@ -39,6 +39,9 @@ ARGS = {"path": "note.txt", "content": "hello"}
         "`file_write`",
         "file_write<|channel|>commentary",
         "File_Write",
+        "\u00a0file_write\u3000",  # no-break and ideographic spaces
+        "file_write\u200b\ufeff",  # zero-width space, byte-order mark
+        "\vfunctions.functions.file_write\f",  # the prefix twice
     ],
 )
 async def test_a_mangled_name_runs_the_declared_tool(
