@@ -10,8 +10,9 @@ What it handles:
   blocks (tags split across chunks), kept apart from the answer text; a lone ``</think>``
   makes the text before it reasoning (the stream started inside a think block);
 * tool-call deltas merged by ``index`` (by ``id`` when a server sends no index); a new
-  non-empty ``id`` on an index that already has a different id starts a new call; empty ``id`` / ``name`` count as absent; missing ids are
-  generated; ``arguments`` may arrive as an object;
+  non-empty ``id`` on an index that already has a different id starts a new call; empty
+  ``id`` / ``name`` count as absent; missing ids are generated; ``arguments`` may arrive as
+  an object;
 * ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
   own arguments are a complete JSON object (parsed strictly, never a prefix that a repair
