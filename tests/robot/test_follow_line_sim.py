@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import math
 import os
 from collections.abc import AsyncIterator
@@ -10,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from PIL import Image as PILImage
 
+from loopact.llm.messages import Image
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
@@ -20,7 +24,7 @@ from loopact.sim import SimRobot
 from loopact.sim.describe import line_polyline
 from loopact.sim.groundtruth import distance_to_polyline
 from loopact.sim.simlog import read_sim_log
-from loopact.tools.base import Tool
+from loopact.tools.base import Tool, ToolContext
 from loopact.vision.gate import ImageGate
 
 pytestmark = pytest.mark.sim
@@ -67,8 +71,18 @@ async def line_rig(tmp_path: Path) -> AsyncIterator[LineRig]:
 async def test_follow_line_takes_a_corner_on_the_line(line_rig: LineRig) -> None:
     await line_rig.robot.teleport(2.6, -1.1, 0.0)  # 1 m before the south-east corner
     t0 = line_rig.robot.clock.now()
-    res: Any = await line_rig.tools["follow_line"](color="purple", duration_s=12.0)
+    shown: list[tuple[Image, str]] = []
+    ctx = ToolContext("t", "c1", Path.cwd(), show_image=lambda i, c: shown.append((i, c)))
+    res: Any = await line_rig.tools["follow_line"].invoke(
+        {"color": "purple", "duration_s": 12.0}, ctx
+    )
     assert res.ok, res.error
+    # F6: the frames it used went to people, with the band and the line's centroid drawn
+    assert len(shown) >= 3 and shown[-1][1].startswith("follow_line: stopped: duration")
+    assert all(c.startswith("follow_line: ") for _i, c in shown)
+    img = np.asarray(PILImage.open(io.BytesIO(shown[0][0].data)).convert("RGB")).astype(int)
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    assert img.shape == (240, 320, 3) and ((g > 200) & (r < 80) & (b < 80)).sum() > 30
     assert res.data["stopped_by"] == "duration" and res.data["distance_m"] > 1.2, res.data
     pose = await line_rig.robot.get_pose()
     assert pose.x_m == pytest.approx(3.6, abs=0.06) and pose.y_m > -0.9  # round the corner

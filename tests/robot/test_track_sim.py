@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import math
 import os
 from collections.abc import AsyncIterator
@@ -10,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from PIL import Image as PILImage
 
+from loopact.llm.messages import Image
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
@@ -20,7 +24,7 @@ from loopact.sim import SimRobot
 from loopact.sim.describe import describe_world
 from loopact.sim.groundtruth import object_bbox
 from loopact.sim.simlog import read_sim_log
-from loopact.tools.base import Tool
+from loopact.tools.base import Tool, ToolContext
 from loopact.vision.gate import ImageGate
 
 pytestmark = pytest.mark.sim
@@ -83,8 +87,17 @@ async def track_rig(tmp_path: Path) -> AsyncIterator[TrackRig]:
 async def test_track_keeps_the_moving_ball_in_frame(track_rig: TrackRig) -> None:
     x1, y1, x2, y2 = await track_rig.box()
     t0 = track_rig.robot.clock.now()
-    res: Any = await track_rig.tools["track"](x1=x1, y1=y1, x2=x2, y2=y2, duration_s=8.0)
+    shown: list[tuple[Image, str]] = []
+    ctx = ToolContext("t", "c1", Path.cwd(), show_image=lambda i, c: shown.append((i, c)))
+    args = {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "duration_s": 8.0}
+    res: Any = await track_rig.tools["track"].invoke(args, ctx)
     assert res.ok, res.error
+    # F6: the frames it tracked went to people, with the tracked box drawn
+    assert len(shown) >= 3 and shown[0][1].startswith("track: tracking, on target")
+    assert shown[-1][1].startswith("track: stopped: duration")
+    img = np.asarray(PILImage.open(io.BytesIO(shown[0][0].data)).convert("RGB")).astype(int)
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    assert ((g > 200) & (r < 80) & (b < 80)).sum() > 30  # the green box
     assert res.data["stopped_by"] == "duration"  # its camera rate: bench/perception.py
     inside, centred, n = track_rig.graded(t0)
     assert n >= 10 * 8 and inside >= 0.95 and centred >= 0.8, (inside, centred)
