@@ -26,7 +26,7 @@ from tests.channels.test_web_api import StandInAgent
 from tests.voice.helpers import needs_espeak, silence, speak
 
 from loopact.channels.terminal import TerminalChannel
-from loopact.channels.voice import VoiceChannel
+from loopact.channels.voice import VoiceChannel, is_spoken_stop
 from loopact.channels.voice_tools import VoiceControls, console_commands
 from loopact.channels.web import WebSettings, serve_console
 from loopact.events import EventBus
@@ -35,7 +35,7 @@ from loopact.vision.gate import ImageGate
 from loopact.voice.audio import AudioFrame, ClockedSink, paced, read_wav, wav_bytes
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
-from loopact.voice.stt import OpenAISTT
+from loopact.voice.stt import OpenAISTT, Transcript
 from loopact.voice.tts import OpenAITTS
 
 
@@ -160,6 +160,41 @@ async def test_a_spoken_ting_stops_the_running_task_without_the_model(
         channel.close()
         await player.close()
         await stt.aclose()
+        await sink.close()
+        await agent.close()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+
+def test_a_spoken_stop_is_recognised_as_the_engine_writes_it() -> None:
+    # faster-whisper tiny.en writes espeak-ng's "stop stop" as "Stop, stop!" (measured)
+    for said in ("Stop!", "Stop, stop!", "stop? ", "停，停！", "停停", "停止。", "STOP..."):
+        assert is_spoken_stop(said), said
+    for said in ("Stop it.", "stop the music", "don't stop", "", " . ", "停车"):
+        assert not is_spoken_stop(said), said
+
+
+async def test_a_repeated_spoken_stop_stops_the_task_without_the_model(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    story = " ".join(f"This is sentence number {n} of a long story." for n in range(1, 30))
+    server = scripted_server([{"text": story, "chunk_size": 8, "chunk_delay_s": 0.1}])
+    agent, rec = make_agent(server, tmp_path)
+    runner = asyncio.ensure_future(agent.run())
+    sink = ClockedSink("test")
+    player = Player(sink, None, agent.bus)
+    channel = VoiceChannel(agent, player)
+    try:
+        await channel.on_transcript(Transcript("Tell me a story.", "en", "openai", 1.0, 0.1))
+        await rec.wait_for(lambda e: e.type == "text_delta", timeout=20)
+        await channel.on_transcript(Transcript("Stop, stop!", "en", "openai", 1.0, 0.1))
+        stop = await rec.wait_for(lambda e: e.type == "stop", timeout=20)
+        end = await rec.wait_for(lambda e: e.type == "task_end", timeout=20)
+        assert stop.data["source"] == "voice" and end.data["status"] == "preempted"
+        assert len(server.requests) == 1 and len(rec.of("task_start")) == 1  # no model request
+    finally:
+        channel.close()
+        await player.close()
         await sink.close()
         await agent.close()
         runner.cancel()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from loopact.agent.runtime import Agent, is_stop
@@ -26,6 +27,17 @@ from loopact.voice.stt import Transcript
 from loopact.voice.text import SentenceSplitter
 
 log = logging.getLogger(__name__)
+
+_SPOKEN_STOP = re.compile(r"(?:stop|停止|停)+")
+_NOT_WORDS = re.compile(r"[\s.,;:!?…\-—'\"。，、；：！？]+")
+
+
+def is_spoken_stop(text: str) -> bool:
+    """True when a transcript is only stop words, as a speech engine writes them: "Stop!",
+    "Stop, stop!", "停，停！" (the engine's punctuation and repeats ignored; a typed command
+    is judged by :func:`~loopact.agent.runtime.is_stop`). "Stop it" is a command."""
+    compact = _NOT_WORDS.sub("", text).lower()
+    return bool(compact) and (is_stop(text) or _SPOKEN_STOP.fullmatch(compact) is not None)
 
 
 class VoiceChannel:
@@ -63,10 +75,10 @@ class VoiceChannel:
     async def on_transcript(self, transcript: Transcript) -> None:
         """Handle one transcript: a stop, or a command that preempts the running task."""
         text = transcript.text.strip()
-        if is_stop(text):
+        if is_spoken_stop(text):
             if self.player is not None:
                 self.player.stop("spoken stop")
-            self.agent.submit(text, source=self.source)
+            self.agent.submit(text if is_stop(text) else "stop", source=self.source)
             return
         if self.player is not None:
             self.player.stop("new command")
