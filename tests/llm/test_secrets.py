@@ -17,6 +17,7 @@ from tests.agent.helpers import Recorder
 from tests.test_cli import run_cli
 
 from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.config import config_secrets, load_config
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.events import EventBus
 from loopact.llm.anthropic import AnthropicModel
@@ -129,6 +130,80 @@ async def test_every_event_is_masked(scripted_server: Factory, tmp_path: Path) -
     assert "API_KEY=***" in json.dumps(result.data["data"])
     assert rec.of("reply")[0].data["text"] == "The file holds the key ***."
     assert KEY in server.requests[1].raw_body.decode()  # the model's own view is unchanged
+
+
+OTHER_SECRETS = {
+    "images": "img-live-4Kd9Qw2Zx7",
+    "estop": "estop-live-8Hn3Lp6Rt1",
+    "web": "web-live-2Vc5Mb8Yq4Jk",
+    "vision": "vis-live-6Tg1Ws9Ea3",
+    "smtp": "smtp-live-3Xr7Nf2Ud5",
+}
+
+
+def test_every_configured_secret_is_masked_not_only_the_model_key(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """The event bus knew only the model's key: a tool that read the images key, the
+    e-stop token, the console token or a key from a ``*_env`` variable (a .env file in the
+    workspace) put it in clear into the trace and on stdout."""
+    cfg = tmp_path / "robot.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "images": {"api_key": OTHER_SECRETS["images"]},
+                "robot": {"estop": {"reset_token": OTHER_SECRETS["estop"]}},
+                "web": {"token": OTHER_SECRETS["web"]},
+                "voice": {"stt": {"api_key_env": "STT_KEY"}},
+                "messages": {
+                    "email": {
+                        "host": "127.0.0.1",
+                        "from_addr": "robot@example.com",
+                        "password_env": "SMTP_PASSWORD",
+                    }
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("".join(f"{k}={v}\n" for k, v in OTHER_SECRETS.items()))
+    server = scripted_server(
+        [
+            {"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": ".env"}}]},
+            {"text": "The keys are " + ", ".join(OTHER_SECRETS.values())},
+        ]
+    )
+    trace = tmp_path / "t.jsonl"
+    args = ["run", "--once", "what is in .env?", "--config", str(cfg), "--base-url"]
+    args += [server.base_url, "--model", "m", "--robot", "none", "--no-memory", "--no-web"]
+    args += ["--workspace", str(ws), "--trace", str(trace)]
+    env = {"STT_KEY": OTHER_SECRETS["vision"], "SMTP_PASSWORD": OTHER_SECRETS["smtp"]}
+    proc = run_cli(args, tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    text = trace.read_text()
+    assert "The keys are ***, ***, ***, ***, ***" in proc.stdout + proc.stderr
+    assert "images=***" in text and "smtp=***" in text
+    for secret in OTHER_SECRETS.values():
+        assert secret not in text and secret not in proc.stdout + proc.stderr, secret
+    assert OTHER_SECRETS["images"] in server.requests[1].raw_body.decode()  # the model's view
+
+
+def test_mcp_servers_secret_headers_and_env_are_secrets(tmp_path: Path) -> None:
+    cfg_file = tmp_path / "c.yaml"
+    servers = {
+        "gh": {
+            "url": "https://mcp.example.com/mcp",
+            "headers": {"Authorization": "Bearer ghp-live-5Jd8Ks2Lq9", "Accept": "text/plain"},
+        },
+        "fs": {"command": "fs-server", "env": {"FS_TOKEN": "fs-live-1Az4Qx7Wc0", "HOME": "/x"}},
+    }
+    cfg_file.write_text(json.dumps({"mcp": {"servers": servers}}), encoding="utf-8")
+    cfg, _ = load_config(cfg_file, env={})
+    secrets = set(config_secrets(cfg, env={}))
+    assert {"Bearer ghp-live-5Jd8Ks2Lq9", "ghp-live-5Jd8Ks2Lq9", "fs-live-1Az4Qx7Wc0"} <= secrets
+    assert "text/plain" not in secrets and "/x" not in secrets  # not secrets: never masked
 
 
 def test_redactor_rules() -> None:

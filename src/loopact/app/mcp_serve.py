@@ -90,12 +90,14 @@ class InstructTool(Tool):
             self.agent.stop(source="mcp")  # halts the robot through the stop hooks
             raise
         except TaskFailed as exc:
-            return ToolResult.failure(str(exc))
-        data = {"reply": outcome.reply, "status": outcome.status, "rounds": outcome.rounds}
+            return ToolResult.failure(self.agent.bus.redactor.text(str(exc)))
+        mask = self.agent.bus.redactor.text  # secrets never leave in a reply (issue 21 item 5)
+        reply = mask(outcome.reply)
+        data = {"reply": reply, "status": outcome.status, "rounds": outcome.rounds}
         if outcome.status in ("completed", "bounded"):
             return ToolResult(ok=True, data=data)
         return ToolResult(
-            ok=False, data=data, error=outcome.error or f"the task ended {outcome.status}"
+            ok=False, data=data, error=mask(outcome.error or f"the task ended {outcome.status}")
         )
 
 

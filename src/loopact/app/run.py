@@ -36,7 +36,7 @@ from loopact.app.own_state import agent_state_paths
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
-from loopact.config import Config
+from loopact.config import Config, config_secrets
 from loopact.errors import ConfigError
 from loopact.events import Event, EventBus
 from loopact.i18n import t
@@ -123,6 +123,7 @@ async def open_agent(
     Returns:
         The config (with the local brain's model filled in) and what was opened.
     """
+    bus.redactor.add(*config_secrets(cfg))  # issue 21 item 5: every secret, not the key only
     files, builtin = _workspace(cfg, config_source)
     workspace = files.root
     registry = ToolRegistry([*builtin, *general_tools(cfg, files)])
@@ -375,14 +376,15 @@ async def _run_once(agent: Agent, text: str, lang: str) -> int:
     )
     agent.bus.subscribe(printer)
     outcome = await agent.run_task(text)
+    mask = agent.bus.redactor.text  # the reply is printed as it is, not as an event (issue 21)
     if outcome.status == "completed":
-        print(outcome.reply)
+        print(mask(outcome.reply))
         return 0
     if outcome.status == "bounded":
-        print(outcome.reply)
+        print(mask(outcome.reply))
         return 3
     if not printer.errors_shown:  # an error event was already printed otherwise
-        print(f"loopact: {outcome.error or outcome.status}", file=sys.stderr)
+        print(f"loopact: {mask(outcome.error or outcome.status)}", file=sys.stderr)
     return 1
 
 

@@ -18,6 +18,7 @@ imported here, so ``from loopact.config import Config, load_config`` is the way 
 
 from loopact.config.load import (
     PROVIDER_KEY_ENV,
+    config_secrets,
     default_config_paths,
     load_config,
     read_mcp_servers,
@@ -99,6 +100,7 @@ __all__ = [
     "VisionModelConfig",
     "VoiceConfig",
     "WebConfig",
+    "config_secrets",
     "default_config_paths",
     "load_config",
     "read_mcp_servers",

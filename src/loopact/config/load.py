@@ -317,3 +317,54 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
         elif v is not None:
             out[k] = v
     return out
+
+
+_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|credential|cookie", re.IGNORECASE)
+
+
+def config_secrets(cfg: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every secret value the configuration holds or names, for the event bus's masker
+    (:class:`~loopact.redact.Redactor`; issue 21 item 5, SPEC A8).
+
+    Besides the model's key: every ``SecretStr`` (the vision, speech, images and e-mail
+    keys, the console's and ``loopact mcp``'s tokens, the e-stop reset token, the MQTT
+    password), the values of the variables that ``*_env`` keys name, the SMTP password, and
+    the MCP servers' ``headers`` and ``env`` values whose names look secret
+    (``Authorization``: the whole value and its last word, ``Bearer <token>``;
+    ``GITHUB_TOKEN``, ``API_KEY``, ...).
+
+    Args:
+        cfg: The loaded configuration.
+        env: The environment for the ``*_env`` keys (``os.environ`` when None).
+
+    Returns:
+        The values, unordered; the masker ignores empty and short ones.
+    """
+    env = os.environ if env is None else env
+    found: list[str] = []
+
+    def walk(value: Any, name: str = "") -> None:
+        if isinstance(value, pydantic.SecretStr):
+            found.append(value.get_secret_value())
+        elif isinstance(value, pydantic.BaseModel):
+            for field in type(value).model_fields:
+                walk(getattr(value, field), field)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(item, str(key))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, name)
+        elif isinstance(value, str) and name.endswith("_env") and env.get(value):
+            found.append(env[value])
+
+    walk(cfg)
+    email = cfg.messages.email
+    if email is not None and email.password():
+        found.append(str(email.password()))
+    for server in cfg.mcp.servers.values():
+        for header, value in server.headers.items():
+            if _SECRET_NAME.search(header) and value.split():
+                found += [value, value.split()[-1]]
+        found += [v for k, v in server.env.items() if _SECRET_NAME.search(k)]
+    return found
