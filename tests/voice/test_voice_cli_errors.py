@@ -71,6 +71,11 @@ def test_an_unreadable_audio_file_and_once_with_audio_in(
     assert proc.returncode == 2 and "bad.wav: not a PCM WAV file" in proc.stderr
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav", "--once", "hi"), tmp_path)
     assert proc.returncode == 2 and "not both" in proc.stderr
+    (tmp_path / "quiet.wav").write_bytes(wav_bytes(silence(0.5)))
+    out = str(tmp_path / "missing" / "reply.wav")
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "quiet.wav", "--audio-out", out), tmp_path)
+    assert proc.returncode == 2 and f"{out}: cannot be written" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr  # (wave's half-built writer printed one at exit)
 
 
 def test_a_lost_or_wordless_utterance_is_not_a_success(

@@ -125,9 +125,12 @@ class WavFileSink(ClockedSink):
     def __init__(self, path: str | Path) -> None:
         super().__init__(str(path))
         try:
-            self._wav = wave.open(str(path), "wb")  # noqa: SIM115
+            # opened here, not by wave.open(path): a failed wave.open(path) leaves a half-built
+            # writer whose __del__ prints a traceback at exit (CPython's wave module)
+            self._file = open(path, "wb")  # noqa: SIM115
         except OSError as exc:
             raise AudioFormatError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+        self._wav = wave.open(self._file, "wb")  # noqa: SIM115
         self._wav.setnchannels(1)
         self._wav.setsampwidth(2)
         self._wav.setframerate(SAMPLE_RATE)
@@ -141,6 +144,8 @@ class WavFileSink(ClockedSink):
         await super().close()
         with contextlib.suppress(OSError, wave.Error):
             self._wav.close()
+        with contextlib.suppress(OSError):
+            self._file.close()
 
 
 class PcmPipeSink(ClockedSink):
