@@ -179,6 +179,10 @@ def test_snapshot_draws_the_logged_trajectory(tmp_path: Path) -> None:
     assert not drawn[v - 3 : v + 4, u - 3 : u + 4].any()
     missing = run_cli(["sim", "--snapshot", str(out), "--sim-log", str(tmp_path / "no")], tmp_path)
     assert missing.returncode == 2 and "not a file" in missing.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("garbage\n")  # no pose at all: said, not an empty picture
+    proc = run_cli(["sim", "--snapshot", str(tmp_path / "e"), "--sim-log", str(empty)], tmp_path)
+    assert proc.returncode == 2 and "holds no poses" in proc.stderr, proc.stderr
 
 
 def test_config_knows_every_scenario() -> None:

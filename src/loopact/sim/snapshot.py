@@ -57,10 +57,12 @@ def write_snapshot(
         RobotError: MuJoCo or the GL context is unavailable, or rendering failed.
         ConfigError: Unknown scenario.
         OSError: The directory or files cannot be written, or the sim log cannot be read.
-        ValueError: The sim log is not JSON Lines of poses.
+        ValueError: The sim log is not JSON Lines of poses, or holds none.
     """
     directory = Path(directory)
     samples = list(read_sim_log(sim_log)) if sim_log is not None else None
+    if samples is not None and not any("x_m" in s and "y_m" in s for s in samples):
+        raise ValueError(f"{sim_log} holds no poses (JSON Lines with t_s, x_m, y_m, yaw_deg)")
     directory.mkdir(parents=True, exist_ok=True)
     sim = Simulator(speed=speed, width=width, height=height, scenario=scenario)
     renderer = RenderWorker(sim.model, width, height)
