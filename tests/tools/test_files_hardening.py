@@ -8,13 +8,19 @@ system.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from tests.agent.helpers import call, make_agent
 
 from loopact.agent import Bounds
+from loopact.channels.voice_tools import VoiceControls, make_voice_tools
+from loopact.events import EventBus
+from loopact.voice.audio import ClockedSink
+from loopact.voice.playback import Player
 
 
 def _results(rec: Any) -> dict[str, Any]:
@@ -63,6 +69,49 @@ async def test_fifo_is_refused_before_it_is_opened(scripted_server: Any, tmp_pat
         "'pipe2' is a FIFO (named pipe), not a regular file; file_write writes regular files only"
     )
     assert not (ws / "pipe2").is_file()
+
+
+async def test_play_audio_refuses_a_fifo_and_names_no_absolute_path(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Item 11 for the other tool that reads workspace files: play_audio opened a FIFO (and
+    blocked the event loop until someone wrote to it); a missing file's error held the
+    absolute path."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fifo = ws / "song.wav"
+    os.mkfifo(fifo)
+    # Who writes to the FIFO once a reader opens it: the old code then read these bytes.
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"not a wav"), daemon=True)
+    writer.start()
+    server = scripted_server(
+        [
+            {"tool_calls": [call("play_audio", {"filename": "song.wav"}, "p1")]},
+            {"tool_calls": [call("play_audio", {"filename": "gone.wav"}, "p2")]},
+            {"text": "Nothing to play."},
+        ]
+    )
+    bus = EventBus()
+    sink = ClockedSink("test")
+    player = Player(sink, None, bus)
+    tools = make_voice_tools(VoiceControls(player, None, ws))
+    agent, rec = make_agent(server, ws, tools=tools)
+    try:
+        outcome = await agent.run_task("play the song")
+    finally:
+        await agent.close()
+        await player.close()
+        await sink.close()
+        with contextlib.suppress(OSError):  # let the writer's open() return
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=10)
+    assert outcome.status == "completed"
+    results = _results(rec)
+    assert results["p1"]["error"] == (
+        "'song.wav' is a FIFO (named pipe), not a regular file; play_audio reads regular files only"
+    )
+    assert results["p2"]["error"].startswith("no file 'gone.wav' in the workspace")
+    assert str(tmp_path) not in json.dumps(results)
 
 
 async def test_symlinks_leaving_the_workspace_are_listed_only_as_links(

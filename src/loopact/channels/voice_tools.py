@@ -17,13 +17,16 @@ from pathlib import Path
 
 from loopact.errors import AudioFormatError, ToolError
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
-from loopact.tools.builtin.files import Workspace, write_text
+from loopact.tools.builtin.files import Workspace, read_bytes, write_text
 from loopact.voice.audio import duration_s, read_wav, wav_bytes
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
 
 MAX_RECORD_S = 120.0
 """The longest recording, in seconds."""
+
+MAX_PLAY_BYTES = 50 * 1024 * 1024
+"""``play_audio`` refuses larger WAV files (50 MiB: about 5 minutes of CD-quality stereo)."""
 
 
 class VoiceControls:
@@ -51,9 +54,10 @@ class VoiceControls:
     def play(self, filename: str) -> ToolResult:
         """Play a WAV file of the workspace."""
         player = self._need_player()
-        path = self.ws.resolve(filename)
+        # A regular file of bounded size only: a FIFO would block for good (issue 21 item 11)
+        path, raw = read_bytes(self.ws, filename, MAX_PLAY_BYTES, "play_audio")
         try:
-            pcm, notes = read_wav(path)
+            pcm, notes = read_wav(raw, name=self.ws.relative(path))
         except AudioFormatError as exc:
             raise ToolError(str(exc)) from None
         player.play_pcm(pcm, f"file {self.ws.relative(path)}")

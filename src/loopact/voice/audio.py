@@ -187,11 +187,12 @@ def to_mono16k(data: np.ndarray, rate_hz: int, channels: int = 1) -> tuple[bytes
     return pcm, notes
 
 
-def read_wav(source: str | Path | bytes) -> tuple[bytes, list[str]]:
+def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes, list[str]]:
     """Read a PCM WAV file (any rate, 8/16/32-bit, mono or stereo) as 16 kHz mono PCM.
 
     Args:
         source: A path or the file's bytes.
+        name: What the error messages call it (default: the path, or ``audio`` for bytes).
 
     Returns:
         The PCM and the notes of :func:`to_mono16k`.
@@ -199,7 +200,7 @@ def read_wav(source: str | Path | bytes) -> tuple[bytes, list[str]]:
     Raises:
         AudioFormatError: Not a readable PCM WAV file (names the file and the problem).
     """
-    name = "audio" if isinstance(source, bytes) else str(source)
+    name = name or ("audio" if isinstance(source, bytes) else str(source))
     try:
         stream = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
     except OSError as exc:

@@ -208,6 +208,28 @@ def read_text(ws: Workspace, path: str) -> ToolResult:
         ToolError: Outside the workspace, protected, missing, not a regular file (a FIFO,
             socket or device is refused before it is opened), or over 1 MiB.
     """
+    target, raw = read_bytes(ws, path)
+    text = raw.decode("utf-8", errors="replace")
+    return ToolResult.success(text, path=ws.relative(target), bytes=len(raw))
+
+
+def read_bytes(
+    ws: Workspace, path: str, max_bytes: int = MAX_READ_BYTES, reader: str = "file_read"
+) -> tuple[Path, bytes]:
+    """The resolved path and the bytes of a regular workspace file, at most ``max_bytes``
+    (``file_read``, and every other tool that reads a workspace file, e.g. ``play_audio``).
+
+    Args:
+        ws: The workspace.
+        path: The path as the model wrote it.
+        max_bytes: Larger files are refused before they are read.
+        reader: The tool's name, for the error messages.
+
+    Raises:
+        ToolError: Outside the workspace, protected, missing, a folder, not a regular file
+            (a FIFO, socket or device is refused before it is opened, issue 21 item 11), or
+            over ``max_bytes``; the message never holds an absolute path.
+    """
     target = ws.resolve(path)
     try:
         st = target.stat()
@@ -219,7 +241,7 @@ def read_text(ws: Workspace, path: str) -> ToolResult:
         raise ToolError(f"cannot read '{path}': {exc.strerror or 'error'}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"'{path}' is a folder, not a file; use file_list to see its contents")
-    _refuse_special(path, st.st_mode, "file_read reads")
+    _refuse_special(path, st.st_mode, f"{reader} reads")
     try:
         # O_NONBLOCK: if the file was swapped for a FIFO since the stat, open() still returns
         # at once and the fstat below refuses it; regular files ignore the flag.
@@ -230,22 +252,21 @@ def read_text(ws: Workspace, path: str) -> ToolResult:
     try:
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
-            _refuse_special(path, st.st_mode, "file_read reads")
-            if st.st_size > MAX_READ_BYTES:
+            _refuse_special(path, st.st_mode, f"{reader} reads")
+            if st.st_size > max_bytes:
                 raise ToolError(
-                    f"file '{path}' is {_fmt_mb(st.st_size)}; file_read reads files up to "
-                    f"{_fmt_mb(MAX_READ_BYTES)}"
+                    f"file '{path}' is {_fmt_mb(st.st_size)}; {reader} reads files up to "
+                    f"{_fmt_mb(max_bytes)}"
                 )
-            raw = f.read(MAX_READ_BYTES + 1)
+            raw = f.read(max_bytes + 1)
     except OSError as exc:
         raise ToolError(f"cannot read '{path}': {exc.strerror or 'error'}") from None
-    if len(raw) > MAX_READ_BYTES:  # grew while we read it
+    if len(raw) > max_bytes:  # grew while we read it
         raise ToolError(
-            f"file '{path}' is over {_fmt_mb(MAX_READ_BYTES)}; file_read reads files up to "
-            f"{_fmt_mb(MAX_READ_BYTES)}"
+            f"file '{path}' is over {_fmt_mb(max_bytes)}; {reader} reads files up to "
+            f"{_fmt_mb(max_bytes)}"
         )
-    text = raw.decode("utf-8", errors="replace")
-    return ToolResult.success(text, path=ws.relative(target), bytes=len(raw))
+    return target, raw
 
 
 def _refuse_special(path: str, mode: int, verb: str) -> None:
