@@ -8,6 +8,7 @@ unresolvable name stays an "unknown tool" result. Real HTTP, real providers, rea
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ import pytest
 from tests.agent.helpers import Recorder, make_agent
 
 from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.llm.base import Capabilities
 from loopact.llm.dify import DifyModel
+from loopact.llm.textcalls import find_bare_json_calls
 from loopact.llm.toolnames import resolve_tool_name
 from loopact.testing import ScriptedModelServer
 from loopact.tools.builtin import make_builtin_tools
@@ -110,6 +113,40 @@ async def test_action_text_with_a_functions_prefix(
     assert (workspace / "note.txt").read_text() == "hello"
     assert [e.data["name"] for e in rec.of("tool_call")] == ["file_write"]
     assert outcome.status == "completed"
+
+
+@pytest.mark.parametrize("name", ["functions.file_write", " file_write\n", "default_api.File_Write"])
+async def test_a_bare_json_call_with_a_mangled_name_is_a_call(
+    scripted_server: Factory, tmp_path: Path, name: str
+) -> None:
+    """Endpoints without native calls, tools in the prompt (``tool_calling: native``, or a
+    server that ignores the grammar): a bare JSON object is a call when its name resolves
+    to a declared tool, not only when it is one exactly (it was answer text before)."""
+    text = json.dumps({"name": name, "arguments": ARGS})
+    server = scripted_server(
+        [{"text": f"```json\n{text}\n```"}, {"text": "Written.", "expect": {"contains": "ok"}}]
+    )
+    workspace = tmp_path / "ws"
+    agent, rec = make_agent(
+        server,
+        workspace,
+        bounds=FAST,
+        auto_approve=True,
+        tool_calling="native",
+        capabilities=Capabilities(native_tool_calls=False),
+    )
+    outcome = await agent.run_task("write hello into note.txt")
+    await agent.close()
+    assert (workspace / "note.txt").read_text() == "hello"
+    assert outcome.reply == "Written."
+    (result,) = rec.of("tool_result")
+    assert result.data["name"] == "file_write"
+    assert result.data["metadata"]["normalized"]["tool"] == {"from": name, "to": "file_write"}
+
+
+def test_a_bare_json_object_naming_no_tool_stays_text() -> None:
+    text = '{"name": "functions.nope", "arguments": {}}'
+    assert find_bare_json_calls(text, ["file_write"]) == (text, [])
 
 
 def test_resolution_rules() -> None:

@@ -23,6 +23,7 @@ from loopact.llm.arguments import MAX_ARGUMENT_CHARS, too_long_error
 from loopact.llm.messages import ToolCall
 from loopact.llm.repair import parse_tool_arguments
 from loopact.llm.think import partial_tag_suffix
+from loopact.llm.toolnames import resolve_tool_name
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
@@ -187,8 +188,8 @@ def _as_bare_call(value: object, known: Collection[str]) -> dict[str, Any] | Non
     if not isinstance(value, dict):
         return None
     name = value.get("name")
-    if not isinstance(name, str) or name not in known:
-        return None
+    if not isinstance(name, str) or resolve_tool_name(name, known) is None:
+        return None  # the dispatcher resolves a mangled name (issue 22 items 3 and 4)
     args = value.get("arguments", value.get("parameters", {}))
     if args is None or isinstance(args, (dict, str)):
         return value
@@ -198,7 +199,8 @@ def _as_bare_call(value: object, known: Collection[str]) -> dict[str, Any] | Non
 def find_bare_json_calls(text: str, known: Collection[str]) -> tuple[str, list[ToolCall]]:
     """Find bare JSON tool calls in a finished answer (for endpoints without native calls).
 
-    A JSON object counts as a call only if its ``name`` is one of ``known`` and its
+    A JSON object counts as a call only if its ``name`` is one of ``known`` (or a mangled
+    form of one: :func:`~loopact.llm.toolnames.resolve_tool_name`) and its
     ``arguments`` (or ``parameters``) is an object or JSON text. A ```` ``` ```` fence around
     it is removed with it.
 
