@@ -115,7 +115,9 @@ async def test_action_text_with_a_functions_prefix(
     assert outcome.status == "completed"
 
 
-@pytest.mark.parametrize("name", ["functions.file_write", " file_write\n", "default_api.File_Write"])
+@pytest.mark.parametrize(
+    "name", ["functions.file_write", " file_write\n", "default_api.File_Write"]
+)
 async def test_a_bare_json_call_with_a_mangled_name_is_a_call(
     scripted_server: Factory, tmp_path: Path, name: str
 ) -> None:
@@ -142,6 +144,28 @@ async def test_a_bare_json_call_with_a_mangled_name_is_a_call(
     (result,) = rec.of("tool_result")
     assert result.data["name"] == "file_write"
     assert result.data["metadata"]["normalized"]["tool"] == {"from": name, "to": "file_write"}
+
+
+async def test_plan_steps_with_mangled_tool_names_run(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Plan mode: a step naming ``functions.file_write`` or ``" file_read\n"`` is the declared
+    tool; the whole plan used to be rejected ("unknown tool") and the task failed."""
+    steps = [
+        {"id": 1, "tool": "functions.file_write", "parameters": ARGS},
+        {"id": 2, "tool": " file_read\n", "parameters": {"path": "note.txt"}},
+    ]
+    plan = "```json\n" + json.dumps({"steps": steps}) + "\n```"
+    server = scripted_server([{"text": plan, "expect": {"no_tools": True}}])
+    workspace = tmp_path / "ws"
+    agent, rec = make_agent(server, workspace, bounds=FAST, auto_approve=True, mode="plan")
+    outcome = await agent.run_task("write hello into note.txt and read it back")
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert (workspace / "note.txt").read_text() == "hello"
+    assert [s["tool"] for s in rec.of("plan")[0].data["steps"]] == ["file_write", "file_read"]
+    assert [e.data["name"] for e in rec.of("tool_call")] == ["file_write", "file_read"]
+    assert all(e.data["ok"] for e in rec.of("tool_result"))
 
 
 def test_a_bare_json_object_naming_no_tool_stays_text() -> None:

@@ -11,6 +11,7 @@ For a complex request the model first writes a plan from the live tool catalogue
     ]}
 
 :func:`parse_plan` reads it (bare, in a ```json fence or surrounded by prose);
+:func:`resolve_tool_names` maps mangled tool names to the declared ones (``functions.x``);
 :func:`validate_plan` rejects it before anything runs when a tool is unknown, a parameter name
 is not in the tool's schema, or a reference points to a step that does not exist or comes
 later; :func:`run_plan` runs the steps in order, resolving ``{{steps.N.outputs.data}}`` and
@@ -22,6 +23,7 @@ step without a tool is skipped. :func:`plan_request_messages` builds the plannin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -35,6 +37,7 @@ from loopact.agent.plan_refs import REFERENCE, placeholders, resolve_parameters
 from loopact.errors import PlanError, ToolError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Message
+from loopact.llm.toolnames import resolve_tool_name
 from loopact.tools.base import ToolResult
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "parse_plan",
     "plan_request_messages",
     "resolve_parameters",
+    "resolve_tool_names",
     "run_plan",
     "validate_plan",
 ]
@@ -287,6 +291,21 @@ def _looks_like_plan(value: Any) -> bool:
         and bool(value)
         and all(isinstance(s, dict) and ("tool" in s or "description" in s) for s in value)
     )
+
+
+def resolve_tool_names(plan: Plan, declared: Collection[str]) -> Plan:
+    """``plan`` with each step's tool under the declared name its mangled name means
+    (``functions.file_write`` -> ``file_write``, :func:`loopact.llm.toolnames.resolve_tool_name`,
+    issue 22 items 3 and 4); a name that resolves to nothing stays (:func:`validate_plan`
+    rejects it as an unknown tool)."""
+    steps = []
+    for step in plan.steps:
+        resolved = resolve_tool_name(step.tool, declared) if step.tool else None
+        if resolved is not None and resolved != step.tool:
+            logger.info("plan step %s: tool name %r resolved to %s", step.id, step.tool, resolved)
+            step = dataclasses.replace(step, tool=resolved)
+        steps.append(step)
+    return Plan(tuple(steps))
 
 
 # ---------------------------------------------------------------------------- validate

@@ -37,6 +37,7 @@ from loopact.agent.plan import (
     PlanOutcome,
     parse_plan,
     plan_request_messages,
+    resolve_tool_names,
     run_plan,
     validate_plan,
 )
@@ -358,7 +359,7 @@ class TaskRun:
         messages = tuple(plan_request_messages(task, specs))
         done, _, _ = await self._round(self.rounds, (), messages=messages, kind="plan")
         try:
-            plan = parse_plan(done.message.text)
+            plan = resolve_tool_names(parse_plan(done.message.text), [s.name for s in specs])
             validate_plan(plan, specs)
         except PlanError as exc:
             raise TaskFailed(f"the plan was rejected before running anything: {exc}") from None
