@@ -110,6 +110,54 @@ async def test_too_many_stuck_calls_are_refused_clearly(fifo: Path) -> None:
     assert await executor.run(lambda: "runs again") == "runs again"
 
 
+async def _saturated(fifo: Path) -> BlockingExecutor:
+    """An executor whose one allowed stuck call is stuck: it refuses every new call."""
+    executor = BlockingExecutor(max_workers=1, max_stuck=1)
+
+    def stuck() -> str:
+        with open(fifo) as f:
+            return f.read()
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await executor.run(stuck)
+    return executor
+
+
+async def test_async_tools_do_their_file_system_work_on_the_calls_executor(
+    scripted_server: Factory, fifo: Path
+) -> None:
+    """system_status (the disk space of the workspace), generate_image (its PNG written
+    into the workspace) and the frames kept for plans (camera tools) read and write the file
+    system on ToolContext.executor, as sync tools do: on the default thread pool a hung
+    mount held a pool thread for good and blocked exit. A refusing executor shows it."""
+    from loopact.llm.messages import Image
+    from loopact.tools.builtin.frames import keep_for_plan
+    from loopact.tools.builtin.images import ImageEndpoint, make_image_tool
+    from loopact.tools.builtin.system import make_system_tools
+
+    executor = await _saturated(fifo)
+    workspace = fifo.parent / "ws"
+    workspace.mkdir()
+    ctx = ToolContext(task_id="t", call_id="c1", workspace=workspace, executor=executor)
+    refused = "earlier blocking tool calls never returned"
+    registry = ToolRegistry(make_system_tools(workspace))
+    status = await registry.execute(ToolCall("c1", "system_status"), ctx, 10.0)
+    assert not status.ok and refused in (status.error or "")
+    server = scripted_server([{"extras": {"images": {"color": [200, 30, 30]}}}])
+    image_tool = make_image_tool(workspace, ImageEndpoint(server.base_url, "m", "k", 10.0))
+    with pytest.raises(ToolError, match=refused):
+        await image_tool.invoke({"prompt": "a red robot", "size": "64x64"}, ctx)
+    frame = Image(b"\xff\xd8\xff\xd9", "image/jpeg", 1, 1)
+    assert refused in (await keep_for_plan(ctx, [frame], "seewhat"))["image_error"]
+    assert not any(workspace.rglob("*.*"))  # nothing was written past the refusal
+    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    os.close(fd)
+    await wait_until(lambda: executor.stuck == 0)
+    status = await registry.execute(ToolCall("c2", "system_status"), ctx, 10.0)
+    assert status.ok and status.data["disk_total_gb"] > 0
+
+
 async def test_results_exceptions_and_context_come_back() -> None:
     import contextvars
 

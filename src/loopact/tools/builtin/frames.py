@@ -9,7 +9,6 @@ are kept, so a long run does not fill the disk.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import logging
@@ -83,6 +82,7 @@ async def keep_for_plan(ctx: ToolContext, images: Sequence[Image], prefix: str) 
     if not images or ctx.call_id == "direct":
         return {}
     try:
-        return {"image": await asyncio.to_thread(save_image, ctx.workspace, images[0], prefix)}
+        # the call's executor: a timeout abandons a write a hung file system never finishes
+        return {"image": await ctx.executor.run(save_image, ctx.workspace, images[0], prefix)}
     except ToolError as exc:
         return {"image_error": str(exc)}

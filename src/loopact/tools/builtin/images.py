@@ -12,7 +12,6 @@ the file, so a plan lists it and a later ``write_document`` step can embed it.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import io
@@ -30,7 +29,7 @@ from PIL import UnidentifiedImageError
 from loopact.errors import ToolError
 from loopact.llm.httperrors import error_message
 from loopact.llm.messages import Image
-from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.files import Workspace, write_text
 
 SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
@@ -164,7 +163,9 @@ def make_image_tool(
             "(metadata.path) and shown to you and in the web console."
         ),
     )
-    async def generate_image(prompt: str, size: str = endpoint.default_size) -> ToolResult:
+    async def generate_image(
+        prompt: str, ctx: ToolContext, size: str = endpoint.default_size
+    ) -> ToolResult:
         """Generate an image.
 
         Args:
@@ -175,8 +176,10 @@ def make_image_tool(
             raise ToolError("generate_image needs a prompt describing the picture")
         size = _check_size(size)
         raw = await request_image(endpoint, prompt.strip(), size)
-        png, width, height, fmt = await asyncio.to_thread(_decode, raw)
-        written = await asyncio.to_thread(write_text, ws, _file_name(prompt), png)
+        # On the call's executor, not the default pool: a timeout abandons a write that a
+        # hung file system never finishes (issue 22 item 8).
+        png, width, height, fmt = await ctx.executor.run(_decode, raw)
+        written = await ctx.executor.run(write_text, ws, _file_name(prompt), png)
         path = str(written.metadata["path"])
         shown = gate(png) if gate is not None else Image(png, "image/png", width, height)
         return ToolResult.success(

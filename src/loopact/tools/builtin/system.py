@@ -19,7 +19,8 @@ from typing import Any
 
 import psutil
 
-from loopact.tools.base import SafetyClass, Tool, tool
+from loopact.tools.base import SafetyClass, Tool, ToolContext, tool
+from loopact.tools.blocking import BlockingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +148,20 @@ async def _gpus() -> list[dict[str, Any]] | None:
     return _parse_nvidia_smi(out.decode("utf-8", errors="replace"))
 
 
-async def system_status_data(workspace: Path) -> dict[str, Any]:
+_STATUS_EXECUTOR = BlockingExecutor(max_workers=2, max_stuck=4, name="loopact-status")
+"""Where the periodic status input reads the host (it has no tool context)."""
+
+
+async def system_status_data(
+    workspace: Path, executor: BlockingExecutor | None = None
+) -> dict[str, Any]:
     """Collect the ``system_status`` dict (SPEC C6).
 
     Args:
         workspace: The folder whose file system's disk space is reported.
+        executor: Where the host is read (the disk space of a hung network mount never
+            comes back): the call's :attr:`ToolContext.executor`; None: a small one of
+            this module's. Never the default thread pool (issue 22 item 8).
 
     Returns:
         ``machine_id``, ``hostname``, ``cpu_percent``, ``cpu_count``, ``load_avg_1m/5m/15m``,
@@ -162,7 +172,8 @@ async def system_status_data(workspace: Path) -> dict[str, Any]:
         ``memory_total_mb``, ``temperature_c``) only when ``nvidia-smi`` works.
     """
     facts: dict[str, Any]
-    facts, gpus = await asyncio.gather(asyncio.to_thread(_host_facts, workspace), _gpus_or_none())
+    run = (executor or _STATUS_EXECUTOR).run
+    facts, gpus = await asyncio.gather(run(_host_facts, workspace), _gpus_or_none())
     if gpus is not None:
         facts["gpus"] = gpus
     return facts
@@ -192,8 +203,8 @@ def make_system_tools(workspace: Path) -> list[Tool]:
             "with units in the key names."
         ),
     )
-    async def system_status() -> dict[str, Any]:
+    async def system_status(ctx: ToolContext) -> dict[str, Any]:
         """Report the machine's health."""
-        return await system_status_data(workspace)
+        return await system_status_data(workspace, ctx.executor)
 
     return [system_status]
