@@ -1,15 +1,18 @@
 """``loopact run`` voice flags that cannot work say so (issue 16): no sound card, a modality
-that refuses voice (G3), an input without speech, an unreadable file, --once with --audio-in."""
+that refuses voice (G3), an input without speech, an unreadable file, --once with --audio-in;
+and --once with --audio-out speaks the whole reply."""
 
 from __future__ import annotations
 
+import wave
 from pathlib import Path
 from typing import Any
 
 from tests.test_cli import run_cli
-from tests.voice.helpers import silence
+from tests.voice.helpers import needs_espeak, silence
 
 from loopact.testing.audio_protocol import spoken_wav
+from loopact.trace import read_trace
 from loopact.voice.audio import wav_bytes
 
 
@@ -96,3 +99,24 @@ def test_a_lost_or_wordless_utterance_is_not_a_success(
         assert proc.returncode == 1, (proc.returncode, proc.stderr)
         assert message in proc.stderr, proc.stderr
         assert [r.path for r in server.requests] == ["/v1/audio/transcriptions"]
+
+
+@needs_espeak
+def test_once_with_audio_out_speaks_the_whole_reply_before_it_exits(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    # the run used to exit with the first sentence queued: an empty WAV, a pending task logged
+    server = scripted_server([{"text": "Hello there. This reply is spoken into the file."}])
+    args = _args(server, tmp_path, "--once", "say hello", "--audio-out", "reply.wav")
+    proc = run_cli([*args, "--trace", "t.jsonl"], tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Task was destroyed" not in proc.stderr, proc.stderr
+    playing = [
+        e
+        for e in read_trace(tmp_path / "t.jsonl")
+        if e["type"] == "speech_out" and e["state"] == "playing"
+    ]
+    assert [e["text"] for e in playing] == ["Hello there.", "This reply is spoken into the file."]
+    with wave.open(str(tmp_path / "reply.wav")) as wav:
+        seconds = wav.getnframes() / wav.getframerate()
+    assert abs(seconds - sum(e["duration_s"] for e in playing)) < 0.1, seconds

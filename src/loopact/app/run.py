@@ -70,7 +70,12 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
         if voice is not None and voice.from_file:
             return await _run_voice_file(cfg, opened.agent, voice)
         if once is not None:
-            return await _run_once(opened.agent, once, cfg.agent.lang)
+            code = await _run_once(opened.agent, once, cfg.agent.lang)
+            if voice is not None:  # --audio-out: the reply is spoken to its end before exit
+                from loopact.app.voice import finish_speaking
+
+                await finish_speaking(voice, Console(stderr=True, highlight=False))
+            return code
         return await _run_terminal(cfg, opened.agent, opened.body, stack, config_source, voice)
 
 

@@ -272,6 +272,21 @@ async def run_voice_file(run: VoiceRun, agent: Agent, console: Console) -> int:
     return code
 
 
+SPEAK_TO_END_S = 600.0
+"""Longest wait, seconds, for the spoken reply of ``--once`` to end (``--audio-out``)."""
+
+
+async def finish_speaking(run: VoiceRun, console: Console, limit_s: float = SPEAK_TO_END_S) -> None:
+    """``--once`` with ``--audio-out``/``--voice``: wait until the reply has been spoken to its
+    end (it is queued sentence by sentence while it streams), so the output holds all of it."""
+    if run.player is None:
+        return
+    try:
+        await asyncio.wait_for(run.player.wait_idle(), limit_s)
+    except asyncio.TimeoutError:
+        console.print(f"loopact: the spoken reply was cut after {limit_s:g} s", markup=False)
+
+
 def start_listening(
     run: VoiceRun, agent: Agent, stack: AsyncExitStack, console: Console
 ) -> dict[str, CommandHandler]:
