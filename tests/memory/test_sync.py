@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
+import subprocess
+import sys
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -135,3 +139,40 @@ async def test_robots_set_up_separately_merge_unrelated_histories(tmp_path: Path
         facts = (tmp_path / name / "facts.md").read_text()
         assert "a is charged" in facts and "b is charged" in facts
         assert not list((tmp_path / name).glob("*.conflict-*"))  # identical templates merged
+
+
+HUNG_SYNC = textwrap.dedent(
+    """
+    import asyncio, sys
+    from loopact.memory import GitMemory
+
+    async def main():
+        mem = GitMemory(sys.argv[1], machine_id="r1", remote=sys.argv[2], sync_timeout_s=0.3)
+        await mem.open()  # its first fetch times out: logged, the memory works offline
+        await mem.append_diary("still works")
+        result = await mem.sync()
+        await mem.close()
+        print("synced" if result.ok else "not synced")
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_remote_that_never_answers_does_not_block_exit(tmp_path: Path) -> None:
+    """A fetch that hangs (a remote that accepts the connection and never answers) times
+    out, and the process exits: its thread is abandoned, not left in asyncio's default pool,
+    which interpreter shutdown waits for (issue 22 item 8, SPEC E2)."""
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # connections are accepted by the kernel and never answered
+        remote = f"http://127.0.0.1:{hung.getsockname()[1]}/memory.git"
+        proc = subprocess.run(
+            [sys.executable, "-c", HUNG_SYNC, str(tmp_path / "m"), remote],
+            capture_output=True,
+            text=True,
+            timeout=60,  # a hang is the failure; the run itself takes a few seconds
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "not synced"
+    assert "still works" in next((tmp_path / "m" / "diaries").iterdir()).read_text()

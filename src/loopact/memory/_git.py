@@ -1,7 +1,9 @@
 """Blocking Git operations on the memory repository (dulwich), run in worker threads.
 
-:class:`~loopact.memory.store.GitMemory` calls these through ``asyncio.to_thread`` and
-serialises them with its own locks; nothing here is thread-safe on its own.
+:class:`~loopact.memory.store.GitMemory` calls these on its
+:class:`~loopact.tools.blocking.BlockingExecutor` (daemon threads: a fetch that hangs past its
+timeout is abandoned, never blocking exit) and serialises them with its own locks; nothing here
+is thread-safe on its own.
 
 Nothing in the repository can make a memory commit run a program (issue 21): dulwich would
 run ``.git/hooks/pre-commit``, ``commit-msg`` and ``post-commit``, the ``clean`` command of a

@@ -50,6 +50,7 @@ from loopact.memory.snapshot import (
     names_to_prune,
     snapshot_name,
 )
+from loopact.tools.blocking import BlockingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,9 @@ class GitMemory:
         self.snapshot_retention = snapshot_retention
         self.snapshot_max_bytes = snapshot_max_bytes
         self.sync_timeout_s = sync_timeout_s
+        # Git and file work on daemon threads: a fetch or push that hangs past its timeout is
+        # abandoned there; on asyncio's default pool it blocked exit for good (issue 22).
+        self._blocking = BlockingExecutor(max_workers=4, max_stuck=16, name="loopact-memory")
         self.last_error: str | None = None
         self._author = f"loopact {machine_id} <{machine_id}@loopact.invalid>".encode()
         self._repo: Repo | None = None
@@ -193,7 +197,7 @@ class GitMemory:
         """
         if self._repo is not None:
             return
-        self._repo = await asyncio.to_thread(_git.open_repo, self.path)
+        self._repo = await self._blocking.run(_git.open_repo, self.path)
         self._cond = asyncio.Condition()
         self._wake = asyncio.Event()
         self._worker = asyncio.create_task(self._commit_worker(), name="memory-commit")
@@ -204,14 +208,14 @@ class GitMemory:
         async with self._fs_lock:
             for name, template in {**RULE_FILES, ".gitignore": f"*{TEMP_MARKER}*\n"}.items():
                 if not (self.path / name).exists():
-                    await asyncio.to_thread(atomic_write, self.path / name, template.encode())
+                    await self._blocking.run(atomic_write, self.path / name, template.encode())
                     self._enqueue(name, f"create {name}")
         await self._reload_prompt_texts()
 
     async def _reload_prompt_texts(self) -> None:
-        self._rules = await asyncio.to_thread(self._read_rules)
+        self._rules = await self._blocking.run(self._read_rules)
         prefs = _parse_items(
-            await asyncio.to_thread(self._read, _FACT_FILES["preference"]), "preference"
+            await self._blocking.run(self._read, _FACT_FILES["preference"]), "preference"
         )
         self._preference_items = prefs[-_MAX_PROMPT_PREFS:]
         self._preferences = "\n".join(f"- {i.text}" for i in self._preference_items)
@@ -299,7 +303,7 @@ class GitMemory:
         body = "\n".join(messages) if len(messages) > 1 else ""
         repo = self._need_repo()
         try:
-            await asyncio.to_thread(
+            await self._blocking.run(
                 _git.commit_paths,
                 repo,
                 list(batch),
@@ -316,7 +320,7 @@ class GitMemory:
     # ----------------------------------------------------------------- writes
 
     async def _write(self, relpath: str, data: bytes, message: str) -> None:
-        await asyncio.to_thread(atomic_write, self.path / relpath, data)
+        await self._blocking.run(atomic_write, self.path / relpath, data)
         self._enqueue(relpath, message)
 
     async def append_diary(self, text: str, when: datetime | None = None) -> str:
@@ -344,7 +348,7 @@ class GitMemory:
         entry = f"- [{self.machine_id} {when:%H:%M:%S}] {lines[0]}\n"
         entry += "".join(f"  {ln.strip()}\n" for ln in lines[1:])
         async with self._fs_lock:
-            old = await asyncio.to_thread(self._read, rel)
+            old = await self._blocking.run(self._read, rel)
             if not old:
                 old = f"# Diary {when:%Y-%m-%d} (UTC)\n\n"
             elif not old.endswith("\n"):
@@ -368,7 +372,7 @@ class GitMemory:
         when = _utc(when)
         folder = f"{SNAPSHOT_DIR}/{self.machine_id}"
         rel = f"{folder}/{snapshot_name(when, round_no)}"
-        data = await asyncio.to_thread(
+        data = await self._blocking.run(
             build_snapshot,
             round_no,
             list(messages),
@@ -378,9 +382,9 @@ class GitMemory:
         )
         async with self._fs_lock:
             await self._write(rel, data, f"snapshot round {round_no}")
-            names = await asyncio.to_thread(_list_names, self.path / folder)
+            names = await self._blocking.run(_list_names, self.path / folder)
             for name in names_to_prune(names, self.snapshot_retention):
-                await asyncio.to_thread(remove_file, self.path / folder / name)
+                await self._blocking.run(remove_file, self.path / folder / name)
                 self._enqueue(f"{folder}/{name}", f"snapshot round {round_no}")
         return rel
 
@@ -408,7 +412,7 @@ class GitMemory:
             raise ValueError("nothing to remember: the text is empty")
         rel = _FACT_FILES[kind]
         async with self._fs_lock:
-            old = await asyncio.to_thread(self._read, rel)
+            old = await self._blocking.run(self._read, rel)
             norm = one_line.casefold()
             for item in _parse_items(old, kind):
                 if " ".join(item.text.split()).casefold() == norm:
@@ -472,7 +476,7 @@ class GitMemory:
         """Every remembered preference and fact, preferences first, oldest first."""
         out: list[MemoryItem] = []
         for kind in ("preference", "fact"):
-            text = await asyncio.to_thread(self._read, _FACT_FILES[kind])
+            text = await self._blocking.run(self._read, _FACT_FILES[kind])
             out.extend(_parse_items(text, kind))
         return out
 
@@ -522,11 +526,11 @@ class GitMemory:
             for attempt in range(5):
                 try:
                     remote_head = await asyncio.wait_for(
-                        asyncio.to_thread(_git.fetch, repo, remote), self.sync_timeout_s
+                        self._blocking.run(_git.fetch, repo, remote), self.sync_timeout_s
                     )
                     async with self._fs_lock:
                         await self._commit_pending()
-                        result = await asyncio.to_thread(
+                        result = await self._blocking.run(
                             _git.integrate, repo, self.path, remote_head, self._author
                         )
                     if result.kind != "none":
@@ -535,7 +539,7 @@ class GitMemory:
                     local = _git.head(repo)
                     if local is not None and local != remote_head:
                         await asyncio.wait_for(
-                            asyncio.to_thread(_git.push, repo, remote), self.sync_timeout_s
+                            self._blocking.run(_git.push, repo, remote), self.sync_timeout_s
                         )
                         pushed = True
                     return SyncResult(True, kind, pushed, conflicts)
