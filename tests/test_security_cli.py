@@ -294,7 +294,9 @@ def test_preference_the_user_said_is_stored_and_labelled_as_data(
 class _Chat:
     """``loopact run`` with the web console, as a user starts it; stdin stays open."""
 
-    def __init__(self, server: Any, cwd: Path, *extra: str) -> None:
+    def __init__(
+        self, server: Any, cwd: Path, *extra: str, env_over: dict[str, str | None] | None = None
+    ) -> None:
         import subprocess
         import sys
 
@@ -302,6 +304,11 @@ class _Chat:
 
         env = cli_env(cwd)
         env["LOOPACT_API_KEY"] = "sk-env-secret"
+        for name, value in (env_over or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "loopact", "run", "--robot", "none", "--no-memory"]
             + ["--base-url", server.base_url, "--model", "m", "--web-port", "0", *extra]
@@ -364,6 +371,34 @@ def test_web_settings_new_base_url_needs_the_key_again(
             web.post("/api/message", json={"text": "and again"}).raise_for_status()
             _wait_for(lambda: len(elsewhere.requests) == 2)
             assert elsewhere.requests[1].headers["authorization"] == "Bearer sk-typed-new"
+    finally:
+        chat.close()
+
+
+def test_web_settings_never_send_another_providers_env_key_to_a_new_host(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Item 4's family: with no key configured, switching to anthropic at a new base URL
+    picked ANTHROPIC_API_KEY from the environment and sent it there; that variable belongs
+    to Anthropic's own endpoint."""
+    import httpx2 as httpx
+
+    configured = scripted_server([])
+    elsewhere = scripted_server([{"text": "From the new host."}])
+    env = {"LOOPACT_API_KEY": None, "ANTHROPIC_API_KEY": "sk-ant-env-secret"}
+    chat = _Chat(configured, tmp_path, env_over=env)
+    try:
+        with httpx.Client(base_url=chat.url, timeout=30) as web:
+            current = web.get("/api/settings").json()
+            assert current["api_key"] == "not set"
+            form = {"provider": "anthropic", "model": "m", "base_url": elsewhere.root_url}
+            form["robot_profile"] = current["robot_profile"]
+            moved = web.post("/api/settings", json=form)
+            assert moved.status_code == 200, moved.text
+            web.post("/api/message", json={"text": "hello"}).raise_for_status()
+            _wait_for(lambda: len(elsewhere.requests) == 1)
+            sent = elsewhere.requests[0].headers
+            assert "sk-ant-env-secret" not in json.dumps(dict(sent))
     finally:
         chat.close()
 

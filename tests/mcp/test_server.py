@@ -263,6 +263,22 @@ async def test_http_beyond_loopback_needs_the_token_and_validates_raw_input(
             await _stop_and_cancel_end_served_motions(client, f"http://127.0.0.1:{web}", trace)
 
 
+async def test_the_consoles_settings_take_a_typed_key(tmp_path: Path) -> None:
+    """loopact mcp's web settings: a key typed for a new endpoint (what issue 21 item 4
+    asks for) failed with 'applying the settings failed' (a plain str where the config holds
+    a SecretStr)."""
+    port, web = free_port(), free_port()
+    args = ("--robot", "none", "--http", f"127.0.0.1:{port}", "--web-port", str(web))
+    async with _http_server(tmp_path, *args), httpx2.AsyncClient(timeout=10) as http:
+        console = f"http://127.0.0.1:{web}"
+        current = (await http.get(f"{console}/api/settings")).json()
+        form = {k: current[k] for k in ("provider", "model", "robot_profile")}
+        form.update(base_url="http://127.0.0.1:9/v1", api_key="sk-typed-for-the-new-host")
+        applied = await http.post(f"{console}/api/settings", json=form)
+        assert applied.status_code == 200, applied.text
+        assert applied.json()["settings"]["base_url"] == "http://127.0.0.1:9/v1"
+
+
 async def _moving_past(client: Client, motion: asyncio.Future[Any], x_m: float) -> None:
     """Until the robot (its pose, read over MCP while ``motion`` runs) is past ``x_m``."""
     while True:

@@ -27,6 +27,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import pydantic
 from rich.console import Console
 
 from loopact.agent import Agent
@@ -242,14 +243,18 @@ async def _channels(
     """Start the web console (and the terminal prompt); True when someone can answer."""
     from loopact.app.web import serve_web
 
-    def model_factory(args: list[str], api_key: str | None = None) -> Model:
+    def model_factory(
+        args: list[str], api_key: str | None = None, *, env_key_elsewhere: bool = True
+    ) -> Model:
+        """The web settings' model: the configured one with ``args``; no key is read from
+        the environment here (``env_key_elsewhere`` has nothing to hold back)."""
         over: dict[str, Any] = {"provider": args[0]}
         if len(args) > 1:
             over["model"] = args[1]
         if len(args) > 2:
             over["base_url"] = args[2]
         if api_key:
-            over["api_key"] = api_key
+            over["api_key"] = pydantic.SecretStr(api_key)  # model_copy does not validate
         new = cfg.model_copy(update={"model": cfg.model.model_copy(update=over)})
         return make_model(new)
 

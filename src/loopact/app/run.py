@@ -415,8 +415,15 @@ async def _run_terminal(
         robot=body.label,
     )
 
-    def model_factory(args: list[str], api_key: str | None = None) -> Model:
-        """``/provider NAME [MODEL [BASE_URL]]``: the config, env keys of NAME, overrides."""
+    def model_factory(
+        args: list[str], api_key: str | None = None, *, env_key_elsewhere: bool = True
+    ) -> Model:
+        """``/provider NAME [MODEL [BASE_URL]]``: the config, env keys of NAME, overrides.
+
+        ``env_key_elsewhere=False`` (the web console's settings, issue 21 item 4): without
+        ``api_key``, a key from the environment goes only to the provider's own endpoint,
+        never to another base URL.
+        """
         from loopact.config import load_config
 
         model_over: dict[str, Any] = {"provider": args[0]}
@@ -427,6 +434,9 @@ async def _run_terminal(
         if api_key:
             model_over["api_key"] = api_key
         new_cfg, _ = load_config(config_source, overrides={"model": model_over})
+        if not api_key and not env_key_elsewhere and new_cfg.model.base_url is not None:
+            keyless = new_cfg.model.model_copy(update={"api_key": None})
+            new_cfg = new_cfg.model_copy(update={"model": keyless})
         return make_model(new_cfg)
 
     console = Console(highlight=False, soft_wrap=True)

@@ -14,7 +14,9 @@ from loopact.errors import ConfigError, LoopactError
 from loopact.llm.base import Model
 
 ModelFactory = Callable[..., Model]
-"""``factory(args, api_key=None)``: a model from ``/provider NAME [MODEL [BASE_URL]]`` args."""
+"""``factory(args, api_key=None, *, env_key_elsewhere=True)``: a model from ``/provider NAME
+[MODEL [BASE_URL]]`` args (``env_key_elsewhere=False``: an environment key only with the
+provider's own endpoint)."""
 
 
 async def serve_web(
@@ -57,7 +59,9 @@ async def serve_web(
         if new.get("base_url"):
             args.append(str(new["base_url"]))
         try:
-            model = model_factory(args, api_key=new.get("api_key"))
+            # The key the page may use (issue 21 item 4); none: no key from the environment
+            # goes to a base URL other than the provider's own.
+            model = model_factory(args, api_key=new.get("api_key"), env_key_elsewhere=False)
         except (LoopactError, ValueError) as exc:
             return str(exc)
         agent.set_model(model)
