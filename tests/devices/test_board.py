@@ -7,6 +7,7 @@ the simulated driver (its pin levels and write log), never from what a tool clai
 from __future__ import annotations
 
 import asyncio
+import threading
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,30 @@ async def test_a_device_that_times_out_is_a_clear_result() -> None:
         assert (await board.read("knob"))["raw"] > 0  # the board goes on
     finally:
         await board.close()
+
+
+async def test_devices_that_never_answer_do_not_stall_the_others() -> None:
+    """More hung reads than the board has driver threads (a bus that never answers): each
+    times out, is abandoned on a daemon thread, and frees its slot, so other devices are
+    still read at once, and the hung threads cannot block exit (issue 22 item 8, SPEC C9)."""
+    spec = load_board("sim")
+    spec = spec.model_copy(
+        update={"simulation": {**spec.simulation, "delay_s": {"temperature": 30}}}
+    )
+    devices = dict(spec.devices)
+    devices["temperature"] = devices["temperature"].model_copy(update={"timeout_s": 0.1})
+    devices["knob"] = devices["knob"].model_copy(update={"timeout_s": 2.0})
+    spec = spec.model_copy(update={"devices": devices})
+    board = Board(spec, SimDriver(spec))
+    try:
+        for _ in range(6):  # the board runs 4 driver calls at once
+            with pytest.raises(ToolError, match="temperature did not answer within 0.1 s"):
+                await board.read("temperature")
+        assert (await board.read("knob"))["raw"] > 0
+    finally:
+        await board.close()
+    hung = [t for t in threading.enumerate() if t.name.startswith("loopact-board")]
+    assert hung and all(t.daemon for t in hung)
 
 
 def test_board_files_and_cli_flag(tmp_path: Path) -> None:

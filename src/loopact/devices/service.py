@@ -14,7 +14,6 @@ in software (a blink runs as an asyncio task, cancelled by the next write).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import re
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 from loopact.devices.board import BoardSpec, DeviceSpec
 from loopact.devices.driver import Driver
 from loopact.errors import DriverError, ToolError
+from loopact.tools.blocking import BlockingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,9 @@ class Board:
     def __init__(self, spec: BoardSpec, driver: Driver) -> None:
         self.spec = spec
         self.driver = driver
-        self._pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="loopact-board")
+        # Daemon threads: a driver call that never returns (a hung bus) is abandoned at its
+        # timeout, frees its slot and never blocks exit (issue 22 item 8).
+        self._blocking = BlockingExecutor(max_workers=4, max_stuck=16, name="loopact-board")
         self._blinks: dict[str, asyncio.Task[None]] = {}
         self.led_brightness: dict[str, float] = {}
 
@@ -113,10 +115,8 @@ class Board:
         Raises:
             ToolError: The driver failed or the device did not answer in time.
         """
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._pool, fn)
         try:
-            return await asyncio.wait_for(future, dev.timeout_s)
+            return await asyncio.wait_for(self._blocking.run(fn), dev.timeout_s)
         except asyncio.TimeoutError:
             raise ToolError(
                 f"{name} did not answer within {dev.timeout_s:g} s (device timeout); "
@@ -365,7 +365,6 @@ class Board:
                 await task
         with contextlib.suppress(Exception):
             self.driver.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _number(value: Any, target: str) -> float:
