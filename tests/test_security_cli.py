@@ -239,6 +239,26 @@ def test_files_the_config_names_are_out_of_reach(scripted_server: Any, tmp_path:
     assert {p: p.read_text(encoding="utf-8") for p in before} == before
 
 
+def test_a_local_memory_remote_is_out_of_reach(tmp_path: Path, monkeypatch: Any) -> None:
+    """Every robot that syncs reads the remote: a workspace around it must not reach it."""
+    import pytest
+
+    from loopact.app.own_state import agent_state_paths
+    from loopact.config import load_config
+    from loopact.errors import ToolError
+    from loopact.tools.builtin import Workspace
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shared" / "memory.git").mkdir(parents=True)
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(json.dumps({"memory": {"remote": "shared/memory.git"}}), "utf-8")
+    cfg, source = load_config(cfg_file, env={})
+    ws = Workspace(tmp_path, agent_state_paths(cfg, source))
+    with pytest.raises(ToolError, match="is inside the memory remote"):
+        ws.resolve("shared/memory.git/refs/heads/main")
+    assert ws.resolve("shared/notes.txt") == tmp_path.resolve() / "shared" / "notes.txt"
+
+
 def _memory_run(server: Any, cwd: Path, text: str) -> Any:
     return _run(server, cwd, text, "--workspace", str(cwd / "ws"), "--memory", str(cwd / "mem"))
 

@@ -21,7 +21,8 @@ def agent_state_paths(cfg: Config, config_source: Path | None) -> list[Protected
     other file the configuration names that loopact loads or writes: the ``--mcp-config``
     file (its commands are started), the robot profile and site map files (the governor's
     limits and geofence), the device board file, the TLS files of MQTT and e-mail (a key,
-    the certificates trusted), the vision and speech model files and the simulator log.
+    the certificates trusted), the vision and speech model files, the simulator log, and
+    the memory remote when it is a folder on this machine (other robots read it).
 
     Args:
         cfg: The configuration of this run.
@@ -59,6 +60,9 @@ def _named_files(cfg: Config) -> list[ProtectedPath]:
     email = cfg.messages.email
     if email is not None:
         named.append((email.ca_file, "a TLS file loopact uses"))
+    remote = cfg.memory.remote
+    if remote and Path(remote).expanduser().is_dir():  # a repository on this machine
+        named.append((Path(remote), "the memory remote"))
     vision = cfg.vision.model
     if vision is not None:
         named += [
