@@ -86,3 +86,16 @@ async def test_select_box_gives_up_after_two_refusals(scripted_server: Any) -> N
     assert image is not None
     answer, problems = await vm.select_box(image, QUERY, DETS, 320, 240)
     assert answer is None and len(problems) == 2
+
+
+async def test_an_endpoint_that_ignores_max_tokens_is_not_read_on(scripted_server: Any) -> None:
+    """Issue 21 item 6 for the vision model's requests (the main model's endpoint when
+    vision.use_main_model): a 10 MB description was read to its end into memory."""
+    text = "A red box on the right. " * 420_000  # about 10 MB
+    server = scripted_server([{"text": text, "chunk_size": 4096, "usage_chunk": False}])
+    vm = VisionModel(OpenAIChatModel("vlm", server.base_url, None), timeout_s=30)
+    image = ImageGate().process(FRAME["rgb"]).image
+    assert image is not None
+    answer = await vm.describe(image, None, "red box ahead")
+    assert server.requests[0].body["max_tokens"] == vm.max_output_tokens == 400
+    assert answer.startswith("A red box on the right.") and len(answer) <= 400 * 8

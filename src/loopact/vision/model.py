@@ -12,6 +12,7 @@ try with the error before the tool falls back to the detector.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -27,6 +28,10 @@ from loopact.vision.detect import Detection
 from loopact.vision.scene import LINE_COLOR, TargetQuery
 
 logger = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN_LIMIT = 8
+"""Characters a token may average before an answer counts as past its ``max_tokens`` (as the
+agent's own output bound, :data:`loopact.agent.stream.CHARS_PER_TOKEN_LIMIT`)."""
 
 BOX_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -177,10 +182,27 @@ class VisionModel:
         raise AssertionError("unreachable")
 
     async def _collect(self, request: ModelRequest) -> str:
+        """The answer's text; a server that ignores ``max_tokens`` is not read on past
+        :data:`CHARS_PER_TOKEN_LIMIT` characters a token (SPEC A2, issue 21 item 6): the
+        stream is closed and the answer so far is the answer."""
         parts: list[str] = []
-        async for event in self.model.stream(request):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
+        size = 0
+        limit = self.max_output_tokens * CHARS_PER_TOKEN_LIMIT
+        stream = self.model.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                    size += len(event.text)
+                    if size > limit:
+                        logger.warning(
+                            "vision model: the answer passed %d tokens; not read further",
+                            self.max_output_tokens,
+                        )
+                        return "".join(parts)[:limit].strip()
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
         return "".join(parts).strip()
 
     async def describe(self, image: Image, question: str | None, detections: str) -> str:
