@@ -289,3 +289,66 @@ def test_linux_pwm_and_adc_over_a_sysfs_tree(tmp_path: Path) -> None:
 
     with pytest.raises(DriverError, match="no PWM chip"):
         driver.pwm_set(1, 0, 1000.0, 10.0)
+
+
+class _NoEdges(SimDriver):
+    """A driver that cannot watch edges (as Linux without gpiod or /dev/gpiochip0)."""
+
+    def watch_edges(self, pin: int, edge: str, callback: Any) -> None:
+        from loopact.errors import DriverError
+
+        raise DriverError("the Linux gpiod driver needs the Python package gpiod")
+
+
+async def test_an_input_the_driver_cannot_watch_costs_only_its_edge_events(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 19 bad input: one device the driver cannot watch never stops the board (it
+    stopped ``loopact run --board linux`` at start, leaking the input node's heartbeat)."""
+    spec = load_board("sim")
+    board = Board(spec, _NoEdges(spec))
+    connector = LocalConnector()
+    await connector.start()
+    events = BoardEvents(board, connector, "loopact", poll_s=0.02)
+    try:
+        await events.start()
+        assert events.unwatched == {
+            "button": "the Linux gpiod driver needs the Python package gpiod"
+        }
+        assert "no edge events from button: the Linux gpiod driver" in caplog.text
+        assert (await board.read("temperature"))["value"] == 24.5  # the rest works
+    finally:
+        await events.stop()
+        await connector.shutdown()
+        await board.close()
+
+
+@pytest.mark.parametrize("kind", ["linux", "none"])
+def test_the_board_flag(scripted_server: Any, tmp_path: Path, kind: str) -> None:
+    """``loopact run --board linux`` starts on any machine (devices it cannot reach are clear
+    results); ``--board none`` offers no device tools."""
+    from tests.test_cli import once_args, run_cli
+
+    from loopact.trace import read_trace
+
+    turns: list[dict[str, Any]] = [{"text": "No board."}]
+    if kind == "linux":
+        turns = [
+            {
+                "tool_calls": [call("device_list", {}, "l1")],
+                "expect": {"tools": ["device_list", "device_info", "device_read"]},
+            },
+            {"text": "Listed."},
+        ]
+    server = scripted_server(turns)
+    args = once_args(server, tmp_path, "list the devices", "--board", kind, "--no-memory")
+    proc = run_cli([*args, "--no-web"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Task was destroyed" not in proc.stderr
+    offered = {t["function"]["name"] for t in server.requests[0].body.get("tools") or []}
+    if kind == "none":
+        assert not {n for n in offered if n.startswith("device_")}, offered
+        return
+    events = list(read_trace(tmp_path / "t.jsonl"))
+    listed = next(e for e in events if e["type"] == "tool_result")
+    assert listed["ok"] and "button" in {d["name"] for d in listed["data"]}

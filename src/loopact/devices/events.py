@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from loopact.devices.service import Board
-from loopact.errors import ToolError
+from loopact.errors import DriverError, ToolError
 from loopact.nodes.connector import Connector
 from loopact.nodes.input import InputNode
 
@@ -57,11 +57,18 @@ class BoardEvents:
         self._tasks: set[asyncio.Task[None]] = set()
         self._poller: asyncio.Task[None] | None = None
         self._state: dict[str, str] = {}
+        self.unwatched: dict[str, str] = {}
+        """Input devices whose edges the driver could not watch, with the reason."""
 
     async def start(self) -> None:
-        """Start the input node, edge watches and the threshold poller."""
+        """Start the input node, edge watches and the threshold poller.
+
+        An input the driver cannot watch (a missing library or GPIO chip) is logged and kept
+        in :attr:`unwatched`; the other devices and the run go on.
+        """
         await self.node.start()
         loop = asyncio.get_running_loop()
+        spec_name = self.board.spec.name
         for name, dev in self.board.spec.devices.items():
             if dev.device_class == "gpio" and dev.direction == "in" and dev.edge != "none":
                 assert dev.pin is not None
@@ -70,7 +77,13 @@ class BoardEvents:
                     event = {"device": name, "event": kind, "level": level, "ts": time.time()}
                     loop.call_soon_threadsafe(self._emit, event)
 
-                self.board.driver.watch_edges(dev.pin, dev.edge, on_edge)
+                try:
+                    self.board.driver.watch_edges(dev.pin, dev.edge, on_edge)
+                except (DriverError, OSError) as exc:
+                    # one device the driver cannot watch (no gpiod, no /dev/gpiochip0) costs
+                    # its edge events, never the board or the run (issue 19 bad input)
+                    self.unwatched[name] = str(exc)
+                    log.warning("board %s: no edge events from %s: %s", spec_name, name, exc)
         if any(
             d.device_class == "sensor"
             and (d.threshold_above is not None or d.threshold_below is not None)
