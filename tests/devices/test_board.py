@@ -352,3 +352,35 @@ def test_the_board_flag(scripted_server: Any, tmp_path: Path, kind: str) -> None
     events = list(read_trace(tmp_path / "t.jsonl"))
     listed = next(e for e in events if e["type"] == "tool_result")
     assert listed["ok"] and "button" in {d["name"] for d in listed["data"]}
+
+
+@pytest.mark.parametrize("turns", [0, 1, 2, 3])
+async def test_a_cancelled_device_call_stays_cancelled_when_the_driver_answers_meanwhile(
+    turns: int,
+) -> None:
+    """A cancellation that arrives as the driver call finishes is never swallowed (it was,
+    through asyncio.wait_for before 3.12: the board-events poller then outlived its stop(),
+    which hung, and a preempted task would go on after a device call)."""
+    import threading
+
+    board = open_board("sim")
+    go = threading.Event()
+    _, dev = board.device("knob")
+    try:
+        before = set(threading.enumerate())
+        task = asyncio.ensure_future(board.call("knob", dev, lambda: go.wait(5)))
+        await asyncio.sleep(0)  # the task starts the driver call and waits for it
+        await asyncio.sleep(0)
+        (worker,) = [t for t in set(threading.enumerate()) - before if "board" in t.name]
+        go.set()
+        worker.join(5)  # the driver answered and handed its result to the loop: now cancel
+        assert not worker.is_alive()
+        for _ in range(turns):  # the result travels through the loop's callbacks meanwhile
+            await asyncio.sleep(0)
+        if task.cancel():  # not finished yet: it must end cancelled, not with the reading
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        else:
+            assert task.result() is True
+    finally:
+        await board.close()

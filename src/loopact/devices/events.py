@@ -57,6 +57,7 @@ class BoardEvents:
         self._tasks: set[asyncio.Task[None]] = set()
         self._poller: asyncio.Task[None] | None = None
         self._state: dict[str, str] = {}
+        self._stopped = False
         self.unwatched: dict[str, str] = {}
         """Input devices whose edges the driver could not watch, with the reason."""
 
@@ -103,7 +104,7 @@ class BoardEvents:
             log.warning("board event %s not published: %s", event.get("device"), exc)
 
     async def _poll(self) -> None:
-        while True:
+        while not self._stopped:  # also ends a poller whose cancellation a callee swallowed
             for name, dev in self.board.spec.devices.items():
                 if dev.device_class != "sensor":
                     continue
@@ -142,6 +143,7 @@ class BoardEvents:
 
     async def stop(self) -> None:
         """Stop polling and the input node."""
+        self._stopped = True
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
