@@ -195,6 +195,44 @@ async def test_the_mqtt_message_channel_publishes_only_to_allowed_topics(
     await device.link.stop()
 
 
+@needs_broker
+async def test_send_message_takes_the_topic_as_topic_or_to(
+    mqtt_broker: MqttBroker, tmp_path: Path
+) -> None:
+    """Issue 17 writes ``send_message(channel="mqtt", topic=...)``, issue 19 ``to``: both."""
+    from loopact.events import EventBus
+    from loopact.tools.builtin.messages import ConsoleChannel
+    from loopact.tools.builtin.messages import make_send_message_tool as build
+
+    device = await Device(mqtt_broker).start(listen="alerts/#")
+    channel = MqttChannel(lambda: MqttSettings(broker=mqtt_broker.url), ["alerts/#"])
+    tool = build([ConsoleChannel(EventBus()), channel])
+    assert "topic" in tool.parameters["properties"]
+    assert "topic" not in build([ConsoleChannel(EventBus())]).parameters["properties"]
+    c = ctx(tmp_path)
+    # through the registry, so the arguments are checked against the tool's schema
+    from loopact.llm.messages import ToolCall
+    from loopact.tools.registry import ToolRegistry
+
+    args = {"channel": "mqtt", "topic": "alerts/a", "text": "one"}
+    sent = await ToolRegistry([tool]).execute(ToolCall("m1", "send_message", args), c, 10)
+    assert sent.ok and sent.metadata["to"] == "alerts/a", sent.error
+    both = {"channel": "mqtt", "topic": "alerts/b", "to": "alerts/b", "text": "two"}
+    assert (await tool.invoke(both, c)).ok
+    await wait_until(lambda: len(device.got) == 2, what="both messages")
+    assert device.got == [("alerts/a", "one"), ("alerts/b", "two")]
+    for args, why in (
+        ({"channel": "mqtt", "topic": "ops/x", "text": "x"}, "not allowed"),
+        ({"channel": "mqtt", "topic": "alerts/a", "to": "alerts/c", "text": "x"}, "differ"),
+        ({"channel": "console", "topic": "alerts/a", "text": "x"}, "topic channels"),
+    ):
+        with pytest.raises(Exception, match=why):
+            await tool.invoke(args, c)
+    assert len(device.got) == 2  # nothing more was sent
+    await channel.close()
+    await device.link.stop()
+
+
 def mqtt_config(broker: MqttBroker, tmp_path: Path) -> Config:
     cfg, _ = load_config(
         None,

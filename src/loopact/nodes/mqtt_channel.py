@@ -1,5 +1,7 @@
 """``send_message(channel="mqtt", to=TOPIC, text=...)``: messages on MQTT topics (C6, issue 17).
 
+``topic=TOPIC`` works as well as ``to=TOPIC`` (issue 17 names it ``topic``).
+
 :class:`MqttChannel` is one more :class:`~loopact.tools.builtin.messages.MessageChannel`: it
 publishes the text as one UTF-8 message with QoS 1 on the topic ``to`` (which must be on
 ``messages.mqtt.allow_to``, MQTT filters or ``*`` wildcards), over a broker connection of its
@@ -34,6 +36,7 @@ class MqttChannel(MessageChannel):
 
     name = "mqtt"
     description = "an MQTT topic (a device, a dashboard, another robot); `to` is the topic"
+    topic_recipient = True
 
     def __init__(
         self,

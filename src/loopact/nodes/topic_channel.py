@@ -44,6 +44,7 @@ class TopicChannel(MessageChannel):
         self.match_timeout_s = match_timeout_s
         self.name = name
         self.description = f"a {connector.transport} topic; `to` is the topic name"
+        self.topic_recipient = True
         self.connector = connector
         self._advertised: set[str] = set()
 

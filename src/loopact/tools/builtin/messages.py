@@ -66,6 +66,9 @@ class MessageChannel(abc.ABC):
 
     name: str = "channel"
     description: str = ""
+    topic_recipient: bool = False
+    """True when ``to`` is a topic (MQTT, ROS 2): ``send_message`` then also takes it as
+    ``topic`` (issue 17 writes ``send_message(channel="mqtt", topic=...)``)."""
 
     def __init__(
         self, allow_to: Sequence[str] | None = None, timeout_s: float = DELIVERY_TIMEOUT_S
@@ -242,6 +245,13 @@ class SendMessageTool(Tool):
             "required": ["text"],
             "additionalProperties": False,
         }
+        topics = [c.name for c in channels if c.topic_recipient]
+        if topics:
+            self.parameters["properties"]["topic"] = {
+                "type": ["string", "null"],
+                "default": None,
+                "description": f"The topic on {' or '.join(topics)}; the same as `to`.",
+            }
         self.examples = _examples(channels)
 
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -255,6 +265,9 @@ class SendMessageTool(Tool):
         name = str(arguments.get("channel") or self.channels.names[0])
         raw_to = arguments.get("to")
         to = None if raw_to is None else str(raw_to)
+        topic = arguments.get("topic")
+        if topic is not None:
+            to = _topic_as_to(str(topic), to, self.channels.get(name), name)
         if not text.strip():
             raise ToolArgumentError("send_message needs some text")
         if len(text) > MAX_MESSAGE_CHARS:
@@ -278,6 +291,21 @@ class SendMessageTool(Tool):
                 "the message may not have been sent"
             ) from None
         return ToolResult.success(receipt, channel=name, to=recipient, chars=len(text))
+
+
+def _topic_as_to(topic: str, to: str | None, channel: MessageChannel | None, name: str) -> str:
+    """``topic`` as the recipient of a topic channel (issue 17's spelling of ``to``).
+
+    Raises:
+        ToolArgumentError: The channel's recipients are not topics, or ``to`` names another.
+    """
+    if channel is not None and not channel.topic_recipient:
+        raise ToolArgumentError(
+            f"`topic` is for the topic channels; channel {name!r} takes its recipient as `to`"
+        )
+    if to is not None and to.strip() and to.strip() != topic.strip():
+        raise ToolArgumentError(f"`to` ({to!r}) and `topic` ({topic!r}) differ; give one")
+    return topic
 
 
 _EXAMPLE_REQUESTS = {
