@@ -1,14 +1,17 @@
 """``loopact run`` voice flags that cannot work say so (issue 16): no sound card, a modality
 that refuses voice (G3), an input without speech, an unreadable file, --once with --audio-in;
-and --once with --audio-out speaks the whole reply."""
+and with --audio-out the whole reply is spoken before the run exits."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import wave
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli import run_cli
+import pytest
+from tests.test_cli import cli_env, run_cli
 from tests.voice.helpers import needs_espeak, silence
 
 from loopact.testing.audio_protocol import spoken_wav
@@ -102,13 +105,25 @@ def test_a_lost_or_wordless_utterance_is_not_a_success(
 
 
 @needs_espeak
-def test_once_with_audio_out_speaks_the_whole_reply_before_it_exits(
-    scripted_server: Any, tmp_path: Path
+@pytest.mark.parametrize("how", ["once", "piped"])
+def test_the_whole_reply_is_spoken_before_the_run_exits(
+    scripted_server: Any, tmp_path: Path, how: str
 ) -> None:
-    # the run used to exit with the first sentence queued: an empty WAV, a pending task logged
+    # --once, or commands piped into the terminal chat: the run used to exit with the first
+    # sentence queued (an empty WAV; "Task was destroyed but it is pending!" after --once)
     server = scripted_server([{"text": "Hello there. This reply is spoken into the file."}])
-    args = _args(server, tmp_path, "--once", "say hello", "--audio-out", "reply.wav")
-    proc = run_cli([*args, "--trace", "t.jsonl"], tmp_path, timeout=120)
+    args = _args(server, tmp_path, "--audio-out", "reply.wav", "--trace", "t.jsonl")
+    if how == "once":
+        args += ["--once", "say hello"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        input="say hello\n" if how == "piped" else "",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Task was destroyed" not in proc.stderr, proc.stderr
     playing = [

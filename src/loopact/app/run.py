@@ -452,4 +452,8 @@ async def _run_terminal(
         agent, console, welcome=welcome, model_factory=model_factory, commands=commands
     )
     await channel.run()
+    if voice is not None and channel.end_of_input:  # piped commands: their replies in full
+        from loopact.app.voice import finish_speaking
+
+        await finish_speaking(voice, console)
     return 0

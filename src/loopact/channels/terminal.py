@@ -214,6 +214,10 @@ class TerminalChannel:
         console: Output console (stdout).
         stdin: Input stream (``sys.stdin``).
         welcome: The first lines to print.
+
+    Attributes:
+        end_of_input: The chat ended at the end of its input (after the last task), not by
+            ``/quit`` or Ctrl-C: what is still being said should be heard to its end.
     """
 
     def __init__(
@@ -237,6 +241,7 @@ class TerminalChannel:
         self._pending_confirm: list[str] = []
         self._last_ctrl_c = 0.0
         self._quit = asyncio.Event()
+        self.end_of_input = False
 
     def _on_event(self, ev: Event) -> None:
         if ev.type == "confirm_request":
@@ -288,6 +293,7 @@ class TerminalChannel:
                 line = line_task.result()
                 if line is None:
                     await self.agent.wait_idle()
+                    self.end_of_input = True
                     break
                 if not self._handle(line.strip()):
                     break
