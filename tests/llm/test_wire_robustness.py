@@ -227,6 +227,42 @@ async def test_a_200_that_carries_nothing_is_retryable(
     assert "<html" not in str(info.value)
 
 
+ROLE = f"data: {chunk({'role': 'assistant', 'content': ''})}\n\n"
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        [ROLE, 'event: error\ndata: {"message": "model overloaded", "code": 503}\n\n'],
+        ['event: error\ndata: {"error": {"message": "model overloaded"}}\n\n'],
+        [ROLE, "event: error\ndata: model overloaded\n\n", "data: [DONE]\n\n"],
+    ],
+    ids=["message-after-a-chunk", "error-object", "plain-text"],
+)
+async def test_an_sse_error_event_is_a_retryable_error(
+    scripted_server: Factory, wire: list[str]
+) -> None:
+    """``event: error`` (gateways, LiteLLM-style proxies) is the server's error whatever its
+    data holds: a JSON message without an ``error`` key used to end the response as an
+    empty answer ("I could not produce a final answer.")."""
+    server = scripted_server([{"wire": wire}])
+    with pytest.raises(ModelRetryableError, match="reported an error: model overloaded"):
+        await collect(openai_model(server))
+
+
+async def test_a_stream_of_events_that_are_no_completion_chunks_is_retryable(
+    scripted_server: Factory,
+) -> None:
+    """JSON events of another API (a Responses-style stream from a wrong base URL) are no
+    completion: a clear malformed-response error, never an empty answer."""
+    delta = '{"type": "response.output_text.delta", "delta": "Hello"}'
+    server = scripted_server([{"wire": [f"data: {delta}\n\n", "data: [DONE]\n\n"]}])
+    with pytest.raises(ModelRetryableError) as info:
+        await collect(openai_model(server))
+    assert "without any completion chunk" in str(info.value)
+    assert "response.output_text.delta" in str(info.value)
+
+
 async def test_agent_runs_the_call_from_a_json_body(
     scripted_server: Factory, tmp_path: Path
 ) -> None:

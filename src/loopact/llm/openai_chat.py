@@ -47,7 +47,7 @@ from loopact.llm.toolprompt import (
     describe_tools_compact,
     tool_call_grammar,
 )
-from loopact.llm.wire import SSEData, decode_event_json, drain, read_body
+from loopact.llm.wire import SSEData, decode_event_json, drain, error_text, read_body
 from loopact.redact import Redactor
 
 logger = logging.getLogger(__name__)
@@ -281,6 +281,7 @@ class OpenAIChatModel:
             tool_names=[t.name for t in (*request.tools, *more_tools)],
             native_tool_calls=self.capabilities.native_tool_calls,
         )
+        completions = 0  # chunks that are chat completions (have "choices")
         logger.debug(
             "chat completion request: model=%s messages=%d tools=%d",
             self.model,
@@ -295,15 +296,21 @@ class OpenAIChatModel:
                 extra_body=extra,
             ) as raw:
                 items = read_body(raw.http_response, what="the model endpoint")
+                first = ""  # the first payload, for the error when none is a completion
                 async for item in items:
                     if isinstance(item, SSEData):
                         if item.data.strip().startswith("[DONE]"):
                             await drain(items)  # so that the connection is reused
                             break
+                        if item.event == "error":  # whatever its data (gateways, proxies)
+                            error = error_text(item.data)
+                            raise ModelRetryableError(f"model stream reported an error: {error}")
                         chunk = decode_event_json(item.data, "model")
+                        first = first or item.data
                     else:
                         chunk = _completion_body(item.value)  # a whole chat.completion
                     _raise_error_object(chunk)
+                    completions += isinstance(chunk, Mapping) and "choices" in chunk
                     for event in accumulate_chunk(chunk, state):
                         yield event
         except ModelError:
@@ -322,9 +329,10 @@ class OpenAIChatModel:
             raise ModelRetryableError(f"model stream was cut: {_describe(exc)}") from None
         except openai.OpenAIError as exc:
             raise ModelFatalError(f"model request failed: {exc}") from None
-        if state.chunks == 0:
+        if completions == 0:
             raise ModelRetryableError(
                 "the model endpoint answered HTTP 200 without any completion chunk"
+                + (f" (its first event: {first[:120]})" if first else "")
             )
         for event in finish_stream(state):
             yield event
@@ -576,13 +584,8 @@ def _raise_error_object(chunk: object) -> None:
         ModelRetryableError: ``chunk`` is ``{"error": ...}`` ("model stream reported an
             error: ...").
     """
-    if not isinstance(chunk, Mapping) or not chunk.get("error"):
-        return
-    error = chunk["error"]
-    message = error.get("message") if isinstance(error, Mapping) else error
-    raise ModelRetryableError(
-        f"model stream reported an error: {message or 'An error occurred during streaming'}"
-    )
+    if isinstance(chunk, Mapping) and chunk.get("error"):
+        raise ModelRetryableError(f"model stream reported an error: {error_text(chunk)}")
 
 
 def _server_message(exc: openai.APIStatusError) -> str:

@@ -21,6 +21,7 @@ line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ __all__ = [
     "SSEData",
     "decode_event_json",
     "drain",
+    "error_text",
     "read_body",
 ]
 
@@ -184,6 +186,32 @@ def decode_event_json(data: str, what: str) -> Any:
         raise ModelRetryableError(
             f"{what} stream was cut: malformed chunk: {exc}: {clip!r}"
         ) from None
+
+
+def error_text(value: Any) -> str:
+    """The message of an error a server sent in a 200 response, at most 300 characters.
+
+    Args:
+        value: An SSE ``event: error``'s data (JSON text or plain text) or a decoded JSON
+            value: ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"message": ...}``.
+
+    Returns:
+        The message (the JSON itself when it names none); never empty.
+    """
+    if isinstance(value, str):
+        try:
+            value = loads_bounded(value)
+        except ValueError:
+            pass
+    if isinstance(value, dict):
+        error = value.get("error")
+        if isinstance(error, dict):
+            value = error
+        elif isinstance(error, str) and error:
+            value = {"message": error}
+        value = value.get("message") or json.dumps(value, ensure_ascii=False)
+    message = str(value).strip() or "An error occurred during streaming"
+    return message if len(message) <= 300 else message[:300] + "..."
 
 
 async def drain(items: AsyncIterator[Any], timeout_s: float = DRAIN_TIMEOUT_S) -> None:
