@@ -186,6 +186,33 @@ async def test_stream_request_answered_with_a_json_body(
     assert_waits(final(await collect(PROVIDERS[provider](server))), provider, "Waiting now.")
 
 
+async def test_calls_of_a_json_body_without_index_or_id_stay_apart(
+    scripted_server: Factory,
+) -> None:
+    """In a whole ``chat.completion`` every entry of ``tool_calls`` is one complete call; some
+    servers give them neither ``index`` nor ``id``. They were merged into one call: the
+    first tool with the last one's arguments."""
+    turn_spec = ToolSpec("turn", "Turn.", {"type": "object", "properties": {}})
+    calls = [
+        {"type": "function", "function": {"name": "turn", "arguments": '{"angle_deg": 90}'}},
+        {"type": "function", "function": {"name": "wait", "arguments": {"seconds": 1.5}}},
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+    }
+    server = scripted_server([{"wire": [json.dumps(body)]}])
+    request = ModelRequest(messages=REQUEST.messages, tools=(turn_spec, WAIT))
+    done = final(await collect(openai_model(server), request))
+    assert [(c.name, c.arguments, c.error) for c in done.message.tool_calls] == [
+        ("turn", {"angle_deg": 90}, None),
+        ("wait", {"seconds": 1.5}, None),
+    ]
+    assert len({c.id for c in done.message.tool_calls}) == 2
+
+
 @pytest.mark.parametrize(
     "turn",
     [

@@ -12,7 +12,7 @@ What it handles:
 * tool-call deltas merged by ``index`` (by ``id`` when a server sends no index); a new
   non-empty ``id`` on an index that already has a different id starts a new call; empty
   ``id`` / ``name`` count as absent; missing ids are generated; ``arguments`` may arrive as
-  an object;
+  an object; in a whole ``message`` (a JSON body) each entry is its own call, indexed or not;
 * ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
   own arguments are a complete JSON object (parsed strictly, never a prefix that a repair
@@ -180,7 +180,10 @@ def accumulate_chunk(chunk: Mapping[str, Any], state: StreamState) -> list[Model
         if tool_calls:
             if not isinstance(tool_calls, list):
                 raise _malformed("'tool_calls' is not a list")
-            for tc in tool_calls:
+            whole = "delta" not in choice  # a complete message: each entry is one call
+            for position, tc in enumerate(tool_calls):
+                if whole and isinstance(tc, Mapping) and tc.get("index") is None:
+                    tc = {**tc, "index": position}  # servers leave index (and id) out there
                 _tool_call_delta(tc, events, state)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
