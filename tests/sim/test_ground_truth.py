@@ -36,6 +36,14 @@ def test_describe_prints_the_whole_world_as_json(tmp_path: Path) -> None:
     for o in desc["objects"]:
         assert {"name", "colour", "shape", "position_m", "size_m"} <= set(o)
         assert set(o["position_m"]) == {"x_m", "y_m", "z_m"}
+    # the furniture too: every thing in the room, with where and how big it is
+    obstacles = {o["name"]: o for o in desc["obstacles"]}
+    assert set(obstacles) == {"crate", "pillar", "table"}
+    assert (obstacles["crate"]["position_m"]["x_m"], obstacles["crate"]["position_m"]["y_m"]) == (
+        world.CRATE_CENTER_M
+    )
+    assert obstacles["table"]["size_m"]["z_m"] == world.TABLE_HEIGHT_M
+    assert all({"colour", "shape", "size_m"} <= set(o) for o in obstacles.values())
     line = desc["line"]
     assert line["colour"] == "purple" and line["width_m"] == world.LINE_WIDTH_M
     pts = [(p["x_m"], p["y_m"]) for p in line["polyline_m"]]
