@@ -197,6 +197,8 @@ async def test_bad_inputs_are_clear_results_and_change_nothing() -> None:
             (board.read("i2c1", address=0x21, register=0), "no device acknowledged at 0x21"),
             (board.write("i2c1", [300], address=0x48, register=1), "integers 0-255"),
             (board.read("toaster"), "no device 'toaster'"),
+            (board.read("dac0"), "dac0 is a dac output, written, not read: use device_write"),
+            (board.read("spi0"), "read it with device_control(action='transfer')"),
             (board.control("status_led", "explode"), "actions: on, off, brightness, blink"),
         ]
         for coro, message in cases:

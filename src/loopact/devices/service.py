@@ -215,7 +215,9 @@ class Board:
             n = max(1, min(int(length), 32))
             data = await self.call(key, dev, lambda: d.i2c_read(dev.bus, address, register, n))
             return {"address": f"0x{address:02x}", "register": register, "data": list(data)}
-        raise ToolError(f"{key} is a {cls} device: use device_control (transfer) or device_write")
+        if cls == "spi":
+            raise ToolError(f"{key} is an SPI bus: read it with device_control(action='transfer')")
+        raise ToolError(f"{key} is a {cls} output, written, not read: use device_write")
 
     def _check_i2c(self, address: int, register: int, writing: bool = False) -> None:
         if not 0x03 <= address <= 0x77:
