@@ -470,6 +470,32 @@ async def test_cancelling_execute_cancels_the_tool(tmp_path: Path) -> None:
     assert task.cancelled()
 
 
+@pytest.mark.parametrize("turns", [0, 1, 2, 3, 4])
+async def test_a_cancel_as_the_tool_finishes_is_never_swallowed(tmp_path: Path, turns: int) -> None:
+    """A caller cancelled while the tool's result is on its way ends cancelled, never with
+    the result (asyncio.wait_for before 3.12 returned it: a preempted task went on)."""
+    answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    started = asyncio.Event()
+
+    @tool
+    async def look() -> str:
+        """Return what the future gets."""
+        started.set()
+        return await answer
+
+    reg = ToolRegistry([look])
+    task = asyncio.ensure_future(reg.execute(_call("look"), _ctx(tmp_path), 60))
+    await asyncio.wait_for(started.wait(), WAIT_S)
+    answer.set_result("seen")
+    for _ in range(turns):  # the result travels through the loop's callbacks meanwhile
+        await asyncio.sleep(0)
+    if task.cancel():  # not finished yet: it must end cancelled
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    else:
+        assert task.result().data == "seen"
+
+
 async def _overlap(tmp_path: Path, reentrant: bool) -> tuple[int, list[str]]:
     gate = asyncio.Event()
     entered = asyncio.Queue[int]()
