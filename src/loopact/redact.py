@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "Redactor"]
+__all__ = ["MASK", "MIN_SECRET_CHARS", "Redactor", "StreamMasker"]
 
 MASK = "***"
 """What a secret is replaced with."""
@@ -91,3 +91,53 @@ class Redactor:
         copy.__dict__.update(exc.__dict__)
         copy.args = (masked, *exc.args[1:]) if exc.args else (masked,)
         return copy
+
+
+class StreamMasker:
+    """Masks a text that arrives in pieces (streamed deltas), where a secret may be split
+    across two or more pieces that each look harmless (issue 21 item 5).
+
+    :meth:`feed` returns what can be shown now: the text so far with every whole secret
+    masked, minus a held-back tail that could be the start of a secret; :meth:`flush`
+    returns the tail when the text ends. Shown pieces joined equal
+    ``redactor.text(whole_text)``. Without secrets, pieces pass through unchanged.
+
+    Args:
+        redactor: The masker that knows the secrets (read on every piece, so secrets it
+            learns later count too).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The part of ``piece`` (with the held tail before it) that can be shown now."""
+        secrets = self._redactor.secrets
+        if not secrets:
+            out, self._held = self._held + piece, ""
+            return out
+        text = self._redactor.text(self._held + piece)
+        keep = _partial_secret_tail(text, secrets)
+        self._held = text[len(text) - keep :] if keep else ""
+        return text[: len(text) - keep]
+
+    def flush(self) -> str:
+        """The held-back tail (the text ended: it is no secret's start any more)."""
+        out, self._held = self._held, ""
+        return out
+
+
+def _partial_secret_tail(text: str, secrets: tuple[str, ...]) -> int:
+    """The length of the longest end of ``text`` that is a proper start of a secret."""
+    best = 0
+    for secret in secrets:
+        first = secret[0]
+        end = len(text) - best  # a start at or after this gives no longer a tail
+        i = text.find(first, max(0, len(text) - len(secret) + 1), end)
+        while i != -1:
+            if secret.startswith(text[i:]):
+                best = len(text) - i
+                break  # the earliest match is the longest for this secret
+            i = text.find(first, i + 1, end)
+    return best

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.agent.helpers import Recorder
 from tests.test_cli import run_cli
 
@@ -25,7 +27,7 @@ from loopact.llm.base import Model, ModelRequest
 from loopact.llm.dify import DifyModel
 from loopact.llm.messages import Message
 from loopact.llm.openai_chat import OpenAIChatModel
-from loopact.redact import Redactor
+from loopact.redact import Redactor, StreamMasker
 from loopact.testing import ScriptedModelServer
 from loopact.tools.builtin import make_builtin_tools
 from loopact.tools.registry import ToolRegistry
@@ -204,6 +206,45 @@ def test_mcp_servers_secret_headers_and_env_are_secrets(tmp_path: Path) -> None:
     secrets = set(config_secrets(cfg, env={}))
     assert {"Bearer ghp-live-5Jd8Ks2Lq9", "ghp-live-5Jd8Ks2Lq9", "fs-live-1Az4Qx7Wc0"} <= secrets
     assert "text/plain" not in secrets and "/x" not in secrets  # not secrets: never masked
+
+
+async def test_a_key_split_across_streamed_deltas_is_masked(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Each text_delta was masked on its own: a key the model wrote out, streamed in pieces
+    of 5 characters, reached the console and the ROS 2 text channel in clear, piece by piece."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    text = f"The key is {KEY}, and sk-live is not it."
+    server = scripted_server([{"text": text, "chunk_size": 5}])
+    model = OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
+    agent = Agent(model, ToolRegistry(make_builtin_tools(workspace)), AgentOptions())
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    outcome = await agent.run_task("say the key")
+    await agent.close()
+    assert outcome.status == "completed"
+    deltas = [e.data["text"] for e in rec.of("text_delta")]
+    assert len(deltas) > 5  # it did stream in pieces
+    assert "".join(deltas) == "The key is ***, and sk-live is not it."
+    tail = KEY[4:]  # "ive-Zq8..."; "sk-live" itself is the decoy at the end
+    assert not any(tail[i : i + 5] in d for d in deltas for i in range(len(tail) - 4))
+
+
+@given(
+    text=st.text(alphabet="sk-lvie *abc", max_size=60),
+    cuts=st.lists(st.integers(0, 60), max_size=12),
+    secrets=st.lists(st.text(alphabet="sk-lvie*ab", min_size=6, max_size=12), max_size=3),
+)
+def test_stream_masker_shows_what_the_whole_text_would_show(
+    text: str, cuts: list[int], secrets: list[str]
+) -> None:
+    redactor = Redactor(secrets)
+    masker = StreamMasker(redactor)
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    shown = [masker.feed(p) for p in pieces] + [masker.flush()]
+    assert "".join(shown) == redactor.text(text)
 
 
 def test_redactor_rules() -> None:

@@ -36,6 +36,7 @@ from loopact.llm.base import (
     ToolCallReady,
 )
 from loopact.llm.messages import Message, Usage
+from loopact.redact import StreamMasker
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,11 @@ async def stream_response(
     stream = model.stream(request)
     started = False
     meter = _OutputMeter(request.max_output_tokens, bounds.token_budget, tokens_used)
+    # A secret split across deltas is held back until it is whole, then masked (issue 21).
+    shown = {
+        "text_delta": StreamMasker(bus.redactor),
+        "reasoning_delta": StreamMasker(bus.redactor),
+    }
     try:
         async with timeout_after(bounds.request_timeout_s) as deadline:
             async for event in stream:
@@ -117,11 +123,11 @@ async def stream_response(
                     meter.add(event.text, answer=True)
                     rs.text.append(event.text)
                     if emit_text:
-                        bus.emit("text_delta", task_id, text=event.text)
+                        _emit_delta(bus, task_id, "text_delta", shown, event.text)
                 elif isinstance(event, ReasoningDelta):
                     meter.add(event.text, answer=False)
                     rs.reasoning.append(event.text)
-                    bus.emit("reasoning_delta", task_id, text=event.text)
+                    _emit_delta(bus, task_id, "reasoning_delta", shown, event.text)
                 elif isinstance(event, ToolCallDelta):
                     meter.add(event.text, answer=True)
                 elif isinstance(event, ToolCallReady):
@@ -136,8 +142,21 @@ async def stream_response(
             what = f"the model did not start answering within {bounds.request_timeout_s:g} s"
         raise ModelRetryableError(what) from exc
     finally:
+        for kind, masker in shown.items():
+            rest = masker.flush()
+            if rest:
+                bus.emit(kind, task_id, text=rest)
         await _aclose_quietly(stream)
     raise ModelRetryableError("the model stream ended without a final event")
+
+
+def _emit_delta(
+    bus: EventBus, task_id: str, kind: str, shown: dict[str, StreamMasker], text: str
+) -> None:
+    """Emit what of ``text`` can be shown yet (see :class:`~loopact.redact.StreamMasker`)."""
+    safe = shown[kind].feed(text)
+    if safe:
+        bus.emit(kind, task_id, text=safe)
 
 
 class _OutputMeter:
