@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.image_bombs import png_bomb
 
 from loopact.app.mqtt import mqtt_settings
 from loopact.config import load_config
@@ -135,31 +136,13 @@ async def test_publish_subscribe_latched_pattern_and_images(pair: Any) -> None:
     assert abs(int(frames[0].rgb[10, 50, 0]) - 200) < 12  # JPEG inside: close, not exact
 
 
-def _png_bomb(width: int, height: int) -> bytes:
-    """A 1-bit, all-black PNG built row by row: about 10 KB for 9000x9000 pixels."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    packer = zlib.compressobj(9)
-    row = b"\0" * (1 + (width + 7) // 8)  # filter byte + packed bits
-    idat = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
-    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
-    )
-
-
 async def test_an_image_bomb_on_a_camera_topic_is_refused_before_decoding(
     pair: Any, mqtt_broker: MqttBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 21 item 10 beyond the console: anyone on the broker can publish camera frames; a
     10 KB PNG of 9000x9000 pixels was decoded into a 243 MB array (six at once: gigabytes)."""
     node, agent = pair
-    bomb = _png_bomb(9000, 9000)
+    bomb = png_bomb(9000, 9000)
     assert len(bomb) < 200_000
     frames: list[ImageData] = []
     await subscribed(agent.subscribe("/robot1/input/cam", "image", frames.append))

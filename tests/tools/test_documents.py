@@ -10,6 +10,7 @@ import docx
 import numpy as np
 import pytest
 from PIL import Image as PILImage
+from tests.image_bombs import png_bomb
 
 from loopact.errors import ToolError
 from loopact.tools.base import SafetyClass, ToolContext
@@ -104,6 +105,15 @@ def test_paths_escaping_the_workspace_are_refused(tmp_path: Path) -> None:
         write_document_file(Workspace(ws), "pdf", "t", "![x](../secret.png)", "a.pdf")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.png", "ws"]
     assert list(ws.iterdir()) == []
+
+
+def test_an_image_bomb_is_refused_before_it_is_rendered(tmp_path: Path) -> None:
+    """Issue 21 item 10 for workspace images: a 10 KB PNG of 9000x9000 pixels passed the
+    20 MB file limit and was decoded (hundreds of MB) to render the PDF."""
+    (tmp_path / "bomb.png").write_bytes(png_bomb())
+    with pytest.raises(ToolError, match="would need 324 MB to decode; at most 100 MB"):
+        _write(tmp_path, "pdf", images=["bomb.png"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.png"]
 
 
 def test_a_100_mb_document_is_refused_and_nothing_written(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from PIL import Image as PILImage
 from tests.agent.helpers import call, make_agent
+from tests.image_bombs import png_bomb
 
 from loopact.app.general import general_tools
 from loopact.channels.web import serve_console
@@ -99,6 +100,10 @@ def test_absent_when_not_configured(tmp_path: Path) -> None:
             "bytes that are not an image",
         ),
         ({"extras": {"images": {"b64": "%%% not base64"}}}, "not base64"),
+        (  # a decompression bomb: refused from its header (issue 21 item 10)
+            {"extras": {"images": {"b64": base64.b64encode(png_bomb()).decode()}}},
+            "a 9000x9000 image that would need 324 MB to decode; at most 100 MB",
+        ),
     ],
 )
 async def test_endpoint_failures_are_clear_and_nothing_is_saved(

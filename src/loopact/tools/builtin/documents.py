@@ -47,6 +47,10 @@ MAX_IMAGES = 20
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Largest image file embedded, in bytes."""
 
+MAX_DECODED_IMAGE_BYTES = 100_000_000
+"""Largest decoded image (width x height x 4 bytes), checked from its header before it is
+rendered: a 10 KB PNG of 9000x9000 pixels would take 324 MB (the image gate's limit, G1)."""
+
 MAX_DOCUMENT_BYTES = 50 * 1024 * 1024
 """A rendered document larger than this is not written."""
 
@@ -123,9 +127,16 @@ def _image_block(ws: Workspace, path: str, caption: str) -> Block:
         raise ToolError(f"image '{path}' is {size / 1e6:.1f} MB; at most 20 MB per image")
     try:
         with PILImage.open(target) as img:
+            width, height = img.size
             img.verify()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ToolError(f"'{path}' is not a readable image: {exc}") from None
+    need = width * height * 4  # Pillow's RGB pixel: what rendering it decodes (issue 21)
+    if need > MAX_DECODED_IMAGE_BYTES:
+        raise ToolError(
+            f"image '{path}' is {width}x{height} pixels and would need {need / 1e6:.0f} MB to "
+            f"decode; at most {MAX_DECODED_IMAGE_BYTES / 1e6:.0f} MB per image"
+        )
     return Block("image", caption.strip(), image=(target, ws.relative(target)))
 
 

@@ -30,6 +30,7 @@ from loopact.errors import ToolError
 from loopact.llm.httperrors import error_message
 from loopact.llm.messages import Image
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
+from loopact.tools.builtin.documents import MAX_DECODED_IMAGE_BYTES
 from loopact.tools.builtin.files import Workspace, write_text
 
 SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
@@ -73,6 +74,13 @@ def _decode(raw: bytes) -> tuple[bytes, int, int, str]:
         raise ToolError(f"the image endpoint sent {len(raw) / 1e6:.0f} MB; at most 32 MB")
     try:
         with PILImage.open(io.BytesIO(raw)) as img:
+            need = img.width * img.height * 4  # bounded from the header (issue 21, G1)
+            if need > MAX_DECODED_IMAGE_BYTES:
+                raise ToolError(
+                    f"the image endpoint sent a {img.width}x{img.height} image that would need "
+                    f"{need / 1e6:.0f} MB to decode; at most "
+                    f"{MAX_DECODED_IMAGE_BYTES / 1e6:.0f} MB"
+                )
             img.load()
             fmt = img.format or "?"
             width, height = img.size
