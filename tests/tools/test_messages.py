@@ -328,6 +328,36 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(tmp_path: Path)
     assert "pager (a pager; `to` is a pager number), to one of: 42" in tool.description
 
 
+@pytest.mark.parametrize("turns", [0, 1, 2, 3, 4])
+async def test_a_cancel_as_the_channel_delivers_is_never_swallowed(
+    tmp_path: Path, turns: int
+) -> None:
+    """A task stopped while the receipt is on its way ends cancelled (asyncio.wait_for
+    before 3.12 returned the receipt and the stopped task went on)."""
+    receipt: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    started = asyncio.Event()
+
+    class Slow(MessageChannel):
+        name = "pager"
+
+        async def deliver(self, to: str | None, text: str, ctx: ToolContext) -> str:
+            started.set()
+            return await receipt
+
+    tool = _tool(Slow(allow_to=["42"]))
+    args = {"channel": "pager", "to": "42", "text": "hi"}
+    task = asyncio.ensure_future(tool.invoke(args, _ctx(tmp_path)))
+    await asyncio.wait_for(started.wait(), 5)
+    receipt.set_result("paged")
+    for _ in range(turns):  # the receipt travels through the loop's callbacks meanwhile
+        await asyncio.sleep(0)
+    if task.cancel():
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    else:
+        assert task.result().data == "paged"
+
+
 async def test_console_is_the_default_channel(tmp_path: Path) -> None:
     """The continuous-mode form send_message(text) still emits the console message."""
     bus = EventBus()

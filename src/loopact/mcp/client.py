@@ -236,7 +236,9 @@ class McpServerLink:
         time that call's result is back (issue 18: offered within 1 s).
         """
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._listed.wait(), timeout_s)
+            # not asyncio.wait_for: before 3.12 it can swallow the caller's cancellation
+            async with timeout_after(timeout_s):
+                await self._listed.wait()
 
     def note_garbage(self, exc: Exception) -> None:
         """Count a stdout line that was not JSON-RPC (reported once per connection)."""
@@ -340,7 +342,8 @@ class McpServerLink:
         links = [b for b in result.content if isinstance(b, mt.ResourceLink)][:2]
         for link in links:
             try:
-                read = await asyncio.wait_for(conn.client.read_resource(str(link.uri)), 5.0)
+                async with timeout_after(5.0):  # not wait_for (it can swallow a cancel)
+                    read = await conn.client.read_resource(str(link.uri))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
