@@ -186,6 +186,26 @@ async def test_stream_request_answered_with_a_json_body(
     assert_waits(final(await collect(PROVIDERS[provider](server))), provider, "Waiting now.")
 
 
+async def test_streamed_calls_without_index_or_id_stay_apart(scripted_server: Factory) -> None:
+    """Each call whole in a chunk of its own, with neither ``index`` nor ``id``: a delta that
+    names a tool starts a new call (the second was dropped as a late piece of the first)."""
+    turn_spec = ToolSpec("turn", "Turn.", {"type": "object", "properties": {}})
+    pieces = [
+        {"function": {"name": "turn", "arguments": '{"angle_deg": 90}'}},
+        {"function": {"name": "wait", "arguments": '{"seconds": '}},
+        {"function": {"name": "wait", "arguments": "1.5}"}},  # a name repeated mid-call
+        {"function": {"name": "wait", "arguments": ""}},  # ... and after it: no new call
+    ]
+    chunks = [chunk({"tool_calls": [p]}) for p in pieces] + [chunk({}, "tool_calls")]
+    server = scripted_server([{"raw_chunks": chunks}])
+    request = ModelRequest(messages=REQUEST.messages, tools=(turn_spec, WAIT))
+    done = final(await collect(openai_model(server), request))
+    assert [(c.name, c.arguments, c.error) for c in done.message.tool_calls] == [
+        ("turn", {"angle_deg": 90}, None),
+        ("wait", {"seconds": 1.5}, None),
+    ]
+
+
 async def test_calls_of_a_json_body_without_index_or_id_stay_apart(
     scripted_server: Factory,
 ) -> None:

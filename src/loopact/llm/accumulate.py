@@ -9,7 +9,8 @@ What it handles:
 * reasoning from ``delta.reasoning_content`` / ``delta.reasoning`` and inline ``<think>``
   blocks (tags split across chunks), kept apart from the answer text; a lone ``</think>``
   makes the text before it reasoning (the stream started inside a think block);
-* tool-call deltas merged by ``index`` (by ``id`` when a server sends no index); a new
+* tool-call deltas merged by ``index`` (by ``id`` when a server sends no index; with
+  neither, a delta naming a tool after a complete call starts a new one); a new
   non-empty ``id`` on an index that already has a different id starts a new call; empty
   ``id`` / ``name`` count as absent; missing ids are generated; ``arguments`` may arrive as
   an object; in a whole ``message`` (a JSON body) each entry is its own call, indexed or not;
@@ -352,7 +353,7 @@ def _tool_call_delta(tc: object, events: list[ModelEvent], st: StreamState) -> N
     if not isinstance(index, int) or isinstance(index, bool):
         if index is not None:
             raise _malformed("a tool call 'index' is not an integer")
-        index = _guess_wire_index(call_id, st)
+        index = _guess_wire_index(call_id, name, bool(fn.get("arguments")), st)
     position = _slot_for(index, call_id, st)
     slot = st.slots[position]
     if slot.emitted:
@@ -387,17 +388,25 @@ def _check_complete(slot: _Slot) -> None:
         slot.complete = True
 
 
-def _guess_wire_index(call_id: str, st: StreamState) -> int:
+def _guess_wire_index(call_id: str, name: str, has_args: bool, st: StreamState) -> int:
     """The wire index of a delta without ``index``: the index of the call its ``id`` names
     (interleaved parallel calls told apart by id only, issue 22 item 1), a new index for a
-    new id, else the index of the delta before it."""
+    new id; without an id, a new index when the delta names a tool after the last call is
+    complete (each call whole in a chunk of its own), unless it only repeats that call's name;
+    else the index of the delta before it."""
+    used = [s.wire_index for s in st.slots if s.wire_index is not None]
     if call_id:
         for slot in st.slots:
             if slot.id == call_id and slot.wire_index is not None:
                 return slot.wire_index
-        used = [s.wire_index for s in st.slots if s.wire_index is not None]
         return max(used) + 1 if used else 0
-    return st.last_wire_index if st.last_wire_index is not None else 0
+    last = st.last_wire_index
+    if last is None:
+        return 0
+    previous = st.slots[st.wire_to_slot[last]]
+    if name and previous.complete and (name != previous.name or has_args):
+        return max(used) + 1
+    return last
 
 
 def _slot_for(index: int, call_id: str, st: StreamState) -> int:
