@@ -44,7 +44,7 @@ from loopact.llm.base import (
 from loopact.llm.httperrors import describe_body, masking_errors, status_error
 from loopact.llm.messages import Image, Message, TextPart, Usage
 from loopact.llm.think import ThinkSplitter
-from loopact.llm.wire import JSONBody, drain, read_body
+from loopact.llm.wire import JSONBody, drain, read_body, read_error_body
 from loopact.redact import Redactor
 
 __all__ = ["DIFY_CAPABILITIES", "DifyModel", "task_recap"]
@@ -258,8 +258,7 @@ class DifyModel:
                 "POST", f"{self._base}/chat-messages", json=body
             ) as response:
                 if response.status_code != 200:
-                    await response.aread()
-                    error = _http_error(response, "chat-messages")
+                    error = _http_error(await read_error_body(response), "chat-messages")
                     if response.status_code == 404 and self._conversation_id:
                         # Dify deleted the conversation: forget it, so a retry starts afresh.
                         gone = self._conversation_id

@@ -43,12 +43,15 @@ __all__ = [
     "drain",
     "error_text",
     "read_body",
+    "read_error_body",
 ]
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 """Longest single server-sent event accepted, in bytes (larger: a fatal error)."""
 MAX_JSON_BODY_BYTES = 32 * 1024 * 1024
 """Longest whole-JSON response body accepted, in bytes (larger: a fatal error)."""
+MAX_ERROR_BODY_BYTES = 64 * 1024
+"""How much of an HTTP error response's body is read (its message is in the first bytes)."""
 DRAIN_TIMEOUT_S = 0.1
 """How long the rest of a body is read after its final event (connection reuse)."""
 _SAMPLE_BYTES = 2048
@@ -228,3 +231,30 @@ async def drain(items: AsyncIterator[Any], timeout_s: float = DRAIN_TIMEOUT_S) -
                 pass
     except (asyncio.TimeoutError, TimeoutError, Exception) as exc:  # cleanup only
         log.debug("the rest of a model response was not read: %r", exc)
+
+
+async def read_error_body(response: httpx2.Response) -> httpx2.Response:
+    """An error response with at most :data:`MAX_ERROR_BODY_BYTES` of its body read: a proxy
+    or a broken server may send an error page of any size, which is not read to its end
+    (SPEC B6, issue 21 item 6). The connection is closed, not drained.
+
+    Returns:
+        A response with the same status and headers (bar the body's framing) and the start
+        of the body, for :func:`~loopact.llm.httperrors.describe_body` and ``.json()``.
+    """
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= MAX_ERROR_BODY_BYTES:
+            break
+    await response.aclose()
+    framing = ("content-length", "content-encoding", "transfer-encoding")
+    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in framing]
+    return httpx2.Response(
+        response.status_code,
+        headers=headers,
+        content=b"".join(parts)[:MAX_ERROR_BODY_BYTES],
+        request=response.request,
+    )
