@@ -40,6 +40,26 @@ def _plant_hooks_and_signing(mem: Path, marker: Path) -> None:
         hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
 
 
+def _plant_core_programs(mem: Path, marker: Path) -> None:
+    """Git's other config-named programs: a hooks folder elsewhere (``core.hooksPath``), a
+    file-system monitor (``core.fsmonitor``), an editor, a credential helper, an external
+    diff and a merge driver; none may run on a memory commit (git runs some of them)."""
+    elsewhere = mem.parent / "hooks-elsewhere"
+    elsewhere.mkdir()
+    for name in ("pre-commit", "commit-msg", "post-commit"):
+        hook = elsewhere / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {marker}\nexit 1\n", encoding="utf-8")
+        hook.chmod(0o755)
+    script = _script(mem, marker)
+    with (mem / ".git" / "config").open("a", encoding="utf-8") as f:
+        f.write(
+            f"[core]\n\thooksPath = {elsewhere}\n\tfsmonitor = {script}\n\teditor = {script}\n"
+            f"[credential]\n\thelper = !{script}\n[diff]\n\texternal = {script}\n"
+            f'[merge "x"]\n\tdriver = {script} %O %A %B\n'
+        )
+    (mem / ".gitattributes").write_text("* merge=x diff=x\n", encoding="utf-8")
+
+
 def _script(mem: Path, marker: Path) -> Path:
     script = mem.parent / "ran.sh"
     script.write_text(f"#!/bin/sh\necho ran >> {marker}\nexit 1\n", encoding="utf-8")
@@ -60,7 +80,7 @@ def _committed(mem: Path, relpath: str) -> bytes | None:
         repo.close()
 
 
-@pytest.mark.parametrize("plant", [_plant_filter, _plant_hooks_and_signing])
+@pytest.mark.parametrize("plant", [_plant_filter, _plant_hooks_and_signing, _plant_core_programs])
 async def test_planted_filters_hooks_and_signing_never_run(
     tmp_path: Path, plant: Callable[[Path, Path], None]
 ) -> None:
