@@ -9,6 +9,7 @@ nothing, an invalid UTF-8 byte, tiny TCP writes, HTML error pages.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -429,3 +430,19 @@ def _raw_stream(server: ScriptedModelServer) -> bytes:
         assert plan.body is not None
         return plan.body
     return b"".join(plan.chunks)
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+async def test_a_huge_error_page_is_not_read_to_its_end(
+    scripted_server: Factory, provider: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 40 MB error page (a proxy's, a broken server's) was read whole into memory before
+    the error was raised (issue 21 item 6's family; the SDKs read an error's whole body);
+    its first 64 KB say what it is, then the connection is closed."""
+    page = "<html><head><title>400 Request Rejected</title></head><body>" + "x" * 40_000_000
+    server = scripted_server([{"error": {"status": 400, "body": page}}])
+    with caplog.at_level(logging.DEBUG, logger="loopact.testing.framing"):
+        with pytest.raises(ModelFatalError, match="400 Request Rejected"):
+            await collect(PROVIDERS[provider](server))
+        server.stop()  # its handler has finished: written all, or found the reader gone
+    assert "client went away" in caplog.text

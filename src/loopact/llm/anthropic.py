@@ -58,7 +58,14 @@ from loopact.llm.messages import (
     Usage,
 )
 from loopact.llm.repair import parse_tool_arguments
-from loopact.llm.wire import JSONBody, SSEData, decode_event_json, drain, read_body
+from loopact.llm.wire import (
+    JSONBody,
+    SSEData,
+    cap_error_body,
+    decode_event_json,
+    drain,
+    read_body,
+)
 from loopact.redact import Redactor
 
 __all__ = ["AnthropicModel", "AnthropicStreamState", "to_anthropic_messages"]
@@ -433,6 +440,9 @@ class AnthropicModel:
             base_url=root,
             max_retries=0,
             timeout=request_timeout_s,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                event_hooks={"response": [cap_error_body]}  # error pages read up to 64 KB
+            ),
         )
 
     def reset(self) -> None:

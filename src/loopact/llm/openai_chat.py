@@ -47,7 +47,14 @@ from loopact.llm.toolprompt import (
     describe_tools_compact,
     tool_call_grammar,
 )
-from loopact.llm.wire import SSEData, decode_event_json, drain, error_text, read_body
+from loopact.llm.wire import (
+    SSEData,
+    cap_error_body,
+    decode_event_json,
+    drain,
+    error_text,
+    read_body,
+)
 from loopact.redact import Redactor
 
 logger = logging.getLogger(__name__)
@@ -118,6 +125,9 @@ class OpenAIChatModel:
             base_url=base_url,
             max_retries=0,
             timeout=request_timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(
+                event_hooks={"response": [cap_error_body]}  # error pages read up to 64 KB
+            ),
         )
 
     def __repr__(self) -> str:

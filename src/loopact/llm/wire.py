@@ -41,6 +41,7 @@ __all__ = [
     "SSEData",
     "decode_event_json",
     "drain",
+    "cap_error_body",
     "error_text",
     "read_body",
     "read_error_body",
@@ -258,3 +259,34 @@ async def read_error_body(response: httpx2.Response) -> httpx2.Response:
         content=b"".join(parts)[:MAX_ERROR_BODY_BYTES],
         request=response.request,
     )
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """The first ``limit`` bytes of a response body; closing it closes the connection."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._inner:
+            piece = chunk[: self._limit - size]
+            size += len(piece)
+            yield piece
+            if size >= self._limit:
+                return
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def cap_error_body(response: httpx2.Response) -> None:
+    """An ``httpx`` response hook: an error response's body is read only up to
+    :data:`MAX_ERROR_BODY_BYTES` by whoever reads it (the ``openai`` and ``anthropic`` SDKs
+    read an error's whole body before they raise; issue 21 item 6, SPEC B6).
+
+    Give it to a client as ``event_hooks={"response": [cap_error_body]}``.
+    """
+    if response.status_code >= 400 and isinstance(response.stream, httpx2.AsyncByteStream):
+        response.stream = _CappedStream(response.stream, MAX_ERROR_BODY_BYTES)
