@@ -339,6 +339,10 @@ async def test_an_injected_fault_ends_as_specified_and_the_agent_serves_on(
                 }.get(name)
                 if why is not None:
                     assert why in rec.of("model_retry")[0].data["error"], rec.of("model_retry")
+            if name == "429_with_retry_after":  # waited as the server said, not the backoff
+                assert rec.of("model_retry")[0].data["delay_s"] >= 0.05, rec.of("model_retry")
+            if name == "429_without_retry_after":  # the backoff of fast_bounds (0.01 s, x2)
+                assert all(e.data["delay_s"] < 0.05 for e in rec.of("model_retry"))
             if name == "wall_clock_bound_during_a_motion":
                 assert 0.0 < moved_m(rig) < 2.0  # it drove, then the bound stopped it
             if name == "tool_returns_50_mb":
