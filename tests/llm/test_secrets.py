@@ -199,13 +199,16 @@ def test_mcp_servers_secret_headers_and_env_are_secrets(tmp_path: Path) -> None:
             "url": "https://mcp.example.com/mcp",
             "headers": {"Authorization": "Bearer ghp-live-5Jd8Ks2Lq9", "Accept": "text/plain"},
         },
-        "fs": {"command": "fs-server", "env": {"FS_TOKEN": "fs-live-1Az4Qx7Wc0", "HOME": "/x"}},
+        "fs": {
+            "command": "fs-server",
+            "env": {"FS_TOKEN": "fs-live-1Az4Qx7Wc0", "HOME": "/x", "AUTHOR": "Ada Lovelace"},
+        },
     }
     cfg_file.write_text(json.dumps({"mcp": {"servers": servers}}), encoding="utf-8")
     cfg, _ = load_config(cfg_file, env={})
     secrets = set(config_secrets(cfg, env={}))
     assert {"Bearer ghp-live-5Jd8Ks2Lq9", "ghp-live-5Jd8Ks2Lq9", "fs-live-1Az4Qx7Wc0"} <= secrets
-    assert "text/plain" not in secrets and "/x" not in secrets  # not secrets: never masked
+    assert not {"text/plain", "/x", "Ada Lovelace"} & secrets  # not secrets: never masked
 
 
 async def test_a_key_split_across_streamed_deltas_is_masked(

@@ -319,7 +319,13 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|credential|cookie", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"(^|[_-])(api_?key|key|token|secret|pass(word|wd)?|auth(orization)?|credentials?|cookie)"
+    r"($|[_-])",
+    re.IGNORECASE,
+)
+"""A header or variable name that holds a secret: ``Authorization``, ``X-API-Key``,
+``GITHUB_TOKEN``, ``DB_PASSWORD`` (not ``AUTHOR`` or ``KEYBOARD``)."""
 
 
 def config_secrets(cfg: Config, env: Mapping[str, str] | None = None) -> list[str]:
