@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import io
 import json
 import logging
 import shutil
@@ -17,12 +18,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image as PILImage
 from tests.image_bombs import png_bomb
 
 from loopact.app.mqtt import mqtt_settings
 from loopact.config import load_config
 from loopact.errors import ConfigError, NodeError
 from loopact.events import Event, EventBus
+from loopact.llm.messages import Image
 from loopact.nodes.connector import ImageData
 from loopact.nodes.discovery import NodeTrust, ToolDiscovery
 from loopact.nodes.input import InputNode
@@ -32,7 +35,7 @@ from loopact.nodes.mqtt_link import MqttLink
 from loopact.nodes.mqtt_settings import MqttSettings, parse_broker
 from loopact.nodes.output import OutputNode
 from loopact.testing.mqtt_broker import MqttBroker, free_port
-from loopact.tools.base import SafetyClass, ToolContext, tool
+from loopact.tools.base import SafetyClass, ToolContext, ToolResult, tool
 from loopact.tools.registry import ToolRegistry
 
 from .mqtt_helpers import broker_available, needs_broker, subscribed, wait_until
@@ -184,6 +187,34 @@ async def test_tool_offered_called_and_dropped_at_once_on_a_clean_stop(
     await disc.stop()
     await disc2.stop()
     await late.shutdown()
+
+
+async def test_images_of_a_nodes_result_pass_the_image_gate(pair: Any, tmp_path: Path) -> None:
+    """SPEC G1 for remote tools: a node's images went to the model as the node sent them (a
+    2048 px photo, or a tiny PNG of 9000x9000 pixels for the local vision brain to decode);
+    they pass the image gate like every other image (issue 21 item 10)."""
+    node, agent = pair
+    big = PILImage.new("RGB", (2048, 1536), (200, 30, 30))
+    buf = io.BytesIO()
+    big.save(buf, format="PNG")
+
+    @tool(safety=SafetyClass.READ_ONLY)
+    def snapshot() -> ToolResult:
+        """A photo."""
+        return ToolResult.success("a photo", images=(Image(buf.getvalue(), "image/png"),))
+
+    out = OutputNode(snapshot, node)
+    await out.start()
+    disc, _ = await discover(agent, ["snapshot"])
+    remote = disc.registry.get("snapshot")
+    assert remote is not None
+    result = await remote.invoke({}, ctx(tmp_path))
+    assert result.ok, result
+    (image,) = result.images
+    assert (image.media_type, image.width_px, image.height_px) == ("image/jpeg", 1024, 768)
+    with PILImage.open(io.BytesIO(image.data)) as decoded:
+        assert decoded.size == (1024, 768)
+    await disc.stop()
 
 
 async def test_a_duplicate_request_never_runs_twice_and_cancel_stops_a_call(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -33,6 +34,7 @@ from typing import Any
 
 from loopact.errors import NodeError, ProtocolError
 from loopact.events import EventBus
+from loopact.llm.messages import Image
 from loopact.nodes.connector import CallHandle, Connector, Payload
 from loopact.nodes.heartbeat import HeartbeatWatch
 from loopact.nodes.protocol import (
@@ -46,6 +48,7 @@ from loopact.nodes.protocol import (
 )
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
+from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +97,7 @@ class RemoteTool(Tool):
         endpoint: The node's execute interface.
         safety: The class the operator gives the tool (:class:`NodeTrust`); None: the
             announced one.
+        gate: The image gate the images of its results pass (SPEC G1); None: a new one.
     """
 
     def __init__(
@@ -102,7 +106,9 @@ class RemoteTool(Tool):
         connector: Connector,
         endpoint: str,
         safety: SafetyClass | None = None,
+        gate: ImageGate | None = None,
     ) -> None:
+        self.gate = gate or ImageGate()
         self.connector = connector
         self.endpoint = endpoint
         self.info = info
@@ -168,7 +174,10 @@ class RemoteTool(Tool):
                 return ToolResult.failure(f"node {self.name}: {exc}")
             if reply.cancelled:
                 return ToolResult.failure(f"node {self.name}: the call was cancelled")
-            return decode_result(reply.output_json, reply.exit_code, node=f"node {self.name}")
+            result = decode_result(reply.output_json, reply.exit_code, node=f"node {self.name}")
+            if result.images:  # decoding is blocking work (and bounded by the gate)
+                result = await asyncio.to_thread(gated_images, result, self.gate)
+            return result
         await _cancel_quietly(handle, result_task, lost_task)
         if lost_task in done:
             return ToolResult.failure(
@@ -196,6 +205,28 @@ class _Entry:
     contender_first_s: float = 0.0
     contender_last_s: float = 0.0
     conflict_reported: bool = False
+
+
+def gated_images(result: ToolResult, gate: ImageGate) -> ToolResult:
+    """``result`` with its images through ``gate`` (SPEC G1; issue 21 item 10): a node on the
+    graph may send any image, a tiny PNG of 9000x9000 pixels included. A JPEG no larger
+    than the gate's output (what a loopact node sends) passes as it is; anything else is
+    decoded within the gate's bounds and re-encoded, or dropped with the gate's reason in
+    ``metadata.image_errors``."""
+    kept: list[Image] = []
+    errors: list[str] = []
+    for image in result.images:
+        side = max(image.width_px, image.height_px)
+        if image.media_type == "image/jpeg" and 0 < side <= gate.max_side_px:
+            kept.append(image)
+            continue
+        out = gate.process(image.data)
+        if out.image is None:
+            errors.append(out.error or "not an image")
+        else:
+            kept.append(out.image)
+    metadata = {**result.metadata, "image_errors": errors} if errors else result.metadata
+    return dataclasses.replace(result, images=tuple(kept), metadata=metadata)
 
 
 class ToolDiscovery(HeartbeatWatch):
@@ -230,6 +261,7 @@ class ToolDiscovery(HeartbeatWatch):
         super().__init__(connector, agent, bus, drop_after_s)
         self.registry = registry
         self.trust = trust or NodeTrust()
+        self.gate = ImageGate()  # one for every node's results: bounded concurrent decodes
         self.tools: dict[str, _Entry] = {}
 
     def _release(self) -> None:
@@ -335,7 +367,7 @@ class ToolDiscovery(HeartbeatWatch):
                 info.safety.value,
                 safety.value,
             )
-        return RemoteTool(info, self.connector, endpoint, safety)
+        return RemoteTool(info, self.connector, endpoint, safety, self.gate)
 
     def _switch(self, entry: _Entry, info: OutputInfo) -> None:
         """The first node went quiet and a new instance beats: it restarted."""
