@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import subprocess
+import sys
+import textwrap
 import wave
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,33 @@ async def test_raw_pcm_pipes_in_and_out() -> None:
     await sink.drain()
     await sink.close()
     assert out.getvalue() == pcm
+
+
+def test_a_silent_open_pipe_does_not_block_exit(tmp_path: Path) -> None:
+    """A producer that keeps the PCM pipe open without writing: the process still exits."""
+    code = textwrap.dedent(
+        """
+        import asyncio, os, threading
+        from loopact.voice.files import PcmPipeSource
+
+        async def main():
+            r, _w = os.pipe()
+            source = PcmPipeSource(os.fdopen(r, "rb"))
+            frames = source.frames().__aiter__()
+            waiting = asyncio.ensure_future(frames.__anext__())
+            while not any(t.name == "loopact-pcm-reader" for t in threading.enumerate()):
+                await asyncio.sleep(0.01)
+            waiting.cancel()
+            await source.close()
+            print("ended", flush=True)
+
+        asyncio.run(main())
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ended", proc.stderr
 
 
 @needs_espeak

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import threading
 import time
 import wave
 from collections.abc import AsyncIterator
@@ -92,12 +93,17 @@ class PcmPipeSource:
         self.notes: list[str] = []
 
     async def frames(self) -> AsyncIterator[AudioFrame]:
-        """Frames as the bytes arrive; then ``tail_s`` of silence in real time."""
-        loop = asyncio.get_running_loop()
+        """Frames as the bytes arrive; then ``tail_s`` of silence in real time.
+
+        The pipe is read on a daemon thread of its own, not on the loop's default executor: a
+        producer that keeps the pipe open without writing must not block the process's exit
+        (``asyncio.run`` waits for the default executor's threads; issue 22 item 8).
+        """
+        chunks: asyncio.Queue[bytes] = asyncio.Queue()
+        self._start_reader(asyncio.get_running_loop(), chunks)
         pending = bytearray()
         while not self._closed:
-            read = getattr(self._stream, "read1", self._stream.read)
-            chunk = await loop.run_in_executor(None, read, _PIPE_READ)
+            chunk = await chunks.get()
             if not chunk:
                 break
             pending.extend(chunk)
@@ -109,6 +115,25 @@ class PcmPipeSource:
             pending = pending[:-1]
         async for frame in paced(bytes(pending) + b"\0\0" * int(self._tail_s * SAMPLE_RATE)):
             yield frame
+
+    def _start_reader(self, loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[bytes]) -> None:
+        """Read the pipe on a daemon thread into ``chunks``; ``b""`` at end of file or error."""
+        read = getattr(self._stream, "read1", self._stream.read)
+
+        def pump() -> None:
+            chunk = b"-"
+            while chunk and not self._closed:
+                try:
+                    chunk = read(_PIPE_READ)
+                except (OSError, ValueError) as exc:  # closed or broken pipe: end of input
+                    self.notes.append(f"the PCM stream failed: {exc}")
+                    chunk = b""
+                try:
+                    loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+                except RuntimeError:  # the loop is closed: nobody listens any more
+                    return
+
+        threading.Thread(target=pump, name="loopact-pcm-reader", daemon=True).start()
 
     async def close(self) -> None:
         """Stop reading (the pipe itself belongs to the caller)."""
