@@ -121,6 +121,8 @@ async def test_cancelling_the_task_cancels_the_mcp_request(
     try:
         agent.submit("wait a minute", source="test")
         await rec.wait_for(lambda e: e.type == "tool_call" and e.data["name"] == "wait_here")
+        # the call event comes before the request reaches the server: stop a call it runs
+        await until(lambda: (tmp_path / "waiting").exists(), what="the server running the call")
         agent.stop(source="test")
         await rec.wait_for(lambda e: e.type == "task_end")
         await until(lambda: (tmp_path / "cancelled").exists(), what="the server's cancel marker")

@@ -1,7 +1,8 @@
 """Real ROS 2 in separate processes (SPEC C4, D1, X3, F3).
 
-Every test run gets its own ``ROS_DOMAIN_ID`` (from the pid, 1..100) and localhost-only
-discovery, so parallel runs on one machine do not see each other. Skipped when rclpy or the
+Every test run gets its own ``ROS_DOMAIN_ID`` (from the pid, 1..100; the workers of one
+``pytest -n N`` run never share one) and localhost-only discovery, so parallel runs on one
+machine do not see each other. Skipped when rclpy or the
 loopact_interfaces package is missing (``make ros2`` installs both).
 """
 
@@ -28,7 +29,15 @@ if not ros_available():  # pragma: no cover - depends on the machine
         allow_module_level=True,
     )
 
-DOMAIN_ID = 1 + os.getpid() % 100
+
+def _domain_id() -> int:
+    """1..100 from the pid, a different residue per pytest-xdist worker of this run."""
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    return 1 + (os.getpid() % (100 // workers)) * workers + worker % workers
+
+
+DOMAIN_ID = _domain_id()
 
 
 @pytest.fixture(scope="session")

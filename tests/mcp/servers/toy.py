@@ -7,7 +7,8 @@ Usage: ``python toy.py [--marker-dir DIR] [--http PORT]``. Tools:
 - ``shout(text)``: added at run time; returns ``text`` in capitals.
 - ``picture()``: a PNG image, an embedded text resource, a binary resource, audio and a
   resource link (to ``note://hello``, readable).
-- ``wait_here(seconds)``: sleeps; writes ``cancelled`` into the marker dir when cancelled.
+- ``wait_here(seconds)``: writes ``waiting`` into the marker dir, sleeps; writes ``cancelled``
+  there when cancelled.
 - ``huge()``: a 20 MB text result.
 - ``delete_all()``: destructive; ``bad_schema``: a tool whose inputSchema is not JSON Schema;
   ``bad_ref``: one whose ``$ref`` points to another document; ``bloated``: one whose schema
@@ -159,6 +160,8 @@ async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolRe
             ]
         )
     if name == "wait_here":
+        if OPTS.marker_dir is not None:
+            (OPTS.marker_dir / "waiting").write_text("waiting")
         try:
             await anyio.sleep(float(args.get("seconds", 1)))
         except anyio.get_cancelled_exc_class():
