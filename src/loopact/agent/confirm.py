@@ -13,6 +13,7 @@ import asyncio
 import itertools
 from dataclasses import dataclass
 
+from loopact._compat import wait_within
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
@@ -90,7 +91,7 @@ class ConfirmationBroker:
             timeout_s=self.timeout_s,
         )
         try:
-            allowed = await asyncio.wait_for(fut, self.timeout_s)
+            allowed = await wait_within(fut, self.timeout_s)
         except asyncio.TimeoutError:
             self.bus.emit("confirm_response", task_id, id=request_id, allowed=False, by="timeout")
             return Decision(

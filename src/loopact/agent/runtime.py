@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from loopact._compat import wait_within
 from loopact.agent.confirm import ConfirmationBroker
 from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
@@ -399,7 +400,7 @@ class Agent:
                 reply = await run.continuous_body()
                 outcome = TaskOutcome(cmd.id, "completed", reply=reply)
             else:
-                reply = await asyncio.wait_for(run.body(), self.options.bounds.task_timeout_s)
+                reply = await wait_within(run.body(), self.options.bounds.task_timeout_s)
                 reply = reply or t("bound.no_answer", lang)
                 outcome = TaskOutcome(cmd.id, "completed", reply=reply)
         except BoundReached as exc:
@@ -437,7 +438,7 @@ class Agent:
         if provider is None:
             return
         try:
-            state = await asyncio.wait_for(provider(), 2.0)
+            state = await wait_within(provider(), 2.0)
         except Exception as exc:
             log.warning("could not read the robot state: %r", exc)
             return

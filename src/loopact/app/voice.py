@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from loopact._compat import wait_within
 from loopact.agent import Agent
 from loopact.channels.voice import VoiceChannel
 from loopact.channels.voice_tools import (
@@ -282,7 +283,7 @@ async def finish_speaking(run: VoiceRun, console: Console, limit_s: float = SPEA
     if run.player is None:
         return
     try:
-        await asyncio.wait_for(run.player.wait_idle(), limit_s)
+        await wait_within(run.player.wait_idle(), limit_s)
     except asyncio.TimeoutError:
         console.print(f"loopact: the spoken reply was cut after {limit_s:g} s", markup=False)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pydantic
 
+from loopact._compat import wait_within
 from loopact.config import Config, MessagesConfig, TopicMessagesConfig
 from loopact.errors import ConfigError, LoopactError
 from loopact.eval.messages import TopicRecorder
@@ -324,7 +325,7 @@ class Suite:
                 if task.interrupt is not None:
                     watcher = asyncio.ensure_future(_interrupt(agent, session, task, run))
                 try:
-                    outcome = await asyncio.wait_for(main, bound_s)
+                    outcome = await wait_within(main, bound_s)
                     run.status = outcome.status
                 except asyncio.TimeoutError:
                     run.status = "timeout"

@@ -15,6 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
+from loopact._compat import wait_within
 from loopact.llm.local import MODEL_NAME, cache_dir
 
 #: The module the child process runs: llama-cpp-python's server plus loopact's prefix cache.
@@ -125,7 +126,7 @@ def log_tail(path: Path, lines: int = _STDERR_TAIL_LINES) -> str:
 async def http_status(port: int, path: str) -> int | None:
     """HTTP status of ``GET path`` on 127.0.0.1:port, or None when nothing answers."""
     try:
-        reader, writer = await asyncio.wait_for(
+        reader, writer = await wait_within(
             asyncio.open_connection("127.0.0.1", port), _HTTP_TIMEOUT_S
         )
     except (OSError, asyncio.TimeoutError):
@@ -134,13 +135,13 @@ async def http_status(port: int, path: str) -> int | None:
         request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         writer.write(request.encode("ascii"))
         await writer.drain()
-        line = await asyncio.wait_for(reader.readline(), _HTTP_TIMEOUT_S)
+        line = await wait_within(reader.readline(), _HTTP_TIMEOUT_S)
     except (OSError, asyncio.TimeoutError):
         return None
     finally:
         writer.close()
         with contextlib.suppress(OSError, asyncio.TimeoutError):
-            await asyncio.wait_for(writer.wait_closed(), _HTTP_TIMEOUT_S)
+            await wait_within(writer.wait_closed(), _HTTP_TIMEOUT_S)
     parts = line.decode("latin-1").split()
     if len(parts) >= 2 and parts[1].isdigit():
         return int(parts[1])

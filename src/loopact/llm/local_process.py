@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from loopact._compat import wait_within
 from loopact.config import LocalConfig
 from loopact.errors import ConfigError, ModelFatalError
 from loopact.llm.local import (
@@ -308,7 +309,7 @@ class LocalBrain:
                     "with:\n" + log_tail(self.log_path)
                 )
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._proc.wait(), _POLL_S)
+                await wait_within(self._proc.wait(), _POLL_S)
 
     async def _supervise(self) -> None:
         """Watch the child; restart it after a crash, within the restart bound (issue 13)."""
@@ -368,7 +369,7 @@ class LocalBrain:
         misses = 0
         while True:
             try:
-                await asyncio.wait_for(asyncio.shield(proc.wait()), self.health_interval_s)
+                await wait_within(asyncio.shield(proc.wait()), self.health_interval_s)
                 return False
             except asyncio.TimeoutError:
                 pass
@@ -407,7 +408,7 @@ class LocalBrain:
             pulse = self._pulse or asyncio.Event()
             self._pulse = pulse
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(pulse.wait(), min(remaining, _POLL_S * 4))
+                await wait_within(pulse.wait(), min(remaining, _POLL_S * 4))
 
     async def exited(self, generation: int, grace_s: float = 3.0) -> bool:
         """True when the server process of ``generation`` has exited (waiting up to grace_s).
@@ -421,7 +422,7 @@ class LocalBrain:
         if proc is None:
             return True
         try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), grace_s)
+            await wait_within(asyncio.shield(proc.wait()), grace_s)
         except asyncio.TimeoutError:
             return False
         return True
@@ -433,12 +434,12 @@ class LocalBrain:
         with contextlib.suppress(ProcessLookupError):
             proc.terminate()
         try:
-            await asyncio.wait_for(proc.wait(), _STOP_TIMEOUT_S)
+            await wait_within(proc.wait(), _STOP_TIMEOUT_S)
         except asyncio.TimeoutError:
             log.warning("local brain did not stop after SIGTERM; killing it")
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            await asyncio.wait_for(proc.wait(), _STOP_TIMEOUT_S)
+            await wait_within(proc.wait(), _STOP_TIMEOUT_S)
 
     async def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 10 s). Safe to call twice."""

@@ -32,7 +32,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from loopact._compat import timeout_after
+from loopact._compat import timeout_after, wait_within
 from loopact._version import __version__
 from loopact.config import McpServerConfig
 from loopact.errors import NodeError
@@ -391,7 +391,7 @@ class McpServerLink:
             log.warning("%s; reconnecting in %g s", note, delay)
             self._status(LinkState.RESTARTING, note, delay_s=delay)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), delay)
+                await wait_within(self._stopping.wait(), delay)
         self._status(LinkState.STOPPED, "stopped")
 
     async def _connect_once(self) -> str:
@@ -563,4 +563,4 @@ async def _abandon(*futures: asyncio.Future[Any]) -> None:
     for fut in futures:
         fut.cancel()
     with contextlib.suppress(asyncio.TimeoutError, Exception):
-        await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), 2.0)
+        await wait_within(asyncio.gather(*futures, return_exceptions=True), 2.0)

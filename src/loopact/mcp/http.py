@@ -27,6 +27,7 @@ from typing import Any
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 
+from loopact._compat import wait_within
 from loopact.access import LoginLimiter
 from loopact.errors import ConfigError
 from loopact.mcp.address import check_access, is_loopback
@@ -148,7 +149,7 @@ class HttpHandle:
         """Stop serving (bounded)."""
         self._server.should_exit = True
         try:
-            await asyncio.wait_for(asyncio.shield(self._task), _STOP_TIMEOUT_S)
+            await wait_within(asyncio.shield(self._task), _STOP_TIMEOUT_S)
         except (asyncio.TimeoutError, Exception):
             self._server.force_exit = True
             self._task.cancel()

@@ -38,6 +38,7 @@ import mcp.types as mt
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
+from loopact._compat import wait_within
 from loopact._version import __version__
 from loopact.errors import ToolError
 from loopact.events import EventBus
@@ -271,7 +272,7 @@ class ToolServer:
         if self.state_provider is None or self.bus is None:
             return
         try:
-            state = await asyncio.wait_for(self.state_provider(), 2.0)
+            state = await wait_within(self.state_provider(), 2.0)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

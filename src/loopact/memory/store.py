@@ -39,6 +39,7 @@ from typing import Literal
 import platformdirs
 from dulwich.repo import Repo
 
+from loopact._compat import wait_within
 from loopact.errors import PushRejected
 from loopact.llm.messages import Message
 from loopact.memory import _git
@@ -229,7 +230,7 @@ class GitMemory:
         finally:
             # Stop the worker only between commits: a commit thread cannot be cancelled.
             try:
-                await asyncio.wait_for(self._git_lock.acquire(), 30.0)
+                await wait_within(self._git_lock.acquire(), 30.0)
                 locked = True
             except asyncio.TimeoutError:
                 log.warning("memory close: a git operation is still running; closing anyway")
@@ -281,7 +282,7 @@ class GitMemory:
             async with cond:
                 await cond.wait_for(lambda: self._done >= target)
 
-        await asyncio.wait_for(wait(), timeout_s)
+        await wait_within(wait(), timeout_s)
 
     async def _commit_worker(self) -> None:
         assert self._wake is not None and self._cond is not None
@@ -525,7 +526,7 @@ class GitMemory:
         async with self._git_lock:
             for attempt in range(5):
                 try:
-                    remote_head = await asyncio.wait_for(
+                    remote_head = await wait_within(
                         self._blocking.run(_git.fetch, repo, remote), self.sync_timeout_s
                     )
                     async with self._fs_lock:
@@ -538,7 +539,7 @@ class GitMemory:
                         await self._reload_prompt_texts()
                     local = _git.head(repo)
                     if local is not None and local != remote_head:
-                        await asyncio.wait_for(
+                        await wait_within(
                             self._blocking.run(_git.push, repo, remote), self.sync_timeout_s
                         )
                         pushed = True

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from loopact._compat import wait_within
 from loopact.errors import NodeError, ProtocolError
 from loopact.events import EventBus
 from loopact.llm.messages import Image
@@ -192,7 +193,7 @@ async def _cancel_quietly(handle: CallHandle, *tasks: asyncio.Future[Any]) -> No
     for task in tasks:
         task.cancel()
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(asyncio.shield(handle.cancel()), 1.0)
+        await wait_within(asyncio.shield(handle.cancel()), 1.0)
 
 
 @dataclass

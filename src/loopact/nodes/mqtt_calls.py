@@ -34,6 +34,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loopact._compat import wait_within
 from loopact.errors import NodeError
 from loopact.nodes.connector import CallReply, Handler, ProgressFn
 from loopact.nodes.mqtt_link import MqttLink
@@ -282,9 +283,7 @@ class _Call:
                 call's timeout plus :data:`RESULT_GRACE_S`.
         """
         try:
-            return await asyncio.wait_for(
-                asyncio.shield(self.done), self.timeout_s + RESULT_GRACE_S
-            )
+            return await wait_within(asyncio.shield(self.done), self.timeout_s + RESULT_GRACE_S)
         except asyncio.TimeoutError:
             raise NodeError(f"{self._endpoint}: no result within {self.timeout_s:g} s") from None
         finally:
@@ -336,7 +335,7 @@ class CallClient:
         self.pending[call.id] = call
         call.request_info = self.send(call, "call", input_json=input_json, timeout_s=timeout_s)
         try:
-            await asyncio.wait_for(asyncio.shield(call.accepted), connect_timeout_s)
+            await wait_within(asyncio.shield(call.accepted), connect_timeout_s)
         except asyncio.TimeoutError:
             self.pending.pop(call.id, None)
             with contextlib.suppress(NodeError):

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 
+from loopact._compat import wait_within
 from loopact.errors import ConfigError, NodeError, ToolError
 from loopact.nodes.mqtt_link import MqttLink, new_client_id
 from loopact.nodes.mqtt_settings import MqttSettings
@@ -78,7 +79,7 @@ class MqttChannel(MessageChannel):
             raise ToolError(f"MQTT: {exc}") from None
         if info is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(
+                await wait_within(
                     asyncio.to_thread(info.wait_for_publish, ACK_TIMEOUT_S), ACK_TIMEOUT_S + 1
                 )
         if info is None or not info.is_published():

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopact._compat import wait_within
 from loopact.errors import ConfigError, NodeError
 from loopact.nodes.mqtt_settings import MqttSettings
 
@@ -206,7 +207,7 @@ class MqttLink:
             self._client.loop_start()
         assert self._first is not None
         try:
-            await asyncio.wait_for(
+            await wait_within(
                 asyncio.shield(self._first), max(0.1, self.settings.connect_timeout_s)
             )
         except asyncio.TimeoutError:
@@ -282,7 +283,7 @@ class MqttLink:
         with contextlib.suppress(Exception):
             client.disconnect()
         try:
-            await asyncio.wait_for(asyncio.to_thread(client.loop_stop), 2.0)
+            await wait_within(asyncio.to_thread(client.loop_stop), 2.0)
         except (asyncio.TimeoutError, Exception) as exc:  # daemon thread: never blocks exit
             logger.debug("MQTT network thread did not stop in time: %r", exc)
         self.connected = False
@@ -397,7 +398,7 @@ class MqttLink:
         if self.connected:
             return True
         try:
-            await asyncio.wait_for(self._up.wait(), timeout_s)
+            await wait_within(self._up.wait(), timeout_s)
         except asyncio.TimeoutError:
             return False
         return True
@@ -461,7 +462,7 @@ class MqttLink:
         if sub.acked is None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(sub.acked), timeout_s)
+            await wait_within(asyncio.shield(sub.acked), timeout_s)
         except asyncio.TimeoutError:
             raise NodeError(
                 f"MQTT broker {self.address} did not confirm the subscription to {sub.filter} "

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopact._compat import wait_within
 from loopact.errors import ConfigError, NodeError
 from loopact.llm.messages import Message
 from loopact.nodes.mqtt_link import MqttLink, StateCallback, new_client_id
@@ -357,7 +358,7 @@ class MqttTools:
         info = link.publish(topic, data, qos, retain)
         if info is not None and qos == 1:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.to_thread(info.wait_for_publish, 2.0), 3.0)
+                await wait_within(asyncio.to_thread(info.wait_for_publish, 2.0), 3.0)
         return {
             "topic": topic,
             "bytes": len(data),
@@ -385,7 +386,7 @@ class MqttTools:
                 return got
             self._arrived.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), left)
+                await wait_within(self._arrived.wait(), left)
 
     # ------------------------------------------------------------------ tools
     def tools(self) -> list[Tool]:

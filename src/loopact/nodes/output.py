@@ -18,6 +18,7 @@ import logging
 import uuid
 from pathlib import Path
 
+from loopact._compat import wait_within
 from loopact.nodes.connector import CallReply, Connector, ProgressFn, Subscription
 from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
@@ -137,7 +138,7 @@ class OutputNode:
             progress=progress,
         )
         try:
-            return await asyncio.wait_for(self.tool.invoke(args, ctx), limit)
+            return await wait_within(self.tool.invoke(args, ctx), limit)
         except asyncio.TimeoutError:
             return ToolResult.failure(f"{self.tool.name} timed out after {limit:g} s")
         except asyncio.CancelledError:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from loopact._compat import wait_within
 from loopact.errors import NodeError
 from loopact.nodes._ros import ros_module, ros_types
 from loopact.nodes.connector import (
@@ -135,7 +136,7 @@ class _RosCall:
 
     async def cancel(self) -> None:
         try:
-            await asyncio.wait_for(self._owner._await(self._goal.cancel_goal_async()), 2.0)
+            await wait_within(self._owner._await(self._goal.cancel_goal_async()), 2.0)
         except (asyncio.TimeoutError, Exception) as exc:
             logger.debug("cancel of %s not confirmed: %r", self._endpoint, exc)
 
@@ -644,7 +645,7 @@ class Ros2Connector(Connector):
                 self._post(progress, str(msg.feedback.progress))
 
         try:
-            goal_handle = await asyncio.wait_for(
+            goal_handle = await wait_within(
                 self._await(client.send_goal_async(goal, feedback_callback=on_feedback)),
                 connect_timeout_s + 3.0,
             )

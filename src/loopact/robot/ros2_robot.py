@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from loopact._compat import wait_within
 from loopact.errors import RobotError
 from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import Subscription
@@ -232,7 +233,7 @@ class Ros2Robot:
                 )
             self._arrived.clear()
             try:
-                await asyncio.wait_for(self._arrived.wait(), min(remaining, 0.25))
+                await wait_within(self._arrived.wait(), min(remaining, 0.25))
             except asyncio.TimeoutError:
                 pass
             value = get()
@@ -384,7 +385,7 @@ async def open_ros2_session(
     robot = Ros2Robot(connector, prof, command="governor", agent=agent, on_status=on_status)
     await robot.start()
     try:
-        await asyncio.wait_for(robot.get_pose(), first_data_timeout_s)
+        await wait_within(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
     return start_session(robot, prof, site_map, perception=perception)

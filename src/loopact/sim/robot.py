@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loopact._compat import wait_within
 from loopact.errors import RobotError
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.sim import world
@@ -130,7 +131,7 @@ class SimRobot:
         try:
             st = self.sim.state()
             fut = self._renderer.submit(kind, st.qpos, st.stamp_s)
-            img = await asyncio.wait_for(asyncio.wrap_future(fut), RENDER_TIMEOUT_S)
+            img = await wait_within(asyncio.wrap_future(fut), RENDER_TIMEOUT_S)
             return st.stamp_s, img
         except asyncio.TimeoutError as exc:
             raise RobotError(f"rendering {kind} took longer than {RENDER_TIMEOUT_S} s") from exc

@@ -21,6 +21,7 @@ from typing import Any
 import json_repair
 import jsonschema
 
+from loopact._compat import wait_within
 from loopact.errors import BoxAnswerError, ModelError, ModelRetryableError
 from loopact.llm.base import Model, ModelRequest, TextDelta
 from loopact.llm.messages import Image, Message
@@ -170,7 +171,7 @@ class VisionModel:
         )
         for attempt in (1, 2):
             try:
-                return await asyncio.wait_for(self._collect(request), self.timeout_s)
+                return await wait_within(self._collect(request), self.timeout_s)
             except asyncio.TimeoutError:
                 raise ModelRetryableError(
                     f"the vision model did not answer within {self.timeout_s:.0f} s"

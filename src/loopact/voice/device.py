@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from loopact._compat import wait_within
 from loopact.errors import AudioDeviceError
 from loopact.voice.audio import FRAME_BYTES, FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, PlayedListener
 
@@ -152,7 +153,7 @@ class DeviceSink:
         while len(self._buffer) > self._limit:
             self._space.clear()
             try:
-                await asyncio.wait_for(self._space.wait(), 1.0)
+                await wait_within(self._space.wait(), 1.0)
             except asyncio.TimeoutError:
                 return
 

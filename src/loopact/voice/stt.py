@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from loopact._compat import wait_within
 from loopact.errors import SpeechEngineError
 from loopact.llm.httperrors import error_message
 from loopact.voice.audio import duration_s, wav_bytes
@@ -269,7 +270,7 @@ class WhisperSTT:
         async with self._lock:
             fut = loop.run_in_executor(self._pool, self._run, pcm, lang)
             try:
-                text, detected = await asyncio.wait_for(fut, self._timeout_s)
+                text, detected = await wait_within(fut, self._timeout_s)
             except asyncio.TimeoutError:
                 raise SpeechEngineError(
                     f"offline transcription took longer than {self._timeout_s:g} s"
@@ -326,7 +327,7 @@ class OpenAISTT:
         if lang:
             kwargs["language"] = lang
         try:
-            result = await asyncio.wait_for(
+            result = await wait_within(
                 self._client.audio.transcriptions.create(**kwargs), self._timeout_s + 1
             )
         except (asyncio.TimeoutError, openai.APITimeoutError):

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from loopact._compat import wait_within
 from loopact.errors import AudioFormatError, SpeechEngineError
 from loopact.llm.httperrors import error_message
 from loopact.voice.audio import duration_s, read_wav
@@ -119,7 +120,7 @@ class EspeakTTS:
             stderr=asyncio.subprocess.PIPE,
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), self._timeout_s)
+            out, err = await wait_within(proc.communicate(), self._timeout_s)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -182,7 +183,7 @@ class OpenAITTS:
             "response_format": "wav",
         }
         try:
-            response = await asyncio.wait_for(
+            response = await wait_within(
                 self._client.audio.speech.create(**args), self._timeout_s + 1
             )
             data = response.content

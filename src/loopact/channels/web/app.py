@@ -37,6 +37,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 from fastapi.staticfiles import StaticFiles
 from starlette.websockets import WebSocketDisconnect
 
+from loopact._compat import wait_within
 from loopact.channels.web.auth import RequestGuard
 from loopact.channels.web.camera import BOUNDARY, CameraFeed
 from loopact.channels.web.hub import EventHub, ShownImages, dropped_notice
@@ -124,7 +125,7 @@ class ConsoleState:
         if self.robot_session is None:
             return None
         try:
-            state = await asyncio.wait_for(self.robot_session.state(), _POSE_TIMEOUT_S)
+            state = await wait_within(self.robot_session.state(), _POSE_TIMEOUT_S)
         except (RobotError, asyncio.TimeoutError) as exc:
             log.debug("no pose for the console: %s", exc)
             return None

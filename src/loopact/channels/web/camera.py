@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from loopact._compat import wait_within
 from loopact.errors import RobotError
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class CameraFeed:
             if self._last is not None and started - self._last_at < self._period_s:
                 return self._last
             try:
-                cam = await asyncio.wait_for(self._robot.get_frame(), _FRAME_TIMEOUT_S)
+                cam = await wait_within(self._robot.get_frame(), _FRAME_TIMEOUT_S)
             except asyncio.TimeoutError as exc:
                 raise RobotError(f"no camera frame within {_FRAME_TIMEOUT_S:.0f} s") from exc
             rgb = np.asarray(cam.rgb)
@@ -134,6 +135,6 @@ class CameraFeed:
                 yield head + f.jpeg + b"\r\n"
             wait_s = max(0.0, self._period_s - (time.monotonic() - started))
             try:
-                await asyncio.wait_for(stop.wait(), wait_s)
+                await wait_within(stop.wait(), wait_s)
             except asyncio.TimeoutError:
                 pass

@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 
+from loopact._compat import wait_within
 from loopact.access import check_token
 from loopact.channels.web.app import ConsoleState, create_app
 from loopact.channels.web.settings import WebSettings
@@ -104,7 +105,7 @@ class WebConsole:
         self.state.shown.close()
         self._server.should_exit = True
         try:
-            await asyncio.wait_for(asyncio.shield(self._task), _STOP_TIMEOUT_S)
+            await wait_within(asyncio.shield(self._task), _STOP_TIMEOUT_S)
         except asyncio.TimeoutError:
             log.warning("web console did not stop within %.0f s; cancelling it", _STOP_TIMEOUT_S)
             self._task.cancel()

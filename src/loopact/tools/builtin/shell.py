@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopact._compat import wait_within
 from loopact.errors import ToolError
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.files import Workspace
@@ -124,7 +125,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     """SIGTERM the process group, then SIGKILL after :data:`KILL_GRACE_S`; reap the child."""
     _kill_group(proc, signal.SIGTERM)
     try:
-        await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+        await wait_within(proc.wait(), KILL_GRACE_S)
     except asyncio.TimeoutError:
         pass
     _kill_group(proc, signal.SIGKILL)  # children that ignored SIGTERM, even if the leader died
@@ -204,7 +205,7 @@ async def run_command(
             stopped_for_output = not timed_out
             await _stop(proc)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(readers, KILL_GRACE_S * 4)
+            await wait_within(readers, KILL_GRACE_S * 4)
     finally:
         overflow.cancel()
         if proc.returncode is None:  # cancelled (preemption): never leave it running

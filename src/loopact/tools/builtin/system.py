@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 
+from loopact._compat import wait_within
 from loopact.tools.base import SafetyClass, Tool, ToolContext, tool
 from loopact.tools.blocking import BlockingExecutor
 
@@ -136,7 +137,7 @@ async def _gpus() -> list[dict[str, Any]] | None:
         stderr=asyncio.subprocess.DEVNULL,
     )
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), NVIDIA_SMI_TIMEOUT_S)
+        out, _ = await wait_within(proc.communicate(), NVIDIA_SMI_TIMEOUT_S)
     except (asyncio.TimeoutError, asyncio.CancelledError):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
