@@ -266,8 +266,9 @@ def test_board_files_and_cli_flag(tmp_path: Path) -> None:
     bad.write_text(
         "name: b\ngpio_pins: [1]\ndevices:\n  led: {class: led, pin: 5}\n", encoding="utf-8"
     )
-    with pytest.raises(ConfigError, match="pin 5 is not in gpio_pins"):
+    with pytest.raises(ConfigError, match="pin 5 is not in gpio_pins") as whole_board:
         load_board(bad)
+    assert f"board file {bad}: Value error, device led" in str(whole_board.value)  # no ": :"
     cfg, _ = load_config(None, env={}, cwd=tmp_path, overrides={"board": {"kind": "linux"}})
     assert cfg.board.kind == "linux"
 

@@ -131,4 +131,5 @@ def load_board(source: str | Path) -> BoardSpec:
     except pydantic.ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"board file {path}: {where}: {err['msg']}", key="board.file") from None
+        at = f"{where}: " if where else ""  # a whole-board rule has no location
+        raise ConfigError(f"board file {path}: {at}{err['msg']}", key="board.file") from None

@@ -179,8 +179,11 @@ def eval_command(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Run the graded task suite on the simulated robot: every task graded by simulator
-    ground truth; prints a table and writes a JSON report (docs/eval.md)."""
+    """Run the graded task suite on the simulated robot (graded by ground truth; docs/eval.md).
+
+    Every task is graded by simulator ground truth (poses, the world, files, messages), never
+    by the model's words; prints a table and writes a JSON report.
+    """
     from loopact.config import load_config
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
