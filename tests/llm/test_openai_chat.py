@@ -28,7 +28,8 @@ from loopact.llm.base import (
 )
 from loopact.llm.httperrors import parse_retry_after
 from loopact.llm.messages import Image, Message, ToolCall, Usage
-from loopact.llm.openai_chat import NO_VISION_NOTE, OpenAIChatModel
+from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.llm.openai_messages import NO_VISION_NOTE
 from loopact.testing import ScriptedModelServer
 
 Factory = Callable[[Any], ScriptedModelServer]

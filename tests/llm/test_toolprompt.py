@@ -10,12 +10,11 @@ import pytest
 
 from loopact.llm.base import Capabilities, ModelRequest, ResponseDone, ToolSpec
 from loopact.llm.messages import Message, ToolCall, ToolOutcome
-from loopact.llm.openai_chat import (
+from loopact.llm.openai_chat import OpenAIChatModel, previous_calls
+from loopact.llm.openai_messages import (
     REFUSAL_AS_TEXT,
     TOOL_RESULT_AS_TEXT,
-    OpenAIChatModel,
     describe_tools_as_text,
-    previous_calls,
 )
 from loopact.llm.toolprompt import (
     MAX_EXAMPLES,

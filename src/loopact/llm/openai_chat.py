@@ -8,13 +8,13 @@ agent loop owns retries because only it knows whether a call was already dispatc
 The SDK sends the request and maps HTTP errors; the response body is read by
 :mod:`loopact.llm.wire` (server-sent events per the specification, or one JSON
 ``chat.completion`` when a gateway answers a stream request with a whole response) and parsed
-by :mod:`loopact.llm.accumulate` (pure, chunk by chunk). This module converts requests, drives
-the two and maps errors onto the loopact exception tree.
+by :mod:`loopact.llm.accumulate` (pure, chunk by chunk); the messages are converted by
+:mod:`loopact.llm.openai_messages`. This module builds the request body, drives the reading and
+parsing, and maps errors onto the loopact exception tree.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import logging
@@ -40,11 +40,15 @@ from loopact.llm.base import (
     ToolSpec,
 )
 from loopact.llm.httperrors import error_message, masking_errors, status_error
-from loopact.llm.messages import Image, ImagePart, Message, TextPart, ToolCall
+from loopact.llm.messages import Message, ToolCall
+from loopact.llm.openai_messages import (
+    current_task,
+    refused_for_units,
+    to_openai_messages,
+)
 from loopact.llm.toolprompt import (
     REPLY_TOOL,
     answer_only_grammar,
-    describe_tools_compact,
     tool_call_grammar,
 )
 from loopact.llm.wire import (
@@ -59,23 +63,6 @@ from loopact.redact import Redactor
 
 logger = logging.getLogger(__name__)
 
-NO_VISION_NOTE = "[image omitted: this model has no vision]"
-TOOL_RESULT_AS_TEXT = (
-    "<tool_response>\n{text}\n</tool_response>\n"
-    "Tell the user in one short sentence what this result shows."
-)
-"""A tool result for a model without native tool calls: the Hermes ``<tool_response>`` block
-many open models are trained on, and what to do with it. Measured with the 0.5B local brain
-(issue 6): with a bare "Result of tool ..." line it re-called the tool and the answer-only
-re-ask wrote "Here's the response in plain text: ..." or an unrelated apology; with this it
-answers "The robot turned left 90 degrees." in the same round."""
-REFUSAL_AS_TEXT = "<tool_response>\n{text}\n</tool_response>\nCall one of those functions instead."
-"""A call the runtime refused before running it for its units, for the same models (its error
-names the functions that take the user's quantity). Measured with the 0.5B brain on three
-refused calls (issue 6): with the "tell the user" line it chose the right function, but after
-that had run it called it again and the answer-only re-ask wrote garbage; with no line it
-answered with an apology instead of choosing; with this line it chose right and then answered
-"The robot moved forward 0.3 meters and reached the target." (3 of 3)."""
 _PLACEHOLDER_KEY = "none"
 
 
@@ -208,9 +195,7 @@ class OpenAIChatModel:
         """
         if not self.offers_reply(request):
             return False
-        return all(
-            _refused_for_units(m) for m in current_task(request.messages) if m.role == "tool"
-        )
+        return all(refused_for_units(m) for m in current_task(request.messages) if m.role == "tool")
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -366,77 +351,6 @@ class OpenAIChatModel:
 # --- request conversion -----------------------------------------------------------------
 
 
-def to_openai_messages(
-    messages: tuple[Message, ...] | list[Message],
-    vision: bool = True,
-    native_tool_calls: bool = True,
-    tools: tuple[ToolSpec, ...] = (),
-) -> list[dict[str, Any]]:
-    """Convert canonical messages to OpenAI chat messages (SPEC B4, B8).
-
-    Images become ``image_url`` content parts with a ``data:`` URL. Tool messages cannot hold
-    images, so the images of a run of tool messages go in one user message right after the
-    run. With ``vision=False`` every image becomes the text note :data:`NO_VISION_NOTE`.
-    With ``native_tool_calls=False`` assistant calls are written as ``<tool_call>`` blocks,
-    tool results become user messages, and the offered tools are described in the system
-    message.
-
-    Args:
-        messages: The canonical history.
-        vision: The model accepts images.
-        native_tool_calls: The endpoint has a ``tools`` parameter.
-        tools: The tools offered (only used when ``native_tool_calls`` is False).
-
-    Returns:
-        The ``messages`` list of the request body.
-    """
-    out: list[dict[str, Any]] = []
-    pending_images: list[dict[str, Any]] = []
-
-    def flush_images() -> None:
-        if pending_images:
-            out.append({"role": "user", "content": list(pending_images)})
-            pending_images.clear()
-
-    system_done = False
-    for msg in messages:
-        if msg.role != "tool":
-            flush_images()
-        if msg.role == "system":
-            text = msg.text
-            if not native_tool_calls and tools and not system_done:
-                text = text + "\n\n" + describe_tools_as_text(tools)
-            system_done = True
-            out.append({"role": "system", "content": text})
-        elif msg.role == "user":
-            out.append({"role": "user", "content": _user_content(msg, vision)})
-        elif msg.role == "assistant":
-            out.append(_assistant(msg, native_tool_calls))
-        else:
-            out.append(_tool_message(msg, vision, native_tool_calls, pending_images))
-    flush_images()
-    if not native_tool_calls and tools and not system_done:
-        out.insert(0, {"role": "system", "content": describe_tools_as_text(tools)})
-    return out
-
-
-def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
-    """A system-prompt section offering ``tools`` to a model without native tool calls.
-
-    The Hermes layout with one compact JSON object per tool (see
-    :func:`loopact.llm.toolprompt.describe_tools_compact`): fewer tokens than raw JSON Schema,
-    and small models pick the right tool more often with it (issue 6).
-    """
-    return describe_tools_compact(tools)
-
-
-def current_task(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
-    """The system message(s) and everything from the last user message on."""
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
-    system = [m for m in messages[:last_user] if m.role == "system"]
-    return [*system, *messages[last_user:]]
-
-
 def _held_back(event: ModelEvent) -> TypeGuard[TextDelta | ReasoningDelta | ToolCallDelta]:
     """Whether ``event`` is a fragment (text, reasoning, call arguments): while a response is
     collected each one is passed on as :class:`StreamProgress` at once, so that the response
@@ -490,83 +404,10 @@ def previous_calls(
     return ()
 
 
-def _refused_for_units(msg: Message) -> bool:
-    """A result the runtime refused before running the call, for its units (typed outcome)."""
-    return msg.outcome is not None and msg.outcome.error_kind == "units"
-
-
 def _repeats(call: ToolCall, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:
     # The same tool right after it succeeded (small models echo the finished call, often with
     # numbers copied from its result), or exactly the call that just failed.
     return any(call.name == p.name and (ok or call.arguments == p.arguments) for p, ok in previous)
-
-
-def image_url_part(image: Image) -> dict[str, Any]:
-    """An OpenAI ``image_url`` content part holding ``image`` as a base64 ``data:`` URL."""
-    data = base64.b64encode(image.data).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{data}"}}
-
-
-def _user_content(msg: Message, vision: bool) -> str | list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for p in msg.content:
-        if isinstance(p, TextPart):
-            parts.append({"type": "text", "text": p.text})
-        elif isinstance(p, ImagePart):
-            parts.append(image_url_part(p.image) if vision else _text(NO_VISION_NOTE))
-    if all(p["type"] == "text" for p in parts):
-        return "\n".join(p["text"] for p in parts)
-    return parts
-
-
-def _assistant(msg: Message, native_tool_calls: bool) -> dict[str, Any]:
-    text = msg.text
-    if not native_tool_calls:
-        blocks = [
-            "<tool_call>"
-            + json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
-            + "</tool_call>"
-            for c in msg.tool_calls
-        ]
-        return {"role": "assistant", "content": "\n".join([text, *blocks]).strip()}
-    out: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if msg.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {
-                    "name": c.name,
-                    "arguments": json.dumps(c.arguments, ensure_ascii=False),
-                },
-            }
-            for c in msg.tool_calls
-        ]
-    elif not text:
-        out["content"] = ""
-    return out
-
-
-def _tool_message(
-    msg: Message, vision: bool, native_tool_calls: bool, pending_images: list[dict[str, Any]]
-) -> dict[str, Any]:
-    text = msg.text
-    images = msg.images
-    if images and not vision:
-        text = "\n".join([text, *([NO_VISION_NOTE] * len(images))]).strip()
-    elif images:
-        pending_images.append(
-            _text(f"Images from tool {msg.name or 'unknown'} (call {msg.tool_call_id}):")
-        )
-        pending_images.extend(image_url_part(i) for i in images)
-    if native_tool_calls:
-        return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": text}
-    template = REFUSAL_AS_TEXT if _refused_for_units(msg) else TOOL_RESULT_AS_TEXT
-    return {"role": "user", "content": template.format(text=text)}
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
 
 
 # --- responses and errors ---------------------------------------------------------------
