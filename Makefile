@@ -9,6 +9,9 @@ STAMP_RUN  := $(VENV)/.installed-run
 STAMP_DEV  := $(VENV)/.installed-dev
 STAMP_ROS2 := $(VENV)/.installed-ros2
 ARGS ?=
+# make test runs the tests in this many processes (pytest-xdist, each test file in one
+# worker); 0 runs them in this process (a debugger, -s output).
+PYTEST_WORKERS ?= 2
 
 .PHONY: run test lint layers typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e test-slow-sim
 
@@ -71,7 +74,7 @@ typecheck: $(STAMP_DEV)
 
 pytest: $(STAMP_DEV)
 	@$(PY) scripts/install-local-brain.py --if-cached
-	$(VENV)/bin/pytest -q $(ARGS)
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(ARGS)
 
 # The three-process ROS 2 acceptance runs (issue 4) alone; `make test` runs them too.
 test-ros2-e2e: $(STAMP_ROS2)
