@@ -10,6 +10,7 @@ robot is stopped whatever happens.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -67,6 +68,7 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
             cfg, stack, bus, once=once, config_source=config_source, interactive=once is None
         )
         voice = await _open_voice(cfg, opened, stack)  # issue 16
+        freeze_startup_heap()
         if voice is not None and voice.from_file:
             return await _run_voice_file(cfg, opened.agent, voice)
         if once is not None:
@@ -77,6 +79,21 @@ async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | 
                 await finish_speaking(voice, Console(stderr=True, highlight=False))
             return code
         return await _run_terminal(cfg, opened.agent, opened.body, stack, config_source, voice)
+
+
+def freeze_startup_heap() -> None:
+    """Keep what start-up built out of the garbage collector's full collections (SPEC X1).
+
+    Start-up leaves a large heap that lives as long as the process (imported modules, the SDK
+    clients, the simulator, the tool schemas); every generation-2 collection walked all of it,
+    a 70 ms pause of the loop on this machine, which once in about 30 tasks fell between a
+    tool call's arguments completing and the tool starting (``bench/first_action.py``,
+    docs/performance.md). ``gc.freeze()`` after one collection moves those objects to the
+    permanent generation (CPython's documented use); what the agent allocates later is still
+    collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 @dataclass(frozen=True)
