@@ -131,15 +131,34 @@ async def test_playback_tools_play_and_record_inside_the_workspace(tmp_path: Pat
     controls = VoiceControls(player, None, tmp_path)
     tools = {t.name: t for t in make_voice_tools(controls)}
     assert set(tools) == {"play_audio", "pause_audio", "resume_audio", "stop_audio", "record_audio"}
-    result = controls.play("hello.wav")
+    result = await controls.play("hello.wav")
     assert result.ok and result.metadata["duration_s"] == pytest.approx(0.33, abs=0.02)
     await asyncio.wait_for(player.wait_idle(), 10)
     assert sink.played_samples == pytest.approx(0.325 * 16000, abs=400)
     with pytest.raises(ToolError, match="outside the workspace"):
-        controls.play("../../etc/passwd")
+        await controls.play("../../etc/passwd")
     with pytest.raises(ToolError, match="no microphone"):
         await controls.record(1.0)
     assert controls.pause() == "nothing is playing"
+    await player.close()
+    await sink.close()
+
+
+async def test_play_audio_reads_and_decodes_off_the_event_loop(tmp_path: Path) -> None:
+    """A WAV is read and resampled on a worker thread: the loop keeps turning meanwhile."""
+    bus = EventBus()
+    sink = ClockedSink("test")
+    player = Player(sink, FakeTTS(), bus)
+    (tmp_path / "long.wav").write_bytes(wav_bytes(silence(20.0) * 3, rate_hz=48000))
+    controls = VoiceControls(player, None, tmp_path)
+    playing = asyncio.ensure_future(controls.play("long.wav"))
+    turns = 0
+    while not playing.done():
+        turns += 1
+        await asyncio.sleep(0)
+    assert playing.result().ok
+    assert turns > 2  # decoded on the loop, the task would have finished within one turn
+    assert player.stop()
     await player.close()
     await sink.close()
 

@@ -15,8 +15,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from loopact._compat import wait_within
 from loopact.errors import AudioFormatError, ToolError
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
+from loopact.tools.blocking import BlockingExecutor
 from loopact.tools.builtin.files import Workspace, read_bytes, write_text
 from loopact.voice.audio import duration_s, read_wav, wav_bytes
 from loopact.voice.listen import Listener
@@ -27,6 +29,9 @@ MAX_RECORD_S = 120.0
 
 MAX_PLAY_BYTES = 50 * 1024 * 1024
 """``play_audio`` refuses larger WAV files (50 MiB: about 5 minutes of CD-quality stereo)."""
+
+LOAD_TIMEOUT_S = 30.0
+"""How long ``play_audio`` may take to read and decode its file, in seconds."""
 
 
 class VoiceControls:
@@ -45,28 +50,47 @@ class VoiceControls:
         self.player = player
         self.listener = listener
         self.ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self._executor = BlockingExecutor(max_workers=2, name="loopact-audio-file")
 
     def _need_player(self) -> Player:
         if self.player is None:
             raise ToolError("no speaker: start loopact with --voice or --audio-out")
         return self.player
 
-    def play(self, filename: str) -> ToolResult:
-        """Play a WAV file of the workspace."""
+    async def play(self, filename: str) -> ToolResult:
+        """Play a WAV file of the workspace.
+
+        The file is read and decoded (up to 50 MiB, resampled to 16 kHz mono) on a daemon
+        thread, not on the event loop, within :data:`LOAD_TIMEOUT_S`.
+
+        Raises:
+            ToolError: No speaker, a path outside the workspace, not a regular file, too
+                large, not a WAV it can decode, or reading it took too long.
+        """
         player = self._need_player()
-        # A regular file of bounded size only: a FIFO would block for good (issue 21 item 11)
-        path, raw = read_bytes(self.ws, filename, MAX_PLAY_BYTES, "play_audio")
         try:
-            pcm, notes = read_wav(raw, name=self.ws.relative(path))
-        except AudioFormatError as exc:
-            raise ToolError(str(exc)) from None
-        player.play_pcm(pcm, f"file {self.ws.relative(path)}")
+            rel, pcm, notes = await wait_within(
+                self._executor.run(self._load, filename), LOAD_TIMEOUT_S
+            )
+        except asyncio.TimeoutError:
+            raise ToolError(f"reading {filename} took more than {LOAD_TIMEOUT_S:g} s") from None
+        player.play_pcm(pcm, f"file {rel}")
         return ToolResult.success(
-            f"playing {self.ws.relative(path)} ({duration_s(pcm):.1f} s)",
-            path=self.ws.relative(path),
+            f"playing {rel} ({duration_s(pcm):.1f} s)",
+            path=rel,
             duration_s=round(duration_s(pcm), 2),
             notes=notes,
         )
+
+    def _load(self, filename: str) -> tuple[str, bytes, list[str]]:
+        # A regular file of bounded size only: a FIFO would block for good (issue 21 item 11)
+        path, raw = read_bytes(self.ws, filename, MAX_PLAY_BYTES, "play_audio")
+        rel = self.ws.relative(path)
+        try:
+            pcm, notes = read_wav(raw, name=rel)
+        except AudioFormatError as exc:
+            raise ToolError(str(exc)) from None
+        return rel, pcm, notes
 
     def pause(self) -> str:
         """Pause the playback."""
@@ -111,7 +135,7 @@ def make_voice_tools(controls: VoiceControls) -> list[Tool]:
         Args:
             filename: A WAV file in the workspace, e.g. 'recordings/hello.wav'.
         """
-        return controls.play(filename)
+        return await controls.play(filename)
 
     @tool(safety=SafetyClass.IDEMPOTENT)
     async def pause_audio() -> str:
@@ -151,7 +175,7 @@ def console_commands(controls: VoiceControls) -> dict[str, CommandHandler]:
     async def play(args: list[str]) -> str:
         if len(args) != 1:
             return "usage: /play FILE.wav"
-        result = controls.play(args[0])
+        result = await controls.play(args[0])
         return str(result.data if result.ok else result.error)
 
     async def record(args: list[str]) -> str:
