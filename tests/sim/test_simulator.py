@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 
 import pytest
 
@@ -65,6 +66,26 @@ async def test_forward_twist_moves_along_x(sim: Simulator) -> None:
     stopped = sim.state()
     assert abs(stopped.linear_mps) < 0.01
     assert 0.0 < stopped.x_m - st.x_m < 0.25
+
+
+async def test_physics_waits_for_a_stalled_event_loop(sim: Simulator) -> None:
+    """A loop that cannot run its wake-up (a loaded machine, a long garbage collection) does
+    not see simulated time run on without it: the watchdog would stop the base for a pause no
+    controller made. The stall is injected by blocking the loop for 0.5 s (2 s of sim time)."""
+    woke: list[tuple[float, float]] = []
+
+    async def controller() -> None:
+        due = sim.now() + 0.1
+        await sim.clock.sleep(0.1)
+        woke.append((due, sim.now()))
+
+    task = asyncio.ensure_future(controller())
+    await asyncio.sleep(0)  # the controller waits on the simulated clock
+    time.sleep(0.5)  # the stall under test, not a wait
+    await asyncio.wait_for(task, WAIT_S)
+    due, seen = woke[0]
+    assert seen - due <= 0.05 + 0.02, f"physics ran {seen - due:.2f} s past the wake-up"
+    await asyncio.wait_for(sim.clock.sleep(0.2), WAIT_S)  # and it goes on afterwards
 
 
 async def test_turning_twist_increases_yaw(sim: Simulator) -> None:

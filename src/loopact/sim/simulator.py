@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 TIMESTEP_S = 0.002
 CONTROL_STEPS = 5  # physics steps per control tick (10 ms of simulated time)
 _MAX_LAG_S = 0.25  # wall-clock lag after which pacing re-anchors instead of catching up
+_MAX_AHEAD_S = 0.05  # simulated seconds physics may run past a wake-up no loop has run yet
+_WAKE_WAIT_S = 2.0  # wall seconds physics waits for a stalled loop before going on without it
 _SETPOINT_LEAD_MPS = 0.1  # how far the velocity setpoint may run ahead of the real velocity
 _SETPOINT_LEAD_RADPS = 0.3
 
@@ -198,6 +200,7 @@ class Simulator:
             tuple[float, int, asyncio.AbstractEventLoop, asyncio.Future[None]]
         ] = []
         self._seq = itertools.count()
+        self._unseen: dict[int, float] = {}  # wake-up id -> simulated time it was posted at
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -342,13 +345,49 @@ class Simulator:
         with self._lock:
             while self._sleepers and self._sleepers[0][0] <= now:
                 due.append(heapq.heappop(self._sleepers))
-        for _, _, loop, fut in due:
+        for _, seq, loop, fut in due:
             if fut.done():  # cancelled: nothing to do
                 continue
+            with self._lock:
+                self._unseen[seq] = now
             try:
-                loop.call_soon_threadsafe(_wake, fut)
+                loop.call_soon_threadsafe(self._woken, fut, seq)
             except RuntimeError:  # that loop is closed
-                pass
+                with self._lock:
+                    self._unseen.pop(seq, None)
+
+    def _woken(self, fut: asyncio.Future[None], seq: int) -> None:
+        """On the sleeper's loop: wake it, and tell physics that loop is keeping up."""
+        _wake(fut)
+        with self._lock:
+            self._unseen.pop(seq, None)
+
+    def _wait_for_loops(self, now: float) -> bool:
+        """Hold physics while a loop has not run a wake-up posted more than
+        :data:`_MAX_AHEAD_S` of simulated time ago (at most :data:`_WAKE_WAIT_S` of wall time).
+
+        A controller on a starved or paused event loop (a loaded machine, a garbage
+        collection) would otherwise see simulated time run on without it, and the governor's
+        watchdog stop the base for a pause no real controller made: the simulation runs
+        slower than asked instead, as simulators do when the machine cannot keep up (D6).
+
+        Returns:
+            Whether physics waited (the wall-clock pacing then re-anchors).
+        """
+        deadline = time.perf_counter() + _WAKE_WAIT_S
+        waited = False
+        while not self._stop.is_set():
+            with self._lock:
+                oldest = min(self._unseen.values(), default=None)
+                if oldest is not None and time.perf_counter() > deadline:
+                    logger.debug("a loop did not run its simulator wake-up; going on without it")
+                    self._unseen.clear()
+                    oldest = None
+            if oldest is None or now - oldest <= _MAX_AHEAD_S:
+                return waited
+            self._stop.wait(0.0005)
+            waited = True
+        return waited
 
     def _fail_sleepers(self, message: str) -> None:
         with self._lock:
@@ -446,6 +485,8 @@ class Simulator:
                 if self._log is not None:
                     self._log.write(state)
                 self._wake_due(state.stamp_s)
+                if self._unseen and self._wait_for_loops(state.stamp_s):
+                    wall0, sim0 = time.perf_counter(), state.stamp_s
                 n_bad = int(d.warning[bad_qacc].number)
                 if n_bad > warned:
                     warned = n_bad
