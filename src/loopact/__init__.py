@@ -51,6 +51,7 @@ if _TYPE_CHECKING:
     from loopact.llm.anthropic import AnthropicModel
     from loopact.llm.dify import DifyModel
     from loopact.llm.openai_chat import OpenAIChatModel
+    from loopact.llm.small_model import SmallModelPolicy
     from loopact.robot.session import RobotSession
 
 _LAZY = {
@@ -58,6 +59,7 @@ _LAZY = {
     "DifyModel": "loopact.llm.dify",
     "OpenAIChatModel": "loopact.llm.openai_chat",
     "RobotSession": "loopact.robot.session",
+    "SmallModelPolicy": "loopact.llm.small_model",
     "open_robot": "loopact.app.robot",
 }
 
@@ -103,6 +105,7 @@ __all__ = [
     "RobotSession",
     "SafetyClass",
     "SafetyError",
+    "SmallModelPolicy",
     "StreamProgress",
     "TaskOutcome",
     "TextDelta",

@@ -9,8 +9,9 @@ from typing import Any
 
 from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.events import Event
-from loopact.llm.base import Capabilities
+from loopact.llm.base import Capabilities, Model
 from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.llm.small_model import SmallModelPolicy, needs_small_model_policy
 from loopact.testing import ScriptedModelServer
 from loopact.tools.base import Tool
 from loopact.tools.builtin import make_builtin_tools
@@ -63,12 +64,14 @@ def make_agent(
     registry = ToolRegistry(make_builtin_tools(workspace))
     for tool in tools or []:
         registry.add(tool)
-    model = OpenAIChatModel(
+    model: Model = OpenAIChatModel(
         model="scripted",
         base_url=server.base_url,
         api_key="sk-test-secret",
         capabilities=capabilities or Capabilities(),
     )
+    if needs_small_model_policy(model.capabilities):  # as app.model.make_model builds it
+        model = SmallModelPolicy(model)
     opts = AgentOptions(
         bounds=bounds or Bounds(backoff_base_s=0.01, backoff_max_s=0.05),
         system_prompt="You are a test robot.",

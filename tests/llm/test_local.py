@@ -367,13 +367,16 @@ def _robot_specs() -> tuple[Any, ...]:
 @pytest.mark.timeout(600)
 async def test_real_brain_calls_a_tool_through_the_provider(brain_url: str) -> None:
     from loopact.llm.openai_chat import OpenAIChatModel
+    from loopact.llm.small_model import SmallModelPolicy
 
-    model = OpenAIChatModel(
-        "local",
-        base_url=brain_url,
-        capabilities=local_capabilities(8192),
-        extra_body={"temperature": 0, "max_tokens": 128},
-        request_timeout_s=120,
+    model = SmallModelPolicy(  # as app.model.make_model builds it for the local brain
+        OpenAIChatModel(
+            "local",
+            base_url=brain_url,
+            capabilities=local_capabilities(8192),
+            extra_body={"temperature": 0, "max_tokens": 128},
+            request_timeout_s=120,
+        )
     )
     request = ModelRequest(
         messages=(

@@ -10,12 +10,13 @@ import pytest
 
 from loopact.llm.base import Capabilities, ModelRequest, ResponseDone, ToolSpec
 from loopact.llm.messages import Message, ToolCall, ToolOutcome
-from loopact.llm.openai_chat import OpenAIChatModel, previous_calls
+from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.llm.openai_messages import (
     REFUSAL_AS_TEXT,
     TOOL_RESULT_AS_TEXT,
     describe_tools_as_text,
 )
+from loopact.llm.small_model import SmallModelPolicy, needs_small_model_policy, previous_calls
 from loopact.llm.toolprompt import (
     MAX_EXAMPLES,
     REPLY_TOOL,
@@ -63,6 +64,13 @@ COLOR = ToolSpec(
         },
     },
 )
+
+
+def small_model(*args: Any, **kwargs: Any) -> OpenAIChatModel | SmallModelPolicy:
+    """The provider as loopact builds it for these capabilities (``app.model.make_model``):
+    with the small-model policy on constrained text-call endpoints."""
+    inner = OpenAIChatModel(*args, **kwargs)
+    return SmallModelPolicy(inner) if needs_small_model_policy(inner.capabilities) else inner
 
 
 def rules(grammar: str) -> dict[str, str]:
@@ -158,7 +166,7 @@ def test_grammar_call_count_and_bad_input() -> None:
 
 
 def _body(caps: Capabilities, tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
-    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=caps)
+    model = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=caps)
     req = ModelRequest(messages=(Message.system("sys"), Message.user("go")), tools=tools)
     return model.build_body(req)
 
@@ -187,7 +195,7 @@ def test_a_required_call_leaves_words_out_of_the_grammar_but_not_the_catalogue()
     text_caps = Capabilities(
         native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
     )
-    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=text_caps)
+    model = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=text_caps)
     msgs = _after_call({"distance_m": 1})
     auto = model.build_body(ModelRequest(messages=msgs, tools=(MOVE, STOP)))
     req = ModelRequest(messages=msgs, tools=(MOVE, STOP), tool_choice="required")
@@ -197,7 +205,7 @@ def test_a_required_call_leaves_words_out_of_the_grammar_but_not_the_catalogue()
     assert forced["messages"] == auto["messages"]
     assert describe_tool(REPLY_TOOL) in forced["messages"][0]["content"]
     assert "tool_choice" not in forced and "tool_choice" not in auto
-    native = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    native = small_model("m", base_url="http://127.0.0.1:9/v1")
     assert native.build_body(req)["tool_choice"] == "required"
     assert "tool_choice" not in native.build_body(ModelRequest(messages=msgs, tools=(MOVE,)))
     no_tools = ModelRequest(messages=msgs, tool_choice="required")
@@ -221,9 +229,7 @@ TEXT_CAPS = Capabilities(
 
 
 async def _run(server: Any, messages: tuple[Message, ...]) -> ResponseDone:
-    model = OpenAIChatModel(
-        "m", base_url=server.base_url, capabilities=TEXT_CAPS, request_timeout_s=10
-    )
+    model = small_model("m", base_url=server.base_url, capabilities=TEXT_CAPS, request_timeout_s=10)
     events = [e async for e in model.stream(ModelRequest(messages=messages, tools=(MOVE, STOP)))]
     await model.aclose()
     assert sum(isinstance(e, ResponseDone) for e in events) == 1
@@ -261,7 +267,7 @@ async def test_the_exact_failed_call_again_becomes_an_answer(scripted_server: An
 
 
 def test_a_call_is_required_again_after_a_refusal_for_units() -> None:
-    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    model = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
     call = ToolCall(id="c1", name="move_forward", arguments={"distance_m": 2, "speed_mps": 10})
     units = json.dumps({"ok": False, "error": "Not run: ...", "metadata": {"error_kind": "units"}})
     refused = (
@@ -308,7 +314,7 @@ def test_previous_calls_only_when_results_end_the_history() -> None:
 def test_current_task_only_drops_earlier_tasks() -> None:
     first = _after_call({"distance_m": 1})
     history = (*first, Message.assistant("Moved 1 m."), Message.user("turn left 90 degrees"))
-    model = OpenAIChatModel(
+    model = small_model(
         "m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS, current_task_only=True
     )
     sent = model.build_body(ModelRequest(messages=history, tools=(MOVE,)))["messages"]
@@ -319,12 +325,12 @@ def test_current_task_only_drops_earlier_tasks() -> None:
     within = (*within, Message.tool("c2", "stop", '{"ok": true}', outcome=ToolOutcome(True)))
     sent = model.build_body(ModelRequest(messages=within, tools=(MOVE,)))["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
-    full = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    full = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
     assert len(full.build_body(ModelRequest(messages=history, tools=(MOVE,)))["messages"]) == 6
 
 
 def test_a_call_is_required_only_in_the_first_round_of_a_task() -> None:
-    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    model = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
     first = ModelRequest(messages=(Message.system("sys"), Message.user("go")), tools=(MOVE,))
     later = ModelRequest(messages=_after_call({"distance_m": 1}), tools=(MOVE,))
     assert model.requires_call(first) and not model.requires_call(later)
@@ -342,14 +348,14 @@ def test_a_call_is_required_only_in_the_first_round_of_a_task() -> None:
     assert not model.requires_call(ModelRequest(messages=first.messages, tools=(MOVE, own)))
     # native tool calls and unconstrained text calls are never forced
     for caps in (Capabilities(constrained_decoding=True), Capabilities(native_tool_calls=False)):
-        m = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=caps)
-        assert not m.requires_call(first)
+        plain = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=caps)
+        assert not isinstance(plain, SmallModelPolicy)  # make_model wraps only constrained ones
+        m = SmallModelPolicy(plain)
+        assert not m.requires_call(first) and m.shape(first) is first
 
 
 async def _first_round(server: Any) -> list[Any]:
-    model = OpenAIChatModel(
-        "m", base_url=server.base_url, capabilities=TEXT_CAPS, request_timeout_s=10
-    )
+    model = small_model("m", base_url=server.base_url, capabilities=TEXT_CAPS, request_timeout_s=10)
     req = ModelRequest(messages=(Message.system("s"), Message.user("hi")), tools=(MOVE, STOP))
     events = [e async for e in model.stream(req)]
     await model.aclose()
@@ -442,17 +448,40 @@ def test_the_tool_decorator_carries_examples() -> None:
 
 def test_tool_results_reach_text_call_models_as_tool_response_blocks() -> None:
     messages = _after_call({"distance_m": 1})
-    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    model = small_model("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
     sent = model.build_body(ModelRequest(messages=messages, tools=(MOVE,)))["messages"]
     assert sent[-1]["role"] == "user"
     assert sent[-1]["content"] == (
         '<tool_response>\n{"ok": true, "data": {"x_m": 0.997}}\n</tool_response>\n'
         "Tell the user in one short sentence what this result shows."
     )
-    native = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    native = small_model("m", base_url="http://127.0.0.1:9/v1")
     sent = native.build_body(ModelRequest(messages=messages, tools=(MOVE,)))["messages"]
     assert sent[-1] == {
         "role": "tool",
         "tool_call_id": "call_1",
         "content": '{"ok": true, "data": {"x_m": 0.997}}',
     }
+
+
+def test_tool_choice_none_and_allowed_tools_on_every_wire() -> None:
+    """The two request fields the small-model policy speaks through (issue 14): ``"none"``
+    keeps the tools described but allows words only; ``allowed_tools`` narrows what may be
+    called (a grammar on constrained endpoints, the offered list elsewhere)."""
+    from loopact.llm.anthropic import AnthropicModel
+
+    msgs = (Message.system("sys"), Message.user("go"))
+    text = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", capabilities=TEXT_CAPS)
+    words = ModelRequest(messages=msgs, tools=(MOVE, STOP), tool_choice="none")
+    assert text.build_body(words)["grammar"] == answer_only_grammar()
+    assert describe_tool(MOVE) in text.build_body(words)["messages"][0]["content"]
+    only_stop = ModelRequest(
+        messages=msgs, tools=(MOVE, STOP), tool_choice="required", allowed_tools=("stop",)
+    )
+    assert text.build_body(only_stop)["grammar"] == tool_call_grammar((STOP,), require_call=True)
+    native = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    assert native.build_body(words)["tool_choice"] == "none"
+    assert [t["function"]["name"] for t in native.build_body(only_stop)["tools"]] == ["stop"]
+    claude = AnthropicModel("claude", base_url="http://127.0.0.1:9", api_key="k")
+    assert claude.request_params(words)["tool_choice"] == {"type": "none"}
+    assert [t["name"] for t in claude.request_params(only_stop)["tools"]] == ["stop"]

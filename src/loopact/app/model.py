@@ -28,26 +28,10 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
             ``model.temperature`` is set for Dify (the app sets its own).
     """
     from loopact.llm.openai_chat import OpenAIChatModel
+    from loopact.llm.small_model import SmallModelPolicy, needs_small_model_policy
 
     if local_brain is not None:
-        from loopact.llm.local import MODEL_NAME, installed_build, local_capabilities
-        from loopact.llm.local_model import LocalBrainModel
-
-        def on_endpoint(base_url: str) -> Model:
-            return OpenAIChatModel(
-                model=MODEL_NAME,
-                base_url=base_url,
-                api_key=None,
-                capabilities=local_capabilities(cfg.local.context_tokens),
-                extra_body={
-                    "temperature": cfg.local.temperature,
-                    "max_tokens": cfg.local.max_output_tokens,
-                },
-                request_timeout_s=max(cfg.agent.bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
-                current_task_only=not cfg.local.keep_history,
-            )
-
-        return LocalBrainModel(local_brain, on_endpoint, build_id=installed_build()[0])
+        return _local_model(cfg, local_brain)
     caps = Capabilities(**cfg.model.capabilities.model_dump())
     provider = cfg.model.provider
     if provider == "anthropic":
@@ -82,10 +66,39 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
             capabilities=DIFY_CAPABILITIES,
             request_timeout_s=cfg.agent.bounds.request_timeout_s,
         )
-    return OpenAIChatModel(
+    model = OpenAIChatModel(
         model=cfg.model.model,
         base_url=cfg.model.base_url,
         api_key=cfg.api_key,
         capabilities=caps,
         request_timeout_s=cfg.agent.bounds.request_timeout_s,
     )
+    # tool calls as grammar-constrained text (a llama.cpp server): small models get the policy
+    return SmallModelPolicy(model) if needs_small_model_policy(caps) else model
+
+
+def _local_model(cfg: Config, local_brain: LocalBrain) -> Model:
+    """The provider for the running local brain: the OpenAI-compatible one with the local
+    capabilities and the small-model policy, crash-aware (issue 6, issue 13)."""
+    from loopact.llm.local import MODEL_NAME, installed_build, local_capabilities
+    from loopact.llm.local_model import LocalBrainModel
+    from loopact.llm.openai_chat import OpenAIChatModel
+    from loopact.llm.small_model import SmallModelPolicy
+
+    def on_endpoint(base_url: str) -> Model:
+        return SmallModelPolicy(
+            OpenAIChatModel(
+                model=MODEL_NAME,
+                base_url=base_url,
+                api_key=None,
+                capabilities=local_capabilities(cfg.local.context_tokens),
+                extra_body={
+                    "temperature": cfg.local.temperature,
+                    "max_tokens": cfg.local.max_output_tokens,
+                },
+                request_timeout_s=max(cfg.agent.bounds.request_timeout_s, LOCAL_REQUEST_TIMEOUT_S),
+                current_task_only=not cfg.local.keep_history,
+            )
+        )
+
+    return LocalBrainModel(local_brain, on_endpoint, build_id=installed_build()[0])

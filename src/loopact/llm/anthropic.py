@@ -463,16 +463,19 @@ class AnthropicModel:
         if system:
             params["system"] = system
         if request.tools:
+            offered = request.tools if request.allowed_tools is None else request.callable_tools()
             params["tools"] = [
                 {
                     "name": t.name,
                     "description": t.description,
                     "input_schema": t.parameters or {"type": "object", "properties": {}},
                 }
-                for t in request.tools
+                for t in offered or request.tools
             ]
             if request.tool_choice == "required" and self.thinking_budget_tokens is None:
                 params["tool_choice"] = {"type": "any"}  # not allowed with extended thinking
+            elif request.tool_choice == "none":
+                params["tool_choice"] = {"type": "none"}
         else:
             used = _tools_used(messages)
             if used:

@@ -79,8 +79,9 @@ class ToolSpec:
         }
 
 
-ToolChoice = Literal["auto", "required"]
-"""Whether a response may answer in words (``"auto"``) or must call a tool (``"required"``)."""
+ToolChoice = Literal["auto", "required", "none"]
+"""Whether a response may answer in words (``"auto"``), must call a tool (``"required"``) or
+must answer in words although tools are described (``"none"``)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,13 @@ class ModelRequest:
         tool_choice: ``"required"``: the response must call one of ``tools`` (OpenAI's
             ``tool_choice: "required"``, Anthropic's ``{"type": "any"}``, a grammar that allows
             only calls of ``tools`` on constrained text-call endpoints); ``"auto"``: the model
-            decides. A provider that cannot force a call treats it as ``"auto"``.
+            decides; ``"none"``: the response must be words, the tools stay described (the
+            prompt stays the same, so a server's prompt cache still holds: OpenAI's and
+            Anthropic's ``"none"``, an answer-only grammar on constrained endpoints). A
+            provider that cannot force a call treats ``"required"`` as ``"auto"``.
+        allowed_tools: The names of ``tools`` a response may call, or None for all of them;
+            the others stay described, for the same reason (a grammar over the allowed ones
+            on constrained endpoints; other providers offer only the allowed ones).
     """
 
     messages: tuple[Message, ...]
@@ -108,6 +115,16 @@ class ModelRequest:
     temperature: float | None = None
     task: str = ""
     tool_choice: ToolChoice = "auto"
+    allowed_tools: tuple[str, ...] | None = None
+
+    def callable_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools a response may call: ``tools`` within ``allowed_tools``, none for
+        ``tool_choice="none"``."""
+        if self.tool_choice == "none":
+            return ()
+        if self.allowed_tools is None:
+            return self.tools
+        return tuple(t for t in self.tools if t.name in self.allowed_tools)
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,10 @@ parsing, and maps errors onto the loopact exception tree.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import aclosing
-from typing import Any, TypeGuard
+from typing import Any
 
 import httpx2
 import openai
@@ -31,23 +29,13 @@ from loopact.llm.base import (
     Capabilities,
     ModelEvent,
     ModelRequest,
-    ReasoningDelta,
-    ResponseDone,
-    StreamProgress,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallReady,
-    ToolSpec,
 )
 from loopact.llm.httperrors import error_message, masking_errors, status_error
-from loopact.llm.messages import Message, ToolCall
 from loopact.llm.openai_messages import (
     current_task,
-    refused_for_units,
     to_openai_messages,
 )
 from loopact.llm.toolprompt import (
-    REPLY_TOOL,
     answer_only_grammar,
     tool_call_grammar,
 )
@@ -132,31 +120,37 @@ class OpenAIChatModel:
             (``max_completion_tokens`` for api.openai.com), ``temperature`` when they apply.
         """
         caps = self.capabilities
-        forced = request.tool_choice == "required" and bool(request.tools)
-        require_call = forced or self.requires_call(request)
-        offered = (*request.tools, REPLY_TOOL) if self.offers_reply(request) else request.tools
+        callable_tools = request.callable_tools()
+        forced = request.tool_choice == "required" and bool(callable_tools)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
                 current_task(request.messages) if self.current_task_only else request.messages,
                 vision=caps.vision,
                 native_tool_calls=caps.native_tool_calls,
-                tools=offered,
+                tools=request.tools,
             ),
         }
         if request.tools and caps.native_tool_calls:
-            body["tools"] = [t.openai() for t in request.tools]
+            offered = request.tools if request.allowed_tools is None else callable_tools
+            body["tools"] = [t.openai() for t in offered or request.tools]
             if forced:
                 body["tool_choice"] = "required"
+            elif request.tool_choice == "none":
+                body["tool_choice"] = "none"
         elif request.tools and caps.constrained_decoding:
             # llama.cpp-style servers accept a GBNF ``grammar``: only answer text or
-            # well-formed calls of offered tools can be generated (issue 6, SPEC B7); a forced
-            # call leaves the reply pseudo-tool out of the grammar (the catalogue keeps it, so
-            # the prompt cache still holds).
-            body["grammar"] = tool_call_grammar(
-                request.tools if forced else offered,
-                max_calls=3 if caps.parallel_tool_calls else 1,
-                require_call=require_call,
+            # well-formed calls of the callable tools can be generated (issue 6, SPEC B7); the
+            # catalogue describes all of ``tools`` whatever may be called, so the prompt
+            # cache holds (the small-model policy relies on it, loopact.llm.small_model).
+            body["grammar"] = (
+                answer_only_grammar()
+                if request.tool_choice == "none"
+                else tool_call_grammar(
+                    callable_tools,
+                    max_calls=3 if caps.parallel_tool_calls else 1,
+                    require_call=forced,
+                )
             )
         if caps.stream_usage:
             body["stream_options"] = {"include_usage": True}
@@ -169,34 +163,6 @@ class OpenAIChatModel:
             body["temperature"] = request.temperature
         return body
 
-    def offers_reply(self, request: ModelRequest) -> bool:
-        """Whether :data:`~loopact.llm.toolprompt.REPLY_TOOL` is offered with the tools.
-
-        True on endpoints with grammar-constrained text calls when the request has tools and
-        none of them is itself named ``reply``. It is offered in every round, so the catalogue
-        (the start of the prompt) stays the same and llama.cpp reuses its prompt cache; a call
-        to it comes back as answer text.
-        """
-        caps = self.capabilities
-        if not request.tools or caps.native_tool_calls or not caps.constrained_decoding:
-            return False
-        return not any(t.name == REPLY_TOOL.name for t in request.tools)
-
-    def requires_call(self, request: ModelRequest) -> bool:
-        """Whether this request's response must be a call (issue 6).
-
-        True in the first round of a task (no tool result since the last user message) when
-        :meth:`offers_reply`: small models otherwise answer "what do you see?" from
-        imagination, or echo an instruction instead of acting on it; the reply pseudo-tool
-        keeps words possible (greetings, thanks). Also true while every result of the task so
-        far is a call the runtime refused for its units before running it (``error_kind``
-        ``"units"``, :mod:`loopact.tools.units`): that result names the functions to choose
-        from, and given free text small models describe the refusal instead of choosing.
-        """
-        if not self.offers_reply(request):
-            return False
-        return all(refused_for_units(m) for m in current_task(request.messages) if m.role == "tool")
-
     @property
     def secrets(self) -> tuple[str, ...]:
         """The values no error or event may show (the API key)."""
@@ -206,12 +172,9 @@ class OpenAIChatModel:
         """Send ``request`` and yield events as the response streams (SPEC B5, X1).
 
         With grammar-constrained text calls (``constrained_decoding`` without native tool
-        calls), a response that only calls again a tool the previous round just ran
-        successfully, or repeats exactly a call that just failed, is not passed on: small
-        models tend to repeat a finished action forever, so the same request is sent once
-        more with an answer-only grammar and that answer is yielded instead (issue 6). On such
-        endpoints a call to the reply pseudo-tool (:meth:`offers_reply`) is yielded as answer
-        text; their responses are therefore collected, not streamed.
+        calls) the request's ``tool_choice`` and ``allowed_tools`` become the GBNF grammar;
+        the small-model policy for such endpoints (the reply pseudo-tool, a call first, no
+        echo of a finished call) is the wrapper :class:`~loopact.llm.small_model.SmallModelPolicy`.
 
         Yields:
             ``ReasoningDelta``, ``TextDelta``, ``ToolCallDelta`` and ``ToolCallReady``
@@ -225,45 +188,10 @@ class OpenAIChatModel:
                 response with neither completion chunks nor a JSON completion.
             ModelFatalError: any other HTTP error (400, 401, 403, 404, 422, ...).
         """
-        return masking_errors(self._stream(request), self.redactor)
-
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        body = self.build_body(request)
-        reply = (REPLY_TOOL,) if self.offers_reply(request) else ()
-        previous = previous_calls(request.messages) if "grammar" in body else ()
-        if not previous and not reply:
-            async for event in self._stream_body(request, body):
-                yield event
-            return
-        # Collected, not streamed: a reply call becomes answer text, a repeat is re-asked.
-        # Every fragment held back meanwhile is passed on as StreamProgress (issue 21 item 8).
-        events: list[ModelEvent] = []
-        async with aclosing(self._stream_body(request, body, *reply)) as first:
-            async for event in first:
-                events.append(event)
-                if _held_back(event):
-                    yield StreamProgress(len(event.text))
-        if reply:
-            events = _reply_as_text(events)
-        done = events[-1]
-        if (
-            isinstance(done, ResponseDone)
-            and done.message.tool_calls
-            and all(_repeats(c, previous) for c in done.message.tool_calls)
-        ):
-            logger.info("model repeated its previous call; asking for the answer instead")
-            events = []
-            again = self._stream_body(request, {**body, "grammar": answer_only_grammar()})
-            async with aclosing(again) as second:
-                async for event in second:
-                    events.append(event)
-                    if _held_back(event):
-                        yield StreamProgress(len(event.text))
-        for event in events:
-            yield event
+        return masking_errors(self._stream_body(request, self.build_body(request)), self.redactor)
 
     async def _stream_body(
-        self, request: ModelRequest, body: dict[str, Any], *more_tools: ToolSpec
+        self, request: ModelRequest, body: dict[str, Any]
     ) -> AsyncGenerator[ModelEvent, None]:
         # Everything but the model name goes in as ``extra_body``, which the SDK merges into
         # the JSON as it is. Passed as typed parameters, the SDK's request transformation
@@ -273,7 +201,7 @@ class OpenAIChatModel:
         extra = {k: v for k, v in body.items() if k != "model"}
         extra.update(self.extra_body)
         state = new_state(
-            tool_names=[t.name for t in (*request.tools, *more_tools)],
+            tool_names=[t.name for t in request.tools],
             native_tool_calls=self.capabilities.native_tool_calls,
         )
         completions = 0  # chunks that are chat completions (have "choices")
@@ -349,65 +277,6 @@ class OpenAIChatModel:
 
 
 # --- request conversion -----------------------------------------------------------------
-
-
-def _held_back(event: ModelEvent) -> TypeGuard[TextDelta | ReasoningDelta | ToolCallDelta]:
-    """Whether ``event`` is a fragment (text, reasoning, call arguments): while a response is
-    collected each one is passed on as :class:`StreamProgress` at once, so that the response
-    is not silence for the idle timeout (issue 21 item 8)."""
-    return isinstance(event, (TextDelta, ReasoningDelta, ToolCallDelta))
-
-
-def _reply_as_text(events: list[ModelEvent]) -> list[ModelEvent]:
-    """Turn a response whose calls are all to :data:`REPLY_TOOL` into an answer-text one."""
-    done = events[-1] if events else None
-    if not (
-        isinstance(done, ResponseDone)
-        and done.message.tool_calls
-        and all(c.name == REPLY_TOOL.name for c in done.message.tool_calls)
-    ):
-        return events
-    text = " ".join(
-        str(c.arguments.get("text", "")).strip() for c in done.message.tool_calls
-    ).strip()
-    kept = [e for e in events[:-1] if not isinstance(e, (ToolCallReady, ToolCallDelta, TextDelta))]
-    message = Message.assistant(text, reasoning=done.message.reasoning)
-    return [
-        *kept,
-        *([TextDelta(text)] if text else []),
-        dataclasses.replace(done, message=message, finish_reason="stop"),
-    ]
-
-
-def previous_calls(
-    messages: tuple[Message, ...] | list[Message],
-) -> tuple[tuple[ToolCall, bool], ...]:
-    """The calls of the last assistant message with their success, when only results follow.
-
-    A result counts as failed when its typed outcome says so (``Message.outcome``); one
-    without an outcome counts as success.
-
-    Returns:
-        ``(call, succeeded)`` pairs, or ``()`` when the history does not end with results.
-    """
-    failed: set[str] = set()
-    saw_result = False
-    for msg in reversed(messages):
-        if msg.role == "tool":
-            saw_result = True
-            if msg.outcome is not None and not msg.outcome.ok:
-                failed.add(msg.tool_call_id or "")
-            continue
-        if msg.role == "assistant" and msg.tool_calls and saw_result:
-            return tuple((c, c.id not in failed) for c in msg.tool_calls)
-        return ()
-    return ()
-
-
-def _repeats(call: ToolCall, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:
-    # The same tool right after it succeeded (small models echo the finished call, often with
-    # numbers copied from its result), or exactly the call that just failed.
-    return any(call.name == p.name and (ok or call.arguments == p.arguments) for p, ok in previous)
 
 
 # --- responses and errors ---------------------------------------------------------------
