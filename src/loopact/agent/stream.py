@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopact._compat import reschedule, timeout_after
+from loopact._compat import reschedule, timeout_after, wait_within
 from loopact.agent.dispatch import RoundDispatcher
 from loopact.agent.options import Bounds
 from loopact.errors import ModelRetryableError
@@ -230,9 +230,6 @@ async def _aclose_quietly(stream: Any) -> None:
     if aclose is None:
         return
     try:
-        # Not asyncio.wait_for: it can swallow a cancellation that arrives as the inner
-        # awaitable finishes, and a preempted task must always see its cancellation.
-        async with timeout_after(5.0):
-            await aclose()
+        await wait_within(aclose(), 5.0)  # a preempted task always sees its cancellation
     except Exception as exc:  # closing a broken stream must not hide the real error
         log.debug("closing the model stream failed: %r", exc)

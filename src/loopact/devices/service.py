@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from loopact._compat import timeout_after
+from loopact._compat import wait_within
 from loopact.devices.board import BoardSpec, DeviceSpec
 from loopact.devices.driver import Driver
 from loopact.errors import DriverError, ToolError
@@ -117,10 +117,7 @@ class Board:
             ToolError: The driver failed or the device did not answer in time.
         """
         try:
-            # Not asyncio.wait_for: before 3.12 it can swallow a cancellation that arrives as
-            # the driver call finishes, and then a cancelled poller or preempted task runs on
-            async with timeout_after(dev.timeout_s):
-                return await self._blocking.run(fn)
+            return await wait_within(self._blocking.run(fn), dev.timeout_s)
         except asyncio.TimeoutError:
             raise ToolError(
                 f"{name} did not answer within {dev.timeout_s:g} s (device timeout); "

@@ -236,9 +236,7 @@ class McpServerLink:
         time that call's result is back (issue 18: offered within 1 s).
         """
         with contextlib.suppress(asyncio.TimeoutError):
-            # not asyncio.wait_for: before 3.12 it can swallow the caller's cancellation
-            async with timeout_after(timeout_s):
-                await self._listed.wait()
+            await wait_within(self._listed.wait(), timeout_s)
 
     def note_garbage(self, exc: Exception) -> None:
         """Count a stdout line that was not JSON-RPC (reported once per connection)."""

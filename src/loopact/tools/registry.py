@@ -41,7 +41,7 @@ import referencing.exceptions
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from loopact._compat import timeout_after
+from loopact._compat import wait_within
 from loopact.errors import RobotError, SafetyError, ToolArgumentError, ToolError
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
@@ -262,10 +262,7 @@ class ToolRegistry:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
-            # Not asyncio.wait_for: before 3.12 it can swallow a cancellation that arrives as
-            # the tool finishes (the caller gets the result), and a preempted task goes on
-            async with timeout_after(timeout):
-                value = await self._run(tool, args, ctx)
+            value = await wait_within(self._run(tool, args, ctx), timeout)
         except asyncio.CancelledError:
             raise
         except ToolError as exc:

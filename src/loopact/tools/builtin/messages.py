@@ -36,7 +36,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from loopact._compat import timeout_after
+from loopact._compat import wait_within
 from loopact.errors import ToolArgumentError, ToolError
 from loopact.events import EventBus
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
@@ -283,9 +283,7 @@ class SendMessageTool(Tool):
             )
         recipient = channel.check_recipient(to)
         try:
-            # not asyncio.wait_for, which before 3.12 can swallow a cancellation (registry.py)
-            async with timeout_after(channel.timeout_s):
-                receipt = await channel.deliver(recipient, text, ctx)
+            receipt = await wait_within(channel.deliver(recipient, text, ctx), channel.timeout_s)
         except asyncio.TimeoutError:
             raise ToolError(
                 f"channel {name!r} did not deliver within {channel.timeout_s:g} s; "
