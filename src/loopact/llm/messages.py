@@ -266,3 +266,15 @@ def history_summary(messages: list[Message] | tuple[Message, ...]) -> list[dict[
             d["thinking"] = [{"text": t.text, "signature": t.signature} for t in m.thinking]
         out.append(d)
     return out
+
+
+def current_task(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
+    """The system message(s) and everything from the last user message on."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    system = [m for m in messages[:last_user] if m.role == "system"]
+    return [*system, *messages[last_user:]]
+
+
+def refused_for_units(msg: Message) -> bool:
+    """A result the runtime refused before running the call, for its units (typed outcome)."""
+    return msg.outcome is not None and msg.outcome.error_kind == "units"

@@ -31,10 +31,8 @@ from loopact.llm.base import (
     ModelRequest,
 )
 from loopact.llm.httperrors import error_message, masking_errors, status_error
-from loopact.llm.openai_messages import (
-    current_task,
-    to_openai_messages,
-)
+from loopact.llm.messages import current_task
+from loopact.llm.openai_messages import to_openai_messages
 from loopact.llm.toolprompt import (
     answer_only_grammar,
     tool_call_grammar,

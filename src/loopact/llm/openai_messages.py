@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from loopact.llm.base import ToolSpec
-from loopact.llm.messages import Image, ImagePart, Message, TextPart
+from loopact.llm.messages import Image, ImagePart, Message, TextPart, refused_for_units
 from loopact.llm.toolprompt import describe_tools_compact
 
 NO_VISION_NOTE = "[image omitted: this model has no vision]"
@@ -101,18 +101,6 @@ def describe_tools_as_text(tools: tuple[ToolSpec, ...]) -> str:
     and small models pick the right tool more often with it (issue 6).
     """
     return describe_tools_compact(tools)
-
-
-def current_task(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
-    """The system message(s) and everything from the last user message on."""
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
-    system = [m for m in messages[:last_user] if m.role == "system"]
-    return [*system, *messages[last_user:]]
-
-
-def refused_for_units(msg: Message) -> bool:
-    """A result the runtime refused before running the call, for its units (typed outcome)."""
-    return msg.outcome is not None and msg.outcome.error_kind == "units"
 
 
 def image_url_part(image: Image) -> dict[str, Any]:

@@ -42,8 +42,7 @@ from loopact.llm.base import (
     ToolCallDelta,
     ToolCallReady,
 )
-from loopact.llm.messages import Message, ToolCall
-from loopact.llm.openai_messages import current_task, refused_for_units
+from loopact.llm.messages import Message, ToolCall, current_task, refused_for_units
 from loopact.llm.toolprompt import REPLY_TOOL
 
 logger = logging.getLogger(__name__)
