@@ -36,17 +36,13 @@ async def test_two_round_task_completes_with_trace_events(
     lines = list(read_trace(trace_path))
     assert lines[0]["type"] == "trace_start" and lines[0]["schema"] == 1
     types = [e["type"] for e in lines[1:]]
-    assert types == [
-        "task_start",
-        "model_request",
-        "tool_call",
-        "model_response",
-        "tool_result",
-        "model_request",
-        "model_response",
-        "reply",
-        "task_end",
-    ]
+    # Stream-early dispatch (X1): the call starts when its arguments are complete, before the
+    # response ends, so a fast tool's result may come before or after the round's
+    # model_response; everything else is in this order (docs/trace.md, Order).
+    round_one = ["model_request", "tool_call", "model_response", "tool_result"]
+    early = ["model_request", "tool_call", "tool_result", "model_response"]
+    rest = ["model_request", "model_response", "reply", "task_end"]
+    assert types in (["task_start", *round_one, *rest], ["task_start", *early, *rest]), types
     by_type = {e["type"]: e for e in lines[1:]}
     task_id = by_type["task_start"]["task_id"]
     assert all(e["task_id"] == task_id and isinstance(e["ts"], float) for e in lines[1:])

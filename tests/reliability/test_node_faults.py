@@ -11,6 +11,8 @@ parameter, a call in the new shape runs, and the next command still carries the 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,53 @@ async def test_node_killed_mid_call_then_restarted_with_another_schema(
                 p.stop()
             await connector.shutdown()
         server.assert_consumed()
+
+
+async def test_node_killed_before_it_accepted_the_call_is_reported_gone(
+    mqtt_broker: MqttBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node dies between the request and its ``accepted``: the call fails because the
+    node went away (its last will), not with "no node serves" after the connect timeout."""
+    count = tmp_path / "runs.txt"
+    monkeypatch.setenv("SLOW_TOOL_COUNT", str(count))
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [call("slow_step", {"seconds": 5}, "k1")]},
+        {"text": "The node went away.", "expect": {"contains": "stopped responding"}},
+    ]
+    connector = MqttConnector(MqttSettings(broker=mqtt_broker.url), role="agent")
+    await connector.start()
+    node = Proc(
+        [
+            "node",
+            str(NODE_FILES / "slow_tool.py"),
+            "--transport",
+            "mqtt",
+            "--broker",
+            mqtt_broker.url,
+        ],
+        tmp_path,
+        "node",
+    )
+    with ScriptedModelServer({"turns": turns}) as server:
+        agent, rec = make_agent(server, tmp_path / "ws")
+        discovery = ToolDiscovery(
+            connector, agent.registry, bus=agent.bus, trust=NodeTrust(trusted=("*",))
+        )
+        await discovery.start()
+        try:
+            await wait_until(lambda: "slow_step" in agent.registry, timeout=60, what="the node")
+            os.killpg(node.popen.pid, signal.SIGSTOP)  # frozen: it cannot accept anything
+            task = asyncio.ensure_future(agent.run_task("take a long step"))
+            await wait_until(lambda: rec.of("tool_call"), timeout=30, what="the call")
+            node.kill()  # the broker publishes its last will
+            outcome = await asyncio.wait_for(task, 30)
+            assert outcome.status == "completed" and outcome.reply == "The node went away."
+            failed = rec.of("tool_result")[0].data
+            assert failed["id"] == "k1" and failed["ok"] is False, failed
+            assert "node slow_step stopped responding during the call" in failed["error"], failed
+            assert not count.exists()  # it never ran
+        finally:
+            await agent.close()
+            await discovery.stop()
+            node.stop()
+            await connector.shutdown()

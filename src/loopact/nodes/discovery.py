@@ -142,20 +142,51 @@ class RemoteTool(Tool):
         async with self._lock:
             return await self._call(arguments, ctx)
 
-    async def _call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        self.calls += 1
-        timeout = self.timeout_s or 30.0
-        try:
-            handle = await self.connector.start_call(
+    async def _start(
+        self, arguments: dict[str, Any], ctx: ToolContext, timeout: float, lost: asyncio.Event
+    ) -> CallHandle | ToolResult:
+        """Send the call and wait for the node to take it, or for the node to be lost.
+
+        A node killed after it received the call but before its ``accepted`` reached the
+        agent is reported as gone during the call (its last will or its missed heartbeats
+        arrive first), not as "no node serves" after the connect timeout.
+        """
+        start_task = asyncio.ensure_future(
+            self.connector.start_call(
                 self.endpoint,
                 json.dumps(arguments, ensure_ascii=False),
                 timeout,
                 ctx.progress,
                 instance=self.info.instance,
             )
+        )
+        lost_task = asyncio.ensure_future(lost.wait())
+        try:
+            await asyncio.wait({start_task, lost_task}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            start_task.cancel()
+            lost_task.cancel()
+            raise
+        lost_task.cancel()
+        if not start_task.done():
+            start_task.cancel()  # the connector sends the node a cancel on the way out
+            with contextlib.suppress(asyncio.CancelledError, NodeError):
+                await start_task
+            return ToolResult.failure(
+                f"node {self.name} stopped responding during the call ({self._lost_reason})"
+            )
+        try:
+            return start_task.result()
         except NodeError as exc:
             return ToolResult.failure(f"node {self.name}: {exc}")
+
+    async def _call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        self.calls += 1
+        timeout = self.timeout_s or 30.0
         lost = self._lost
+        handle = await self._start(arguments, ctx, timeout, lost)
+        if isinstance(handle, ToolResult):
+            return handle
         result_task = asyncio.ensure_future(handle.result())
         lost_task = asyncio.ensure_future(lost.wait())
         try:

@@ -66,7 +66,8 @@ DEFAULT_PREFIX = "loopact"
 OFFLINE_GRACE_S = 0.2
 """Seconds a last will waits before the client's retained topics are dropped."""
 RECONNECT_SETTLE_S = 2.5
-"""Right after our own reconnect, wills wait this long (the others reconnect too)."""
+"""Right after our own reconnect, wills wait this long (the others reconnect too). Not after
+the first connect: a will then is news (a node that died while the agent was starting)."""
 PRESENCE = "_presence"
 """The presence segment under the prefix (agent names start with a letter: no clash)."""
 
@@ -299,9 +300,9 @@ class MqttConnector(Connector):
     def _on_state(self, state: LinkState, detail: str) -> None:
         self._link_epoch += 1
         if state == "up":
-            self._last_up_s = asyncio.get_running_loop().time()
             self._announce()
-            if self.link.connects > 1:
+            if self.link.connects > 1:  # wills settle only after a reconnect, not at start
+                self._last_up_s = asyncio.get_running_loop().time()
                 self.calls.after_reconnect()
         if self.on_link is not None:
             try:
