@@ -261,3 +261,36 @@ async def test_a_failed_step_ends_the_sequence_and_says_what_did_not_run(
     assert "So I did not do: “nod”." in outcome.reply
     assert [e.data["ok"] for e in rec.of("clause_end")] == [False]
     assert not [e for e in rec.of("tool_call") if e.data["name"] == "servo_nod"]
+
+
+@pytest.mark.sim
+async def test_a_single_instruction_whose_call_failed_is_answered_with_what_failed(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """With split_steps (the local brain), the words after a failed call are not the reply:
+    the 0.5B brain answered "drive at 50 m/s" with "It is driving at a distance of 50
+    meters." (2026-12-02) while nothing moved. A call that succeeds after the failure gives
+    the model's answer back."""
+    server = scripted_server(
+        [
+            {"tool_calls": [call("move_forward", {"distance_m": 50})]},
+            {"text": "The robot is driving at a distance of 50 meters."},
+            {"tool_calls": [call("move_forward", {"distance_m": 50})]},
+            {"tool_calls": [call("move_forward", {"distance_m": 0.2})]},
+            {"text": "Moved 0.2 m instead."},
+        ]
+    )
+    agent, rec = steps_agent(server, robot, tmp_path)
+    outcome = await asyncio.wait_for(agent.run_task("drive at 50 m/s"), 120)
+    assert outcome.status == "completed", outcome
+    assert outcome.reply.startswith("“drive at 50 m/s” did not succeed (move_forward: Not run:")
+    assert "50 meters" not in outcome.reply
+    assert not rec.of("text_delta")  # the replaced words were never shown
+    x, _, _ = truth(robot)
+    assert abs(x) < 0.01  # nothing moved
+    # a failure and then a call that ran: the model's own answer
+    second = await asyncio.wait_for(agent.run_task("go forward 50 meters"), 120)
+    await agent.close()
+    assert second.status == "completed", second
+    assert second.reply == "Moved 0.2 m instead."
+    assert abs(truth(robot)[0] - 0.2) <= 0.05

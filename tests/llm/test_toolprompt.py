@@ -19,11 +19,14 @@ from loopact.llm.openai_messages import (
 from loopact.llm.small_model import SmallModelPolicy, needs_small_model_policy, previous_calls
 from loopact.llm.toolprompt import (
     MAX_EXAMPLES,
+    REFUSAL_INSTRUCTION,
     REPLY_TOOL,
+    RESULT_INSTRUCTION,
     answer_only_grammar,
     compact_schema,
     describe_tool,
     describe_tools_compact,
+    echoes_instruction,
     pick_examples,
     tool_call_grammar,
 )
@@ -290,6 +293,51 @@ def test_a_call_is_required_again_after_a_refusal_for_units() -> None:
         assert body["grammar"].startswith("root ::= answer | call\n")
         result = messages[-1].text
         assert body["messages"][-1]["content"] == TOOL_RESULT_AS_TEXT.format(text=result)
+
+
+def _refused_for_units() -> tuple[Message, ...]:
+    call = ToolCall(id="c1", name="move_forward", arguments={"distance_m": 50})
+    units = json.dumps({"ok": False, "error": "Not run: ...", "metadata": {"error_kind": "units"}})
+    return (
+        Message.system("sys"),
+        Message.user("drive at 50 m/s"),
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("c1", "move_forward", units, outcome=ToolOutcome(False, "units")),
+    )
+
+
+async def test_an_answer_that_copies_the_prompts_instruction_is_asked_again(
+    scripted_server: Any,
+) -> None:
+    """The 0.5B brain answered "drive at 50 m/s" with the refusal's instruction line
+    (2026-12-02): that is not passed on; the answer-only re-ask shows the refusal as a
+    result to tell the user about, and its answer is the response."""
+    echo = json.dumps({"name": "reply", "arguments": {"text": REFUSAL_INSTRUCTION}})
+    server = scripted_server([{"text": echo}, {"text": "I cannot go 50 m/s."}])
+    done = await _run(server, _refused_for_units())
+    assert done.message.tool_calls == () and done.message.text == "I cannot go 50 m/s."
+    first, second = (r.json() for r in server.requests)
+    assert first["grammar"].startswith("root ::= call\n")  # a call was required
+    assert second["grammar"] == answer_only_grammar()
+    assert first["messages"][-1]["content"].endswith(REFUSAL_INSTRUCTION)
+    assert second["messages"][-1]["content"].endswith(RESULT_INSTRUCTION)
+    assert second["messages"][:-1] == first["messages"][:-1]
+
+
+async def test_an_answer_quoting_the_result_is_not_an_echo(scripted_server: Any) -> None:
+    server = scripted_server([{"text": "Moved forward 1 m; tell the user it is done."}])
+    done = await _run(server, _after_call({"distance_m": 1}))
+    assert done.message.text == "Moved forward 1 m; tell the user it is done."
+    assert len(server.requests) == 1
+
+
+def test_echoes_instruction_ignores_case_and_punctuation_but_not_short_words() -> None:
+    assert echoes_instruction("call one of those functions instead")
+    assert echoes_instruction("  Call one of those functions!  ")
+    assert echoes_instruction("<tool_response>x</tool_response> " + RESULT_INSTRUCTION)
+    assert not echoes_instruction("one")  # too short to be a copy
+    assert not echoes_instruction("The robot turned left 90 degrees.")
+    assert not echoes_instruction("")
 
 
 async def test_retrying_a_failed_call_goes_through(scripted_server: Any) -> None:

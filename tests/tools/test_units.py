@@ -35,6 +35,10 @@ from loopact.tools.units import (
         ("drive at 30 cm/s", 30, "speed", 0.01),
         ("drive at 30 centimeters per second", 30, "speed", 0.01),
         ("以30厘米每秒前进", 30, "speed", 0.01),
+        ("以每秒50米的速度前进", 50, "speed", 1.0),
+        ("每秒钟三十厘米地往前开", 30, "speed", 0.01),
+        ("每小时5公里", 5, "speed", 1000.0 / 3600.0),
+        ("以每秒90度的速度左转", 90, "angular_speed", 1.0),
     ],
 )
 def test_find_quantities_reads_number_and_unit(

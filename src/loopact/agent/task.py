@@ -144,7 +144,9 @@ class TaskRun:
         self.rounds = 0
         self._bounds = env.options.bounds
         self._lang = env.options.lang
-        self._in_steps = False  # a step's answer is not the reply: its text is not streamed
+        # The model's answer is not the reply (a step's, or one after a failed call with
+        # split_steps): its text is not streamed.
+        self._quiet_answer = False
 
     # ----------------------------------------------------------------- the loop
     async def body(self) -> str:
@@ -166,7 +168,14 @@ class TaskRun:
             return await self._plan_body()
         if self.env.action_text:
             return await self._action_body()
-        reply, _ = await self._react()
+        reply, ran = await self._react()
+        if self.env.options.split_steps and ran and not ran[-1][1].ok:
+            # The local brain's words after a failed call claim what did not happen ("The
+            # robot is driving at a distance of 50 meters."): say what failed, as for a step.
+            result = ClauseResult(
+                self.text, reply, [(c.name, r.ok, r.data, r.error) for c, r in ran]
+            )
+            return compose_reply([result], [], zh=is_chinese(self.text))
         return reply
 
     async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
@@ -191,6 +200,8 @@ class TaskRun:
             if not outcomes:
                 return done.message.text, ran
             ran.extend(outcomes)
+            if self.env.options.split_steps and not outcomes[-1][1].ok:
+                self._quiet_answer = True  # body() may answer with what failed instead
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self._check_tokens()
 
@@ -209,7 +220,7 @@ class TaskRun:
         emit = self.env.bus.emit
         done: list[ClauseResult] = []
         emit("steps", self.task_id, clauses=clauses)
-        self._in_steps = True
+        self._quiet_answer = True
         for n, clause in enumerate(clauses, 1):
             emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
             self.conv.append(Message.user(clause))
@@ -540,7 +551,7 @@ class TaskRun:
                     env.bus,
                     self.task_id,
                     self.state.tokens,
-                    emit_text=not self._in_steps,
+                    emit_text=not self._quiet_answer,
                 )
                 return done, rs
             except OutputLimitReached as exc:

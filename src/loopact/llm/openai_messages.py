@@ -14,15 +14,12 @@ from typing import Any
 
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image, ImagePart, Message, TextPart, refused_for_units
-from loopact.llm.toolprompt import describe_tools_compact
+from loopact.llm.toolprompt import REFUSAL_INSTRUCTION, RESULT_INSTRUCTION, describe_tools_compact
 
 NO_VISION_NOTE = "[image omitted: this model has no vision]"
 
 
-TOOL_RESULT_AS_TEXT = (
-    "<tool_response>\n{text}\n</tool_response>\n"
-    "Tell the user in one short sentence what this result shows."
-)
+TOOL_RESULT_AS_TEXT = "<tool_response>\n{text}\n</tool_response>\n" + RESULT_INSTRUCTION
 """A tool result for a model without native tool calls: the Hermes ``<tool_response>`` block
 many open models are trained on, and what to do with it. Measured with the 0.5B local brain
 (issue 6): with a bare "Result of tool ..." line it re-called the tool and the answer-only
@@ -30,7 +27,7 @@ re-ask wrote "Here's the response in plain text: ..." or an unrelated apology; w
 answers "The robot turned left 90 degrees." in the same round."""
 
 
-REFUSAL_AS_TEXT = "<tool_response>\n{text}\n</tool_response>\nCall one of those functions instead."
+REFUSAL_AS_TEXT = "<tool_response>\n{text}\n</tool_response>\n" + REFUSAL_INSTRUCTION
 """A call the runtime refused before running it for its units, for the same models (its error
 names the functions that take the user's quantity). Measured with the 0.5B brain on three
 refused calls (issue 6): with the "tell the user" line it chose the right function, but after

@@ -11,9 +11,11 @@ three rules the wire adapters know nothing about (issue 6, issue 14; SPEC B7, A3
   task's results are calls the runtime refused for their units, must be a call (the reply
   tool keeps words possible): given free text, small models answer "what do you see?" from
   imagination or describe a refusal instead of choosing;
-- **no echo of a finished call**: a response that only calls again the tool the previous round
-  just ran successfully, or repeats exactly the call that just failed, is not passed on; the
-  same request is sent once more with ``tool_choice="none"`` and that answer is yielded.
+- **no echo of a finished call or of the prompt**: a response that only calls again the tool
+  the previous round just ran successfully, repeats exactly the call that just failed, or
+  answers with nothing but the runtime's instruction line after a result ("Call one of those
+  functions instead.": :func:`~loopact.llm.toolprompt.echoes_instruction`) is not passed on;
+  the same request is sent once more with ``tool_choice="none"`` and that answer is yielded.
 
 The rules read the typed outcomes of the results (``Message.outcome``), never their text, and
 speak to the wrapped model only through :class:`~loopact.llm.base.ModelRequest`
@@ -42,8 +44,14 @@ from loopact.llm.base import (
     ToolCallDelta,
     ToolCallReady,
 )
-from loopact.llm.messages import Message, ToolCall, current_task, refused_for_units
-from loopact.llm.toolprompt import REPLY_TOOL
+from loopact.llm.messages import (
+    Message,
+    ToolCall,
+    ToolOutcome,
+    current_task,
+    refused_for_units,
+)
+from loopact.llm.toolprompt import REPLY_TOOL, echoes_instruction
 
 logger = logging.getLogger(__name__)
 
@@ -132,14 +140,10 @@ class SmallModelPolicy:
         if reply:
             collected = _reply_as_text(collected)
         done = collected[-1] if collected else None
-        if (
-            isinstance(done, ResponseDone)
-            and done.message.tool_calls
-            and all(_repeats(c, previous) for c in done.message.tool_calls)
-        ):
-            logger.info("model repeated its previous call; asking for the answer instead")
+        if isinstance(done, ResponseDone) and _not_an_answer(done, previous):
+            logger.info("model repeated its previous call or the prompt; asking for the answer")
             collected = []
-            answer_only = dataclasses.replace(shaped, tool_choice="none", allowed_tools=None)
+            answer_only = _answer_only(shaped)
             async for event in self._collect(answer_only, collected):
                 yield event
         for event in collected:
@@ -200,6 +204,26 @@ def previous_calls(
             return tuple((c, c.id not in failed) for c in msg.tool_calls)
         return ()
     return ()
+
+
+def _answer_only(request: ModelRequest) -> ModelRequest:
+    """The re-ask for an answer in words: no call possible, and the task's unit refusals shown
+    as results to tell the user about, not as calls to make again (their instruction line,
+    "Call one of those functions instead.", is what a small model copies)."""
+    messages = tuple(
+        dataclasses.replace(m, outcome=ToolOutcome(ok=False)) if refused_for_units(m) else m
+        for m in request.messages
+    )
+    return dataclasses.replace(request, messages=messages, tool_choice="none", allowed_tools=None)
+
+
+def _not_an_answer(done: ResponseDone, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:
+    """A response that only repeats the previous call (:func:`_repeats`) or only copies the
+    runtime's instruction line (:func:`~loopact.llm.toolprompt.echoes_instruction`)."""
+    calls = done.message.tool_calls
+    if calls:
+        return all(_repeats(c, previous) for c in calls)
+    return bool(previous) and echoes_instruction(done.message.text)
 
 
 def _repeats(call: ToolCall, previous: tuple[tuple[ToolCall, bool], ...]) -> bool:

@@ -50,6 +50,28 @@ REPLY_TOOL = ToolSpec(
 """The pseudo-tool offered when a call is required (first round of a task on a constrained
 endpoint): its call is not run but becomes the answer text (issue 6)."""
 
+RESULT_INSTRUCTION = "Tell the user in one short sentence what this result shows."
+"""The line after a tool result written as text for a model without native tool calls."""
+REFUSAL_INSTRUCTION = "Call one of those functions instead."
+"""The line after a result the runtime refused for its units (its error names the functions)."""
+TEXT_CALL_INSTRUCTIONS = (RESULT_INSTRUCTION, REFUSAL_INSTRUCTION)
+"""The runtime's instruction lines in a text-call prompt: an answer that only repeats one is
+not an answer (:class:`~loopact.llm.small_model.SmallModelPolicy`)."""
+
+
+def echoes_instruction(text: str) -> bool:
+    """Whether ``text`` is (or holds) one of :data:`TEXT_CALL_INSTRUCTIONS`, ignoring case,
+    spacing and punctuation; small models answer a refusal with "Call one of those functions
+    instead." (measured with the 0.5B brain on "drive at 50 m/s", 2026-12-02)."""
+    said = _letters(text)
+    if len(said.split()) < 3:  # "OK", "one": too short to be a copy
+        return False
+    return any(said in _letters(line) or _letters(line) in said for line in TEXT_CALL_INSTRUCTIONS)
+
+
+def _letters(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", text.lower()).strip()
+
 
 # --- compact catalogue ------------------------------------------------------------------
 

@@ -193,9 +193,11 @@ _NUMBER = (
     rf"|(?:{_EN_ALT})(?:[\s-]+(?:{_EN_ALT}))?)"
 )
 _UNIT = rf"(?P<unit>{_LEN_ALT}|{_ANG_ALT}|{_TIME_ALT})"
+_PER_PREFIX = r"(?P<pre>每秒(?:钟)?|每小时)\s*"
+"""Chinese also puts the time first: 每秒50米 (50 m/s), 每小时5公里 (5 km/h)."""
 _QUANTITY = re.compile(
-    rf"(?<![A-Za-z0-9.]){_NUMBER}\s*(?:个)?\s*{_UNIT}(?P<per>{_PER_SECOND}|{_PER_HOUR})?"
-    r"(?![a-zA-Z])",
+    rf"(?:{_PER_PREFIX})?(?<![A-Za-z0-9.]){_NUMBER}\s*(?:个)?\s*{_UNIT}"
+    rf"(?P<per>{_PER_SECOND}|{_PER_HOUR})?(?![a-zA-Z])",
     re.IGNORECASE,
 )
 
@@ -251,7 +253,7 @@ def find_quantities(text: str) -> list[Quantity]:
         if value is None:
             continue
         unit = m.group("unit").lower()
-        per = (m.group("per") or "").strip().lower()
+        per = (m.group("per") or m.group("pre") or "").strip().lower()
         per_hour = bool(per) and ("h" in per or "小时" in per)
         if unit in _LENGTH:
             kind, factor = "length", _LENGTH[unit]
