@@ -17,6 +17,7 @@ from PIL import Image as PILImage
 
 from loopact.llm.messages import Image
 from loopact.robot.governor import SafetyGovernor
+from loopact.robot.lease import END_GRACE_S, MotionLease, due_for_renewal, lease_span
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
 from loopact.robot.session import make_robot_tools
@@ -105,6 +106,30 @@ async def test_follow_line_refuses_an_unknown_colour_and_stops_when_no_line(
     end = await line_rig.robot.get_pose()
     assert math.hypot(end.x_m - start.x_m, end.y_m - start.y_m) < 0.05  # it never drove off
     assert line_rig.governor.last_twist.is_zero
+
+
+async def test_the_lease_of_a_timed_follow_outlives_its_own_end(line_rig: LineRig) -> None:
+    """The follow ends itself at duration_s; its lease lasts END_GRACE_S longer, so the
+    governor's deadline never races it (CI 2026-12-02: "stopped by deadline" at exactly the
+    requested 12 s when one control period came late under load)."""
+    await line_rig.robot.teleport(1.0, -1.1, 0.0)
+    clock = line_rig.robot.clock
+    t0 = clock.now()
+    task = asyncio.ensure_future(line_rig.tools["follow_line"](color="purple", duration_s=3.0))
+    while line_rig.governor.base_lease is None:  # bounded by the sim-time check
+        assert clock.now() < t0 + 20.0 and not task.done()
+        await clock.sleep(0.01)
+    lease = line_rig.governor.base_lease
+    assert lease.deadline_s - lease.started_s == pytest.approx(3.0 + END_GRACE_S)
+    res: Any = await asyncio.wait_for(task, 60)
+    assert res.ok and res.data["stopped_by"] == "duration", res.data
+    assert lease.stopped_by != "deadline"  # it was ended, not timed out
+    limit = line_rig.governor.profile.limits.max_motion_duration_s
+    assert lease_span(100.0, limit) == limit  # never past the profile's limit
+    renew = MotionLease("follow_line", 0.0, 10.0)
+    assert due_for_renewal(renew, 9.5, end_s=20.0, margin_s=1.0)
+    assert not due_for_renewal(renew, 8.5, end_s=20.0, margin_s=1.0)  # time left
+    assert not due_for_renewal(renew, 9.5, end_s=9.8, margin_s=1.0)  # outlives the end
 
 
 async def test_a_stop_halts_follow_line(line_rig: LineRig) -> None:

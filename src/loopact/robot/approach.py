@@ -27,7 +27,7 @@ from typing import Any
 
 from loopact.errors import RobotError, SafetyError
 from loopact.robot.interface import Pose, Twist
-from loopact.robot.lease import MotionLease
+from loopact.robot.lease import MotionLease, due_for_renewal, lease_span
 from loopact.robot.motion import RobotEnv
 from loopact.robot.perception import PerceptionOptions, show
 from loopact.robot.sighting import Search, Sighting, query_problem, search, sight, turn
@@ -262,7 +262,7 @@ class _Drive:
         env, gov = self.env, self.env.governor
         max_s = env.profile.limits.max_motion_duration_s
         end = env.robot.clock.now() + MAX_DURATION_S
-        self.lease = await gov.begin_motion("approach", min(MAX_DURATION_S, max_s), True)
+        self.lease = await gov.begin_motion("approach", lease_span(MAX_DURATION_S, max_s), True)
         watcher = asyncio.ensure_future(self.watch())
         try:
             await self._control(end)
@@ -289,9 +289,10 @@ class _Drive:
             if stop:
                 self.stopped_by, self.detail = stop
                 return
-            if now > self.lease.deadline_s - RENEW_MARGIN_S and self.lease.active:
+            if due_for_renewal(self.lease, now, end, RENEW_MARGIN_S):
                 await gov.end_motion(self.lease)
-                self.lease = await gov.begin_motion("approach", min(end - now, max_s), True)
+                span = lease_span(end - now, max_s)
+                self.lease = await gov.begin_motion("approach", span, True)
             v = min(v_max, max(MIN_SPEED_MPS, K_GAP * (gap - self.stop_at_m)))
             if abs(bearing) > DRIVE_MAX_BEARING_DEG:
                 v = 0.0

@@ -22,7 +22,7 @@ from typing import Any
 from loopact.errors import RobotError, SafetyError
 from loopact.robot.camera_loop import FrameWorker, Sample
 from loopact.robot.interface import CameraFrame, Twist
-from loopact.robot.lease import MotionLease
+from loopact.robot.lease import MotionLease, due_for_renewal, lease_span
 from loopact.robot.line_follower import Command, LineFollower
 from loopact.robot.motion import RobotEnv
 from loopact.robot.perception import PerceptionOptions, fresh_frame, show
@@ -96,7 +96,9 @@ async def follow(
     try:
         tilt = await _aim_head(env)
         t0 = clock.now()
-        lease: MotionLease = await gov.begin_motion("follow_line", min(duration_s, max_s), True)
+        lease: MotionLease = await gov.begin_motion(
+            "follow_line", lease_span(duration_s, max_s), True
+        )
     except (SafetyError, RobotError) as exc:
         return ToolResult.failure(f"follow_line could not start: {exc}")
     run = _LineRun(env, opts, ctx, key, follower, lease, t0, duration_s, laps)
@@ -157,9 +159,10 @@ class _LineRun:
             now = clock.now()
             if now >= self.end:
                 break
-            if now > self.lease.deadline_s - RENEW_MARGIN_S and self.lease.active:
+            if due_for_renewal(self.lease, now, self.end, RENEW_MARGIN_S):
                 await gov.end_motion(self.lease)
-                self.lease = await gov.begin_motion("follow_line", min(self.end - now, max_s), True)
+                span = lease_span(self.end - now, max_s)
+                self.lease = await gov.begin_motion("follow_line", span, True)
             frames.check()
             sample = frames.latest
             if sample is not None and sample.seq != self.seen_seq:

@@ -49,3 +49,28 @@ class MotionLease:
         if self.stopped_by is None:
             self.stopped_by = reason
             self.detail = detail
+
+
+END_GRACE_S = 0.5
+"""Robot-clock seconds a timed behaviour's lease outlives the behaviour's own end."""
+
+
+def lease_span(remaining_s: float, max_s: float) -> float:
+    """How long to ask the governor for, for a timed behaviour that ends itself.
+
+    ``follow_line``, ``track`` and ``approach`` stop at their own end time; a lease that ended
+    at the same instant raced them, and under load one late control period let the
+    governor's deadline win ("stopped by deadline" at exactly the requested 12 s). So the
+    lease lasts :data:`END_GRACE_S` longer, never more than the profile's limit.
+
+    Args:
+        remaining_s: Seconds until the behaviour's own end (robot clock).
+        max_s: The profile's ``limits.max_motion_duration_s``, seconds.
+    """
+    return min(remaining_s + END_GRACE_S, max_s)
+
+
+def due_for_renewal(lease: MotionLease, now_s: float, end_s: float, margin_s: float) -> bool:
+    """Whether a behaviour running until ``end_s`` must renew ``lease`` now: it is active,
+    ends before the behaviour does, and has less than ``margin_s`` left (robot clock, s)."""
+    return lease.active and lease.deadline_s < end_s and now_s > lease.deadline_s - margin_s

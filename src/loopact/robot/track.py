@@ -24,7 +24,7 @@ import numpy as np
 from loopact.errors import RobotError, SafetyError
 from loopact.robot.camera_loop import FrameWorker, Sample
 from loopact.robot.interface import CameraFrame, Twist
-from loopact.robot.lease import MotionLease
+from loopact.robot.lease import MotionLease, due_for_renewal, lease_span
 from loopact.robot.motion import RobotEnv
 from loopact.robot.perception import PerceptionOptions, show
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
@@ -175,7 +175,7 @@ async def track_target(
     try:
         forward = abs(cmd.pan_deg) < FORWARD_PAN_DEG
         max_s = env.profile.limits.max_motion_duration_s
-        lease: MotionLease = await gov.begin_motion("track", min(duration_s, max_s), forward)
+        lease: MotionLease = await gov.begin_motion("track", lease_span(duration_s, max_s), forward)
         head_lease = await gov.begin_head("track", duration_s + 5)
     except (SafetyError, RobotError) as exc:
         return ToolResult.failure(f"track could not start: {exc}")
@@ -237,11 +237,11 @@ class _TrackRun:
             now = clock.now()
             if now >= self.end:
                 break
-            if now > self.lease.deadline_s - RENEW_MARGIN_S and self.lease.active:
+            if due_for_renewal(self.lease, now, self.end, RENEW_MARGIN_S):
                 await gov.end_motion(self.lease)
                 self.forward = abs(self.cmd.pan_deg) < FORWARD_PAN_DEG
                 self.lease = await gov.begin_motion(
-                    "track", min(self.end - now, max_s), self.forward
+                    "track", lease_span(self.end - now, max_s), self.forward
                 )
             frames.check()
             sample = frames.latest
