@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.agent.helpers import call, make_agent
 from tests.integration.test_mqtt_cli import Proc
 from tests.nodes.mqtt_helpers import needs_broker, wait_until
 
+from loopact.agent import Agent
 from loopact.nodes.discovery import NodeTrust, ToolDiscovery
 from loopact.nodes.mqtt import MqttConnector
 from loopact.nodes.mqtt_settings import MqttSettings
@@ -36,6 +39,27 @@ def label_offered(server: ScriptedModelServer, index: int) -> bool:
     tools = server.requests[index].body.get("tools") or []
     slow = [t for t in tools if t["function"]["name"] == "slow_step"]
     return bool(slow) and "label" in slow[0]["function"]["parameters"]["properties"]
+
+
+@asynccontextmanager
+async def agent_discovering(
+    broker: MqttBroker, turns: list[dict[str, Any]], workspace: Path
+) -> AsyncIterator[tuple[Agent, Any, ScriptedModelServer]]:
+    """An agent on the scripted server that discovers (and trusts) the broker's nodes."""
+    connector = MqttConnector(MqttSettings(broker=broker.url), role="agent")
+    await connector.start()
+    with ScriptedModelServer({"turns": turns}) as server:
+        agent, rec = make_agent(server, workspace)
+        discovery = ToolDiscovery(
+            connector, agent.registry, bus=agent.bus, trust=NodeTrust(trusted=("*",))
+        )
+        await discovery.start()
+        try:
+            yield agent, rec, server
+        finally:
+            await agent.close()
+            await discovery.stop()
+            await connector.shutdown()
 
 
 async def test_node_killed_mid_call_then_restarted_with_another_schema(
@@ -55,14 +79,7 @@ async def test_node_killed_mid_call_then_restarted_with_another_schema(
         {"text": "Stepped with v2.", "expect": {"contains": "take a long step"}},
     ]
     procs: list[Proc] = []
-    connector = MqttConnector(MqttSettings(broker=mqtt_broker.url), role="agent")
-    await connector.start()
-    with ScriptedModelServer({"turns": turns}) as server:
-        agent, rec = make_agent(server, tmp_path / "ws")
-        discovery = ToolDiscovery(
-            connector, agent.registry, bus=agent.bus, trust=NodeTrust(trusted=("*",))
-        )
-        await discovery.start()
+    async with agent_discovering(mqtt_broker, turns, tmp_path / "ws") as (agent, rec, server):
         try:
             v1 = Proc(["node", str(NODE_FILES / "slow_tool.py"), *node_args], tmp_path, "v1")
             procs.append(v1)
@@ -94,11 +111,8 @@ async def test_node_killed_mid_call_then_restarted_with_another_schema(
             assert label_offered(server, 2) and not label_offered(server, 0)
             assert count.read_text() == "run\nv2 v2\n"  # the killed call ran once, not again
         finally:
-            await agent.close()
-            await discovery.stop()
             for p in reversed(procs):
                 p.stop()
-            await connector.shutdown()
         server.assert_consumed()
 
 
@@ -113,26 +127,9 @@ async def test_node_killed_before_it_accepted_the_call_is_reported_gone(
         {"tool_calls": [call("slow_step", {"seconds": 5}, "k1")]},
         {"text": "The node went away.", "expect": {"contains": "stopped responding"}},
     ]
-    connector = MqttConnector(MqttSettings(broker=mqtt_broker.url), role="agent")
-    await connector.start()
-    node = Proc(
-        [
-            "node",
-            str(NODE_FILES / "slow_tool.py"),
-            "--transport",
-            "mqtt",
-            "--broker",
-            mqtt_broker.url,
-        ],
-        tmp_path,
-        "node",
-    )
-    with ScriptedModelServer({"turns": turns}) as server:
-        agent, rec = make_agent(server, tmp_path / "ws")
-        discovery = ToolDiscovery(
-            connector, agent.registry, bus=agent.bus, trust=NodeTrust(trusted=("*",))
-        )
-        await discovery.start()
+    node_args = ["--transport", "mqtt", "--broker", mqtt_broker.url]
+    node = Proc(["node", str(NODE_FILES / "slow_tool.py"), *node_args], tmp_path, "node")
+    async with agent_discovering(mqtt_broker, turns, tmp_path / "ws") as (agent, rec, _server):
         try:
             await wait_until(lambda: "slow_step" in agent.registry, timeout=60, what="the node")
             os.killpg(node.popen.pid, signal.SIGSTOP)  # frozen: it cannot accept anything
@@ -146,7 +143,4 @@ async def test_node_killed_before_it_accepted_the_call_is_reported_gone(
             assert "node slow_step stopped responding during the call" in failed["error"], failed
             assert not count.exists()  # it never ran
         finally:
-            await agent.close()
-            await discovery.stop()
             node.stop()
-            await connector.shutdown()

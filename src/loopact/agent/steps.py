@@ -237,6 +237,11 @@ class ClauseResult:
     answer: str = ""
     results: list[tuple[str, bool, Any, str | None]] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, text: str, answer: str, ran: Sequence[tuple[Any, Any]]) -> ClauseResult:
+        """The clause ``text`` with its answer and its ``(ToolCall, ToolResult)`` pairs."""
+        return cls(text, answer, [(c.name, r.ok, r.data, r.error) for c, r in ran])
+
     @property
     def failed(self) -> str | None:
         """The first failed call's error, or None when every call succeeded."""

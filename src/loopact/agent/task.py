@@ -172,9 +172,7 @@ class TaskRun:
         if self.env.options.split_steps and ran and not ran[-1][1].ok:
             # The local brain's words after a failed call claim what did not happen ("The
             # robot is driving at a distance of 50 meters."): say what failed, as for a step.
-            result = ClauseResult(
-                self.text, reply, [(c.name, r.ok, r.data, r.error) for c, r in ran]
-            )
+            result = ClauseResult.of(self.text, reply, ran)
             return compose_reply([result], [], zh=is_chinese(self.text))
         return reply
 
@@ -225,7 +223,7 @@ class TaskRun:
             emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
             self.conv.append(Message.user(clause))
             answer, ran = await self._react(act_first=not is_speech(clause))
-            result = ClauseResult(clause, answer, [(c.name, r.ok, r.data, r.error) for c, r in ran])
+            result = ClauseResult.of(clause, answer, ran)
             done.append(result)
             failed = result.failed if ran and not ran[-1][1].ok else None
             emit("clause_end", self.task_id, n=n, ok=failed is None, error=failed)
