@@ -138,7 +138,7 @@ class ToolOutcome:
     """How a tool call ended, typed, beside the result text a tool message carries.
 
     Lets a model adapter react to results (the small-model policy of
-    :mod:`loopact.llm.openai_chat`) without parsing the text the agent wrote.
+    :mod:`loopact.llm.small_model`) without parsing the text the agent wrote.
 
     Attributes:
         ok: The call succeeded.
