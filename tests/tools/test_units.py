@@ -155,6 +155,10 @@ def test_a_length_given_to_a_speed_argument_is_a_conflict() -> None:
     assert unit_conflicts({"linear_mps": 0.4, "duration_s": 1}, "前进0.4米") == [
         UnitConflict("linear_mps", 0.4, "speed", "0.4米", "length")
     ]
+    # a speed written time first (每秒50米) given as a distance: refused like "50 m/s"
+    assert unit_conflicts({"distance_m": 50}, "以每秒50米的速度前进") == [
+        UnitConflict("distance_m", 50.0, "length", "每秒50米", "speed")
+    ]
     # a time in a speed argument: the call has no time argument to hold "10 seconds"
     assert unit_conflicts({"distance_m": 2, "speed_mps": 10}, "go 2 meters in 10 seconds") == [
         UnitConflict("speed_mps", 10.0, "speed", "10 seconds", "time")

@@ -413,7 +413,7 @@ def unit_conflicts(arguments: Mapping[str, Any], instruction: str) -> list[UnitC
         same = [q for q in quantities if _same(q.value, number)]
         if not same or any(q.kind == declared[0] for q in same):
             continue
-        written = [q for q in same if q.text[:1].isdigit()]
+        written = [q for q in same if any(ch.isdigit() for ch in q.text)]  # 每秒50米 too
         if sum(_same(b, number) for b in bare) > len(written):
             continue  # the number also stands without a unit somewhere
         q = same[0]
