@@ -181,8 +181,7 @@ def eval_command(
 ) -> None:
     """Run the graded task suite on the simulated robot (graded by ground truth; docs/eval.md).
 
-    Every task is graded by simulator ground truth (poses, the world, files, messages), never
-    by the model's words; prints a table and writes a JSON report.
+    Prints a table and a JSON report; grades read ground truth, never the model's words.
     """
     from loopact.config import load_config
 
