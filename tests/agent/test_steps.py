@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,15 @@ import pytest
 from tests.agent.helpers import Recorder, call
 
 from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.agent.steps import ClauseResult, compose_reply, is_speech, split_clauses
+from loopact.agent.steps import (
+    LOOK_EN,
+    LOOK_ZH,
+    ClauseResult,
+    compose_reply,
+    is_speech,
+    split_clauses,
+    with_seen,
+)
 from loopact.app.robot import open_robot
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.robot.session import RobotSession
@@ -57,7 +66,7 @@ from loopact.tools.registry import ToolRegistry
             "write what you see into notes.md",
             ["what do you see in front of you?", "write what you see into notes.md"],
         ),
-        ("把你看到的东西写进 notes.md", ["看看前面有什么", "把你看到的东西写进 notes.md"]),
+        ("把你看到的东西写进 notes.md", ["你前面有什么？", "把你看到的东西写进 notes.md"]),
         (
             "look around, then write what you see into notes.md",
             ["look around", "write what you see into notes.md"],
@@ -116,7 +125,57 @@ def test_reply_is_built_from_what_ran() -> None:
         ["摇头"],
         zh=True,
     )
-    assert zh.startswith('Nodded ("yes")') and "没有执行：“摇头”" in zh
+    assert zh == "点了点头（表示“是”）。因此没有执行：“摇头”。"
+    # a sentence the runtime does not write stays as it is (never a guessed translation)
+    other = ClauseResult("抓起杯子", "", [("grab", True, {"result": "grabbed the cup"}, None)])
+    assert compose_reply([other], [], zh=True) == "Grabbed the cup."
+
+
+async def test_a_clause_about_what_was_seen_is_sent_with_the_observation(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """ "write what you see into report.md": the look step put before it ran, and the clause
+    goes to the model with what it saw in place of "what you see" (the 0.5B brain wrote
+    "What you see?" into the file when it had to copy it from an earlier message)."""
+
+    @tool(safety=SafetyClass.READ_ONLY)
+    def seewhat() -> dict[str, str]:
+        """What is in view."""
+        return {"result": "I see a red box 2.8 m away, 29 degrees right"}
+
+    @tool(safety=SafetyClass.WRITE)
+    def file_write(path: str, content: str) -> str:
+        """Write a file."""
+        (tmp_path / path).write_text(content, encoding="utf-8")
+        return f"wrote {path}"
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("seewhat", {})], "expect": {"last_user_contains": LOOK_EN}},
+            {"text": "A box."},
+            {
+                "tool_calls": [call("file_write", {"path": "report.md", "content": "red box"})],
+                "expect": {"last_user_contains": 'write "I see a red box 2.8 m away, 29 degrees'},
+            },
+            {"text": "Written."},
+        ]
+    )
+    model = OpenAIChatModel("scripted", server.base_url, "k", current_task_only=True)
+    opts = AgentOptions(
+        bounds=Bounds(backoff_base_s=0.01), workspace=tmp_path, split_steps=True, auto_approve=True
+    )
+    agent = Agent(model, ToolRegistry([seewhat, file_write]), opts)
+    outcome = await asyncio.wait_for(agent.run_task("write what you see into report.md"), 60)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    sent = server.requests[2].body["messages"][-1]["content"]
+    assert str(sent).endswith('29 degrees right" into report.md'), sent
+    looked = ClauseResult(LOOK_ZH, "", [("seewhat", True, {"result": "I see a box"}, None)])
+    assert with_seen("把你看到的东西写进 report.md", looked) == "把“I see a box”写进 report.md"
+    # only after the look step the splitter put there; a question keeps its words
+    other = ClauseResult("look left", "", [("servo_move", True, {"result": "looks left"}, None)])
+    assert with_seen("write what you see into a.md", other) == "write what you see into a.md"
+    assert with_seen("what do you see?", looked) == "what do you see?"
 
 
 @pytest.fixture
@@ -269,8 +328,8 @@ async def test_a_single_instruction_whose_call_failed_is_answered_with_what_fail
 ) -> None:
     """With split_steps (the local brain), the words after a failed call are not the reply:
     the 0.5B brain answered "drive at 50 m/s" with "It is driving at a distance of 50
-    meters." (2026-12-02) while nothing moved. A call that succeeds after the failure gives
-    the model's answer back."""
+    meters." (2026-12-02) while nothing moved. A motion that succeeds after the failure is
+    told by the runtime's own sentence, not by the model's words either."""
     server = scripted_server(
         [
             {"tool_calls": [call("move_forward", {"distance_m": 50})]},
@@ -292,5 +351,87 @@ async def test_a_single_instruction_whose_call_failed_is_answered_with_what_fail
     second = await asyncio.wait_for(agent.run_task("go forward 50 meters"), 120)
     await agent.close()
     assert second.status == "completed", second
-    assert second.reply == "Moved 0.2 m instead."
+    assert second.reply.startswith("Moved forward 0.2"), second.reply
+    assert "instead" not in second.reply
     assert abs(truth(robot)[0] - 0.2) <= 0.05
+
+
+@pytest.mark.sim
+async def test_a_single_motion_is_answered_with_what_the_robot_did(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """The 0.5B brain drove in circles for "drive to the red box and stop within half a meter
+    of it" and answered "... and stopped within half a meter of the red box" (eval,
+    2026-12-02, AMD): after a motion the reply is the runtime's sentence of what the robot
+    did, in the instruction's language; a look-up keeps the model's answer."""
+    server = scripted_server(
+        [
+            {"tool_calls": [call("drive", {"linear_mps": 0.2, "angular_dps": 0, "duration_s": 1})]},
+            {"text": "I stopped within half a meter of the red box."},
+            {"tool_calls": [call("turn_left", {"angle_deg": 90})]},
+            {"text": "我向右转了九十度。"},
+            {"tool_calls": [call("distance_to", {"place": "door"})]},
+            {"text": "The door is a few metres away."},
+        ]
+    )
+    agent, rec = steps_agent(server, robot, tmp_path)
+    text = "drive to the red box and stop within half a meter of it"
+    outcome = await asyncio.wait_for(agent.run_task(text), 120)
+    assert outcome.status == "completed", outcome
+    said = re.fullmatch(r"Drove for 1 s: (\d\.\d\d) m, turned -?0\.\d degrees\.", outcome.reply)
+    assert said, outcome.reply
+    assert abs(float(said[1]) - truth(robot)[0]) <= 0.02  # what the simulator saw
+    assert "half a meter" not in outcome.reply
+    assert not rec.of("text_delta")  # the replaced words were never shown
+    zh = await asyncio.wait_for(agent.run_task("向左转90度"), 120)
+    assert zh.status == "completed", zh
+    turned = re.fullmatch(r"左转了 (\d+\.\d) 度，到达目标。", zh.reply)
+    assert turned, zh.reply
+    assert abs(truth(robot)[2] - 90) <= 5 and abs(float(turned[1]) - truth(robot)[2]) <= 1
+    asked = await asyncio.wait_for(agent.run_task("how far are you from the door?"), 120)
+    await agent.close()
+    assert asked.reply == "The door is a few metres away."  # read-only: the model's answer
+    assert [e.data["text"] for e in rec.of("reply")] == [
+        outcome.reply,
+        zh.reply,
+        asked.reply,
+    ]
+
+
+@pytest.mark.sim
+async def test_a_chinese_sequence_is_told_in_chinese_from_the_tools_own_sentences(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """Each tool's real ``data.result`` sentence, run on the simulator, comes out Chinese in the
+    reply to a Chinese instruction (loopact.agent.result_zh); only names stay as written."""
+    steps = [
+        call("move_forward", {"distance_m": 0.3}),
+        call("turn_right", {"angle_deg": 30}),
+        call("servo_move", {"pan_deg": 20, "tilt_deg": 0}),
+        call("servo_nod", {}),
+        call("servo_init", {}),
+        call("distance_to", {"place": "door"}),
+        call("navigation", {"waypoint": "charger"}),
+        call("stop", {}),
+    ]
+    script: list[dict[str, Any]] = []
+    for step in steps:
+        script += [{"tool_calls": [step]}, {"text": "好的。"}]
+    server = scripted_server(script)
+    agent, rec = steps_agent(server, robot, tmp_path)
+    text = (
+        "前进0.3米，然后右转30度，然后摄像头向左转20度，然后点头，然后摄像头回正，"
+        "然后告诉我离门多远，然后去充电桩，然后停"
+    )
+    outcome = await asyncio.wait_for(agent.run_task(text), 240)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert len(rec.of("clause_start")) == len(steps)
+    results = [e.data for e in rec.of("tool_result")]
+    assert all(r["ok"] for r in results), results
+    english = set(re.findall(r"[A-Za-z]{2,}", outcome.reply))
+    assert english <= {"door", "charger"}, outcome.reply
+    for said in ("前进了 0.3", "右转了 ", "摄像头现在朝向左 ", "点了点头", "摄像头已回正"):
+        assert said in outcome.reply, (said, outcome.reply)
+    assert "然后 door 在 " in outcome.reply and "米外，在" in outcome.reply
+    assert "到达 charger" in outcome.reply and outcome.reply.endswith("已停下。")

@@ -112,9 +112,10 @@ class AgentOptions:
             (``Capabilities.context_tokens``), when the model has one.
         split_steps: Run a sequencing instruction ("do A, then B") as one single-step task
             per clause, in order, and answer from what ran (issue 13;
-            :mod:`loopact.agent.steps`); a single instruction whose last call failed is
-            answered the same way (what failed and why), not with the model's words. On for
-            the local brain (``local.split_steps``).
+            :mod:`loopact.agent.steps`); a single instruction whose last call failed, or
+            one that moved the robot or wrote something, is answered the same way (what ran,
+            what failed and why), not with the model's words. On for the local brain
+            (``local.split_steps``).
     """
 
     bounds: Bounds = field(default_factory=Bounds)

@@ -22,7 +22,7 @@ becomes "go to <stop>" (去<stop>), and whatever follows the last stop is split 
 
 A clause that uses what the robot sees without being a look or a question itself ("write what
 you see into report.md", "把你看到的东西写进 report.md") gets a look step before it
-("what do you see in front of you?", 看看前面有什么), unless the step before it already looks.
+("what do you see in front of you?", 你前面有什么？), unless the step before it already looks.
 
 It does not split a condition ("if you see a ball, stop"), a pair of directions ("look
 left and right") or a stop that says where or when the motion before it ends ("drive to the
@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from loopact.agent.result_zh import result_zh
 
 #: Imperative verbs that start a robot action or a request for information (English).
 EN_VERBS = frozenset((
@@ -172,7 +174,7 @@ def split_clauses(text: str) -> list[str]:
 #: What the robot sees, referred to by a clause that is not itself a look or a question.
 _SEEN = re.compile(
     r"\bwhat (?:you|u) (?:can )?see\b|\bwhat(?:'s| is) in front of you\b"
-    r"|你看到的|你看见的|看到的东西",
+    r"|你看到的东西|你看见的东西|你看到的|你看见的|看到的东西",
     re.I,
 )
 _LOOKING = re.compile(
@@ -181,7 +183,7 @@ _LOOKING = re.compile(
     re.I,
 )
 #: The step put before such a clause: it is what seewhat's examples ask.
-LOOK_EN, LOOK_ZH = "what do you see in front of you?", "看看前面有什么"
+LOOK_EN, LOOK_ZH = "what do you see in front of you?", "你前面有什么？"
 
 
 def _look_first(clauses: list[str], zh: bool) -> list[str]:
@@ -197,6 +199,27 @@ def _look_first(clauses: list[str], zh: bool) -> list[str]:
             out.append(LOOK_ZH if zh else LOOK_EN)
         out.append(clause)
     return out
+
+
+def with_seen(clause: str, previous: ClauseResult | None) -> str:
+    """``clause`` with "what you see" replaced by what the look step put before it saw.
+
+    "write what you see into report.md" after the look step (:func:`_look_first`) returned
+    "I see a red box ..." -> 'write "I see a red box ..." into report.md': asked to copy a
+    result from two messages back, the 0.5B model wrote "What you see?" into the file (eval,
+    2026-12-02); words in the clause itself it copies. Any other clause is returned as it is.
+
+    Args:
+        clause: One clause of a split instruction.
+        previous: The clause that ran before it, if any.
+    """
+    if previous is None or previous.text not in (LOOK_EN, LOOK_ZH):
+        return clause
+    seen = " ".join(previous.sentence().split())
+    if not seen or _LOOKING.match(clause):
+        return clause
+    quoted = f"“{seen}”" if is_chinese(clause) else f'"{seen}"'
+    return _SEEN.sub(lambda _: quoted, clause, count=1)
 
 
 def _route(text: str, zh: bool) -> str:
@@ -250,19 +273,21 @@ class ClauseResult:
                 return f"{name}: {error or 'failed'}"
         return None
 
-    def sentence(self) -> str:
+    def sentence(self, zh: bool = False) -> str:
         """What the clause did, from the results the runtime wrote when there are any.
 
         Motion and head tools describe what happened in ``data.result`` (issue 6); those
-        sentences are used. Otherwise (a look-up, a description) the model's answer, which
-        it wrote from the tool's result.
+        sentences are used, in Chinese with ``zh`` (:func:`~loopact.agent.result_zh.
+        result_zh`). Otherwise (a look-up, a description) the model's answer, which it wrote
+        from the tool's result.
         """
         said = [
             str(data["result"]).strip()
             for _, ok, data, _ in self.results
             if ok and isinstance(data, dict) and isinstance(data.get("result"), str)
         ]
-        return "; ".join(s for s in said if s) or self.answer.strip()
+        sep = "；" if zh else "; "
+        return sep.join(result_zh(s) if zh else s for s in said if s) or self.answer.strip()
 
 
 def _decapitalise(text: str) -> str:
@@ -276,8 +301,9 @@ def _decapitalise(text: str) -> str:
 def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool = False) -> str:
     """The reply of a split instruction: what each step that ran did, and what did not run.
 
-    Each sentence keeps its own language (the runtime's result sentences are English; a
-    model's answer may be Chinese), and so do the words joining it to the one before.
+    Each sentence keeps its own language (the runtime's result sentences are English, and
+    Chinese for a Chinese instruction where :mod:`loopact.agent.result_zh` has them; a
+    model's answer may be either), and so do the words joining it to the one before.
 
     Args:
         done: The clauses that ran, in order.
@@ -294,12 +320,12 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
                 else f"“{clause.text}” did not succeed ({failed})"
             )
         else:
-            text = clause.sentence() or (f"“{clause.text}”完成" if zh else f"Did “{clause.text}”")
+            text = clause.sentence(zh) or (f"“{clause.text}”完成" if zh else f"Did “{clause.text}”")
         chinese = is_chinese(text.strip("“”" + clause.text)) or (zh and text.startswith("“"))
         if not i:
             text = text[:1].upper() + text[1:]
         elif chinese:
-            text = "然后" + text
+            text = "然后" + (" " if text[:1].isascii() and text[:1].isalnum() else "") + text
         else:
             text = "Then " + _decapitalise(text)
         parts.append(text.rstrip(".。") + ("。" if chinese else ". "))

@@ -49,6 +49,7 @@ from loopact.agent.steps import (
     is_chinese,
     is_speech,
     split_clauses,
+    with_seen,
 )
 from loopact.agent.stream import (
     OutputLimitReached,
@@ -169,12 +170,24 @@ class TaskRun:
         if self.env.action_text:
             return await self._action_body()
         reply, ran = await self._react()
-        if self.env.options.split_steps and ran and not ran[-1][1].ok:
-            # The local brain's words after a failed call claim what did not happen ("The
-            # robot is driving at a distance of 50 meters."): say what failed, as for a step.
+        if self._answers_from_results(ran):
+            # The local brain's words claim what did not happen: after a failed call ("The
+            # robot is driving at a distance of 50 meters.") and after a motion (a drive in
+            # circles "stopped within half a meter of the red box"). Say what ran, as for a step.
             result = ClauseResult.of(self.text, reply, ran)
             return compose_reply([result], [], zh=is_chinese(self.text))
         return reply
+
+    def _answers_from_results(self, ran: Outcomes) -> bool:
+        """Whether a single instruction's reply is built from what ran, not the model's words.
+
+        With ``split_steps`` (the local brain, issue 13): when its last call failed, or when
+        any of its calls changed the world (a motion or a write; the runtime's result
+        sentences say what happened, :meth:`ClauseResult.sentence`).
+        """
+        if not (self.env.options.split_steps and ran):
+            return False
+        return not ran[-1][1].ok or self.state.state_version > 0
 
     async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
@@ -198,8 +211,8 @@ class TaskRun:
             if not outcomes:
                 return done.message.text, ran
             ran.extend(outcomes)
-            if self.env.options.split_steps and not outcomes[-1][1].ok:
-                self._quiet_answer = True  # body() may answer with what failed instead
+            if self._answers_from_results(ran):
+                self._quiet_answer = True  # body() answers with what ran instead
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self._check_tokens()
 
@@ -221,7 +234,7 @@ class TaskRun:
         self._quiet_answer = True
         for n, clause in enumerate(clauses, 1):
             emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
-            self.conv.append(Message.user(clause))
+            self.conv.append(Message.user(with_seen(clause, done[-1] if done else None)))
             answer, ran = await self._react(act_first=not is_speech(clause))
             result = ClauseResult.of(clause, answer, ran)
             done.append(result)

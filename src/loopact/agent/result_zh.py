@@ -1,0 +1,132 @@
+"""The runtime's result sentences in Chinese, for the reply to a Chinese instruction (issue 13).
+
+Motion, head and navigation tools describe what happened in one English sentence,
+``data.result`` ("turned left 90.0 degrees and reached the target"); the model reads it as it
+is. When the local brain's reply to a Chinese instruction is built from those sentences
+(:func:`~loopact.agent.steps.compose_reply`), each is rendered here in Chinese
+("左转了 90.0 度，到达目标"), numbers and names unchanged. A sentence with no rendering
+stays English: never a guess.
+
+The patterns follow the sentences of :mod:`loopact.robot.motion`, ``head``, ``navigation``,
+``approach``, ``follow_line`` and ``track``; ``tests/agent/test_steps.py`` runs those tools on
+the simulated robot and checks that their sentences come out Chinese.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_NUM = r"[+-]?\d+(?:\.\d+)?"
+_WAY = {
+    "forward": "前进", "backward": "后退", "left": "左", "right": "右", "down": "向下",
+    "up": "向上",
+}  # fmt: skip
+#: ``stopped_by`` of a motion lease (:class:`loopact.robot.lease.MotionLease`) and of the
+#: line follower and tracker.
+_STOPPED_BY = {
+    "target": "到达目标", "obstacle": "遇到障碍物", "geofence": "到达地理围栏边界",
+    "deadline": "时间到", "cancelled": "被取消", "emergency_stop": "急停",
+    "watchdog": "看门狗超时", "duration": "到达设定时长", "laps": "跑完设定圈数",
+    "line_lost": "丢失了线", "lost": "目标丢失", "error": "出错",
+}  # fmt: skip
+
+
+def _where(text: str) -> str:
+    """``straight ahead`` / ``30 degrees to the left`` / ``the robot is there`` in Chinese."""
+    fixed = {"straight ahead": "在正前方", "straight behind": "在正后方"}
+    if text in fixed:
+        return fixed[text]
+    if text == "the robot is there":
+        return "机器人就在那里"
+    m = re.fullmatch(rf"({_NUM}) degrees to the (left|right)", text)
+    return f"在{_WAY[m[2]]}方 {m[1]} 度" if m else text
+
+
+def _looks(m: re.Match[str]) -> str:
+    pan = "正前方" if m[1] == "straight ahead" else f"{_WAY[m[3]]} {m[2]} 度"
+    return f"摄像头现在朝向{pan}，{_WAY[m[5]]} {m[4]} 度"
+
+
+def _stopped_by(m: re.Match[str], group: int) -> str:
+    why = _STOPPED_BY.get(m[group], m[group])
+    return f"停止原因：{why}" + (f"（{m[group + 1]}）" if m[group + 1] else "")
+
+
+_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tuple(
+    (re.compile(pattern), render)
+    for pattern, render in (
+        (
+            rf"moved (forward|backward) ({_NUM}) m and reached the target",
+            lambda m: f"{_WAY[m[1]]}了 {m[2]} 米，到达目标",
+        ),
+        (
+            rf"turned (left|right) ({_NUM}) degrees and reached the target",
+            lambda m: f"{_WAY[m[1]]}转了 {m[2]} 度，到达目标",
+        ),
+        (
+            rf"drove for ({_NUM}) s: ({_NUM}) m, turned ({_NUM}) degrees",
+            lambda m: f"行驶了 {m[1]} 秒：{m[2]} 米，转了 {m[3]} 度",
+        ),
+        (rf"reached the (.+?) after ({_NUM}) m", lambda m: f"走了 {m[2]} 米，到达 {m[1]}"),
+        (
+            rf"the camera now looks (straight ahead|({_NUM}) degrees (left|right))"
+            rf" and ({_NUM}) degrees (down|up)",
+            _looks,
+        ),
+        (r"centred the camera", lambda m: "摄像头已回正"),
+        (r'shook the head \("no"\)', lambda m: "摇了摇头（表示“不”）"),
+        (r'nodded \("yes"\)', lambda m: "点了点头（表示“是”）"),
+        (r"stopped", lambda m: "已停下"),
+        (r"already there", lambda m: "已经在那里了"),
+        (
+            rf"now facing the (.+?): ({_NUM}) deg off straight ahead(?:, ({_NUM}) m away)?",
+            lambda m: (
+                f"现在面向 {m[1]}：偏离正前方 {m[2]} 度" + (f"，距离 {m[3]} 米" if m[3] else "")
+            ),
+        ),
+        (
+            rf"stopped ({_NUM}) m from the (.+?) \(({_NUM}) deg\), after driving ({_NUM}) m",
+            lambda m: f"行驶 {m[4]} 米后停在距 {m[2]} {m[1]} 米处（{m[3]} 度）",
+        ),
+        (
+            rf"the (.+?) is ({_NUM}) m away, (.+)",
+            lambda m: f"{m[1]} 在 {m[2]} 米外，{_where(m[3])}",
+        ),
+        (
+            rf"followed the (.+?) line for ({_NUM}) s: ({_NUM}) m, (\d+) laps,"
+            rf" on the line ({_NUM}) s; stopped by (\w+)(?: \((.*)\))?",
+            lambda m: (
+                f"沿 {m[1]} 线行驶了 {m[2]} 秒：{m[3]} 米，{m[4]} 圈，在线上 {m[5]} 秒；"
+                + _stopped_by(m, 6)
+            ),
+        ),
+        (
+            rf"tracked the target for ({_NUM}) s \(({_NUM}) % of frames in view\);"
+            rf" stopped by (\w+)(?: \((.*)\))?",
+            lambda m: f"跟踪目标 {m[1]} 秒（{m[2]}% 的画面中可见）；" + _stopped_by(m, 3),
+        ),
+    )
+)
+_CLAMPED = " (speed clamped to the robot's limit)"
+
+
+def result_zh(sentence: str) -> str:
+    """``sentence`` (one of the runtime's result sentences) in Chinese, or as it is.
+
+    Args:
+        sentence: A tool's ``data.result``, e.g. ``"moved forward 0.50 m and reached the
+            target"``.
+
+    Returns:
+        The Chinese sentence (``"前进了 0.50 米，到达目标"``), or ``sentence`` unchanged when
+        it is not one the runtime writes.
+    """
+    text, clamped = sentence.strip(), ""
+    if text.endswith(_CLAMPED):
+        text, clamped = text[: -len(_CLAMPED)], "（速度已限制在机器人的上限内）"
+    for pattern, render in _RULES:
+        m = pattern.fullmatch(text)
+        if m:
+            return render(m) + clamped
+    return sentence
