@@ -117,6 +117,31 @@ async def test_navigation_final_heading(rig: Rig) -> None:
     assert abs(pose.yaw_deg) <= 5  # charger has yaw_deg: 0
 
 
+async def test_navigation_steps_around_an_obstacle_in_its_way(rig: Rig) -> None:
+    """Window -> door: the straight line runs through the red cube (eval "patrol", 2026-12-02:
+    the drive ended at the obstacle stop and the patrol never came back). The robot steps
+    around it and arrives, and the simulator's own pose never touches the cube."""
+    cube_x, cube_y, half = 3.0, -1.6, 0.15  # loopact sim --describe: red_cube
+    await rig.robot.teleport(0.95, -2.44, math.atan2(-0.6 + 2.44, 5.4 - 0.95))
+    sim = rig.robot.inner.sim
+    nearest = math.inf
+    task = asyncio.ensure_future(rig.call("navigation", waypoint="door"))
+    while not task.done():
+        st = sim.state()
+        gap_x = max(abs(st.x_m - cube_x) - half, 0.0)
+        gap_y = max(abs(st.y_m - cube_y) - half, 0.0)
+        nearest = min(nearest, math.hypot(gap_x, gap_y))
+        await rig.robot.clock.sleep(0.05)
+    res = await task
+    assert res.ok, res.error
+    assert res.metadata["detours"] >= 1
+    assert res.data["result"].endswith("going around 1 obstacle") or res.metadata["detours"] > 1
+    pose = await rig.pose()
+    assert math.hypot(pose.x_m - 5.4, pose.y_m + 0.6) <= 0.3
+    assert nearest > rig.profile.footprint_radius_m, nearest  # never touched the cube
+    assert rig.governor.watchdog_trips == 0
+
+
 async def test_get_current_pose_and_stale_pose(rig: Rig) -> None:
     res = await rig.call("get_current_pose")
     assert res.ok and res.data["x_m"] == 0.0 and res.data["frame"] == "odom"

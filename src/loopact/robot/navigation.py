@@ -2,6 +2,9 @@
 
 Turn towards the goal, drive to it while steering (forward motion only, so the depth-based
 obstacle stop of the governor covers it), then turn to the waypoint's heading if it has one.
+When the obstacle stop ends the drive, step around the obstacle (turn 50 degrees left, or
+50 degrees right of the first heading, and drive a 0.7 m leg, each a governed motion) and
+drive on, at most three times: a bug-style detour, not a planner.
 Waypoints come from the site map (``map`` frame; the simulator's map equals its odom frame).
 Nav2's NavigateToPose takes over on a ROS 2 robot in a later issue.
 
@@ -26,7 +29,9 @@ from loopact.robot.motion import (
     RobotEnv,
     failed,
     motion_result,
+    rotate,
     run_motion,
+    straight,
 )
 from loopact.robot.profile import SiteMap
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
@@ -36,6 +41,9 @@ NAV_TURN_DPS = 60.0
 GOAL_TOL_M = 0.08
 HEADING_GATE_RAD = math.radians(20)  # drive only when roughly facing the goal
 AT_PLACE_M = 0.05  # closer than this, "distance_to" says the robot is there (no bearing)
+MAX_DETOURS = 3  # steps around obstacles per navigation (go_to)
+DETOUR_TURN_DEG = 50.0  # the first detour turn, degrees left (then twice that to the right)
+DETOUR_LEG_M = 0.7  # the detour leg, metres
 
 
 def find_place(site: SiteMap, name: str) -> str | None:
@@ -70,7 +78,13 @@ def unknown_place(site: SiteMap, name: str, noun: str) -> ToolResult:
 
 
 async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) -> ToolResult:
-    """Drive to a named waypoint of the site map (SPEC D3); see the module docstring."""
+    """Drive to a named waypoint of the site map (SPEC D3); see the module docstring.
+
+    When the governor's obstacle stop ends the drive, the robot steps around the obstacle
+    (:func:`_detour`) and drives on, at most :data:`MAX_DETOURS` times; then, or when no side
+    is free, the result is the failed drive's (``stopped_by: obstacle``). The result's
+    ``metadata.detours`` counts them.
+    """
     site = env.site
     key = find_place(site, waypoint)
     if key is None:
@@ -78,14 +92,51 @@ async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) 
     wp = site.waypoints[key]
     if not site.contains(wp.x_m, wp.y_m):
         return failed(f"waypoint {key!r} lies outside the geofence: refused", "geofence")
-    lim = env.profile.limits
-    v_max = min(NAV_SPEED_MPS, lim.max_linear_mps)
-    w_max = math.radians(min(NAV_TURN_DPS, lim.max_angular_dps))
     try:
         start = await env.pose()
     except RobotError as exc:
         return failed(str(exc))
-    dist0 = math.hypot(wp.x_m - start.x_m, wp.y_m - start.y_m)
+    detours = 0
+    while True:
+        result = await _seek(env, key, start, progress)
+        blocked = result.metadata.get("achieved", {}).get("stopped_by") == "obstacle"
+        if result.ok or not blocked or detours >= MAX_DETOURS or not await _detour(env, progress):
+            break
+        detours += 1
+    result.metadata["detours"] = detours
+    if result.ok and detours:
+        result.data["result"] += f", going around {detours} obstacle{'s' * (detours > 1)}"
+    return result
+
+
+async def _detour(env: RobotEnv, progress: Progress | None) -> bool:
+    """Step around what blocks the way: turn left (else right) and drive a short leg.
+
+    Each turn and leg is an ordinary governed motion (obstacle stop, geofence, deadline), so
+    a leg that is blocked too is refused before it moves. Returns whether a leg was driven.
+    """
+    for sign in (+1, -1):
+        turn = DETOUR_TURN_DEG if sign > 0 else 2 * DETOUR_TURN_DEG
+        turned = await rotate(env, "navigation detour", turn, NAV_TURN_DPS, sign, progress)
+        if not turned.ok:
+            return False
+        leg = await straight(env, "navigation detour", DETOUR_LEG_M, NAV_SPEED_MPS, +1, progress)
+        if leg.ok or abs(leg.metadata.get("achieved", {}).get("distance_m", 0.0)) >= 0.1:
+            return True
+    return False
+
+
+async def _seek(env: RobotEnv, key: str, start: Pose, progress: Progress | None) -> ToolResult:
+    """One drive towards waypoint ``key``: turn to it, drive while steering, align."""
+    wp = env.site.waypoints[key]
+    lim = env.profile.limits
+    v_max = min(NAV_SPEED_MPS, lim.max_linear_mps)
+    w_max = math.radians(min(NAV_TURN_DPS, lim.max_angular_dps))
+    try:
+        here = await env.pose()
+    except RobotError as exc:
+        return failed(str(exc))
+    dist0 = math.hypot(wp.x_m - here.x_m, wp.y_m - here.y_m)
     est_s = dist0 / v_max + 2 * math.pi / w_max + SETTLE_MARGIN_S
     if dist0 / v_max > lim.max_motion_duration_s:
         return failed(
@@ -95,7 +146,7 @@ async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) 
     final_yaw = None if wp.yaw_deg is None else math.radians(wp.yaw_deg)
     phase = "drive"
     turned = 0.0
-    last_yaw = start.yaw_rad
+    last_yaw = here.yaw_rad
 
     async def step(lease: MotionLease, pose: Pose) -> bool:
         nonlocal phase, turned, last_yaw
@@ -214,7 +265,7 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=120)
     async def navigation(ctx: ToolContext, waypoint: str) -> ToolResult:
-        """Drive to a named place of the site map, stopping for obstacles. 去某个地点。
+        """Drive to a named place of the site map, going around obstacles. 去某个地点。
 
         Args:
             waypoint: The place's name.
