@@ -18,6 +18,7 @@ import pytest
 from tests.agent.helpers import Recorder, call
 
 from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent.result_zh import result_zh
 from loopact.agent.steps import (
     LOOK_EN,
     LOOK_ZH,
@@ -126,6 +127,8 @@ def test_reply_is_built_from_what_ran() -> None:
         zh=True,
     )
     assert zh == "点了点头（表示“是”）。因此没有执行：“摇头”。"
+    around = "reached the door after 4.74 m, going around 2 obstacles"
+    assert result_zh(around) == "走了 4.74 米，到达 door，绕过了 2 个障碍物"
     # a sentence the runtime does not write stays as it is (never a guessed translation)
     other = ClauseResult("抓起杯子", "", [("grab", True, {"result": "grabbed the cup"}, None)])
     assert compose_reply([other], [], zh=True) == "Grabbed the cup."

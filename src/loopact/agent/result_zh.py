@@ -68,7 +68,12 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tup
             rf"drove for ({_NUM}) s: ({_NUM}) m, turned ({_NUM}) degrees",
             lambda m: f"行驶了 {m[1]} 秒：{m[2]} 米，转了 {m[3]} 度",
         ),
-        (rf"reached the (.+?) after ({_NUM}) m", lambda m: f"走了 {m[2]} 米，到达 {m[1]}"),
+        (
+            rf"reached the (.+?) after ({_NUM}) m(?:, going around (\d+) obstacles?)?",
+            lambda m: (
+                f"走了 {m[2]} 米，到达 {m[1]}" + (f"，绕过了 {m[3]} 个障碍物" if m[3] else "")
+            ),
+        ),
         (
             rf"the camera now looks (straight ahead|({_NUM}) degrees (left|right))"
             rf" and ({_NUM}) degrees (down|up)",
