@@ -265,7 +265,7 @@ def make_navigation_tools(env: RobotEnv) -> list[Tool]:
 
     @tool(safety=SafetyClass.MOTION, timeout_s=120)
     async def navigation(ctx: ToolContext, waypoint: str) -> ToolResult:
-        """Drive to a named place of the site map, going around obstacles. 去某个地点。
+        """Drive to a named place of the site map, avoiding obstacles. 去某个地点。
 
         Args:
             waypoint: The place's name.
