@@ -33,7 +33,7 @@ previous one.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -333,3 +333,53 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
         rest = "、".join(f"“{s}”" for s in skipped) if zh else ", ".join(f"“{s}”" for s in skipped)
         parts.append(f"因此没有执行：{rest}。" if zh else f"So I did not do: {rest}.")
     return "".join(parts).strip()
+
+
+def answered_from_results(ran: Sequence[tuple[Any, Any]], acted: bool) -> bool:
+    """Whether a single instruction's reply is built from what ran, not the model's words.
+
+    With ``split_steps`` (the local brain, issue 13): when its last call failed, or when
+    ``acted`` (a motion or a write was dispatched; the runtime's result sentences say what
+    happened, :meth:`ClauseResult.sentence`). ``ran`` holds ``(ToolCall, ToolResult)`` pairs.
+    """
+    return bool(ran) and (not ran[-1][1].ok or acted)
+
+
+async def run_clauses(
+    clauses: Sequence[str],
+    clause_rounds: Callable[[str, bool], Awaitable[tuple[str, Sequence[tuple[Any, Any]]]]],
+    emit: Callable[..., None],
+    zh: bool = False,
+) -> str:
+    """Run each clause as a single-step task, in order; the reply says what ran (issue 13).
+
+    Each clause is a user message of its own (with :func:`with_seen` applied), followed by
+    its own rounds (each clause has the full round bound; the task's time and token bounds
+    hold for the whole). A clause whose call fails ends the sequence: later clauses are not
+    run, and the reply says which. The reply is built from the results
+    (:func:`compose_reply`). A clause is an action, so its first response must be a call
+    (``tool_choice: "required"``), unless it only asks to be told something
+    (:func:`is_speech`): a small model otherwise answers "点头" with a pleasantry and the
+    step never runs.
+
+    Args:
+        clauses: From :func:`split_clauses`.
+        clause_rounds: ``(user text, act_first)`` -> the answer and the ``(ToolCall,
+            ToolResult)`` pairs of that clause's rounds (:meth:`TaskRun._react`).
+        emit: ``emit(type, **data)`` for the ``steps``, ``clause_start`` and ``clause_end``
+            events.
+        zh: The instruction is Chinese.
+    """
+    done: list[ClauseResult] = []
+    emit("steps", clauses=list(clauses))
+    for n, clause in enumerate(clauses, 1):
+        emit("clause_start", n=n, of=len(clauses), text=clause)
+        text = with_seen(clause, done[-1] if done else None)
+        answer, ran = await clause_rounds(text, not is_speech(clause))
+        result = ClauseResult.of(clause, answer, ran)
+        done.append(result)
+        failed = result.failed if ran and not ran[-1][1].ok else None
+        emit("clause_end", n=n, ok=failed is None, error=failed)
+        if failed is not None:
+            break
+    return compose_reply(done, clauses[len(done) :], zh=zh)

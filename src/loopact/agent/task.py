@@ -45,11 +45,11 @@ from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
 from loopact.agent.steps import (
     ClauseResult,
+    answered_from_results,
     compose_reply,
     is_chinese,
-    is_speech,
+    run_clauses,
     split_clauses,
-    with_seen,
 )
 from loopact.agent.stream import (
     OutputLimitReached,
@@ -179,15 +179,9 @@ class TaskRun:
         return reply
 
     def _answers_from_results(self, ran: Outcomes) -> bool:
-        """Whether a single instruction's reply is built from what ran, not the model's words.
-
-        With ``split_steps`` (the local brain, issue 13): when its last call failed, or when
-        any of its calls changed the world (a motion or a write; the runtime's result
-        sentences say what happened, :meth:`ClauseResult.sentence`).
-        """
-        if not (self.env.options.split_steps and ran):
-            return False
-        return not ran[-1][1].ok or self.state.state_version > 0
+        """With ``split_steps``: :func:`~loopact.agent.steps.answered_from_results`."""
+        acted = self.state.state_version > 0  # a motion or a write was dispatched
+        return self.env.options.split_steps and answered_from_results(ran, acted)
 
     async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
@@ -217,33 +211,18 @@ class TaskRun:
             self._check_tokens()
 
     async def _steps_body(self, clauses: list[str]) -> str:
-        """One single-step task per clause, in order; the reply says what ran (issue 13).
+        """One single-step task per clause, in order (:func:`~loopact.agent.steps.
+        run_clauses`); each clause's rounds are ReAct rounds on this task's history."""
+        self._quiet_answer = True  # a step's own answer is not the reply
 
-        Each clause is a user message of its own, followed by its own rounds (each clause
-        has the full round bound; the task's time and token bounds hold for the whole). A
-        clause whose call fails ends the sequence: later clauses are not run, and the reply
-        says which. The reply is built from the results (:func:`compose_reply`); a step's own
-        answer is not streamed as ``text_delta`` (it is not the reply). A clause is
-        an action, so its first response must be a call (``tool_choice: "required"``), unless
-        it only asks to be told something (:func:`~loopact.agent.steps.is_speech`): a small
-        model otherwise answers "点头" with a pleasantry and the step never runs.
-        """
-        emit = self.env.bus.emit
-        done: list[ClauseResult] = []
-        emit("steps", self.task_id, clauses=clauses)
-        self._quiet_answer = True
-        for n, clause in enumerate(clauses, 1):
-            emit("clause_start", self.task_id, n=n, of=len(clauses), text=clause)
-            self.conv.append(Message.user(with_seen(clause, done[-1] if done else None)))
-            answer, ran = await self._react(act_first=not is_speech(clause))
-            result = ClauseResult.of(clause, answer, ran)
-            done.append(result)
-            failed = result.failed if ran and not ran[-1][1].ok else None
-            emit("clause_end", self.task_id, n=n, ok=failed is None, error=failed)
-            if failed is not None:
-                break
-        skipped = clauses[len(done) :]
-        return compose_reply(done, skipped, zh=is_chinese(self.text))
+        async def clause_rounds(text: str, act_first: bool) -> tuple[str, Outcomes]:
+            self.conv.append(Message.user(text))
+            return await self._react(act_first=act_first)
+
+        def emit(typ: str, **data: Any) -> None:
+            self.env.bus.emit(typ, self.task_id, **data)
+
+        return await run_clauses(clauses, clause_rounds, emit, zh=is_chinese(self.text))
 
     async def _check_rounds(self, rounds: int, limit: int) -> None:
         """Before a round: too many invalid rounds or rounds end the task (SPEC A2, A3).
