@@ -347,6 +347,7 @@ async def test_a_single_instruction_whose_call_failed_is_answered_with_what_fail
     assert outcome.status == "completed", outcome
     assert outcome.reply.startswith("“drive at 50 m/s” did not succeed (move_forward: Not run:")
     assert "50 meters" not in outcome.reply
+    assert outcome.reply.endswith("drive(linear_mps)).")  # the error's own full stop is dropped
     assert not rec.of("text_delta")  # the replaced words were never shown
     x, _, _ = truth(robot)
     assert abs(x) < 0.01  # nothing moved

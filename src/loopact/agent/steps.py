@@ -312,7 +312,7 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
     """
     parts: list[str] = []
     for i, clause in enumerate(done):
-        failed = clause.failed
+        failed = (clause.failed or "").rstrip(".。") or None  # it goes inside brackets
         if failed and not clause.results[-1][1]:
             text = (
                 f"“{clause.text}”没有完成（{failed}）"
