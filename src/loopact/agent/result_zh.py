@@ -31,14 +31,16 @@ _STOPPED_BY = {
     "line_lost": "丢失了线", "lost": "目标丢失", "error": "出错",
 }  # fmt: skip
 
+_WHERE = {
+    "straight ahead": "在正前方", "straight behind": "在正后方",
+    "the robot is there": "机器人就在那里",
+}  # fmt: skip
+
 
 def _where(text: str) -> str:
     """``straight ahead`` / ``30 degrees to the left`` / ``the robot is there`` in Chinese."""
-    fixed = {"straight ahead": "在正前方", "straight behind": "在正后方"}
-    if text in fixed:
-        return fixed[text]
-    if text == "the robot is there":
-        return "机器人就在那里"
+    if text in _WHERE:
+        return _WHERE[text]
     m = re.fullmatch(rf"({_NUM}) degrees to the (left|right)", text)
     return f"在{_WAY[m[2]]}方 {m[1]} 度" if m else text
 

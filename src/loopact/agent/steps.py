@@ -267,7 +267,13 @@ class ClauseResult:
 
     @property
     def failed(self) -> str | None:
-        """The first failed call's error, or None when every call succeeded."""
+        """The first failed call's error when the clause's last call failed, else None.
+
+        A failed call followed by a retry that ran is a success ("drive at 50 m/s" refused,
+        then ``move_forward(0.2)``).
+        """
+        if not self.results or self.results[-1][1]:
+            return None
         for name, ok, _, error in self.results:
             if not ok:
                 return f"{name}: {error or 'failed'}"
@@ -312,8 +318,9 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
     """
     parts: list[str] = []
     for i, clause in enumerate(done):
-        failed = (clause.failed or "").rstrip(".。") or None  # it goes inside brackets
-        if failed and not clause.results[-1][1]:
+        failed = clause.failed
+        if failed:
+            failed = failed.rstrip(".。")  # it goes inside brackets
             text = (
                 f"“{clause.text}”没有完成（{failed}）"
                 if zh
@@ -378,7 +385,7 @@ async def run_clauses(
         answer, ran = await clause_rounds(text, not is_speech(clause))
         result = ClauseResult.of(clause, answer, ran)
         done.append(result)
-        failed = result.failed if ran and not ran[-1][1].ok else None
+        failed = result.failed
         emit("clause_end", n=n, ok=failed is None, error=failed)
         if failed is not None:
             break
