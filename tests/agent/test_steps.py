@@ -129,6 +129,8 @@ def test_reply_is_built_from_what_ran() -> None:
     assert zh == "点了点头（表示“是”）。因此没有执行：“摇头”。"
     around = "reached the door after 4.74 m, going around 2 obstacles"
     assert result_zh(around) == "走了 4.74 米，到达 door，绕过了 2 个障碍物"
+    pose = "the robot is at x=0.50 m, y=-0.25 m, heading -90.0 degrees"
+    assert result_zh(pose) == "机器人在 x=0.50 米，y=-0.25 米，朝向 -90.0 度"
     # a sentence the runtime does not write stays as it is (never a guessed translation)
     other = ClauseResult("抓起杯子", "", [("grab", True, {"result": "grabbed the cup"}, None)])
     assert compose_reply([other], [], zh=True) == "Grabbed the cup."

@@ -145,6 +145,7 @@ async def test_navigation_steps_around_an_obstacle_in_its_way(rig: Rig) -> None:
 async def test_get_current_pose_and_stale_pose(rig: Rig) -> None:
     res = await rig.call("get_current_pose")
     assert res.ok and res.data["x_m"] == 0.0 and res.data["frame"] == "odom"
+    assert res.data["result"] == "the robot is at x=0.00 m, y=0.00 m, heading 0.0 degrees"
     rig.robot.stale_pose_s = 5.0
     res = await rig.call("get_current_pose")
     assert not res.ok and "old" in (res.error or "")

@@ -81,6 +81,10 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tup
             rf" and ({_NUM}) degrees (down|up)",
             _looks,
         ),
+        (
+            rf"the robot is at x=({_NUM}) m, y=({_NUM}) m, heading ({_NUM}) degrees",
+            lambda m: f"机器人在 x={m[1]} 米，y={m[2]} 米，朝向 {m[3]} 度",
+        ),
         (r"centred the camera", lambda m: "摄像头已回正"),
         (r'shook the head \("no"\)', lambda m: "摇了摇头（表示“不”）"),
         (r'nodded \("yes"\)', lambda m: "点了点头（表示“是”）"),

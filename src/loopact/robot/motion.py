@@ -495,6 +495,12 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
                 "y_m": round(pose.y_m, 3),
                 "yaw_deg": round(pose.yaw_deg, 1),
                 "frame": pose.frame,
+                # the runtime's sentence, as motions have (issue 6), so that a reply built
+                # from results states the pose itself, in Chinese too (agent/result_zh.py)
+                "result": (
+                    f"the robot is at x={pose.x_m:.2f} m, y={pose.y_m:.2f} m, "
+                    f"heading {pose.yaw_deg:.1f} degrees"
+                ),
             }
         )
 
