@@ -20,10 +20,9 @@ need=()
 command -v cmake >/dev/null || need+=(cmake)
 { command -v make >/dev/null && command -v cc >/dev/null && command -v c++ >/dev/null; } || need+=(build-essential)
 if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  if command -v apt-get >/dev/null; then
     echo "build-ros2-interfaces: installing ${need[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    bash "$ROOT/scripts/apt-install.sh" "${need[@]}"
   else
     echo "build-ros2-interfaces: please install ${need[*]} (apt-get install -y ${need[*]})" >&2
     exit 1

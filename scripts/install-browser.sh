@@ -9,19 +9,7 @@ if [ -x /usr/bin/chromium ]; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
-    echo "install-browser.sh: need root (or sudo) to apt-get install chromium" >&2
-    exit 1
-  fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+bash "$(dirname "$0")/apt-install.sh" --no-install-recommends chromium fonts-liberation
 if [ ! -x /usr/bin/chromium ]; then
   echo "install-browser.sh: chromium was installed but /usr/bin/chromium is missing" >&2
   exit 1

@@ -20,15 +20,9 @@ optional=()  # without it the MQTT tests run against the pure-Python amqtt broke
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || optional+=(mosquitto)
 if [ $(( ${#need[@]} + ${#optional[@]} )) -eq 0 ]; then exit 0; fi
 all=("${need[@]}" "${optional[@]}")
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null; then SUDO=sudo
-  elif [ ${#need[@]} -eq 0 ]; then
-    echo "loopact: mosquitto is not installed (apt-get install mosquitto as root); the MQTT" \
-      "tests use the amqtt broker instead" >&2; exit 0
-  else
-    echo "loopact: please install as root: apt-get install -y ${all[*]}" >&2; exit 1; fi
+if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null && [ ${#need[@]} -eq 0 ]; then
+  echo "loopact: mosquitto is not installed (apt-get install mosquitto as root); the MQTT" \
+    "tests use the amqtt broker instead" >&2; exit 0
 fi
 echo "loopact: installing system packages (rendering, fonts, pdftotext, speech, MQTT broker): ${all[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${all[@]}" >/dev/null
+exec bash "$(dirname "$0")/apt-install.sh" "${all[@]}"
