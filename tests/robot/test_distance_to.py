@@ -59,6 +59,16 @@ async def test_distance_to_matches_ground_truth_before_and_after_a_move(rig: Rig
     assert "degrees to the right" in res.data["result"]
 
 
+async def test_a_place_answers_to_its_other_names(rig: Rig) -> None:
+    """sim_room.yaml's ``names``: Chinese and English aliases find the place, and the result
+    carries the Chinese name for a Chinese reply."""
+    for name, place, zh in (("门", "door", "门"), ("Charging Dock", "charger", "充电桩")):
+        res = await rig.call("distance_to", place=name)
+        assert res.ok, res.error
+        assert (res.data["place"], res.data["place_zh"]) == (place, zh)
+        assert abs(res.data["distance_m"] - _truth(rig, place)[0]) <= 0.03
+
+
 async def test_unknown_place_lists_the_known_places(rig: Rig) -> None:
     res = await rig.call("distance_to", place="moon")
     assert not res.ok

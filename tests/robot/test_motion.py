@@ -110,11 +110,13 @@ async def test_navigation_to_kitchen(rig: Rig) -> None:
 
 async def test_navigation_final_heading(rig: Rig) -> None:
     await rig.robot.teleport(-0.5, 0.5, 0.0)
-    res = await rig.call("navigation", waypoint="charger")
+    res = await rig.call("navigation", waypoint="充电桩")  # one of the charger's names
     assert res.ok, res.error
-    pose = await rig.pose()
-    assert math.hypot(pose.x_m + 1.4, pose.y_m) <= 0.3
-    assert abs(pose.yaw_deg) <= 5  # charger has yaw_deg: 0
+    st = rig.robot.inner.sim.state()  # the simulator's own pose
+    assert math.hypot(st.x_m + 1.4, st.y_m) <= 0.3
+    assert abs(math.degrees(st.yaw_rad)) <= 5  # charger has yaw_deg: 0
+    assert res.metadata["goal"]["waypoint"] == "charger"
+    assert (res.data["place"], res.data["place_zh"]) == ("charger", "充电桩")
 
 
 async def test_navigation_steps_around_an_obstacle_in_its_way(rig: Rig) -> None:

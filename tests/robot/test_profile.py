@@ -90,3 +90,6 @@ def test_bad_site(tmp_path: Path) -> None:
     bad.write_text("geofence: [[0, 0], [1, 1]]\n")
     with pytest.raises(ConfigError, match="geofence.*3 vertices"):
         load_site(bad)
+    bad.write_text("waypoints:\n  a: {x_m: 1, y_m: 0, names: [Dock]}\n  dock: {x_m: 0, y_m: 0}\n")
+    with pytest.raises(ConfigError, match="the name 'dock' is used by 'a' and 'dock'"):
+        load_site(bad)

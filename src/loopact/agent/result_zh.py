@@ -15,9 +15,10 @@ the simulated robot and checks that their sentences come out Chinese.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 _NUM = r"[+-]?\d+(?:\.\d+)?"
+_HAN = "[\u4e00-\u9fff]"
 _WAY = {
     "forward": "前进", "backward": "后退", "left": "左", "right": "右", "down": "向下",
     "up": "向上",
@@ -122,12 +123,15 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tup
 _CLAMPED = " (speed clamped to the robot's limit)"
 
 
-def result_zh(sentence: str) -> str:
+def result_zh(sentence: str, names: Mapping[str, str] | None = None) -> str:
     """``sentence`` (one of the runtime's result sentences) in Chinese, or as it is.
 
     Args:
         sentence: A tool's ``data.result``, e.g. ``"moved forward 0.50 m and reached the
             target"``.
+        names: English name -> Chinese name, used in a rendered sentence (a site map's
+            ``kitchen`` -> ``厨房``, from the result's ``place`` and ``place_zh``); other
+            names stay as they are.
 
     Returns:
         The Chinese sentence (``"前进了 0.50 米，到达目标"``), or ``sentence`` unchanged when
@@ -139,5 +143,10 @@ def result_zh(sentence: str) -> str:
     for pattern, render in _RULES:
         m = pattern.fullmatch(text)
         if m:
-            return render(m) + clamped
+            out = render(m)
+            for en, zh in (names or {}).items():
+                named = re.sub(rf"(?<![\w-]){re.escape(en)}(?![\w-])", zh, out, flags=re.ASCII)
+                # no space between Chinese words ("到达 门" -> "到达门")
+                out = re.sub(rf"(?<={_HAN}) (?={_HAN})", "", named) if named != out else out
+            return out + clamped
     return sentence

@@ -288,12 +288,19 @@ class ClauseResult:
         from the tool's result.
         """
         said = [
-            str(data["result"]).strip()
+            (str(data["result"]).strip(), _place_names(data))
             for _, ok, data, _ in self.results
             if ok and isinstance(data, dict) and isinstance(data.get("result"), str)
         ]
         sep = "；" if zh else "; "
-        return sep.join(result_zh(s) if zh else s for s in said if s) or self.answer.strip()
+        text = (result_zh(s, names) if zh else s for s, names in said if s)
+        return sep.join(text) or self.answer.strip()
+
+
+def _place_names(data: dict[str, Any]) -> dict[str, str]:
+    """``{place: place_zh}`` of a result that names a place in Chinese (navigation), else {}."""
+    place, zh = data.get("place"), data.get("place_zh")
+    return {place: zh} if isinstance(place, str) and isinstance(zh, str) and place else {}
 
 
 def _decapitalise(text: str) -> str:

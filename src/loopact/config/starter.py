@@ -68,7 +68,9 @@ confirm:
 robot:
   kind: sim                   # sim (MuJoCo, built in), ros2 (any robot on ROS 2 topics) or none
   profile: sim                # hardware profile: sim, turtlebot4, mecanum_ptz, or a YAML path
-  site: sim_room              # site map with waypoints and geofence, or a YAML path
+  site: sim_room              # site map with waypoints and geofence, or a YAML path; a
+                              # waypoint's optional names ([厨房]) are other names it answers
+                              # to, the first Chinese one used in Chinese replies
   sim_speed: 1.0              # simulated time per real second
   scenario: default           # sim only: default, or moving-target (a cyan ball circling)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)

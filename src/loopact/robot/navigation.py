@@ -46,19 +46,41 @@ DETOUR_TURN_DEG = 50.0  # the first detour turn, degrees left (then twice that t
 DETOUR_LEG_M = 0.7  # the detour leg, metres
 
 
-def find_place(site: SiteMap, name: str) -> str | None:
-    """The site map's waypoint called ``name``, or None.
+_ZH_PLACES = {"window": "窗户", "door": "门", "kitchen": "厨房", "charger": "充电桩"}
+"""Chinese names of common places, for a site map whose waypoints give none (``names``)."""
 
-    Exact first, then case-insensitive and without a leading "the" ("The Door" -> "door").
+
+def find_place(site: SiteMap, name: str) -> str | None:
+    """The site map's waypoint called ``name`` (its key or one of its ``names``), or None.
+
+    Exact first, then case-insensitive and without a leading "the" ("The Door" -> "door"),
+    then a waypoint's other names (``厨房`` -> ``kitchen``).
     """
     key = name.strip()
     if key in site.waypoints:
         return key
     lowered = {k.lower(): k for k in site.waypoints}
+    lowered.update({n.strip().lower(): k for k, wp in site.waypoints.items() for n in wp.names})
     wanted = key.lower()
     if wanted.startswith("the "):
         wanted = wanted[4:].strip()
     return lowered.get(wanted)
+
+
+def _place_names(site: SiteMap, key: str) -> dict[str, str]:
+    """``{place: key}``, with ``place_zh`` when the place has a Chinese name: the reply to a
+    Chinese instruction names it so (``loopact.agent.steps``)."""
+    zh = chinese_name(site, key)
+    return {"place": key, **({"place_zh": zh} if zh else {})}
+
+
+def chinese_name(site: SiteMap, key: str) -> str | None:
+    """The waypoint ``key``'s Chinese name: its first Chinese ``names`` entry, else the
+    common one (:data:`_ZH_PLACES`), else None."""
+    for name in site.waypoints[key].names:
+        if any("\u4e00" <= ch <= "\u9fff" for ch in name):
+            return name.strip()
+    return _ZH_PLACES.get(key)
 
 
 def unknown_place(site: SiteMap, name: str, noun: str) -> ToolResult:
@@ -187,6 +209,8 @@ async def _seek(env: RobotEnv, key: str, start: Pose, progress: Progress | None)
     result = motion_result(
         f"navigation to {key}", lease, travelled, math.degrees(turned), pose, {}, summary
     )
+    if result.ok:
+        result.data.update(_place_names(env.site, key))
     result.metadata["goal"] = {"waypoint": key, "x_m": wp.x_m, "y_m": wp.y_m}
     result.metadata["remaining_m"] = round(math.hypot(wp.x_m - pose.x_m, wp.y_m - pose.y_m), 3)
     return result
@@ -195,8 +219,8 @@ async def _seek(env: RobotEnv, key: str, start: Pose, progress: Progress | None)
 async def distance_to_place(env: RobotEnv, place: str) -> ToolResult:
     """How far the site map's ``place`` is from the robot's current pose, and where (SPEC D3).
 
-    Returns a result whose ``data`` is ``{result, place, distance_m, bearing_deg, x_m, y_m,
-    frame}``: the straight-line distance in metres, the bearing in degrees relative to the
+    Returns a result whose ``data`` is ``{result, place, [place_zh,] distance_m, bearing_deg,
+    x_m, y_m, frame}``: the straight-line distance in metres, the bearing in degrees relative to the
     robot's heading (left positive, in (-180, 180]) and the place's coordinates in the site
     map's frame (the pose is read as being in that frame, as :func:`go_to` does). An unknown
     place or a missing pose is a failed result (the former lists the known places).
@@ -226,7 +250,7 @@ async def distance_to_place(env: RobotEnv, place: str) -> ToolResult:
     return ToolResult.success(
         {
             "result": f"the {key} is {dist:.2f} m away, {where}",
-            "place": key,
+            **_place_names(site, key),
             "distance_m": round(dist, 3),
             "bearing_deg": round(bearing, 1),
             "x_m": wp.x_m,
@@ -234,10 +258,6 @@ async def distance_to_place(env: RobotEnv, place: str) -> ToolResult:
             "frame": site.frame,
         }
     )
-
-
-_ZH_PLACES = {"window": "窗户", "door": "门", "kitchen": "厨房", "charger": "充电桩"}
-"""Chinese names of common places, for a Chinese ``distance_to`` example with a real place."""
 
 
 def _distance_examples(site: SiteMap) -> tuple[tuple[str, dict[str, str]], ...]:
@@ -253,9 +273,9 @@ def _distance_examples(site: SiteMap) -> tuple[tuple[str, dict[str, str]], ...]:
     out: tuple[tuple[str, dict[str, str]], ...] = (
         (f"how far away is the {first}?", {"place": first}),
     )
-    glossed = [p for p in reversed(places) if p in _ZH_PLACES and p != first]
+    glossed = [(p, zh) for p in reversed(places) if p != first and (zh := chinese_name(site, p))]
     if glossed:
-        out += ((f"{_ZH_PLACES[glossed[0]]}离你多远？", {"place": glossed[0]}),)
+        out += ((f"{glossed[0][1]}离你多远？", {"place": glossed[0][0]}),)
     return out
 
 

@@ -144,12 +144,16 @@ class Waypoint(BaseModel):
         x_m: x in metres.
         y_m: y in metres.
         yaw_deg: Heading to face on arrival in degrees (counter-clockwise), or None.
+        names: Other names the place answers to, in any language (``[厨房]`` for
+            ``kitchen``): ``navigation`` and ``distance_to`` accept them, and the first
+            Chinese one names the place in the reply to a Chinese instruction.
     """
 
     model_config = _STRICT
     x_m: float
     y_m: float
     yaw_deg: float | None = None
+    names: tuple[str, ...] = ()
 
 
 class SiteMap(BaseModel):
@@ -157,7 +161,8 @@ class SiteMap(BaseModel):
 
     Attributes:
         frame: The frame waypoints and geofence are in (``map``).
-        waypoints: Name -> :class:`Waypoint`.
+        waypoints: Name -> :class:`Waypoint`. Names and their ``names`` are unique
+            ignoring case (a clash is a :class:`~loopact.errors.ConfigError` naming both).
         geofence: Polygon ``[[x, y], ...]`` in metres (at least 3 vertices) that the robot's
             centre must stay inside; empty for no geofence.
     """
@@ -166,6 +171,19 @@ class SiteMap(BaseModel):
     frame: str = "map"
     waypoints: dict[str, Waypoint] = {}
     geofence: list[tuple[float, float]] = []
+
+    @pydantic.model_validator(mode="after")
+    def _names_are_unique(self) -> SiteMap:
+        seen: dict[str, str] = {}
+        for key, wp in self.waypoints.items():
+            for name in (key, *wp.names):
+                low = name.strip().lower()
+                if not low:
+                    raise ValueError(f"waypoint {key!r} has an empty name")
+                if seen.get(low, key) != key:
+                    raise ValueError(f"the name {name!r} is used by {seen[low]!r} and {key!r}")
+                seen[low] = key
+        return self
 
     @pydantic.field_validator("geofence")
     @classmethod
