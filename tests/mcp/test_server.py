@@ -117,6 +117,8 @@ async def test_an_sdk_client_drives_the_simulated_robot_within_its_limits(tmp_pa
         assert missing.is_error and "'distance_m' is a required property" in _texts(missing)
         nan = await client.call_tool("move_forward", {"distance_m": float("nan")})
         assert nan.is_error and "distance_m" in _texts(nan)  # the SDK sends NaN as null
+        typed = await client.call_tool("move_forward", {"distance_m": "1"})  # not a number
+        assert typed.is_error and "'1' is not of type 'number'" in _texts(typed)
         unknown = await client.call_tool("fly", {})
         assert unknown.is_error and "unknown tool 'fly'" in _texts(unknown)
 

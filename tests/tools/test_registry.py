@@ -274,6 +274,18 @@ def test_integer_valued_float_becomes_int() -> None:
         reg.validate(_call("shapes", {"count": "1.5"}))
 
 
+def test_strict_validation_takes_the_arguments_as_sent() -> None:
+    """strict (the MCP server, docs/mcp.md): a program's "1" for a number is its error, also
+    nested; 2.0 still counts as the integer 2, as JSON Schema says."""
+    reg = ToolRegistry([move_forward, shapes])
+    with pytest.raises(ToolArgumentError, match="distance_m: '1' is not of type 'number'"):
+        reg.validate(_call("move_forward", {"distance_m": "1"}), strict=True)
+    with pytest.raises(ToolArgumentError, match="'-1.25' is not of type 'number'"):
+        reg.validate(_call("shapes", {"origin": {"x_m": "-1.25", "y_m": 0}}), strict=True)
+    args = reg.validate(_call("shapes", {"count": 2.0, "label": "7"}), strict=True)
+    assert type(args["count"]) is int and args["label"] == "7"
+
+
 def test_normalisation_does_not_guess() -> None:
     reg = ToolRegistry([move_forward])
     for bad in ("1.5m", "nan", "inf", "", "one", "0x10", "1,5"):

@@ -236,7 +236,8 @@ class ToolServer:
             available = ", ".join(t.name for t in self.tools()) or "(none)"
             return f"unknown tool {name!r}; available tools: {available}"
         try:
-            registry.validate(ToolCall(call_id, name, arguments))
+            # strict: a program sent these, so "1" for a number is its error (docs/mcp.md)
+            registry.validate(ToolCall(call_id, name, arguments), strict=True)
         except ToolError as exc:
             return str(exc)
         tool = registry.get(name)

@@ -158,16 +158,16 @@ class ToolRegistry:
         return tuple(t.spec() for t in self._tools.values())
 
     # ------------------------------------------------------------------ validation
-    def validate(self, call: ToolCall) -> dict[str, Any]:
+    def validate(self, call: ToolCall, *, strict: bool = False) -> dict[str, Any]:
         """The normalised, schema-valid arguments of ``call`` (see :meth:`check`).
 
         Raises:
             ToolError: The tool is unknown (the message lists the available tools).
             ToolArgumentError: The arguments could not be parsed or fail the tool's schema.
         """
-        return self.check(call).call.arguments
+        return self.check(call, strict=strict).call.arguments
 
-    def check(self, call: ToolCall) -> ValidCall:
+    def check(self, call: ToolCall, *, strict: bool = False) -> ValidCall:
         """Check a call once: its tool exists and its arguments fit the schema (SPEC A1, B7).
 
         Numeric strings (``"1.5"``) given for ``number``/``integer`` fields become numbers, and
@@ -176,6 +176,9 @@ class ToolRegistry:
 
         Args:
             call: The model's tool call.
+            strict: Validate the arguments exactly as sent, with no normalisation: for
+                programs calling tools (the MCP server, SPEC C8), where ``"1"`` for a number
+                is a mistake to report, not a model's habit to forgive.
 
         Returns:
             The call with the arguments to pass to :meth:`Tool.invoke`, and its tool.
@@ -201,7 +204,7 @@ class ToolRegistry:
                 f"{type(arguments).__name__}{_param_hint(tool)}"
             )
         schema = tool.parameters or _EMPTY_SCHEMA
-        args = _normalise(dict(arguments), schema, schema, 0)
+        args = _normalise(dict(arguments), schema, schema, 0, strings=not strict)
         validator = self._validators[call.name]
         try:
             errors = list(validator.iter_errors(args))
@@ -403,11 +406,15 @@ def _types(branches: list[Mapping[str, Any]]) -> set[str]:
     return types
 
 
-def _normalise(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> Any:
-    """Schema-driven, conservative coercion for small models (see :meth:`ToolRegistry.validate`).
+def _normalise(
+    value: Any, schema: Any, root: Mapping[str, Any], depth: int, strings: bool = True
+) -> Any:
+    """Schema-driven, conservative coercion for small models (see :meth:`ToolRegistry.check`).
 
     Returns ``value`` itself when nothing changes; containers are copied only when a member
-    changes.
+    changes. Without ``strings`` (strict), numeric strings stay strings (and then fail a
+    number field); ``2.0`` still becomes ``2`` for an integer field, which JSON Schema
+    counts as the same value.
     """
     schema = _resolve(schema, root)
     if not isinstance(schema, Mapping) or depth > _MAX_NORMALISE_DEPTH:
@@ -415,7 +422,7 @@ def _normalise(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> 
     branches = _branches(schema, root)
     types = _types(branches)
     if isinstance(value, str):
-        if "string" in types or not types & {"number", "integer"}:
+        if not strings or "string" in types or not types & {"number", "integer"}:
             return value
         if not _NUMERIC_RE.match(value):
             return value
@@ -440,7 +447,7 @@ def _normalise(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> 
                 continue
             for key, sub in props.items():
                 if key in out:
-                    new = _normalise(out[key], sub, root, depth + 1)
+                    new = _normalise(out[key], sub, root, depth + 1, strings)
                     if new is not out[key]:
                         out[key] = new
                         changed = True
@@ -449,7 +456,7 @@ def _normalise(value: Any, schema: Any, root: Mapping[str, Any], depth: int) -> 
         item_schemas = [b.get("items") for b in branches if isinstance(b.get("items"), Mapping)]
         if not item_schemas:
             return value
-        new_items = [_normalise(v, item_schemas[0], root, depth + 1) for v in value]
+        new_items = [_normalise(v, item_schemas[0], root, depth + 1, strings) for v in value]
         if any(n is not o for n, o in zip(new_items, value, strict=True)):
             return new_items
         return value
