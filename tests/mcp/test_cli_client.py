@@ -37,6 +37,11 @@ def test_once_uses_a_tool_of_a_server_from_the_mcp_config_file(
     events = list(read_trace(tmp_path / "t.jsonl"))
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"] and result["data"] == "from the file"
+    # the server's first connection is in the trace, before the task (docs/mcp.md)
+    kinds = [(e["type"], e.get("state") or e.get("kind")) for e in events]
+    first_task = kinds.index(("task_start", None))
+    assert ("mcp_server", "connected") in kinds[:first_task], kinds
+    assert ("node_added", "mcp") in kinds[:first_task], kinds
     assert "from the file" in json.dumps(server.requests[1].body["messages"])
     log = tmp_path / "xdg-cache" / "loopact" / "logs" / "mcp-toy.log"
     assert log.is_file()  # the server's stderr went to its log, not into the terminal

@@ -154,6 +154,7 @@ async def open_agent(
         cfg, brain = use_local_brain(cfg, local_brain)
     elif local_brain:
         cfg, brain = await start_local_brain(cfg, stack, bus)
+    _open_trace(cfg, bus, stack, config_source)  # before anything connects: every event
     body = await open_body(cfg, stack)
     connector = await open_nodes_connector(cfg, body, stack, bus)
     served = await _robot_tools(cfg, body, connector, registry, stack)
@@ -166,11 +167,34 @@ async def open_agent(
     options = dataclasses.replace(options, interactive=interactive)
     channels = await open_message_channels(cfg, stack, body.connector)
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
-    await _attach(cfg, agent, connector, served, memory, stack, once, config_source)
+    await _attach(cfg, agent, connector, served, memory, stack, once)
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
         await prepare_local_prompt(agent)
     return cfg, OpenedAgent(agent, body, workspace, files)
+
+
+def _open_trace(
+    cfg: Config, bus: EventBus, stack: AsyncExitStack, config_source: Path | None
+) -> None:
+    """``--trace``: the trace file records the bus from here on (SPEC H3), so the first
+    connections of nodes and MCP servers are in it (their ``node_added``, ``mcp_server``,
+    ``mqtt_link`` events), not only what changes later."""
+    from loopact.trace import TraceWriter
+
+    if cfg.trace.path is None:
+        return
+    writer = TraceWriter(
+        cfg.trace.path,
+        header={
+            "loopact": __version__,
+            "provider": cfg.model.provider,
+            "model": cfg.model.model,
+            "robot": cfg.robot.kind,
+            "config": str(config_source) if config_source else None,
+        },
+    ).attach(bus)
+    stack.callback(writer.close)
 
 
 async def _robot_tools(
@@ -310,12 +334,9 @@ async def _attach(
     memory: OpenedMemory,
     stack: AsyncExitStack,
     once: str | None,
-    config_source: Path | None,
 ) -> None:
     """Attach what watches the agent: memory recorder, nodes (ROS 2 or MQTT) and the text
-    channel, the MQTT tools, trace."""
-    from loopact.trace import TraceWriter
-
+    channel, the MQTT tools."""
     recorder = memory.recorder
     if recorder is not None:
         recorder.history = lambda: agent.history
@@ -345,18 +366,6 @@ async def _attach(
         from loopact.app.mqtt import attach_mqtt_tools
 
         await attach_mqtt_tools(cfg, agent, stack)
-    if cfg.trace.path is not None:
-        writer = TraceWriter(
-            cfg.trace.path,
-            header={
-                "loopact": __version__,
-                "provider": cfg.model.provider,
-                "model": cfg.model.model,
-                "robot": cfg.robot.kind,
-                "config": str(config_source) if config_source else None,
-            },
-        ).attach(agent.bus)
-        stack.callback(writer.close)
 
 
 async def _open_voice(cfg: Config, opened: OpenedAgent, stack: AsyncExitStack) -> VoiceRun | None:
