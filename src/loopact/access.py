@@ -44,9 +44,15 @@ def check_token(token: str | None, key: str) -> str | None:
         return None
     if len(token) >= MIN_TOKEN_CHARS and not any(c.isspace() for c in token):
         return None
+    spaces = sum(c.isspace() for c in token)
+    got = (
+        f"it has {spaces} space{'s' * (spaces > 1)} or other blank characters"
+        if spaces
+        else f"got {len(token)}"
+    )
     return (
-        f"{key} must be at least {MIN_TOKEN_CHARS} characters without spaces (got "
-        f"{len(token)}); for example this newly generated one: {secrets.token_urlsafe(24)}"
+        f"{key} must be at least {MIN_TOKEN_CHARS} characters without spaces ({got}); for "
+        f"example this newly generated one: {secrets.token_urlsafe(24)}"
     )
 
 

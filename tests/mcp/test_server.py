@@ -26,7 +26,7 @@ from mcp import Client, StdioServerParameters
 from tests.mcp.helpers import free_port, until
 from tests.test_cli import cli_env, run_cli
 
-from loopact.access import LoginLimiter
+from loopact.access import LoginLimiter, check_token
 from loopact.mcp.http import serve_http
 from loopact.mcp.server import Decision, ToolServer
 from loopact.robot.profile import load_profile
@@ -360,6 +360,10 @@ def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> Non
     assert "--token must be at least 16 characters without spaces (got 6)" in weak.stderr
     suggested = re.search(r"newly generated one: (\S+)", weak.stderr)
     assert suggested and len(suggested.group(1)) >= 16, weak.stderr
+    # a long token with a space is named for its space, not its length (a newcomer audit)
+    spaced = check_token("abcdefgh ijklmnopq", "--token") or ""
+    assert "(it has 1 space or other blank characters)" in spaced
+    assert check_token("abcdefghijklmnopq", "--token") is None
 
 
 async def _nobody(call_id: str, name: str, arguments: dict[str, Any]) -> Decision:

@@ -329,7 +329,8 @@ class MqttLink:
             if topic not in self._oversize_warned and len(self._oversize_warned) < 1000:
                 self._oversize_warned.add(topic)
                 logger.warning(
-                    "MQTT %s: dropped a message of %d bytes (limit %d, mqtt.max_payload_bytes)",
+                    "MQTT %s: dropped a message of %d bytes (larger than the %d bytes a "
+                    "message may have; later ones on this topic are dropped without a line)",
                     topic,
                     len(payload),
                     self.settings.max_payload_bytes,
