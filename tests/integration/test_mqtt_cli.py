@@ -220,6 +220,9 @@ def test_once_drives_the_simulated_robot_through_tools_served_over_mqtt(
     # the call went over the broker: request, accepted and done on the tool's topics
     assert "loopact/loopact/output/move_forward/request" in seen
     assert "loopact/loopact/output/move_forward/response" in seen
+    # the robot's own seewhat is the one offered, with no clash with a built-in one
+    assert "already exists in the agent" not in proc.stderr, proc.stderr
+    assert any(e["type"] == "node_added" and e["name"] == "seewhat" for e in events)
 
 
 async def test_a_broker_restart_during_a_task_is_survived_and_traced(

@@ -354,6 +354,8 @@ async def _attach(
             settle_s=1.5 if once is not None else 0.0,
             shared=cfg.nodes.shared and connector.transport == "mqtt",
             trust=node_trust(cfg, own=served),
+            # the robot's own seewhat comes as a node (MQTT transport): no second one
+            seewhat=False if "seewhat" in served else None,
         )
         stack.push_async_callback(nodes.close)
         if served:
