@@ -405,6 +405,10 @@ async def test_bad_input_is_reported_or_dropped_and_the_agent_keeps_working(
     await wait_until(lambda: len(events.of("node_error")) >= 2, what="two node errors")
     messages = " ".join(e.data["message"] for e in events.of("node_error"))
     assert "not JSON" in messages and "bad" not in disc.registry
+    # named as on the broker, not as a ROS 2 path (a newcomer audit)
+    topics = {e.data["topic"] for e in events.of("node_error")}
+    assert "loopact/loopact/output/junk/info" in topics, topics
+    assert "node on loopact/loopact/output/junk/info: " in caplog.text
     # a request and a response that are not JSON, and one without an id: dropped, logged
     raw.publish("loopact/loopact/output/add/request", b"\xff\xfe not json")
     raw.publish("loopact/loopact/output/add/response", b"[1, 2]")

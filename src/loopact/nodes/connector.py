@@ -119,6 +119,11 @@ class Connector(abc.ABC):
             NodeError: The transport is unavailable (e.g. rclpy missing).
         """
 
+    def wire_topic(self, topic: str) -> str:
+        """``topic`` (a neutral ``/a/b`` path) as it is named on this transport, for log
+        lines and events: itself on ROS 2; ``<prefix>/a/b`` on MQTT."""
+        return topic
+
     @abc.abstractmethod
     async def publish(self, topic: str, payload: Payload, *, latched: bool = False) -> None:
         """Publish one message on ``topic`` (a latched topic keeps it for late subscribers)."""

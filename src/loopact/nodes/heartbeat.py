@@ -100,8 +100,9 @@ class HeartbeatWatch(abc.ABC):
         if self._errors.get(topic) == message:
             return  # reported already; a node repeats its heartbeat every 0.5 s
         self._errors[topic] = message
-        self._logger.warning(self._error_log, topic, message)
-        self._emit("node_error", topic=topic, message=message)
+        wire = self.connector.wire_topic(topic)  # as the user sees it on the broker / graph
+        self._logger.warning(self._error_log, wire, message)
+        self._emit("node_error", topic=wire, message=message)
 
     @abc.abstractmethod
     def _on_heartbeat(self, topic: str, payload: Payload) -> None:

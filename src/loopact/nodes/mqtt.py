@@ -269,6 +269,10 @@ class MqttConnector(Connector):
         path = topic.lstrip("/")
         return f"{self.prefix}/{path}" if self.prefix else path
 
+    def wire_topic(self, topic: str) -> str:
+        """The MQTT topic of neutral ``topic`` (:meth:`to_mqtt`), for log lines and events."""
+        return self.to_mqtt(topic)
+
     def to_neutral(self, topic: str) -> str:
         """MQTT ``<prefix>/a/b`` -> neutral ``/a/b``."""
         if self.prefix and topic.startswith(self.prefix + "/"):

@@ -70,7 +70,8 @@ def check_name(name: str, what: str = "node name") -> str:
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ProtocolError(
             f"{what} {name!r} must start with a letter and contain only letters, digits and "
-            "underscores (at most 64 characters), so that it is a valid ROS 2 topic segment"
+            "underscores (at most 64 characters), so that it is a valid topic segment on ROS 2 "
+            "and MQTT"
         )
     return name
 
