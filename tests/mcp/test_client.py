@@ -335,6 +335,7 @@ async def test_garbage_on_stdout_is_reported_and_ignored(
         assert "odd" in registry  # the server is used despite the noise
         notes = [r.getMessage() for r in caplog.records if "not JSON-RPC" in r.getMessage()]
         assert len(notes) == 1 and "MCP server noisy printed a line" in notes[0]
+        assert notes[0].endswith(": 'Starting server... (this line is not JSON-RPC)'"), notes
     finally:
         await hub.stop()
 

@@ -36,7 +36,14 @@ from loopact._compat import timeout_after, wait_within
 from loopact._version import __version__
 from loopact.config import McpServerConfig
 from loopact.errors import NodeError
-from loopact.mcp.transport import file_safe, one_line, open_log, tail, watched_transport
+from loopact.mcp.transport import (
+    file_safe,
+    garbage_line,
+    one_line,
+    open_log,
+    tail,
+    watched_transport,
+)
 
 log = logging.getLogger(__name__)
 
@@ -239,12 +246,14 @@ class McpServerLink:
             await wait_within(self._listed.wait(), timeout_s)
 
     def note_garbage(self, exc: Exception) -> None:
-        """Count a stdout line that was not JSON-RPC (reported once per connection)."""
+        """Count a stdout line that was not JSON-RPC (logged once per connection, with the
+        line's start; the count goes into the note when the server drops)."""
         self._garbage += 1
         if self._garbage == 1:
-            self._garbage_first = str(exc).splitlines()[0][:160] if str(exc) else repr(exc)
+            self._garbage_first = garbage_line(exc)
             log.warning(
-                "MCP server %s printed a line that is not JSON-RPC on stdout (ignored): %s",
+                "MCP server %s printed a line that is not JSON-RPC on stdout (ignored; later "
+                "ones are counted, not logged): %s",
                 self.name,
                 self._garbage_first,
             )

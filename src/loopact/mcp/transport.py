@@ -9,6 +9,7 @@ process exited or crashed) and when the server prints lines that are not JSON-RP
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -192,6 +193,17 @@ def invalid_mcp(exc: pydantic.ValidationError) -> str:
         return f"{head} (its type {str(block['type'])[:40]!r} is none of MCP's)"
     detail = ".".join(str(x) for x in locs[0][len(prefix) :])
     return f"{head} (e.g. {detail}: {first.get('msg')}{shown})"
+
+
+def garbage_line(exc: Exception, limit: int = 80) -> str:
+    """The start of a stdout line that was not JSON-RPC, quoted (``'Starting server...'``),
+    from the SDK's parse error; the error's first line when it holds no input."""
+    errors = exc.errors() if isinstance(exc, pydantic.ValidationError) else []
+    value = errors[0].get("input") if errors else None
+    if value is None:
+        return str(exc).strip().splitlines()[0][:160] if str(exc).strip() else repr(exc)
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return repr(text[:limit]) + (f" ... ({len(text)} characters)" if len(text) > limit else "")
 
 
 def file_safe(name: str) -> str:
