@@ -218,6 +218,28 @@ def test_interactive_chat_answers_then_ends_at_end_of_input(
     assert proc.stdout.rstrip().endswith("Bye.")
 
 
+def test_a_line_that_is_not_utf8_is_answered_not_a_poisoned_history(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A non-UTF-8 byte typed on stdin reached the model request as a lone surrogate, and
+    that task and every later one failed with UnicodeEncodeError (a newcomer audit)."""
+    server = scripted_server([{"text": "Got it."}])
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", "run", "--robot", "none", "--base-url",
+         server.base_url, "--model", "m", "--workspace", str(tmp_path / "ws"), "--no-web",
+         "--trace", str(tmp_path / "t.jsonl")],
+        input=b"hel\xfflo\n", cwd=tmp_path, capture_output=True, timeout=60,
+        env=cli_env(tmp_path),
+    )  # fmt: skip
+    out, err = proc.stdout.decode(), proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert "Got it." in out and "Traceback" not in out + err, out + err
+    sent = json.dumps(server.requests[0].body["messages"], ensure_ascii=False)
+    assert "hel\ufffdlo" in sent
+    starts = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "task_start"]
+    assert starts[0]["text"] == "hel\ufffdlo"
+
+
 def test_interactive_local_commands(scripted_server: Any, tmp_path: Path) -> None:
     server = scripted_server([])
     proc = _chat(server, tmp_path, "/status\n/bogus\n/reset\n/quit\nnever sent\n")

@@ -37,7 +37,9 @@ class TraceWriter:
     def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = path.open("w", encoding="utf-8")
+        # backslashreplace: a lone surrogate in an event (undecodable bytes) is written as
+        # \udcff rather than failing the write
+        self._file: IO[str] | None = path.open("w", encoding="utf-8", errors="backslashreplace")
         self._unsubscribe: Any = None
         self._write(
             {

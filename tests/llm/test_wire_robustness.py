@@ -352,6 +352,29 @@ async def test_an_invalid_utf8_byte_is_replaced_and_the_stream_goes_on(
     assert_waits(final(await collect(PROVIDERS[provider](server))), provider, "caf\ufffd ok")
 
 
+async def test_a_lone_surrogate_from_the_model_does_not_poison_the_history(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """JSON may escape a lone surrogate ("\\udcff", as a broken proxy or model sends); kept
+    in the history it failed every later request with UnicodeEncodeError. It is U+FFFD."""
+    lone = "\udcff"
+    server = scripted_server(
+        [
+            {"tool_calls": [{"id": "c1", "name": "file_list", "arguments": {"path": "a" + lone}}]},
+            {"text": "done " + lone},
+            {"text": "second"},
+        ]
+    )
+    agent, _ = make_agent(server, tmp_path)
+    first = await agent.run_task("list the files")
+    second = await agent.run_task("and again")
+    await agent.close()
+    assert (first.status, second.status) == ("completed", "completed"), (first, second)
+    assert first.reply == "done \ufffd" and second.reply == "second"
+    sent = json.dumps(server.requests[2].body["messages"], ensure_ascii=False)
+    assert "a\ufffd" in sent and "done \ufffd" in sent
+
+
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 async def test_one_byte_tcp_writes(scripted_server: Factory, provider: str) -> None:
     """Lines, JSON and multi-byte characters cut across TCP writes reassemble exactly."""

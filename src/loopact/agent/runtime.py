@@ -29,7 +29,7 @@ from loopact.errors import BoundReached, ModelError, TaskFailed
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
-from loopact.llm.messages import Image, Message
+from loopact.llm.messages import Image, Message, valid_text
 from loopact.tools.base import Tool
 from loopact.tools.registry import ToolRegistry
 
@@ -187,7 +187,9 @@ class Agent:
         """Put a user command into the inbox; returns its command id (None for a stop).
 
         In task mode the running task is preempted (SPEC A6). Call on the event loop thread.
+        Bytes that were not UTF-8 (lone surrogates) become U+FFFD.
         """
+        text = valid_text(text)
         if is_stop(text) and not images:
             self.stop(source)
             return None
@@ -206,6 +208,7 @@ class Agent:
         model request of the running task; in continuous mode it also wakes the agent.
         Never preempts. Returns the input's id.
         """
+        text = valid_text(text)
         return self.conversation.add_input(text, source, images, task_id=self._current_id).id
 
     def wake(self) -> None:

@@ -26,6 +26,7 @@ from loopact.errors import LoopactError
 from loopact.events import Event
 from loopact.i18n import t
 from loopact.llm.base import Model
+from loopact.llm.messages import valid_text
 
 
 def _args(arguments: Any, limit: int = 120) -> str:
@@ -252,12 +253,20 @@ class TerminalChannel:
                 self._pending_confirm.remove(rid)
 
     def _reader(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read stdin lines into the queue (None at the end) until input ends or the loop
+        closes; a read error (a closed stdin) counts as the end of input."""
         while True:
-            line = self.stdin.readline()
-            if not line:
-                loop.call_soon_threadsafe(self._lines.put_nowait, None)
+            try:
+                line: str | None = self.stdin.readline()
+            except (OSError, ValueError):  # stdin closed under us
+                line = ""
+            text = valid_text(line.rstrip("\n")) if line else None
+            try:
+                loop.call_soon_threadsafe(self._lines.put_nowait, text)
+            except RuntimeError:  # the loop closed (/quit) while this thread waited for input
                 return
-            loop.call_soon_threadsafe(self._lines.put_nowait, line.rstrip("\n"))
+            if text is None:
+                return
 
     def _on_sigint(self) -> None:
         now = time.monotonic()

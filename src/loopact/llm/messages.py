@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,12 +54,57 @@ class Image:
         }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that it encodes as UTF-8.
+
+    Python keeps bytes it could not decode (a non-UTF-8 byte typed on stdin, a file name in
+    another encoding) as lone surrogates, and JSON may carry them (``"\\udcff"``); one in the
+    history would fail every later request to the model with ``UnicodeEncodeError``.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def valid_value(value: Any, depth: int = 0) -> Any:
+    """:func:`valid_text` on every string in a JSON-like value (keys too), to 100 levels
+    deep; ``value`` itself when nothing changes."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if depth > 100:
+        return value
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        changed = False
+        for k, v in value.items():
+            k2, v2 = valid_value(k, depth + 1), valid_value(v, depth + 1)
+            changed = changed or k2 is not k or v2 is not v
+            out[k2] = v2
+        return out if changed else value
+    if isinstance(value, list):
+        items = [valid_value(v, depth + 1) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return value
+
+
 @dataclass(frozen=True)
 class TextPart:
-    """A piece of text content."""
+    """A piece of text content (lone surrogates become U+FFFD: :func:`valid_text`)."""
 
     text: str
     type: Literal["text"] = "text"
+
+    def __post_init__(self) -> None:
+        clean = valid_text(self.text)
+        if clean is not self.text:
+            object.__setattr__(self, "text", clean)
 
 
 @dataclass(frozen=True)
@@ -104,6 +150,15 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str = ""
     error: str | None = None
+
+    def __post_init__(self) -> None:  # lone surrogates become U+FFFD (valid_text)
+        for key in ("name", "raw_arguments"):
+            value = getattr(self, key)
+            if isinstance(value, str) and valid_text(value) is not value:
+                object.__setattr__(self, key, valid_text(value))
+        clean = valid_value(self.arguments)
+        if clean is not self.arguments:
+            object.__setattr__(self, "arguments", clean)
 
     def arguments_json(self) -> str:
         """The arguments as canonical JSON text (sorted keys): used for de-duplication (A3)."""

@@ -25,7 +25,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
+from loopact.testing.protocol import (
+    Protocol,
+    RecordedRequest,
+    RequestSummary,
+    ResponsePlan,
+    wire_json,
+)
 from loopact.testing.script import ScriptUsage, Turn
 
 __all__ = ["AnthropicMessagesProtocol"]
@@ -59,7 +65,7 @@ def _block_events(index: int, start: dict[str, Any], deltas: list[dict[str, Any]
 
 
 def _event(name: str, payload: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+    return f"event: {name}\ndata: {wire_json(payload)}\n\n".encode()
 
 
 def _raw_event(raw: str) -> bytes:
@@ -165,7 +171,7 @@ class AnthropicMessagesProtocol(Protocol):
                     "output_tokens": usage.completion_tokens,
                 },
             }
-            payload = json.dumps(message, ensure_ascii=False).encode()
+            payload = wire_json(message).encode()
         return ResponsePlan(
             body=payload, delay_s=turn.delay_s, cut_after_chunks=turn.cut_after_chunks
         )

@@ -34,7 +34,13 @@ import threading
 import time
 from typing import Any
 
-from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
+from loopact.testing.protocol import (
+    Protocol,
+    RecordedRequest,
+    RequestSummary,
+    ResponsePlan,
+    wire_json,
+)
 from loopact.testing.script import ScriptUsage, Turn
 
 __all__ = ["DifyProtocol"]
@@ -52,7 +58,7 @@ _ERROR_CODES = {
 
 
 def _data(payload: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+    return f"data: {wire_json(payload)}\n\n".encode()
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -63,7 +69,7 @@ def action_line(name: str, arguments: dict[str, Any] | str) -> str:
     """A tool call written as action text: ``name(key=value, ...)`` (values as JSON)."""
     if isinstance(arguments, str):
         return f"{name}({arguments})"
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    args = ", ".join(f"{k}={wire_json(v)}" for k, v in arguments.items())
     return f"{name}({args})"
 
 
@@ -132,7 +138,7 @@ class DifyProtocol(Protocol):
                 "metadata": {"usage": usage},
                 "created_at": int(time.time()),
             }
-            payload = json.dumps(whole, ensure_ascii=False).encode()
+            payload = wire_json(whole).encode()
         return ResponsePlan(
             body=payload, delay_s=turn.delay_s, cut_after_chunks=turn.cut_after_chunks
         )

@@ -24,7 +24,13 @@ import json
 import time
 from typing import Any
 
-from loopact.testing.protocol import Protocol, RecordedRequest, RequestSummary, ResponsePlan
+from loopact.testing.protocol import (
+    Protocol,
+    RecordedRequest,
+    RequestSummary,
+    ResponsePlan,
+    wire_json,
+)
 from loopact.testing.script import Turn
 
 __all__ = ["OpenAIChatProtocol"]
@@ -219,7 +225,7 @@ class OpenAIChatProtocol(Protocol):
                     {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
                 ],
             }
-            return _sse(json.dumps(payload, ensure_ascii=False))
+            return _sse(wire_json(payload))
 
         size = turn.chunk_size
         out = [chunk({"role": "assistant", "content": ""})]

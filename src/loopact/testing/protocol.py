@@ -10,6 +10,7 @@ each other (:mod:`loopact.testing.protocols` lists the protocols the server spea
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,17 @@ from loopact.errors import ScriptError
 from loopact.testing.script import Turn
 
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def wire_json(value: Any) -> str:
+    """``value`` as JSON text with non-ASCII characters as they are, except lone surrogates,
+    which are written as JSON escapes (``"\\udcff"``): they cannot be UTF-8 bytes, but a
+    broken model or proxy may send the escape, and tests need that shape."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _mask(name: str, value: str) -> str:
