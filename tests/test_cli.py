@@ -240,6 +240,16 @@ def test_a_line_that_is_not_utf8_is_answered_not_a_poisoned_history(
     assert starts[0]["text"] == "hel\ufffdlo"
 
 
+def test_continuous_mode_prints_the_agents_message_once(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """The message was streamed and then printed again as a ``message`` (a newcomer audit)."""
+    server = scripted_server([{"text": "Alerted the team."}])
+    proc = _chat(server, tmp_path, "the kitchen is too hot\n", "--no-web", "--mode", "continuous")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Alerted the team.") == 1, proc.stdout
+
+
 def test_interactive_local_commands(scripted_server: Any, tmp_path: Path) -> None:
     server = scripted_server([])
     proc = _chat(server, tmp_path, "/status\n/bogus\n/reset\n/quit\nnever sent\n")

@@ -136,7 +136,10 @@ class ProgressPrinter:
             return
         self._end_text()
         if typ == "message":
-            self.console.print(f"[bold]{escape(str(d['text']))}[/]")
+            # continuous mode: the agent's own message was streamed already (text_delta)
+            streamed = "".join(self._streamed.pop(ev.task_id or "", []))
+            if d.get("source") != "agent" or streamed.strip() != str(d["text"]).strip():
+                self.console.print(f"[bold]{escape(str(d['text']))}[/]")
         elif typ == "bound":
             self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")
         elif typ == "error":
