@@ -19,7 +19,7 @@ from tests.agent.helpers import Recorder
 from tests.test_cli import run_cli
 
 from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.config import config_secrets, load_config
+from loopact.config import config_secret_settings, config_secrets, load_config
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.events import EventBus
 from loopact.llm.anthropic import AnthropicModel
@@ -333,3 +333,55 @@ def test_redactor_masks_keys_and_replaces_what_is_too_deep() -> None:
         (node,) = node
     assert node == TOO_DEEP  # replaced, not passed on unchecked
     assert Redactor().value(too_deep) is too_deep  # no secrets known: nothing to check
+
+
+def test_a_secret_too_short_to_mask_is_named_at_start(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Audit B finding 4: a 5-character SMTP password is never masked (shorter than
+    MIN_SECRET_CHARS) and nothing said so. Now one warning at start names the setting, never
+    the value; a long secret gets no warning."""
+    cfg = tmp_path / "robot.yaml"
+    email = {"host": "127.0.0.1", "from_addr": "robot@example.com"}
+    cfg.write_text(
+        json.dumps({"messages": {"email": {**email, "password_env": "SMTP_PASSWORD"}}}),
+        encoding="utf-8",
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    server = scripted_server([{"text": "hello"}])
+    args = ["run", "--once", "hi", "--config", str(cfg), "--base-url", server.base_url]
+    args += ["--model", "m", "--api-key", KEY, "--robot", "none", "--no-memory", "--no-web"]
+    args += ["--workspace", str(ws)]
+    proc = run_cli(args, tmp_path, env={"SMTP_PASSWORD": "pw1x3"})
+    assert proc.returncode == 0, proc.stderr
+    err = " ".join(proc.stderr.split())  # rich wraps long lines
+    assert "messages.email.password_env (SMTP_PASSWORD): shorter than 6 characters" in err
+    assert "not masked" in err
+    assert "pw1x3" not in proc.stderr + proc.stdout
+    assert err.count("shorter than 6 characters") == 1  # once, not per event
+    server = scripted_server([{"text": "hello"}])
+    args[args.index("--base-url") + 1] = server.base_url
+    proc = run_cli(args, tmp_path, env={"SMTP_PASSWORD": "SmtpPassw0rdLong99"})
+    assert proc.returncode == 0, proc.stderr
+    assert "shorter than" not in proc.stderr
+
+
+def test_secret_settings_are_named_without_their_values(tmp_path: Path) -> None:
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(
+        json.dumps(
+            {
+                "images": {"api_key": "img-live-4Kd9Qw2Zx7"},
+                "voice": {"stt": {"api_key_env": "STT_KEY"}},
+                "mcp": {"servers": {"fs": {"command": "fs", "env": {"FS_TOKEN": "abc"}}}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    cfg, _ = load_config(cfg_file, env={})
+    named = dict(config_secret_settings(cfg, env={"STT_KEY": "stt-live-7Yh2"}))
+    assert named["images.api_key"] == "img-live-4Kd9Qw2Zx7"
+    assert named["voice.stt.api_key_env (STT_KEY)"] == "stt-live-7Yh2"
+    assert named["mcp.servers.fs.env.FS_TOKEN"] == "abc"
+    assert sorted(config_secrets(cfg, env={"STT_KEY": "stt-live-7Yh2"})) == sorted(named.values())
