@@ -25,6 +25,7 @@ from loopact._compat import wait_within
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
+from loopact.tools.base import UntrustedSource
 
 HEAD_CHARS = 60
 """Characters kept from the start of a long argument value in a confirmation request."""
@@ -132,8 +133,17 @@ class ConfirmationBroker:
         """Ids of the requests waiting for an answer."""
         return list(self._pending)
 
-    async def request(self, task_id: str, call: ToolCall) -> Decision:
+    async def request(
+        self, task_id: str, call: ToolCall, untrusted: UntrustedSource | None = None
+    ) -> Decision:
         """Ask for ``call`` and wait for an answer or the timeout.
+
+        Args:
+            task_id: The task the call belongs to.
+            call: The call.
+            untrusted: Set when the tool needs a yes only because its MCP server or node is
+                not trusted (:attr:`~loopact.tools.base.Tool.untrusted_source`): a refusal
+                then says so and names the setting that trusts it.
 
         Returns:
             The decision; a denial carries a reason for the model.
@@ -141,6 +151,16 @@ class ConfirmationBroker:
         if self.auto_approve or call.name in self.allow:
             return Decision(True)
         if not self.interactive:
+            if untrusted is not None:
+                key = f"confirm.untrusted_{untrusted.kind}"
+                why = t(
+                    key,
+                    self.lang,
+                    name=call.name,
+                    source=untrusted.source,
+                    remote=untrusted.remote_name,
+                )
+                return Decision(False, why)
             return Decision(False, t("confirm.noninteractive", self.lang, name=call.name))
         request_id = f"confirm-{next(self._ids)}"
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
