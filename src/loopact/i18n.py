@@ -114,6 +114,36 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         ),
         "zh": "{name} 会修改文件，需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow",
     },
+    "confirm.untrusted_mcp": {
+        "en": (
+            "{name} comes from the MCP server '{source}', which is not trusted, so it needs a "
+            "person's confirmation, which cannot be asked in --once mode; run again with "
+            "--yes, or add {name} to confirm.allow in the config, or trust the server: give "
+            "it a class for {remote} in its `safety` mapping (read_only, idempotent, write), "
+            "or `trust: true` so that its readOnlyHint counts (docs/mcp.md)"
+        ),
+        "zh": (
+            "{name} 来自未受信任的 MCP 服务器 '{source}'，因此需要人工确认，而 --once 模式无法询问；"
+            "请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow，或信任该服务器：在它的 "
+            "`safety` 中为 {remote} 指定类别（read_only、idempotent、write），或设置 "
+            "`trust: true` 使其 readOnlyHint 生效（docs/mcp.md）"
+        ),
+    },
+    "confirm.untrusted_node": {
+        "en": (
+            "{name} comes from a remote node that is not trusted, so it needs a person's "
+            "confirmation, which cannot be asked in --once mode; run again with --yes, or add "
+            "{name} to confirm.allow in the config, or trust the node: list {remote} in "
+            "nodes.trust (its announced class counts) or grant it a class in nodes.safety "
+            "(docs/security.md)"
+        ),
+        "zh": (
+            "{name} 来自未受信任的远程节点，因此需要人工确认，而 --once 模式无法询问；"
+            "请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow，或信任该节点：把 "
+            "{remote} 列入 nodes.trust（采用它声明的类别），或在 nodes.safety 中为它指定类别"
+            "（docs/security.md）"
+        ),
+    },
     "confirm.prompt": {
         "en": "Allow {name}({args})? [y/N] ",
         "zh": "允许执行 {name}({args}) 吗？[y/N] ",

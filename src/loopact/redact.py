@@ -14,15 +14,21 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "Redactor", "StreamMasker"]
+__all__ = ["MASK", "MAX_DEPTH", "MIN_SECRET_CHARS", "TOO_DEEP", "Redactor", "StreamMasker"]
 
 MASK = "***"
 """What a secret is replaced with."""
 MIN_SECRET_CHARS = 6
-"""Shorter values are placeholders (``"none"``, ``"k"``): masking them would mangle words."""
+"""Shorter values are placeholders (``"none"``, ``"k"``): masking them would mangle words.
+Such a secret is not masked; ``loopact run`` warns at start naming the setting."""
+MAX_DEPTH = 100
+"""Levels of nesting :meth:`Redactor.value` looks into. Tool arguments hold at most 64 and an
+event wraps them in a few more (``model_response``: ``tool_calls`` / item / ``arguments``);
+anything deeper is replaced by :data:`TOO_DEEP`, never passed on unchecked (issue 21)."""
+TOO_DEEP = "*** (nested too deeply to check for secrets)"
+"""What a value nested deeper than :data:`MAX_DEPTH` is replaced with."""
 
 E = TypeVar("E", bound=BaseException)
-_MAX_DEPTH = 64
 
 
 class Redactor:
@@ -61,21 +67,44 @@ class Redactor:
     def value(self, value: Any, _depth: int = 0) -> Any:
         """A JSON-able value (dicts, lists, tuples, strings) with its strings masked.
 
-        Returns ``value`` itself when nothing changes.
+        Dict keys are masked as well as values (a key that becomes the same as another
+        gets `` (2)``, `` (3)``... so no entry is lost). A dict, list or tuple nested deeper
+        than :data:`MAX_DEPTH` levels is replaced by :data:`TOO_DEEP`.
+
+        Args:
+            value: The value, e.g. an event's data.
+
+        Returns:
+            ``value`` itself when nothing changes, else a masked copy.
         """
-        if not self._secrets or _depth > _MAX_DEPTH:
+        if not self._secrets:
             return value
         if isinstance(value, str):
             return self.text(value)
+        if isinstance(value, (dict, list, tuple)) and _depth >= MAX_DEPTH:
+            return TOO_DEEP
         if isinstance(value, dict):
-            masked = {k: self.value(v, _depth + 1) for k, v in value.items()}
-            changed = any(masked[k] is not v for k, v in value.items())
-            return masked if changed else value
+            return self._dict(value, _depth)
         if isinstance(value, (list, tuple)):
             items = [self.value(v, _depth + 1) for v in value]
             if any(new is not old for new, old in zip(items, value, strict=True)):
                 return type(value)(items) if isinstance(value, tuple) else items
         return value
+
+    def _dict(self, value: dict[Any, Any], depth: int) -> dict[Any, Any]:
+        masked: dict[Any, Any] = {}
+        changed = False
+        for key, item in value.items():
+            new_key = self.text(key) if isinstance(key, str) else key
+            if new_key != key:
+                changed = True
+                base, n = new_key, 2
+                while new_key in masked or new_key in value:
+                    new_key, n = f"{base} ({n})", n + 1
+            new_item = self.value(item, depth + 1)
+            changed = changed or new_item is not item
+            masked[new_key] = new_item
+        return masked if changed else value
 
     def error(self, exc: E) -> E:
         """``exc`` itself when its message holds no secret; else a copy with it masked.

@@ -19,7 +19,7 @@ from tests.agent.helpers import Recorder
 from tests.test_cli import run_cli
 
 from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.config import config_secrets, load_config
+from loopact.config import config_secret_settings, config_secrets, load_config
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.events import EventBus
 from loopact.llm.anthropic import AnthropicModel
@@ -27,7 +27,7 @@ from loopact.llm.base import Model, ModelRequest
 from loopact.llm.dify import DifyModel
 from loopact.llm.messages import Message
 from loopact.llm.openai_chat import OpenAIChatModel
-from loopact.redact import Redactor, StreamMasker
+from loopact.redact import MAX_DEPTH, TOO_DEEP, Redactor, StreamMasker
 from loopact.testing import ScriptedModelServer
 from loopact.tools.builtin import make_builtin_tools
 from loopact.tools.registry import ToolRegistry
@@ -269,3 +269,119 @@ def test_redactor_rules() -> None:
     bus.subscribe(seen.append)
     bus.emit("error", None, message=f"oops {KEY}")
     assert seen[0].data == {"message": "oops ***"}
+
+
+def _nested(levels: int, leaf: Any) -> Any:
+    for _ in range(levels):
+        leaf = [leaf]
+    return leaf
+
+
+async def test_secrets_in_argument_keys_and_deep_arguments_are_masked(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Audit B findings 2 and 3: a key used as an argument's NAME reached the terminal and the
+    trace in clear (only values were masked), and one nested 62 levels deep in the arguments
+    (under the 64-level argument limit) reached the ``model_response`` event in clear, since
+    the masker stopped at 64 levels and the event wraps the arguments in about 3 more."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    server = scripted_server(
+        [
+            {"tool_calls": [{"id": "k", "name": "file_list", "arguments": {"path": ".", KEY: 1}}]},
+            {
+                "tool_calls": [
+                    {"id": "d", "name": "wait", "arguments": {"seconds": 0, "x": _nested(62, KEY)}}
+                ]
+            },
+            {"text": "done"},
+        ]
+    )
+    model = OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
+    agent = Agent(
+        model,
+        ToolRegistry(make_builtin_tools(workspace)),
+        AgentOptions(bounds=Bounds(), workspace=workspace),
+    )
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    outcome = await agent.run_task("list the files, then wait")
+    await agent.close()
+    assert outcome.status == "completed"
+    assert rec.of("model_response"), "the events under test were emitted"
+    dumped = json.dumps([e.to_json() for e in rec.events])
+    assert KEY not in dumped
+    first = rec.of("tool_call")[0]
+    assert first.data["arguments"] == {"path": ".", "***": 1}
+    deep = json.dumps([e.data for e in rec.of("model_response")])
+    assert '[["***"]]' in deep  # masked where it is, not dropped
+
+
+def test_redactor_masks_keys_and_replaces_what_is_too_deep() -> None:
+    r = Redactor([KEY, "other-Secret-99"])
+    assert r.value({f"x{KEY}": 1, "other-Secret-99": 2, "***": 3}) == {
+        "x***": 1,
+        "*** (2)": 2,  # "***" is taken: no entry is lost
+        "***": 3,
+    }
+    at_limit = _nested(MAX_DEPTH - 1, KEY)
+    assert r.value(at_limit) == _nested(MAX_DEPTH - 1, "***")
+    too_deep = {"a": _nested(MAX_DEPTH + 5, "harmless")}
+    masked = r.value(too_deep)
+    node = masked["a"]
+    for _ in range(MAX_DEPTH - 1):
+        (node,) = node
+    assert node == TOO_DEEP  # replaced, not passed on unchecked
+    assert Redactor().value(too_deep) is too_deep  # no secrets known: nothing to check
+
+
+def test_a_secret_too_short_to_mask_is_named_at_start(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Audit B finding 4: a 5-character SMTP password is never masked (shorter than
+    MIN_SECRET_CHARS) and nothing said so. Now one warning at start names the setting, never
+    the value; a long secret gets no warning."""
+    cfg = tmp_path / "robot.yaml"
+    email = {"host": "127.0.0.1", "from_addr": "robot@example.com"}
+    cfg.write_text(
+        json.dumps({"messages": {"email": {**email, "password_env": "SMTP_PASSWORD"}}}),
+        encoding="utf-8",
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    server = scripted_server([{"text": "hello"}])
+    args = ["run", "--once", "hi", "--config", str(cfg), "--base-url", server.base_url]
+    args += ["--model", "m", "--api-key", KEY, "--robot", "none", "--no-memory", "--no-web"]
+    args += ["--workspace", str(ws)]
+    proc = run_cli(args, tmp_path, env={"SMTP_PASSWORD": "pw1x3"})
+    assert proc.returncode == 0, proc.stderr
+    err = " ".join(proc.stderr.split())  # rich wraps long lines
+    assert "messages.email.password_env (SMTP_PASSWORD): shorter than 6 characters" in err
+    assert "not masked" in err
+    assert "pw1x3" not in proc.stderr + proc.stdout
+    assert err.count("shorter than 6 characters") == 1  # once, not per event
+    server = scripted_server([{"text": "hello"}])
+    args[args.index("--base-url") + 1] = server.base_url
+    proc = run_cli(args, tmp_path, env={"SMTP_PASSWORD": "SmtpPassw0rdLong99"})
+    assert proc.returncode == 0, proc.stderr
+    assert "shorter than" not in proc.stderr
+
+
+def test_secret_settings_are_named_without_their_values(tmp_path: Path) -> None:
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(
+        json.dumps(
+            {
+                "images": {"api_key": "img-live-4Kd9Qw2Zx7"},
+                "voice": {"stt": {"api_key_env": "STT_KEY"}},
+                "mcp": {"servers": {"fs": {"command": "fs", "env": {"FS_TOKEN": "abc"}}}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    cfg, _ = load_config(cfg_file, env={})
+    named = dict(config_secret_settings(cfg, env={"STT_KEY": "stt-live-7Yh2"}))
+    assert named["images.api_key"] == "img-live-4Kd9Qw2Zx7"
+    assert named["voice.stt.api_key_env (STT_KEY)"] == "stt-live-7Yh2"
+    assert named["mcp.servers.fs.env.FS_TOKEN"] == "abc"
+    assert sorted(config_secrets(cfg, env={"STT_KEY": "stt-live-7Yh2"})) == sorted(named.values())

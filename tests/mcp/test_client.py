@@ -225,7 +225,13 @@ async def test_an_untrusted_read_only_tool_needs_confirmation_unless_allowed(
             assert tool_text == "x" or '"x"' in tool_text, tool_text
             assert "shout" in agent.registry  # echo ran on the server (it grows shout)
         else:
-            assert "confirm.allow" in tool_text or "--yes" in tool_text, tool_text
+            assert "confirm.allow" in tool_text and "--yes" in tool_text, tool_text
+            # why it needs a yes: its server is not trusted, not "it changes files" (audit A
+            # finding 3), and the server's keys that trust it
+            assert "echo comes from the MCP server 'toy', which is not trusted" in tool_text
+            assert "changes files" not in tool_text
+            assert "a class for echo in its `safety` mapping" in tool_text
+            assert "`trust: true`" in tool_text
             assert "shout" not in agent.registry  # echo never ran on the server
     finally:
         await hub.stop()

@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 from PIL import Image as PILImage
-from tests.agent.helpers import make_agent
+from tests.agent.helpers import call, make_agent
 
-from loopact.app.nodes import attach_nodes
+from loopact.app.nodes import attach_nodes, node_trust
 from loopact.channels.ros2_text import Ros2TextChannel, text_input_topic, text_output_topic
+from loopact.config import Config
 from loopact.events import Event, EventBus
 from loopact.nodes.connector import Payload
 from loopact.nodes.discovery import ToolDiscovery
@@ -449,3 +450,43 @@ async def test_builtin_inputs_messages_and_system_status(
     assert "system_status (json, latest" in sent
     await nodes.close()
     await agent.close()
+
+
+async def test_an_untrusted_nodes_tool_is_refused_in_once_mode_saying_why(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Audit A finding 3: a remote node's read-only ``add`` was refused under --once with
+    "add changes files"; it needs a yes because the node is not trusted, and the refusal
+    says so and names nodes.trust / nodes.safety. A trusted node's tool is not refused."""
+    bus = LocalBus()
+    node = OutputNode(add, LocalConnector(bus), heartbeat_period_s=0.05)
+    await node.start()
+    texts: dict[bool, str] = {}
+    for trusted in (False, True):
+        server = scripted_server(
+            [{"tool_calls": [call("add", {"a": 2, "b": 40}, "a1")]}, {"text": "Done."}]
+        )
+        agent, _rec = make_agent(server, tmp_path, interactive=False)
+        cfg = Config.model_validate({"nodes": {"trust": ["add"] if trusted else []}})
+        nodes = await attach_nodes(
+            agent, LocalConnector(bus), text_channel=False, trust=node_trust(cfg)
+        )
+        try:
+            await until(lambda agent=agent: "add" in agent.registry)
+            outcome = await agent.run_task("add 2 and 40")
+            assert outcome.status == "completed"
+            (texts[trusted],) = [
+                str(m["content"])
+                for m in server.requests[1].body["messages"]
+                if m["role"] == "tool"
+            ]
+        finally:
+            await nodes.close()
+            await agent.close()
+    await node.stop()
+    refusal = json.loads(texts[False])["error"]
+    assert refusal.startswith("add comes from a remote node that is not trusted"), refusal
+    assert "changes files" not in refusal
+    assert "--yes" in refusal and "add add to confirm.allow" in refusal
+    assert "list add in nodes.trust" in refusal and "nodes.safety" in refusal
+    assert node.calls == 1 and "42" in texts[True]  # trusted: it ran, once, without asking

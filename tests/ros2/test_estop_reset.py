@@ -113,8 +113,22 @@ async def test_reset_needs_the_token_and_is_logged_with_who(
     assert released["emergency_stop"] is False
     who = released["last_reset"]
     assert (who["by"], who["via"], who["publisher"]) == ("alice", "reset token", me)
-    assert "emergency stop released by alice via reset token" in proc.output()
+    # the name is quoted in the log (it comes from the message; audit B finding 10)
+    assert "emergency stop released by 'alice' via reset token" in proc.output()
     assert TOKEN not in proc.output()
+
+    # A name with a line break cannot forge a log line; a long one is cut.
+    await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
+    forged = "alice\nFAKE LOG LINE released by root" + "x" * 500
+    request = json.dumps({"command": "reset", "token": TOKEN, "by": forged})
+    released = await _send_until(
+        ros, estop, request, status, lambda s: s.get("event") == "estop_reset"
+    )
+    assert released["last_reset"]["by"] == forged[:64]  # the status is JSON: no forging
+    output = proc.output()
+    assert "released by 'alice\\nFAKE LOG LINE released by root" in output
+    assert not any(line.startswith("FAKE LOG LINE") for line in output.splitlines())
+    assert "x" * 100 not in output
 
     # The operator's channel releases without a token.
     await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)

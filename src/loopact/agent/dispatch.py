@@ -326,7 +326,7 @@ class RoundDispatcher:
         if deps:
             await asyncio.wait(deps)
         if tool.needs_confirmation(call.arguments, self.state.instruction):
-            decision = await self.broker.request(self.state.task_id, call)
+            decision = await self.broker.request(self.state.task_id, call, tool.untrusted_source)
             if not decision.allowed:
                 result = ToolResult.failure(decision.reason)
                 self._emit_result(call, result)

@@ -31,6 +31,7 @@ import pydantic
 from rich.console import Console
 
 from loopact.agent import Agent
+from loopact.agent.confirm import shown_arguments
 from loopact.app.model import make_model
 from loopact.app.run import open_agent
 from loopact.config import Config
@@ -127,8 +128,8 @@ class _TerminalConfirmer:
     def _on_event(self, ev: Event) -> None:
         if ev.type == "confirm_request":
             self.pending.append(str(ev.data["id"]))
-            args = ", ".join(f"{k}={v!r}" for k, v in (ev.data.get("arguments") or {}).items())
-            prompt = t("confirm.prompt", self.lang, name=ev.data["name"], args=args[:200])
+            shown = ev.data.get("shown") or shown_arguments(ev.data.get("arguments") or {})
+            prompt = t("confirm.prompt", self.lang, name=ev.data["name"], args=shown)
             self.console.print(prompt, markup=False, end="")
         elif ev.type == "confirm_response" and ev.data.get("id") in self.pending:
             self.pending.remove(str(ev.data["id"]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import logging
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -37,17 +38,20 @@ from loopact.app.own_state import agent_state_paths
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
-from loopact.config import Config, config_secrets
+from loopact.config import Config, config_secret_settings
 from loopact.errors import ConfigError
 from loopact.events import Event, EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.local_process import LocalBrain
 from loopact.nodes.connector import Connector
+from loopact.redact import MIN_SECRET_CHARS
 from loopact.tools.base import Tool
 from loopact.tools.builtin.files import Workspace
 from loopact.tools.builtin.messages import MessageChannel
 from loopact.tools.registry import ToolRegistry
+
+logger = logging.getLogger(__name__)
 
 
 async def build_and_run(cfg: Config, *, once: str | None, config_source: Path | None) -> int:
@@ -145,7 +149,9 @@ async def open_agent(
     Returns:
         The config (with the local brain's model filled in) and what was opened.
     """
-    bus.redactor.add(*config_secrets(cfg))  # issue 21 item 5: every secret, not the key only
+    secrets = config_secret_settings(cfg)
+    bus.redactor.add(*(value for _, value in secrets))  # issue 21 item 5: every secret
+    _warn_short_secrets(secrets)
     files, builtin = _workspace(cfg, config_source)
     workspace = files.root
     registry = ToolRegistry([*builtin, *general_tools(cfg, files)])
@@ -172,6 +178,20 @@ async def open_agent(
     if brain is not None and cfg.local.prompt_cache:
         await prepare_local_prompt(agent)
     return cfg, OpenedAgent(agent, body, workspace, files)
+
+
+def _warn_short_secrets(secrets: list[tuple[str, str]]) -> None:
+    """One warning naming the settings whose secret is too short to be masked (never the
+    values): :class:`~loopact.redact.Redactor` skips them, since masking a 3-letter value
+    would mangle ordinary words (issue 21, audit B finding 4)."""
+    short = sorted({name for name, value in secrets if 0 < len(value) < MIN_SECRET_CHARS})
+    if short:
+        logger.warning(
+            "%s: shorter than %d characters, so not masked in the trace, terminal and web "
+            "console (fine for a placeholder such as 'none'; use a longer secret otherwise)",
+            ", ".join(short),
+            MIN_SECRET_CHARS,
+        )
 
 
 def _open_trace(

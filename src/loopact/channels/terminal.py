@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
+from loopact.agent.confirm import shown_arguments
 from loopact.agent.runtime import Agent
 from loopact.errors import LoopactError
 from loopact.events import Event
@@ -118,12 +119,10 @@ class ProgressPrinter:
                 self.console.print(f"[red]  ✗ {escape(d['name'])}: {escape(str(d['error']))}[/]")
         elif typ == "confirm_request":
             self._end_text()
-            self.console.print(
-                "[magenta]"
-                + escape(t("confirm.prompt", self.lang, name=d["name"], args=_args(d["arguments"])))
-                + "[/]",
-                end="",
-            )
+            # every argument by name, each value cut on its own: the path is never hidden
+            shown = d.get("shown") or shown_arguments(d["arguments"])
+            prompt = t("confirm.prompt", self.lang, name=d["name"], args=shown)
+            self.console.print(f"[magenta]{escape(prompt)}[/]", end="")
 
     def _notice(self, typ: str, ev: Event) -> None:
         """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""

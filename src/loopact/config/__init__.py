@@ -18,6 +18,7 @@ imported here, so ``from loopact.config import Config, load_config`` is the way 
 
 from loopact.config.load import (
     PROVIDER_KEY_ENV,
+    config_secret_settings,
     config_secrets,
     default_config_paths,
     load_config,
@@ -100,6 +101,7 @@ __all__ = [
     "VisionModelConfig",
     "VoiceConfig",
     "WebConfig",
+    "config_secret_settings",
     "config_secrets",
     "default_config_paths",
     "load_config",

@@ -346,31 +346,53 @@ def config_secrets(cfg: Config, env: Mapping[str, str] | None = None) -> list[st
     Returns:
         The values, unordered; the masker ignores empty and short ones.
     """
-    env = os.environ if env is None else env
-    found: list[str] = []
+    return [value for _setting, value in config_secret_settings(cfg, env)]
 
-    def walk(value: Any, name: str = "") -> None:
+
+def config_secret_settings(
+    cfg: Config, env: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The secrets of :func:`config_secrets`, each with the setting it comes from.
+
+    Args:
+        cfg: The loaded configuration.
+        env: The environment for the ``*_env`` keys (``os.environ`` when None).
+
+    Returns:
+        ``(setting, value)`` pairs, e.g. ``("model.api_key", "sk-...")`` or
+        ``("messages.email.password_env (SMTP_PASSWORD)", "...")``; the setting names never
+        hold a secret, so they may be logged.
+    """
+    env = os.environ if env is None else env
+    found: list[tuple[str, str]] = []
+
+    def walk(value: Any, path: str = "", name: str = "") -> None:
         if isinstance(value, pydantic.SecretStr):
-            found.append(value.get_secret_value())
+            found.append((path, value.get_secret_value()))
         elif isinstance(value, pydantic.BaseModel):
             for field in type(value).model_fields:
-                walk(getattr(value, field), field)
+                walk(getattr(value, field), _join(path, field), field)
         elif isinstance(value, Mapping):
             for key, item in value.items():
-                walk(item, str(key))
+                walk(item, _join(path, str(key)), str(key))
         elif isinstance(value, (list, tuple)):
             for item in value:
-                walk(item, name)
+                walk(item, path, name)
         elif isinstance(value, str) and name.endswith("_env") and env.get(value):
-            found.append(env[value])
+            found.append((f"{path} ({value})", env[value]))
 
     walk(cfg)
     email = cfg.messages.email
     if email is not None and email.password():
-        found.append(str(email.password()))
-    for server in cfg.mcp.servers.values():
+        found.append(("messages.email.password_env", str(email.password())))
+    for server_name, server in cfg.mcp.servers.items():
+        where = f"mcp.servers.{server_name}"
         for header, value in server.headers.items():
             if _SECRET_NAME.search(header) and value.split():
-                found += [value, value.split()[-1]]
-        found += [v for k, v in server.env.items() if _SECRET_NAME.search(k)]
+                found += [(f"{where}.headers.{header}", v) for v in (value, value.split()[-1])]
+        found += [(f"{where}.env.{k}", v) for k, v in server.env.items() if _SECRET_NAME.search(k)]
     return found
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key

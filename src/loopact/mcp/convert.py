@@ -89,6 +89,16 @@ def offered_name(server: str, tool: str, taken: Callable[[str], bool]) -> str:
         n += 1
 
 
+def granted_class(name: str, grants: Mapping[str, str] | None) -> str | None:
+    """The class the operator grants the server's tool ``name`` in ``grants`` (the server's
+    ``safety`` mapping), or None; an exact name beats an ``fnmatch`` pattern, as for nodes."""
+    grants = grants or {}
+    granted = grants.get(name)
+    if granted is None:
+        granted = next((c for p, c in grants.items() if fnmatchcase(name, p)), None)
+    return granted
+
+
 def safety_of(
     tool: mt.Tool, *, trusted: bool, grants: Mapping[str, str] | None = None
 ) -> SafetyClass:
@@ -104,10 +114,7 @@ def safety_of(
         The granted class if any; ``read_only`` for ``readOnlyHint`` on a trusted server;
         ``write`` otherwise (``destructiveHint``, no hints, or an untrusted server).
     """
-    grants = grants or {}
-    granted = grants.get(tool.name)
-    if granted is None:  # an exact name beats a pattern, as for nodes (issue 21)
-        granted = next((c for p, c in grants.items() if fnmatchcase(tool.name, p)), None)
+    granted = granted_class(tool.name, grants)
     if granted is not None:
         return SafetyClass(granted)
     hints = tool.annotations

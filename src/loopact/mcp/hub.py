@@ -39,12 +39,13 @@ from loopact.mcp.client import LinkStatus, McpServerLink
 from loopact.mcp.convert import (
     MAX_SCHEMA_CHARS,
     MAX_TOOLS_PER_SERVER,
+    granted_class,
     offered_name,
     safety_of,
     short_description,
     to_tool_result,
 )
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, UntrustedSource
 from loopact.tools.registry import ToolRegistry
 from loopact.vision.gate import ImageGate
 
@@ -85,6 +86,13 @@ class McpTool(Tool):
         self.safety = safety
         self.timeout_s = timeout_s
         self.gate = gate
+        cfg = link.cfg
+        if (
+            safety is SafetyClass.WRITE
+            and not cfg.trust
+            and granted_class(remote.name, cfg.safety) is None
+        ):  # write because nobody trusts the server: the refusal says so (issue 21)
+            self.untrusted_source = UntrustedSource("mcp", link.name, remote.name)
 
     def same_as(self, remote: mt.Tool, safety: SafetyClass) -> bool:
         """Whether ``remote`` (with ``safety``) is what this proxy already offers."""

@@ -47,7 +47,7 @@ from loopact.nodes.protocol import (
     name_from_topic,
     output_endpoint,
 )
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, UntrustedSource
 from loopact.tools.registry import ToolRegistry
 from loopact.vision.gate import ImageGate
 
@@ -83,6 +83,12 @@ class NodeTrust:
         if any(fnmatchcase(name, pattern) for pattern in self.trusted):
             return announced
         return self.default
+
+    def decides(self, name: str) -> bool:
+        """Whether the operator trusts the node ``name`` or grants it a class."""
+        return name in self.grants or any(
+            fnmatchcase(name, pattern) for pattern in (*self.grants, *self.trusted)
+        )
 
 
 class RemoteTool(Tool):
@@ -399,7 +405,11 @@ class ToolDiscovery(HeartbeatWatch):
                 info.safety.value,
                 safety.value,
             )
-        return RemoteTool(info, self.connector, endpoint, safety, self.gate)
+        tool = RemoteTool(info, self.connector, endpoint, safety, self.gate)
+        if safety is SafetyClass.WRITE and not self.trust.decides(info.name):
+            # write because nobody trusts the node: the refusal says so (issue 21)
+            tool.untrusted_source = UntrustedSource("node", info.name, info.name)
+        return tool
 
     def _switch(self, entry: _Entry, info: OutputInfo) -> None:
         """The first node went quiet and a new instance beats: it restarted."""

@@ -45,6 +45,7 @@ from loopact.nodes.ros2 import Ros2Connector
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Twist
 from loopact.robot.lease import MotionLease
+from loopact.robot.logtext import LOG_TEXT_CHARS, log_text
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.robot.ros2_robot import Ros2Robot, base_request_topics
 
@@ -120,7 +121,7 @@ def parse_estop(text: str) -> tuple[str, str | None, str | None]:
             return (
                 str(obj.get("command", "")).strip().lower(),
                 token if isinstance(token, str) else None,
-                str(by)[:100] if by is not None else None,
+                str(by)[:LOG_TEXT_CHARS] if by is not None else None,
             )
         return body, None, None
     word, _, rest = body.partition(" ")
@@ -345,7 +346,9 @@ class BaseGovernorNode:
                 )
                 self.publish_status(event="estop_reset_refused")
         else:
-            logger.warning("emergency_stop topic: unknown command %r (stop or reset)", text)
+            logger.warning(
+                "emergency_stop topic: unknown command %s (stop or reset)", log_text(text)
+            )
 
     def _release(self, who: dict[str, Any]) -> None:
         latched = self.governor.emergency_stopped
@@ -354,7 +357,7 @@ class BaseGovernorNode:
         self.last_reset = {**who, "was_latched": latched, "time": time.time()}
         logger.warning(
             "emergency stop released by %s via %s on %s (publisher %s)",
-            who["by"],
+            log_text(who["by"]),  # from the message: one quoted line, never a forged one
             who["via"],
             who["topic"],
             who["publisher"],

@@ -33,6 +33,7 @@ from loopact.errors import EmergencyStopError, RobotError, SafetyError
 from loopact.robot.clearance import ObstacleReading, forward_clearance
 from loopact.robot.interface import Pose, Robot, Twist
 from loopact.robot.lease import MotionLease
+from loopact.robot.logtext import log_text
 from loopact.robot.profile import HardwareProfile, SiteMap
 
 logger = logging.getLogger(__name__)
@@ -144,10 +145,11 @@ class SafetyGovernor:
         """Release the latched emergency stop (an explicit human decision).
 
         Args:
-            by: Who released it, for the log (issue 21).
+            by: Who released it, for the log (issue 21); it may come from a message, so the
+                log shows it quoted and escaped, at most 160 characters (:func:`log_text`).
         """
         if self._estop:
-            logger.warning("emergency stop reset by %s", by)
+            logger.warning("emergency stop reset by %s", log_text(by, 160))
         self._estop = False
         self._estop_reason = ""
 

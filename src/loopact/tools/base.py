@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 import docstring_parser
 import pydantic
@@ -133,6 +133,26 @@ class ToolContext:
     executor: BlockingExecutor = field(default_factory=BlockingExecutor)
 
 
+@dataclass(frozen=True)
+class UntrustedSource:
+    """Why a remote tool needs a person's yes: its source is not trusted (issue 21).
+
+    A tool of an MCP server or of a ROS 2 / MQTT node is a ``write`` tool unless the operator
+    trusts its source or grants it a class; a refusal says so and names the setting,
+    instead of saying the tool changes files.
+
+    Attributes:
+        kind: ``"mcp"`` (an MCP server's tool) or ``"node"`` (a remote node's).
+        source: The MCP server's name, or the node's (tool) name.
+        remote_name: The tool's name at its source: the key of the server's ``safety``
+            mapping, or of ``nodes.safety``.
+    """
+
+    kind: Literal["mcp", "node"]
+    source: str
+    remote_name: str
+
+
 class Tool:
     """A tool the model can call.
 
@@ -151,6 +171,8 @@ class Tool:
             positive values, of negative values), e.g. ``{"pan_deg": ("left", "right")}``;
             the loop flips a sign that contradicts the user's one direction word
             (:mod:`loopact.tools.directions`). Not shown to the model.
+        untrusted_source: Set when the tool is ``write`` only because the operator does
+            not trust where it comes from (:class:`UntrustedSource`); None for others.
     """
 
     name: str
@@ -161,6 +183,7 @@ class Tool:
     timeout_s: float | None = None
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    untrusted_source: UntrustedSource | None = None
 
     def needs_confirmation(self, arguments: Mapping[str, Any], said: str) -> bool:
         """Whether this call waits for a person's yes before it runs (SPEC C5).

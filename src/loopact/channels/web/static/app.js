@@ -126,7 +126,10 @@
     },
     confirm_request: function (ev) {
       if ($("confirm-" + ev.id)) { return; }  // replayed to a reconnecting page
-      var box = line("confirm", "Allow " + ev.name + "(" + short(ev.arguments) + ")?", ev);
+      // ev.shown: every argument by name, each value cut on its own (the server's
+      // agent/confirm.py shown_arguments), so a long content cannot hide the path
+      var args = typeof ev.shown === "string" ? ev.shown : JSON.stringify(ev.arguments);
+      var box = line("confirm", "Allow " + ev.name + "(" + args + ")?", ev);
       box.id = "confirm-" + ev.id;
       var allow = el("button", "allow", "Allow");
       var deny = el("button", "deny", "Deny");
