@@ -83,7 +83,8 @@ def load_config(
         The config and the file it came from (None when no file was used).
 
     Raises:
-        ConfigError: The file is missing (when given), not YAML, or a key is wrong.
+        ConfigError: The file is missing (when given), not YAML, or a key is wrong, or
+            ``messages.email.password_env`` names a variable that is not set or is empty.
     """
     env = os.environ if env is None else env
     data, source = _read_config_file(path, cwd)
@@ -113,8 +114,28 @@ def load_config(
         cfg.mcp._config_file = mcp_config
     email = cfg.messages.email
     if email is not None and email.password_env:
-        email._password = env.get(email.password_env) or None
+        email._password = _named_variable(env, email.password_env, "messages.email.password_env")
     return cfg, source
+
+
+def _named_variable(env: Mapping[str, str], name: str, key: str) -> str:
+    """The value of the variable a ``*_env`` setting names.
+
+    Args:
+        env: The environment.
+        name: The variable's name (the setting's value).
+        key: The setting, for the error (``messages.email.password_env``).
+
+    Raises:
+        ConfigError: The variable is not set, or is set to an empty string (names both
+            the setting and the variable).
+    """
+    value = env.get(name)
+    if value is None:
+        raise ConfigError(f"{key} names {name}, which is not set; set it or remove {key}", key=key)
+    if not value:
+        raise ConfigError(f"{key} names {name}, which is empty; give it the secret", key=key)
+    return value
 
 
 def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, Any], Path | None]:
