@@ -220,3 +220,12 @@ async def test_a_deeply_nested_body_is_a_clean_400_on_every_json_endpoint(
         await web.stop()
     assert applied == []
     assert "Traceback" not in caplog.text and "RecursionError" not in caplog.text
+
+
+def test_a_deeply_nested_voice_control_message_is_not_a_control() -> None:
+    """The WebSocket's JSON text messages go through ``parse_control``: a RecursionError
+    there would have ended the page's connection."""
+    from loopact.channels.web.voice import parse_control
+
+    assert parse_control("[" * 100_000 + "]" * 100_000) is None
+    assert parse_control('{"mic": "on"}') == {"mic": "on"}
