@@ -31,11 +31,32 @@ def default_config_paths(cwd: Path | None = None) -> list[Path]:
     return [cwd / "loopact.yaml", Path(platformdirs.user_config_dir("loopact")) / "loopact.yaml"]
 
 
+_YAML_WRITTEN = {True: ("true", "yes", "on"), False: ("false", "no", "off"), None: ("null", "~")}
+"""How a key YAML reads as a bool or null may have been written."""
+
+
 def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"])
+    loc = err["loc"]
+    key = ".".join(str(p) for p in loc)
     kind = err["type"]
-    if kind == "extra_forbidden":
+    if loc and loc[-1] == "[key]" and kind == "string_type":
+        # a mapping key YAML read as a bool, number or null; pydantic's location would be
+        # 'tools.shell.allow.1.[key]' for `true: []`, naming nothing the user wrote
+        key = ".".join(str(p) for p in loc[:-2])
+        value = err.get("input")
+        if isinstance(value, (bool, type(None))):
+            forms = _YAML_WRITTEN[value]
+            read = f"a key written {', '.join(forms[:-1])} or {forms[-1]} was read by YAML as "
+            read += f"{json.dumps(value)}, not a name"
+            fix = ", ".join(f'"{form}": ...' for form in forms)
+        else:
+            read = f"the key {value} was read by YAML as a number, not a name"
+            fix = f'"{value}": ...'
+        msg = f"{source}: '{key}': {read}; quote it ({fix})"
+    elif kind == "value_error":  # our validators' messages name the values themselves
+        msg = f"{source}: '{key}': {err.get('ctx', {}).get('error', err['msg'])}."
+    elif kind == "extra_forbidden":
         msg = f"{source}: unknown key '{key}'. Remove it or check its spelling (docs/config.md)."
     elif kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
