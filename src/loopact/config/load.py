@@ -166,11 +166,17 @@ def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, An
         The raw sections (``{}`` without a file) and the file they came from.
 
     Raises:
-        ConfigError: ``--config`` names a missing file, or the file is unreadable, not YAML,
-            or not a mapping of sections.
+        ConfigError: ``--config`` names a missing file or a folder, or the file is
+            unreadable, not YAML, or not a mapping of sections.
     """
     source: Path | None
     if path is not None:
+        if path.is_dir():
+            raise ConfigError(
+                f"config file {path} is a folder, not a file (from --config); give the YAML "
+                f"file, e.g. {path / 'loopact.yaml'}",
+                key="--config",
+            )
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist (from --config)", key="--config")
         source = path
