@@ -149,6 +149,24 @@ async def test_output_is_capped_and_a_flood_is_stopped(tmp_path: Path) -> None:
     assert result.metadata["duration_s"] < 20
 
 
+async def test_a_finite_output_past_4_mb_keeps_its_start_and_says_it_was_cut(
+    tmp_path: Path,
+) -> None:
+    """Audit B finding 12: the call failed and seemed to return none of the output; the
+    kept start is in data.stdout and the error says so."""
+    lines = "".join(f"line {i:07d}\n" for i in range(400_000))  # 5.2 MB
+    (tmp_path / "big.txt").write_text(lines, encoding="utf-8")
+    shell = _shell(tmp_path, allow={"cat": []}, max_output_chars=200, timeout_s=30.0)
+    result = await shell.invoke({"command": "cat big.txt"}, _ctx(tmp_path))
+    assert not result.ok
+    assert result.error == (
+        "cat printed more than 4 MB, the most shell_exec reads, and was stopped; its output "
+        "is cut to the first 200 characters (data.stdout, data.stderr)"
+    )
+    assert result.data["stdout"].startswith(lines[:200])
+    assert "[output cut: " in result.data["stdout"] and result.metadata["truncated"] is True
+
+
 async def test_first_argument_rules_cwd_and_environment(tmp_path: Path) -> None:
     shell = _shell(tmp_path)
     ctx = _ctx(tmp_path)
