@@ -129,6 +129,17 @@ def test_config_error_names_the_key(tmp_path: Path) -> None:
     assert "model.base_ulr" in proc.stderr
 
 
+def test_a_folder_given_as_config_is_said_to_be_a_folder(tmp_path: Path) -> None:
+    """Audit B finding 11: it was "config file ... does not exist"."""
+    (tmp_path / "ws").mkdir()
+    proc = run_cli(["run", "--robot", "none", "--once", "hi", "--config", "ws"], tmp_path)
+    assert proc.returncode == 2
+    assert "config file ws is a folder, not a file (from --config)" in proc.stderr
+    assert "does not exist" not in proc.stderr
+    proc = run_cli(["run", "--robot", "none", "--once", "hi", "--config", "no.yaml"], tmp_path)
+    assert proc.returncode == 2 and "config file no.yaml does not exist" in proc.stderr
+
+
 def test_bad_flag_is_usage_error(tmp_path: Path) -> None:
     proc = run_cli(["run", "--no-such-flag"], tmp_path)
     assert proc.returncode == 2

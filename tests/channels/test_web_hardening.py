@@ -189,3 +189,43 @@ async def test_a_new_endpoint_needs_its_key_or_an_explicit_keep(settings_console
     finally:
         await web.stop()
     await asyncio.sleep(0)
+
+
+async def test_a_deeply_nested_body_is_a_clean_400_on_every_json_endpoint(
+    settings_console: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Audit B finding 6: '[' * 100000 (under the 1 MB limit) hit Python's recursion limit in
+    the JSON decoder: HTTP 500 and an 80-line traceback in the terminal. 65 levels, which
+    the decoder can read, is refused the same way; 64 levels reaches the endpoint."""
+    web, applied = await settings_console()
+    deep = "[" * 100_000 + "]" * 100_000
+    bodies = [deep, '{"text": ' + deep + "}", '{"text": ' + "[" * 64 + "]" * 64 + "}"]
+    headers = {"content-type": "application/json"}
+    try:
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{web.port}") as c:
+            for path in ("/api/message", "/api/settings", "/api/confirm"):
+                for body in bodies:
+                    r = await c.post(path, content=body, headers=headers)
+                    assert r.status_code == 400, (path, len(body), r.text[:200])
+                    detail = r.json()["detail"]
+                    assert detail == "body: nested too deeply (more than 64 levels)", path
+            r = await c.post("/api/message", content='{"text": ' + "[" * 63 + "]" * 63 + "}")
+            assert r.status_code == 400 and r.json()["detail"].startswith("text:")
+            r = await c.post("/api/message", content=b"\xff\xfe{}", headers=headers)
+            assert r.status_code == 400
+            assert r.json()["detail"] == "body: not UTF-8 text; expected a JSON object"
+            alive = await c.get("/api/status")
+            assert alive.status_code == 200
+    finally:
+        await web.stop()
+    assert applied == []
+    assert "Traceback" not in caplog.text and "RecursionError" not in caplog.text
+
+
+def test_a_deeply_nested_voice_control_message_is_not_a_control() -> None:
+    """The WebSocket's JSON text messages go through ``parse_control``: a RecursionError
+    there would have ended the page's connection."""
+    from loopact.channels.web.voice import parse_control
+
+    assert parse_control("[" * 100_000 + "]" * 100_000) is None
+    assert parse_control('{"mic": "on"}') == {"mic": "on"}

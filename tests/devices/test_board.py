@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from tests.agent.helpers import call, make_agent
 
+from loopact.agent import Bounds
 from loopact.agent.tools import make_send_message_tool
 from loopact.app.devices import attach_board
 from loopact.config import load_config
@@ -387,3 +388,49 @@ async def test_a_cancelled_device_call_stays_cancelled_when_the_driver_answers_m
             assert task.result() is True
     finally:
         await board.close()
+
+
+async def test_out_of_range_reads_and_blinks_are_refused_with_the_range_never_clamped(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Audit B finding 9: length 100000000 silently read 32 bytes, blink period_s 0 silently
+    blinked at 1 s, address -1 was reported as '0x-1', and "0x50" (as models write it) was
+    refused as 'not of type integer'."""
+    calls = [
+        ("device_read", {"device": "i2c1", "address": 72, "reg": 0, "length": 100000000}),
+        ("device_read", {"device": "i2c1", "address": 72, "reg": 0, "length": 0}),
+        ("device_read", {"device": "i2c1", "address": -1, "reg": 0}),
+        ("device_read", {"device": "i2c1", "address": "0x48", "reg": "0x00", "length": 2}),
+        ("device_control", {"device": "status_led", "action": "blink", "period_s": 0}),
+        ("device_control", {"device": "status_led", "action": "blink", "count": -1}),
+    ]
+    server = scripted_server(
+        [{"tool_calls": [call(name, args, f"c{i}")]} for i, (name, args) in enumerate(calls)]
+        + [{"text": "done"}]
+    )
+    cfg, _ = load_config(None, env={}, cwd=tmp_path)
+    bounds = Bounds(max_rounds=10, max_calls_read_only=10, backoff_base_s=0.01)
+    agent, rec = make_agent(server, tmp_path, bounds=bounds)
+    async with AsyncExitStack() as stack:
+        board = await attach_board(cfg, agent, stack)
+        assert board is not None
+        sim = _sim(board)
+        agent.bus.subscribe(
+            lambda e: (
+                e.type == "confirm_request"
+                and agent.answer_confirmation(e.data["id"], True, "test")
+            )
+        )
+        outcome = await asyncio.wait_for(agent.run_task("read and blink"), 30)
+        await agent.close()
+        assert outcome.status == "completed"
+        results = {e.data["id"]: e.data for e in rec.of("tool_result")}
+        assert results["c0"]["error"] == "I2C read length 100000000 out of range (1-32 bytes)"
+        assert results["c1"]["error"] == "I2C read length 0 out of range (1-32 bytes)"
+        assert results["c2"]["error"] == "I2C address -1 out of range (0x03-0x77)"
+        assert results["c3"]["ok"], results["c3"]
+        assert results["c3"]["data"]["address"] == "0x48"
+        assert len(results["c3"]["data"]["data"]) == 2
+        assert results["c4"]["error"] == "refused: blink period 0 s out of range (0.05-60 s)"
+        assert "blink count -1 out of range" in results["c5"]["error"]
+        assert sim.writes == [] and sim.levels[LED_PIN] == 0 and not board._blinks

@@ -98,6 +98,26 @@ async def test_write_then_read_back_and_list(workspace: Path, registry: ToolRegi
     assert [e["name"] for e in root.data["entries"]] == ["notes"]
 
 
+async def test_a_file_that_is_not_utf8_text_is_a_clear_failure(
+    workspace: Path, registry: ToolRegistry
+) -> None:
+    """Audit B finding 12: a PNG or invalid UTF-8 came back as text full of U+FFFD, ok."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    (workspace / "pic.png").write_bytes(png)
+    (workspace / "latin1.txt").write_bytes("caf\xe9 ok".encode("latin-1"))
+    pic = await run(registry, "file_read", path="pic.png")
+    assert not pic.ok and pic.data is None
+    assert pic.error == (
+        f"not UTF-8 text: pic.png; {len(png)} bytes, the first byte that is not UTF-8 is at "
+        "offset 0 (file_read reads text files only)"
+    )
+    latin = await run(registry, "file_read", path="latin1.txt")
+    assert not latin.ok and "latin1.txt; 7 bytes" in (latin.error or "")
+    assert "offset 3" in (latin.error or "")
+    (workspace / "zh.txt").write_text("你好\n", encoding="utf-8")
+    assert (await run(registry, "file_read", path="zh.txt")).data == "你好\n"
+
+
 async def test_write_is_atomic_replace(workspace: Path, registry: ToolRegistry) -> None:
     target = workspace / "state.json"
     target.write_text("old", encoding="utf-8")
@@ -199,7 +219,8 @@ async def test_read_limits_and_errors(workspace: Path, registry: ToolRegistry) -
 
     (workspace / "latin1.txt").write_bytes(b"caf\xe9")
     mixed = await run(registry, "file_read", path="latin1.txt")
-    assert mixed.data == "caf\ufffd"
+    # was ok with "caf\ufffd"; tools.md says file_read reads UTF-8 text (audit B finding 12)
+    assert not mixed.ok and (mixed.error or "").startswith("not UTF-8 text: latin1.txt; 4 bytes")
 
     missing = await run(registry, "file_read", path="nope.txt")
     assert missing.error == "no file 'nope.txt' in the workspace; use file_list to see what exists"

@@ -99,7 +99,22 @@ def test_absent_when_not_configured(tmp_path: Path) -> None:
             {"extras": {"images": {"b64": base64.b64encode(b"not an image at all").decode()}}},
             "bytes that are not an image",
         ),
+        (  # audit B finding 8: the message ended with "<_io.BytesIO object at 0x7ff...>"
+            {"extras": {"images": {"b64": base64.b64encode(b"not an image at all").decode()}}},
+            r"\(19 bytes, starting b'not an i'\): no image format that can be read "
+            r"\(PNG, JPEG, WebP, \.\.\.\)$",
+        ),
         ({"extras": {"images": {"b64": "%%% not base64"}}}, "not base64"),
+        (  # audit B finding 8: it was "cannot reach the image endpoint ...: Request URL is
+            # missing an 'http://' or 'https://' protocol"; the file is never read
+            {"extras": {"images": {"url": "file:///etc/passwd"}}},
+            r"answered with an image URL that is not http\(s\): 'file:///etc/passwd'; "
+            "refused, nothing was fetched$",
+        ),
+        (
+            {"extras": {"images": {"url": "data:image/png;base64,iVBORw0KGgo="}}},
+            "an image URL that is not http\\(s\\): 'data:image/png",
+        ),
         (  # a decompression bomb: refused from its header (issue 21 item 10)
             {"extras": {"images": {"b64": base64.b64encode(png_bomb()).decode()}}},
             "a 9000x9000 image that would need 324 MB to decode; at most 100 MB",
@@ -117,11 +132,31 @@ async def test_endpoint_failures_are_clear_and_nothing_is_saved(
     assert not (tmp_path / "images").exists()
 
 
+async def test_an_image_url_that_answers_an_error_names_the_url_not_the_endpoint(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server([{"extras": {"images": {"url": "http://127.0.0.1:9/cat.png"}}}])
+    tool = make_image_tool(tmp_path, ImageEndpoint(server.base_url, "m", "k", timeout_s=10))
+    ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
+    with pytest.raises(ToolError) as info:
+        await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
+    assert f"the image endpoint {server.base_url} answered with the image URL " in str(info.value)
+    assert "'http://127.0.0.1:9/cat.png', which cannot be fetched" in str(info.value)
+    assert not str(info.value).startswith("cannot reach")
+
+
 async def test_bad_size_and_empty_prompt_are_refused_before_any_request(tmp_path: Path) -> None:
     tool = make_image_tool(tmp_path, ImageEndpoint("http://127.0.0.1:9/v1", "m"))
     ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
     with pytest.raises(ToolError, match="must be WIDTHxHEIGHT"):
         await tool.invoke({"prompt": "a cat", "size": "huge"}, ctx)
+    # audit B finding 8: a size that is WIDTHxHEIGHT but too large said "must be WIDTHxHEIGHT"
+    for size in ("100000x100000", "4097x64", "64x" + "9" * 5000):
+        with pytest.raises(ToolError) as info:
+            await tool.invoke({"prompt": "a cat", "size": size}, ctx)
+        assert "is too large: each side at most 4096 pixels" in str(info.value), size
+    with pytest.raises(ToolError, match=r"size '8x64' is too small: each side at least 16 pixels"):
+        await tool.invoke({"prompt": "a cat", "size": "8x64"}, ctx)
     with pytest.raises(ToolError, match="needs a prompt"):
         await tool.invoke({"prompt": "  "}, ctx)
 

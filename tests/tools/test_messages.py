@@ -26,6 +26,7 @@ from tests.agent.helpers import call, make_agent
 from loopact.agent.tools import make_send_message_tool
 from loopact.app.messages import open_message_channels
 from loopact.config import load_config
+from loopact.errors import ConfigError
 from loopact.events import EventBus
 from loopact.tools.base import ToolContext
 from loopact.tools.builtin.messages import ConsoleChannel, MessageChannel, SendMessageTool
@@ -67,6 +68,7 @@ class Mailbox:
 
     messages: list[tuple[str, list[str], bytes, bool]] = field(default_factory=list)
     refuse_rcpt: bool = False
+    logins: list[tuple[bytes, bytes]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
 
     async def handle_RCPT(  # noqa: N802 - aiosmtpd's hook name
@@ -87,11 +89,17 @@ class Mailbox:
         return "250 Message accepted"
 
 
-def _authenticator(
-    server: Any, session: Session, envelope: Envelope, mechanism: str, auth_data: Any
-) -> AuthResult:
-    ok = auth_data.login == b"robot" and auth_data.password == b"s3cret"
-    return AuthResult(success=ok, handled=False)
+def _authenticator(box: Mailbox) -> Any:
+    """Accepts robot / s3cret; records every attempt in ``box.logins``."""
+
+    def check(
+        server: Any, session: Session, envelope: Envelope, mechanism: str, auth_data: Any
+    ) -> AuthResult:
+        box.logins.append((auth_data.login, auth_data.password))
+        ok = auth_data.login == b"robot" and auth_data.password == b"s3cret"
+        return AuthResult(success=ok, handled=False)
+
+    return check
 
 
 @pytest.fixture
@@ -110,7 +118,7 @@ def smtp_server(tls_files: tuple[Path, Path]) -> Iterator[tuple[int, Mailbox]]:
         require_starttls=True,
         auth_required=True,
         auth_require_tls=True,
-        authenticator=_authenticator,
+        authenticator=_authenticator(box),
     )
     controller.start()
     try:
@@ -240,6 +248,40 @@ async def test_wrong_password_is_a_refused_login(
         )
     assert "refused the login of 'robot'" in str(info.value) and "535" in str(info.value)
     assert box.messages == []
+
+
+async def test_user_name_without_a_password_never_logs_in_with_an_empty_one(
+    tmp_path: Path, smtp_server: tuple[int, Mailbox], tls_files: Any
+) -> None:
+    """Audit B finding 5: an unset password went to the server as b'' (twice)."""
+    port, box = smtp_server
+    tool = _tool(EmailChannel(_settings(port, tls_files[0], password=None), ["ops@example.com"]))
+    with pytest.raises(Exception) as info:
+        await tool.invoke(
+            {"channel": "email", "to": "ops@example.com", "text": "x"}, _ctx(tmp_path)
+        )
+    assert "messages.email.username is 'robot' but there is no password" in str(info.value)
+    assert "messages.email.password_env" in str(info.value)
+    assert box.logins == [] and box.messages == []
+
+
+@pytest.mark.parametrize(
+    ("env", "state"), [({}, "which is not set"), ({"NOPE_UNSET_VAR": ""}, "which is empty")]
+)
+def test_password_env_naming_an_unset_variable_is_a_config_error(
+    tmp_path: Path, env: dict[str, str], state: str
+) -> None:
+    """Audit B finding 5: it was read as no password, and the login was tried with b''."""
+    path = tmp_path / "loopact.yaml"
+    path.write_text(
+        "messages:\n  email:\n    host: 127.0.0.1\n    username: robot\n"
+        "    password_env: NOPE_UNSET_VAR\n    from_addr: robot@example.com\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env=env)
+    assert str(info.value).startswith(f"messages.email.password_env names NOPE_UNSET_VAR, {state}")
+    assert info.value.key == "messages.email.password_env"
 
 
 async def test_untrusted_certificate_is_refused(

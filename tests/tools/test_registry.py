@@ -274,6 +274,21 @@ def test_integer_valued_float_becomes_int() -> None:
         reg.validate(_call("shapes", {"count": "1.5"}))
 
 
+def test_hexadecimal_strings_become_ints_for_integer_fields_only() -> None:
+    """Models write I2C addresses as "0x50" (audit B finding 9): an integer field takes it,
+    a number field does not guess (see test_normalisation_does_not_guess), nor does strict."""
+    reg = ToolRegistry([shapes])
+    for text, number in (("0x50", 80), (" 0X1f ", 31), ("-0x10", -16)):
+        args = reg.validate(_call("shapes", {"count": text}))
+        assert args["count"] == number and type(args["count"]) is int, text
+    for bad in ("0x", "0xZZ", "x50", "0x1.5"):
+        with pytest.raises(ToolArgumentError, match="is not of type 'integer'"):
+            reg.validate(_call("shapes", {"count": bad}))
+    with pytest.raises(ToolArgumentError, match="'0x50' is not of type 'integer'"):
+        reg.validate(_call("shapes", {"count": "0x50"}), strict=True)
+    assert reg.validate(_call("shapes", {"count": 1, "label": "0x50"}))["label"] == "0x50"
+
+
 def test_strict_validation_takes_the_arguments_as_sent() -> None:
     """strict (the MCP server, docs/mcp.md): a program's "1" for a number is its error, also
     nested; 2.0 still counts as the integer 2, as JSON Schema says."""

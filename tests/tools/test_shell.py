@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from tests.agent.helpers import call, make_agent
 
 from loopact.app.general import general_tools
 from loopact.config import load_config
+from loopact.errors import ConfigError
 from loopact.tools.base import SafetyClass, Tool, ToolContext
 from loopact.tools.builtin.files import Workspace
 from loopact.tools.builtin.shell import ShellSettings, make_shell_tool
@@ -147,6 +149,24 @@ async def test_output_is_capped_and_a_flood_is_stopped(tmp_path: Path) -> None:
     assert result.metadata["duration_s"] < 20
 
 
+async def test_a_finite_output_past_4_mb_keeps_its_start_and_says_it_was_cut(
+    tmp_path: Path,
+) -> None:
+    """Audit B finding 12: the call failed and seemed to return none of the output; the
+    kept start is in data.stdout and the error says so."""
+    lines = "".join(f"line {i:07d}\n" for i in range(400_000))  # 5.2 MB
+    (tmp_path / "big.txt").write_text(lines, encoding="utf-8")
+    shell = _shell(tmp_path, allow={"cat": []}, max_output_chars=200, timeout_s=30.0)
+    result = await shell.invoke({"command": "cat big.txt"}, _ctx(tmp_path))
+    assert not result.ok
+    assert result.error == (
+        "cat printed more than 4 MB, the most shell_exec reads, and was stopped; its output "
+        "is cut to the first 200 characters (data.stdout, data.stderr)"
+    )
+    assert result.data["stdout"].startswith(lines[:200])
+    assert "[output cut: " in result.data["stdout"] and result.metadata["truncated"] is True
+
+
 async def test_first_argument_rules_cwd_and_environment(tmp_path: Path) -> None:
     shell = _shell(tmp_path)
     ctx = _ctx(tmp_path)
@@ -208,3 +228,72 @@ async def test_absent_unless_enabled_and_write_class(tmp_path: Path) -> None:
 async def test_more_shell_syntax_is_refused(tmp_path: Path, command: str) -> None:
     result = await _shell(tmp_path).invoke({"command": command}, _ctx(tmp_path))
     assert not result.ok and result.metadata.get("refused") is True
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("true", 'a key written true, yes or on was read by YAML as true, not a name; '
+         'quote it ("true": ..., "yes": ..., "on": ...)'),
+        ("yes", 'a key written true, yes or on was read by YAML as true'),
+        ("off", 'a key written false, no or off was read by YAML as false'),
+        ("~", 'a key written null or ~ was read by YAML as null'),
+        ("7", 'the key 7 was read by YAML as a number, not a name; quote it ("7": ...)'),
+    ],
+)  # fmt: skip
+def test_an_allow_key_yaml_reads_as_a_bool_or_number_says_to_quote_it(
+    tmp_path: Path, written: str, expected: str
+) -> None:
+    """Audit B finding 7: it was "'tools.shell.allow.1.[key]': Input should be a valid
+    string (got True)", naming nothing the user wrote; true, false, yes are real programs."""
+    path = tmp_path / "loopact.yaml"
+    path.write_text(
+        f"tools:\n  shell:\n    enabled: true\n    allow:\n      ls: []\n      {written}: []\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert str(info.value).startswith(f"{path}: 'tools.shell.allow': {expected}")
+    assert "[key]" not in str(info.value) and info.value.key == "tools.shell.allow"
+    if not written.isalnum():
+        return  # "~" is no program name (refused below)
+    path.write_text(
+        f'tools:\n  shell:\n    enabled: true\n    allow:\n      "{written}": []\n',
+        encoding="utf-8",
+    )
+    cfg, _ = load_config(path, env={})
+    assert list(cfg.tools.shell.allow) == [written]  # quoted, it is the program's name
+
+
+def test_a_mapping_key_read_as_a_number_elsewhere_is_named_the_same_way(tmp_path: Path) -> None:
+    path = tmp_path / "loopact.yaml"
+    path.write_text("mcp:\n  servers:\n    1: {command: x}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert "'mcp.servers': the key 1 was read by YAML as a number" in str(info.value)
+
+
+def test_program_names_that_cannot_be_a_program_are_refused_at_start(tmp_path: Path) -> None:
+    """Audit B finding 12: {"ls;rm": [], "": []} was accepted silently."""
+    path = tmp_path / "loopact.yaml"
+    bad = ["ls;rm", "", "a b", "bin/ls", "/usr/../bin/sh", "..", "$(id)"]
+    path.write_text(
+        "tools:\n  shell:\n    allow:\n"
+        + "".join(f"      {json.dumps(name)}: []\n" for name in bad)
+        + '      ls: []\n      /usr/bin/env: []\n      "python3.12": []\n      "g++": []\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    names = ", ".join(map(repr, bad))
+    assert str(info.value) == (
+        f"{path}: 'tools.shell.allow': program names {names} cannot be run: give a plain "
+        "name (ls) or an absolute path (/usr/bin/ls), without spaces or shell characters "
+        "(; | & $ < > * ...)."
+    )
+    path.write_text(
+        'tools:\n  shell:\n    allow: {ls: [], /usr/bin/env: [], "python3.12": [], "g++": []}\n',
+        encoding="utf-8",
+    )
+    cfg, _ = load_config(path, env={})
+    assert sorted(cfg.tools.shell.allow) == ["/usr/bin/env", "g++", "ls", "python3.12"]

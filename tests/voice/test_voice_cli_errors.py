@@ -135,3 +135,20 @@ def test_the_whole_reply_is_spoken_before_the_run_exits(
     with wave.open(str(tmp_path / "reply.wav")) as wav:
         seconds = wav.getnframes() / wav.getframerate()
     assert abs(seconds - sum(e["duration_s"] for e in playing)) < 0.1, seconds
+
+
+@pytest.mark.parametrize("part", ["stt", "tts"])
+def test_speech_api_key_env_naming_an_unset_variable_is_a_config_error(
+    part: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit B finding 5, same pattern: an unset ``api_key_env`` silently meant no key."""
+    from loopact.app.voice import make_stt, make_tts
+    from loopact.config import Config
+    from loopact.errors import ConfigError
+
+    monkeypatch.delenv("NOPE_UNSET_VAR", raising=False)
+    section = {"engine": "openai", "base_url": "http://127.0.0.1:1/v1"}
+    cfg = Config.model_validate({"voice": {part: {**section, "api_key_env": "NOPE_UNSET_VAR"}}})
+    with pytest.raises(ConfigError) as info:
+        (make_stt if part == "stt" else make_tts)(cfg)
+    assert str(info.value) == f"voice.{part}.api_key_env names NOPE_UNSET_VAR, which is not set"

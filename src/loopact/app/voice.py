@@ -78,11 +78,22 @@ def check_modality(cfg: Config) -> None:
         )
 
 
-def _key(value: Any, env_name: str | None, fallback: str | None) -> str | None:
+def _key(value: Any, env_name: str | None, fallback: str | None, setting: str) -> str | None:
+    """The key of a speech endpoint: ``api_key``, else the variable ``api_key_env`` names,
+    else ``fallback`` (the model's key when the URL is the model's).
+
+    Raises:
+        ConfigError: ``api_key_env`` names a variable that is not set or is empty
+            (``setting`` is the key named, e.g. ``voice.stt.api_key_env``).
+    """
     if value is not None:
         return str(value.get_secret_value())
     if env_name:
-        return os.environ.get(env_name) or None
+        key = os.environ.get(env_name)
+        if not key:
+            state = "is empty" if key == "" else "is not set"
+            raise ConfigError(f"{setting} names {env_name}, which {state}", key=setting)
+        return key
     return fallback
 
 
@@ -91,7 +102,7 @@ def make_stt(cfg: Config) -> SpeechToText:
 
     Raises:
         ConfigError: ``engine: openai`` without a base URL (``voice.stt.base_url`` or
-            ``model.base_url``).
+            ``model.base_url``), or ``voice.stt.api_key_env`` names an unset variable.
     """
     s = cfg.voice.stt
     if s.engine == "openai":
@@ -102,7 +113,7 @@ def make_stt(cfg: Config) -> SpeechToText:
                 key="voice.stt.base_url",
             )
         same = base == cfg.model.base_url
-        key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None)
+        key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None, "voice.stt.api_key_env")
         return OpenAISTT(base, s.model, key, s.timeout_s)
     return WhisperSTT(s.model_path, s.threads, s.timeout_s, s.window_s)
 
@@ -111,7 +122,8 @@ def make_tts(cfg: Config) -> TextToSpeech | None:
     """The text-to-speech engine of ``voice.tts`` (None for ``engine: none``).
 
     Raises:
-        ConfigError: ``engine: openai`` without a base URL.
+        ConfigError: ``engine: openai`` without a base URL, or ``voice.tts.api_key_env``
+            names an unset variable.
     """
     s = cfg.voice.tts
     if s.engine == "none":
@@ -124,7 +136,7 @@ def make_tts(cfg: Config) -> TextToSpeech | None:
                 key="voice.tts.base_url",
             )
         same = base == cfg.model.base_url
-        key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None)
+        key = _key(s.api_key, s.api_key_env, cfg.api_key if same else None, "voice.tts.api_key_env")
         return OpenAITTS(base, s.model, s.voice, key, s.timeout_s)
     return EspeakTTS(s.espeak_voices, s.rate_wpm, s.timeout_s)
 

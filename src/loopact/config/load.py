@@ -31,11 +31,32 @@ def default_config_paths(cwd: Path | None = None) -> list[Path]:
     return [cwd / "loopact.yaml", Path(platformdirs.user_config_dir("loopact")) / "loopact.yaml"]
 
 
+_YAML_WRITTEN = {True: ("true", "yes", "on"), False: ("false", "no", "off"), None: ("null", "~")}
+"""How a key YAML reads as a bool or null may have been written."""
+
+
 def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"])
+    loc = err["loc"]
+    key = ".".join(str(p) for p in loc)
     kind = err["type"]
-    if kind == "extra_forbidden":
+    if loc and loc[-1] == "[key]" and kind == "string_type":
+        # a mapping key YAML read as a bool, number or null; pydantic's location would be
+        # 'tools.shell.allow.1.[key]' for `true: []`, naming nothing the user wrote
+        key = ".".join(str(p) for p in loc[:-2])
+        value = err.get("input")
+        if isinstance(value, (bool, type(None))):
+            forms = _YAML_WRITTEN[value]
+            read = f"a key written {', '.join(forms[:-1])} or {forms[-1]} was read by YAML as "
+            read += f"{json.dumps(value)}, not a name"
+            fix = ", ".join(f'"{form}": ...' for form in forms)
+        else:
+            read = f"the key {value} was read by YAML as a number, not a name"
+            fix = f'"{value}": ...'
+        msg = f"{source}: '{key}': {read}; quote it ({fix})"
+    elif kind == "value_error":  # our validators' messages name the values themselves
+        msg = f"{source}: '{key}': {err.get('ctx', {}).get('error', err['msg'])}."
+    elif kind == "extra_forbidden":
         msg = f"{source}: unknown key '{key}'. Remove it or check its spelling (docs/config.md)."
     elif kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
@@ -83,7 +104,8 @@ def load_config(
         The config and the file it came from (None when no file was used).
 
     Raises:
-        ConfigError: The file is missing (when given), not YAML, or a key is wrong.
+        ConfigError: The file is missing (when given), not YAML, or a key is wrong, or
+            ``messages.email.password_env`` names a variable that is not set or is empty.
     """
     env = os.environ if env is None else env
     data, source = _read_config_file(path, cwd)
@@ -113,8 +135,28 @@ def load_config(
         cfg.mcp._config_file = mcp_config
     email = cfg.messages.email
     if email is not None and email.password_env:
-        email._password = env.get(email.password_env) or None
+        email._password = _named_variable(env, email.password_env, "messages.email.password_env")
     return cfg, source
+
+
+def _named_variable(env: Mapping[str, str], name: str, key: str) -> str:
+    """The value of the variable a ``*_env`` setting names.
+
+    Args:
+        env: The environment.
+        name: The variable's name (the setting's value).
+        key: The setting, for the error (``messages.email.password_env``).
+
+    Raises:
+        ConfigError: The variable is not set, or is set to an empty string (names both
+            the setting and the variable).
+    """
+    value = env.get(name)
+    if value is None:
+        raise ConfigError(f"{key} names {name}, which is not set; set it or remove {key}", key=key)
+    if not value:
+        raise ConfigError(f"{key} names {name}, which is empty; give it the secret", key=key)
+    return value
 
 
 def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, Any], Path | None]:
@@ -124,11 +166,17 @@ def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, An
         The raw sections (``{}`` without a file) and the file they came from.
 
     Raises:
-        ConfigError: ``--config`` names a missing file, or the file is unreadable, not YAML,
-            or not a mapping of sections.
+        ConfigError: ``--config`` names a missing file or a folder, or the file is
+            unreadable, not YAML, or not a mapping of sections.
     """
     source: Path | None
     if path is not None:
+        if path.is_dir():
+            raise ConfigError(
+                f"config file {path} is a folder, not a file (from --config); give the YAML "
+                f"file, e.g. {path / 'loopact.yaml'}",
+                key="--config",
+            )
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist (from --config)", key="--config")
         source = path

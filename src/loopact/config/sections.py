@@ -6,6 +6,7 @@ merging and the environment are in :mod:`loopact.config.load`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -274,6 +275,24 @@ class ShellConfig(pydantic.BaseModel):
     allow: dict[str, list[str]] = pydantic.Field(default_factory=dict)
     timeout_s: float = pydantic.Field(10.0, gt=0)
     max_output_chars: int = pydantic.Field(8000, ge=100)
+
+    @pydantic.field_validator("allow")
+    @classmethod
+    def _program_names(cls, allow: dict[str, list[str]]) -> dict[str, list[str]]:
+        """A program is a plain name (``ls``) or an absolute path (``/usr/bin/ls``): never
+        empty, relative with a slash, or holding whitespace or shell syntax (``ls;rm``)."""
+        bad = [name for name in allow if not _PROGRAM.fullmatch(name) or ".." in name.split("/")]
+        if bad:
+            raise ValueError(
+                f"program name{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))} "
+                "cannot be run: give a plain name (ls) or an absolute path (/usr/bin/ls), "
+                "without spaces or shell characters (; | & $ < > * ...)"
+            )
+        return allow
+
+
+_PROGRAM = re.compile(r"(?!\.$)[\w.+-]+|(/[\w.+-]+)+")
+"""An allowed program: a name looked up on ``PATH`` or an absolute path."""
 
 
 class BoardConfig(pydantic.BaseModel):

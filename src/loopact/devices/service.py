@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _RAW_PIN = re.compile(r"^(?:gpio|pin)(\d{1,4})$", re.IGNORECASE)
 READ_ONLY_CLASSES = frozenset({"adc", "sensor"})
+MAX_I2C_READ_BYTES = 32
+"""The most bytes one ``device_read`` of an I2C register returns (an SMBus block)."""
 
 
 def _level(value: Any, target: str) -> int:
@@ -209,16 +211,19 @@ class Board:
             if address is None or register is None:
                 raise ToolError(f"{key}: reading I2C needs address and register")
             self._check_i2c(address, register)
-            n = max(1, min(int(length), 32))
-            data = await self.call(key, dev, lambda: d.i2c_read(dev.bus, address, register, n))
-            return {"address": f"0x{address:02x}", "register": register, "data": list(data)}
+            if not 1 <= length <= MAX_I2C_READ_BYTES:
+                raise ToolError(
+                    f"I2C read length {length} out of range (1-{MAX_I2C_READ_BYTES} bytes)"
+                )
+            data = await self.call(key, dev, lambda: d.i2c_read(dev.bus, address, register, length))
+            return {"address": _hex(address), "register": register, "data": list(data)}
         if cls == "spi":
             raise ToolError(f"{key} is an SPI bus: read it with device_control(action='transfer')")
         raise ToolError(f"{key} is a {cls} output, written, not read: use device_write")
 
     def _check_i2c(self, address: int, register: int, writing: bool = False) -> None:
         if not 0x03 <= address <= 0x77:
-            raise ToolError(f"I2C address 0x{address:02x} out of range (0x03-0x77)")
+            raise ToolError(f"I2C address {_hex(address)} out of range (0x03-0x77)")
         if not 0 <= register <= 255:
             raise ToolError(f"I2C register {register} out of range (0-255)")
         why = self.spec.reserved.i2c_addresses.get(address)
@@ -244,7 +249,7 @@ class Board:
             self._check_i2c(address, register, writing=True)
             data = _bytes(value, key)
             await self.call(key, dev, lambda: d.i2c_write(dev.bus, address, register, data))
-            return {"address": f"0x{address:02x}", "register": register, "written": list(data)}
+            return {"address": _hex(address), "register": register, "written": list(data)}
         self.check_writable(key, dev)
         if cls in ("gpio", "led"):
             level = _level(value, key)
@@ -307,11 +312,16 @@ class Board:
             return {**result, "brightness_pct": pct}
         if cls == "led" and act == "blink":
             self.check_writable(key, dev)
-            period = float(period_s or 1.0)
+            period = 1.0 if period_s is None else float(period_s)  # 0 is refused, not 1 s
             if not 0.05 <= period <= 60:
                 raise ToolError(f"refused: blink period {period:g} s out of range (0.05-60 s)")
+            times = 0 if count is None else int(count)
+            if times < 0:
+                raise ToolError(
+                    f"refused: blink count {times} out of range (0 = until the "
+                    "next write, or 1 or more)"
+                )
             self._stop_blink(key)
-            times = int(count or 0)
             self._blinks[key] = asyncio.get_running_loop().create_task(
                 self._blink(key, dev, period, times), name=f"loopact-blink-{key}"
             )
@@ -368,6 +378,11 @@ class Board:
                 await task
         with contextlib.suppress(Exception):
             self.driver.close()
+
+
+def _hex(address: int) -> str:
+    """An I2C address as written in datasheets (``0x48``); a negative one as it was given."""
+    return f"0x{address:02x}" if address >= 0 else str(address)
 
 
 def _number(value: Any, target: str) -> float:

@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 _NUMERIC_RE = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 _INT_RE = re.compile(r"^\s*[-+]?\d+\s*$")
+_HEX_RE = re.compile(r"^\s*[-+]?0[xX][0-9a-fA-F]{1,16}\s*$")
+"""A hexadecimal integer as models write I2C addresses and registers (``"0x50"``)."""
 _MAX_REPORTED_ERRORS = 8
 _MAX_NORMALISE_DEPTH = 8
 # wait_for's timer may fire a hair before our own deadline; an exception this close to it is
@@ -170,9 +172,10 @@ class ToolRegistry:
     def check(self, call: ToolCall, *, strict: bool = False) -> ValidCall:
         """Check a call once: its tool exists and its arguments fit the schema (SPEC A1, B7).
 
-        Numeric strings (``"1.5"``) given for ``number``/``integer`` fields become numbers, and
-        integer-valued floats (``2.0``) given for ``integer`` fields become ints; nothing else
-        is changed. ``call`` itself is never modified.
+        Numeric strings (``"1.5"``) given for ``number``/``integer`` fields become numbers,
+        hexadecimal strings (``"0x50"``, as models write I2C addresses) given for ``integer``
+        fields become ints, and integer-valued floats (``2.0``) given for ``integer`` fields
+        become ints; nothing else is changed. ``call`` itself is never modified.
 
         Args:
             call: The model's tool call.
@@ -412,7 +415,8 @@ def _normalise(
     """Schema-driven, conservative coercion for small models (see :meth:`ToolRegistry.check`).
 
     Returns ``value`` itself when nothing changes; containers are copied only when a member
-    changes. Without ``strings`` (strict), numeric strings stay strings (and then fail a
+    changes. Hexadecimal strings (``"0x50"``) become ints for integer fields. Without
+    ``strings`` (strict), numeric strings stay strings (and then fail a
     number field); ``2.0`` still becomes ``2`` for an integer field, which JSON Schema
     counts as the same value.
     """
@@ -424,6 +428,8 @@ def _normalise(
     if isinstance(value, str):
         if not strings or "string" in types or not types & {"number", "integer"}:
             return value
+        if "integer" in types and _HEX_RE.match(value):
+            return int(value, 16)
         if not _NUMERIC_RE.match(value):
             return value
         if _INT_RE.match(value):

@@ -49,6 +49,7 @@ from loopact.channels.web.settings import (
     validate_settings,
 )
 from loopact.errors import LoopactError, RobotError
+from loopact.llm.arguments import MAX_ARGUMENT_DEPTH, nesting_depth
 from loopact.llm.messages import Image
 
 log = logging.getLogger(__name__)
@@ -412,10 +413,27 @@ def _settings_routes(state: ConsoleState) -> APIRouter:
     return router
 
 
+_MAX_BODY_DEPTH = MAX_ARGUMENT_DEPTH
+"""Deepest nesting of objects and arrays accepted in a JSON body (the console's are flat)."""
+
+
 async def _json_body(request: Request) -> dict[str, Any]:
+    """The JSON object of a request body: the one place every JSON endpoint reads it.
+
+    Raises:
+        HTTPException: 400 when the body is not UTF-8, not JSON, not an object, or nests
+            deeper than :data:`_MAX_BODY_DEPTH` (checked before decoding: Python's decoder
+            recurses once per level and a ``RecursionError`` was a 500 with a traceback).
+    """
     try:
-        body = await request.json()
-    except ValueError as exc:
+        text = (await request.body()).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(400, "body: not UTF-8 text; expected a JSON object") from exc
+    if nesting_depth(text) > _MAX_BODY_DEPTH:
+        raise HTTPException(400, f"body: nested too deeply (more than {_MAX_BODY_DEPTH} levels)")
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise HTTPException(400, "body: expected a JSON object") from exc
     if not isinstance(body, dict):
         raise HTTPException(400, "body: expected a JSON object")

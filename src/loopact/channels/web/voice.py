@@ -234,9 +234,10 @@ def _warmed(fut: asyncio.Future[None]) -> None:
 
 
 def parse_control(text: str) -> dict[str, Any] | None:
-    """A page's JSON text message, or None when it is not a JSON object."""
+    """A page's JSON text message, or None when it is not a JSON object (nor one nested
+    deeply enough to exhaust the decoder's recursion)."""
     try:
         message = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return message if isinstance(message, dict) else None

@@ -206,10 +206,17 @@ def read_text(ws: Workspace, path: str) -> ToolResult:
 
     Raises:
         ToolError: Outside the workspace, protected, missing, not a regular file (a FIFO,
-            socket or device is refused before it is opened), or over 1 MiB.
+            socket or device is refused before it is opened), over 1 MiB, or not UTF-8 text
+            (an image, a binary; names the size and the first byte that is not UTF-8).
     """
     target, raw = read_bytes(ws, path)
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"not UTF-8 text: {ws.relative(target)}; {len(raw)} bytes, the first byte that is "
+            f"not UTF-8 is at offset {exc.start} (file_read reads text files only)"
+        ) from None
     return ToolResult.success(text, path=ws.relative(target), bytes=len(raw))
 
 

@@ -2,12 +2,13 @@
 (issue 19, SPEC C6; config ``images.base_url``, ``images.model``).
 
 The request goes through the official ``openai`` SDK (``images.generate``, one image, base64
-answer; a ``url`` answer is fetched with a timeout). The bytes must decode as an image
-(Pillow) or the result is a clear failure; an HTTP error names the status and the server's
-message. The image is saved into the workspace (``images/<prompt words>-<time>.png``, atomic,
-confined) and handed to the model and the web console as the tool result's image, through
-the image gate when one is given. The result's ``metadata.path`` and ``metadata.image`` name
-the file, so a plan lists it and a later ``write_document`` step can embed it.
+answer; a ``url`` answer is fetched with a timeout, and only when it is http(s)). The bytes
+must decode as an image (Pillow) or the result is a clear failure; an HTTP error names the
+status and the server's message. The image is saved into the workspace (``images/<prompt
+words>-<time>.png``, atomic, confined) and handed to the model and the web console as the
+tool result's image, through the image gate when one is given. The result's
+``metadata.path`` and ``metadata.image`` name the file, so a plan lists it and a later
+``write_document`` step can embed it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -33,7 +35,11 @@ from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.documents import MAX_DECODED_IMAGE_BYTES
 from loopact.tools.builtin.files import Workspace, write_text
 
-SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
+SIZE_RE = re.compile(r"^(\d+)x(\d+)$")
+MIN_SIDE_PX, MAX_SIDE_PX = 16, 4096
+"""The smallest and largest width or height ``generate_image`` asks for, in pixels."""
+_OBJECT_REPR = re.compile(r"\s*<[\w.]+ object at 0x[0-9a-fA-F]+>")
+"""A Python object's repr in an exception text (Pillow names the BytesIO it read)."""
 MAX_IMAGE_BYTES = 32 * 1024 * 1024
 """A generated image larger than this is refused."""
 
@@ -61,10 +67,22 @@ class ImageEndpoint:
 
 
 def _check_size(size: str) -> str:
+    """``size`` normalised (``'1024X768'`` -> ``'1024x768'``).
+
+    Raises:
+        ToolError: Not ``WIDTHxHEIGHT``, or a side outside 16-4096 pixels (names the limit).
+    """
     size = size.strip().lower().replace("*", "x").replace(" ", "")
     m = SIZE_RE.match(size)
-    if m is None or not all(16 <= int(v) <= 4096 for v in m.groups()):
+    if m is None:
         raise ToolError(f"size {size!r} must be WIDTHxHEIGHT in pixels, e.g. '1024x1024'")
+    sides = [int(v) if len(v) <= 6 else MAX_SIDE_PX + 1 for v in m.groups()]
+    if max(sides) > MAX_SIDE_PX:
+        raise ToolError(
+            f"size {size!r} is too large: each side at most {MAX_SIDE_PX} pixels, e.g. '1024x1024'"
+        )
+    if min(sides) < MIN_SIDE_PX:
+        raise ToolError(f"size {size!r} is too small: each side at least {MIN_SIDE_PX} pixels")
     return size
 
 
@@ -90,9 +108,14 @@ def _decode(raw: bytes) -> tuple[bytes, int, int, str]:
             img.convert("RGB").save(buf, "PNG")
             return buf.getvalue(), width, height, fmt
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        why = (
+            "no image format that can be read (PNG, JPEG, WebP, ...)"
+            if isinstance(exc, UnidentifiedImageError)
+            else _OBJECT_REPR.sub("", str(exc))
+        )
         raise ToolError(
             f"the image endpoint answered with bytes that are not an image ({len(raw)} bytes, "
-            f"starting {raw[:8]!r}): {exc}"
+            f"starting {raw[:8]!r}): {why}"
         ) from None
 
 
@@ -123,10 +146,7 @@ async def request_image(endpoint: ImageEndpoint, prompt: str, size: str) -> byte
             except (binascii.Error, ValueError):
                 raise ToolError(f"{where} sent b64_json that is not base64") from None
         if item.url:
-            async with httpx2.AsyncClient(timeout=endpoint.timeout_s) as http:
-                got = await http.get(item.url)
-                got.raise_for_status()
-                return bytes(got.content)
+            return await _fetch(item.url, where, endpoint.timeout_s)
         raise ToolError(f"{where} answered with neither b64_json nor url")
     except openai.APIStatusError as exc:
         message = _error_message(exc)
@@ -137,6 +157,40 @@ async def request_image(endpoint: ImageEndpoint, prompt: str, size: str) -> byte
         raise ToolError(f"cannot reach {where}: {exc}") from None
     finally:
         await client.close()
+
+
+async def _fetch(url: str, where: str, timeout_s: float) -> bytes:
+    """The image at the ``url`` an endpoint answered; only ``http(s)`` is ever fetched.
+
+    Raises:
+        ToolError: The URL is not http(s) (``file:``, ``data:``, ...; refused, not read),
+            cannot be fetched, or answers an HTTP error (redirects are not followed).
+    """
+    shown = url if len(url) <= 100 else url[:100] + "..."
+    if urlsplit(url).scheme.lower() not in ("http", "https"):
+        raise ToolError(
+            f"{where} answered with an image URL that is not http(s): {shown!r}; "
+            "refused, nothing was fetched"
+        )
+    try:
+        async with httpx2.AsyncClient(timeout=timeout_s) as http:
+            got = await http.get(url)
+            got.raise_for_status()
+            return bytes(got.content)
+    except httpx2.TimeoutException:
+        raise ToolError(
+            f"{where} answered with the image URL {shown!r}, which did not answer within "
+            f"{timeout_s:g} s"
+        ) from None
+    except httpx2.HTTPStatusError as exc:
+        raise ToolError(
+            f"{where} answered with the image URL {shown!r}, which answered HTTP "
+            f"{exc.response.status_code}"
+        ) from None
+    except httpx2.HTTPError as exc:
+        raise ToolError(
+            f"{where} answered with the image URL {shown!r}, which cannot be fetched: {exc}"
+        ) from None
 
 
 def _error_message(exc: openai.APIStatusError) -> str:

@@ -258,7 +258,9 @@ def _result(
         )
     if stopped_for_output:
         return ToolResult.failure(
-            f"{argv[0]} printed more than {HARD_OUTPUT_BYTES // (1024 * 1024)} MB; it was stopped",
+            f"{argv[0]} printed more than {HARD_OUTPUT_BYTES // (1024 * 1024)} MB, the most "
+            f"shell_exec reads, and was stopped; its output is cut to the first "
+            f"{settings.max_output_chars} characters (data.stdout, data.stderr)",
             data=data,
             **metadata,
         )

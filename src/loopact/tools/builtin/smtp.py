@@ -75,10 +75,17 @@ class EmailChannel(MessageChannel):
         """Send one email to ``to``.
 
         Raises:
-            ToolError: The server is unreachable, refuses STARTTLS, the login, the sender,
+            ToolError: A user name is set without a password (no login is attempted), or
+                the server is unreachable, refuses STARTTLS, the login, the sender,
                 the recipient or the message, or stops answering.
         """
         assert to is not None  # check_recipient() ran
+        if self.settings.username and not self.settings.password:
+            raise ToolError(
+                f"messages.email.username is {self.settings.username!r} but there is no "
+                "password (set messages.email.password_env to the variable that holds it); "
+                "not logging in with an empty password, nothing was sent"
+            )
         message = self._compose(to, text)
         await asyncio.to_thread(self._send, message, to)
         return f"email sent to {to}"
@@ -116,8 +123,8 @@ class EmailChannel(MessageChannel):
                     )
                     smtp.starttls(context=context)
                     smtp.ehlo()
-                if s.username:
-                    smtp.login(s.username, s.password or "")
+                if s.username and s.password:
+                    smtp.login(s.username, s.password)
                 refused = smtp.send_message(message, from_addr=s.from_addr, to_addrs=[to])
         except ToolError:
             raise
