@@ -360,3 +360,16 @@ def test_unwritable_outputs_are_usage_errors(scripted_server: Any, tmp_path: Pat
     script.write_text('{"turns": [{"text": "x"}]}')
     proc = run_cli(["scripted-server", str(script), "--port", port], tmp_path)
     assert proc.returncode == 2 and "cannot listen" in proc.stderr
+
+
+def test_a_bad_agent_name_is_a_usage_error(tmp_path: Path) -> None:
+    """Exit 2 naming the flag, as for every other bad flag (it was 1; a newcomer audit)."""
+    tool_file = tmp_path / "t.py"
+    tool_file.write_text("")
+    for args in (
+        ["node", str(tool_file), "--agent-name", "bad name"],
+        ["base", "--agent-name", "9x"],
+    ):
+        proc = run_cli(args, tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "--agent-name" in proc.stderr and "must start with a letter" in proc.stderr

@@ -497,6 +497,7 @@ def node(
     if transport not in ("ros2", "mqtt"):
         err.print(f"loopact node: --transport must be ros2 or mqtt, not {transport!r}")
         raise typer.Exit(EXIT_USAGE)
+    _check_agent_name(agent_name)
     agent = SHARED_AGENT if shared else agent_name
     connector = None
     if transport == "mqtt":
@@ -532,7 +533,20 @@ def base(
     _setup_logging(verbose)
     from loopact.robot.base_node import run_base
 
+    _check_agent_name(agent_name)
     _run_service(run_base(profile, site, agent_name, _estop_reset(config, reset_topic)))
+
+
+def _check_agent_name(name: str) -> None:
+    """A bad ``--agent-name`` is a usage error (exit 2), as every other bad flag is."""
+    from loopact.errors import ProtocolError
+    from loopact.nodes.protocol import check_name
+
+    try:
+        check_name(name, "--agent-name")
+    except ProtocolError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def _estop_reset(config: Path | None, reset_topic: str | None) -> Any:

@@ -369,4 +369,6 @@ def test_a_wrong_password_stops_the_node_at_start_and_is_never_printed(tmp_path:
         broker.stop()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "refused the connection" in proc.stderr and "LOOPACT_MQTT_PASSWORD" in proc.stderr
+    assert "LOOPACT_MQTT_USERNAME" in proc.stderr
+    assert proc.stderr.count("refused the connection") == 1, proc.stderr  # said once
     assert "wrong-pass" not in proc.stdout + proc.stderr

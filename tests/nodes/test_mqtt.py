@@ -267,6 +267,16 @@ async def test_a_duplicate_request_never_runs_twice_and_cancel_stops_a_call(
     assert runs == [1.0]
     c2 = next(r for r in replies if r["id"] == "c2" and r["state"] == "done")
     assert c2["cancelled"] is True and c2["exit_code"] == 1
+    # arguments sent as an object, not as the JSON string the protocol asks for: named so
+    bad = {"op": "call", "id": "c3", "input_json": {"distance_m": 1.0}, "timeout_s": 5}
+    raw.publish("loopact/loopact/output/move/request", json.dumps(bad).encode())
+    await wait_until(lambda: any(r["id"] == "c3" and r["state"] == "done" for r in replies))
+    c3 = next(r for r in replies if r["id"] == "c3" and r["state"] == "done")
+    assert c3["exit_code"] == 1 and runs == [1.0]
+    assert (
+        "input_json must be a string" in c3["output_json"]
+        and "not a JSON object" in c3["output_json"]
+    )
     # an agent-side call cancelled by the agent is cancelled on the node
     release.clear()
     handle = await agent.start_call("/loopact/output/move", '{"distance_m": 2.0}', 5.0)

@@ -48,6 +48,9 @@ RESULT_GRACE_S = 30.0
 """A caller waits at most the call's timeout plus this for its result."""
 
 
+_JSON_TYPES = {dict: "object", list: "array", int: "number", float: "number", bool: "boolean"}
+
+
 def _failure_json(error: str) -> str:
     return json.dumps({"ok": False, "error": error, "data": None, "metadata": {}, "images": []})
 
@@ -175,18 +178,26 @@ class CallServer:
             else:
                 self._send(ep, {"id": call_id, "state": "accepted", "instance": ep.instance})
             return
+        raw_input = msg.get("input_json")
         try:
-            input_json = str(msg.get("input_json") or "")
             timeout_s = float(msg.get("timeout_s") or 0.0)
         except (TypeError, ValueError):
-            input_json, timeout_s = "", -1.0
+            timeout_s = -1.0
         run = _Run()
         self._remember(ep, call_id, run)
         self._send(ep, {"id": call_id, "state": "accepted", "instance": ep.instance})
-        if timeout_s < 0:
-            reply = CallReply(_failure_json("timeout_s must be a number"), 1)
-            run.final = self._done(ep, call_id, reply)
+        problem = (
+            "timeout_s must be a number"
+            if timeout_s < 0
+            else None
+            if raw_input is None or isinstance(raw_input, str)
+            else "input_json must be a string holding the JSON object of arguments, not a "
+            f"JSON {_JSON_TYPES.get(type(raw_input), type(raw_input).__name__)}"
+        )
+        if problem is not None:
+            run.final = self._done(ep, call_id, CallReply(_failure_json(problem), 1))
             return
+        input_json = raw_input or ""
 
         def progress(text: str) -> None:
             self._send(ep, {"id": call_id, "state": "progress", "text": str(text)[:2000]}, qos=0)

@@ -58,11 +58,13 @@ StateCallback = Callable[[LinkState, str], None]
 
 _REFUSED_HINTS = {
     "Bad user name or password": (
-        "bad user name or password (mqtt.username, mqtt.password or LOOPACT_MQTT_PASSWORD)"
+        "bad user name or password (mqtt.username and mqtt.password, or LOOPACT_MQTT_USERNAME "
+        "and LOOPACT_MQTT_PASSWORD)"
     ),
     "Not authorized": (
         "not authorised: a wrong user name or password, or the broker does not let this "
-        "client in (mqtt.username, mqtt.password or LOOPACT_MQTT_PASSWORD)"
+        "client in (mqtt.username and mqtt.password, or LOOPACT_MQTT_USERNAME and "
+        "LOOPACT_MQTT_PASSWORD)"
     ),
     "Client identifier not valid": "client id rejected (mqtt.client_id)",
     "Unsupported protocol version": "protocol version refused (loopact speaks MQTT 3.1.1)",
@@ -369,14 +371,16 @@ class MqttLink:
         else:
             self._up.clear()
             if state == "refused":
-                logger.error("MQTT broker %s refused the connection: %s", self.address, detail)
                 if self._refused and self._first is not None and not self._first.done():
+                    # the caller reports it (loopact: ... and exit 2): no second line here
                     self._first.set_exception(
                         ConfigError(
                             f"MQTT broker {self.address} refused the connection: {detail}",
                             key="mqtt.password",
                         )
                     )
+                else:
+                    logger.error("MQTT broker %s refused the connection: %s", self.address, detail)
             elif was and not self._closed:
                 logger.warning("MQTT link to %s lost (%s); reconnecting", self.address, detail)
         if self.on_state is not None and (state != "down" or was) and not self._closed:
