@@ -109,10 +109,11 @@ _CATALOGUE: dict[str, dict[str, str]] = {
     },
     "confirm.noninteractive": {
         "en": (
-            "{name} changes files and needs the user's confirmation, which cannot be asked in "
-            "--once mode; run again with --yes, or add {name} to confirm.allow in the config"
+            "{name} is a write tool (it changes files, devices or the world outside) and needs "
+            "the user's confirmation, which cannot be asked in --once mode; run again with "
+            "--yes, or add {name} to confirm.allow in the config"
         ),
-        "zh": "{name} 会修改文件，需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow",
+        "zh": "{name} 是写入类工具（会修改文件、设备或外部世界），需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow",
     },
     "confirm.untrusted_mcp": {
         "en": (

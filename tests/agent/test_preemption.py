@@ -163,6 +163,7 @@ async def test_write_refused_when_nobody_can_confirm(scripted_server: Any, tmp_p
     assert not rec.of("confirm_request")
     err = rec.of("tool_result")[0].data["error"]
     assert "--yes" in err and "confirm.allow" in err
+    assert err.startswith("file_write is a write tool (it changes files, devices or the world")
 
 
 async def test_allow_list_preapproves(scripted_server: Any, tmp_path: Path) -> None:
