@@ -499,3 +499,48 @@ async def test_the_confirm_dialog_shows_the_path_behind_a_long_content(
         task.cancel()
         await web.stop()
         await agent.close()
+
+
+#: The red, green and blue of the centre pixel of the image ``selector`` names, once loaded.
+CENTRE_RGB = """sel => {
+  const i = document.querySelector(sel);
+  if (!i || !i.complete || !i.naturalWidth) { return null; }
+  const c = document.createElement("canvas");
+  c.width = i.naturalWidth; c.height = i.naturalHeight;
+  const g = c.getContext("2d"); g.drawImage(i, 0, 0);
+  return Array.from(g.getImageData(c.width >> 1, c.height >> 1, 1, 1).data.slice(0, 3));
+}"""
+
+
+async def test_a_repeated_call_id_shows_its_own_perception_image(
+    browser: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    """Audit C finding 1: servers reuse call ids (``call_1`` in every task); the page showed
+    the first task's image, cached for an hour, under the second task's caption."""
+    import base64
+
+    from PIL import Image as PILImage
+
+    def jpeg(rgb: tuple[int, int, int]) -> str:
+        buf = io.BytesIO()
+        PILImage.new("RGB", (64, 48), rgb).save(buf, format="JPEG")
+        return base64.b64encode(buf.getvalue()).decode()
+
+    agent, _ = make_agent(scripted_server([]), tmp_path)
+    web = await serve_console(agent, None, port=0)
+    try:
+        page = await _page(browser, f"http://127.0.0.1:{web.port}/")
+        await page.wait_for_selector("#conn.on")
+        for task, caption, rgb in (("t1", "red box", (220, 0, 0)), ("t2", "blue box", (0, 0, 220))):
+            agent.bus.emit(
+                "tool_image", task, id="call_1", name="visual_positioning", n=0,
+                caption=caption, data_b64=jpeg(rgb),
+            )  # fmt: skip
+            await page.locator("#perception-image", has_text=caption).wait_for()
+            got = await page.wait_for_function(CENTRE_RGB, arg="#perception-image img")
+            r, _, b = await got.json_value()
+            assert (r > 150 and b < 80) if rgb[0] else (b > 150 and r < 80), (caption, r, b)
+        await page.close()
+    finally:
+        await web.stop()
+        await agent.close()

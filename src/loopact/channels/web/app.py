@@ -306,6 +306,11 @@ def _upload_routes(state: ConsoleState) -> APIRouter:
     return router
 
 
+_NOT_KEPT = {"Cache-Control": "no-store"}
+"""Tool images are named by call id, and servers reuse ids (``call_1`` in every task of
+llama.cpp and scripted runs): a cached image would show an old frame under a new caption."""
+
+
 def _image_routes(state: ConsoleState) -> APIRouter:
     """The images tools returned, and the annotated images the console was shown."""
     router = APIRouter()
@@ -317,16 +322,14 @@ def _image_routes(state: ConsoleState) -> APIRouter:
         if not 0 <= n < len(images):
             raise HTTPException(404, f"no image {n} for tool call {call_id}")
         img = images[n]
-        return Response(
-            img.data, media_type=img.media_type, headers={"Cache-Control": "max-age=3600"}
-        )
+        return Response(img.data, media_type=img.media_type, headers=_NOT_KEPT)
 
     @router.get("/images/{call_id}/shown/{n}.jpg")
     async def shown_image(call_id: str, n: int) -> Response:
         data = state.shown.get(call_id, n)
         if data is None:
             raise HTTPException(404, f"no shown image {n} for tool call {call_id}")
-        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "max-age=3600"})
+        return Response(data, media_type="image/jpeg", headers=_NOT_KEPT)
 
     return router
 

@@ -98,7 +98,8 @@
     },
     tool_progress: function (ev) { line("progress", "\u2026 " + ev.name + ": " + short(ev.text), ev); },
     tool_image: function (ev) {  // what a perception tool saw, with its overlay (SPEC F6)
-      var src = "/images/" + encodeURIComponent(ev.id) + "/shown/" + ev.n + ".jpg";
+      // ?at=: call ids repeat across tasks; each event's image is its own URL
+      var src = "/images/" + encodeURIComponent(ev.id) + "/shown/" + ev.n + ".jpg?at=" + ev.ts;
       var box = $("perception-image");
       box.textContent = "";
       box.className = "model-image";
@@ -116,7 +117,7 @@
       n.dataset.call = ev.id;
       var count = ev.n_images || (ev.images ? ev.images.length : 0);
       for (var i = 0; i < count; i++) {
-        var src = "/images/" + encodeURIComponent(ev.id) + "/" + i + ".jpg";
+        var src = "/images/" + encodeURIComponent(ev.id) + "/" + i + ".jpg?at=" + ev.ts;
         var img = el("img", "thumb");
         img.src = src;
         img.alt = ev.name + " image " + i;
