@@ -7,7 +7,7 @@ from tests.vision.conftest import load_frame
 
 from loopact.sim.groundtruth import iou
 from loopact.vision.detect import Detection, detect_colors
-from loopact.vision.scene import describe, parse_target, select_target
+from loopact.vision.scene import describe, noun, parse_target, select_target
 
 
 def _dets(name: str) -> tuple[list[Detection], dict[str, list[float] | None]]:
@@ -68,11 +68,21 @@ def test_target_not_in_view_is_not_found_and_says_what_is() -> None:
     assert "no green object in view" in sel.reason and "red" in sel.reason
 
 
+def test_the_floor_line_is_named_a_line_not_a_box() -> None:
+    dets, _ = _dets("start")
+    sel = select_target(parse_target("the purple line"), dets, 320)
+    assert sel.detection is not None and noun(sel.detection) == "purple floor line"
+    assert sel.reason.startswith("the purple floor line at bbox")
+
+
 def test_wrong_shape_lowers_confidence() -> None:
     dets, _ = _dets("red_ahead")
     right = select_target(parse_target("the red box"), dets, 320)
     wrong = select_target(parse_target("the red ball"), dets, 320)
     assert wrong.detection == right.detection and wrong.confidence < 0.7 < right.confidence
+    # the reason says the shape does not fit (a newcomer audit: it read as a plain find)
+    assert wrong.reason.startswith("nothing round of that colour in view; the closest fit is ")
+    assert "the red box at bbox" in wrong.reason and "closest" not in right.reason
 
 
 def test_description_names_the_objects_in_view_and_only_those() -> None:

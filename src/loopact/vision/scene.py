@@ -131,7 +131,10 @@ def _side(bearing_deg: float) -> str:
 
 
 def noun(det: Detection) -> str:
-    """``red box``, ``cyan ball``, ``brown object``: what a person would call the blob."""
+    """``red box``, ``cyan ball``, ``brown crate or table``, ``purple floor line``: what a
+    person would call the blob."""
+    if det.color == LINE_COLOR:
+        return f"{LINE_COLOR} floor line"
     if det.color == "brown":
         return "brown crate or table"
     return f"{det.color} {'ball' if shape_of(det) == 'round' else 'box'}"
@@ -233,6 +236,9 @@ def select_target(query: TargetQuery, dets: list[Detection], width_px: int) -> S
     if best.area_px < 150:
         confidence -= 0.2
     why = f"the {noun(best)} at bbox {list(best.bbox)}"
+    if query.shape is not None and not shaped:  # "the yellow ball" with only a yellow box
+        wanted = "round" if query.shape == "round" else "box-shaped"
+        why = f"nothing {wanted} of that colour in view; the closest fit is {why}"
     if len(cands) > 1:
         why += f", chosen among {len(cands)} candidates"
         if query.place is not None:
