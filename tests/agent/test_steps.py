@@ -448,3 +448,37 @@ async def test_a_chinese_sequence_is_told_in_chinese_from_the_tools_own_sentence
         assert said in outcome.reply, (said, outcome.reply)
     assert "然后门在 " in outcome.reply and "米外，在" in outcome.reply
     assert "到达充电桩。" in outcome.reply and outcome.reply.endswith("已停下。")
+
+
+@pytest.mark.sim
+async def test_a_chinese_question_answered_in_english_is_told_in_chinese(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """The local brain answered 离门多远？ in English from distance_to's result; the runtime's
+    own sentence, rendered in Chinese, is the reply instead. An English question keeps the
+    model's answer, and so does a Chinese one answered in Chinese."""
+    ask = call("distance_to", {"place": "door"})
+    server = scripted_server(
+        [
+            {"tool_calls": [ask]},
+            {"text": "The door is 5.43 meters away, 6 degrees to the right."},
+            {"tool_calls": [ask]},
+            {"text": "The door is 5.43 meters away."},
+            {"tool_calls": [ask]},
+            {"text": "门在 5.43 米外。"},
+        ]
+    )
+    agent, rec = steps_agent(server, robot, tmp_path)
+    zh = await asyncio.wait_for(agent.run_task("离门多远？"), 60)
+    en = await asyncio.wait_for(agent.run_task("how far is the door?"), 60)
+    said = await asyncio.wait_for(agent.run_task("门有多远"), 60)
+    await agent.close()
+    dist = next(e.data for e in rec.of("tool_result"))["data"]["distance_m"]
+    assert zh.reply == f"门在 {dist:.2f} 米外，在右方 6 度。", zh.reply  # the runtime's numbers
+    assert en.reply == "The door is 5.43 meters away."
+    assert said.reply == "门在 5.43 米外。"
+    # the English answer was not streamed to the user before the Chinese reply
+    first_task = rec.of("task_start")[0].task_id
+    assert not [
+        e for e in rec.of("text_delta") if e.task_id == first_task and "door" in e.data["text"]
+    ]

@@ -359,6 +359,18 @@ def answered_from_results(ran: Sequence[tuple[Any, Any]], acted: bool) -> bool:
     return bool(ran) and (not ran[-1][1].ok or acted)
 
 
+def chinese_from_results(text: str, reply: str, ran: Sequence[tuple[Any, Any]]) -> bool:
+    """Whether a Chinese instruction's English reply is better said by the runtime's own
+    sentences in Chinese (:func:`~loopact.agent.result_zh.result_zh`): the local brain often
+    answers 离门多远？ in English ("The door is 5.43 meters away ..."), while ``distance_to``
+    wrote its sentence, which renders as 门在 5.43 米外 ... (issue 13). ``ran`` holds
+    ``(ToolCall, ToolResult)`` pairs; False when the last call failed or no result has a
+    sentence that renders."""
+    if not ran or not ran[-1][1].ok or not is_chinese(text) or is_chinese(reply):
+        return False
+    return is_chinese(ClauseResult.of(text, reply, ran).sentence(zh=True))
+
+
 async def run_clauses(
     clauses: Sequence[str],
     clause_rounds: Callable[[str, bool], Awaitable[tuple[str, Sequence[tuple[Any, Any]]]]],

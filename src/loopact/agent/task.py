@@ -46,6 +46,7 @@ from loopact.agent.state import Conversation
 from loopact.agent.steps import (
     ClauseResult,
     answered_from_results,
+    chinese_from_results,
     compose_reply,
     is_chinese,
     run_clauses,
@@ -170,7 +171,7 @@ class TaskRun:
         if self.env.action_text:
             return await self._action_body()
         reply, ran = await self._react()
-        if self._answers_from_results(ran):
+        if self._answers_from_results(ran, reply):
             # The local brain's words claim what did not happen: after a failed call ("The
             # robot is driving at a distance of 50 meters.") and after a motion (a drive in
             # circles "stopped within half a meter of the red box"). Say what ran, as for a step.
@@ -178,10 +179,13 @@ class TaskRun:
             return compose_reply([result], [], zh=is_chinese(self.text))
         return reply
 
-    def _answers_from_results(self, ran: Outcomes) -> bool:
-        """With ``split_steps``: :func:`~loopact.agent.steps.answered_from_results`."""
+    def _answers_from_results(self, ran: Outcomes, reply: str) -> bool:
+        """With ``split_steps``: :func:`~loopact.agent.steps.answered_from_results`, or
+        :func:`~loopact.agent.steps.chinese_from_results`."""
         acted = self.state.state_version > 0  # a motion or a write was dispatched
-        return self.env.options.split_steps and answered_from_results(ran, acted)
+        return self.env.options.split_steps and (
+            answered_from_results(ran, acted) or chinese_from_results(self.text, reply, ran)
+        )
 
     async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
@@ -205,8 +209,8 @@ class TaskRun:
             if not outcomes:
                 return done.message.text, ran
             ran.extend(outcomes)
-            if self._answers_from_results(ran):
-                self._quiet_answer = True  # body() answers with what ran instead
+            if self._answers_from_results(ran, ""):  # "": whatever the model will answer
+                self._quiet_answer = True  # body() may answer with what ran instead
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self._check_tokens()
 
