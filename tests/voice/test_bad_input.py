@@ -129,6 +129,11 @@ def test_not_a_wav_file_is_a_clear_error(tmp_path: Path) -> None:
         read_wav(tmp_path / "missing.wav")
     with pytest.raises(AudioFormatError, match="no samples"):
         read_wav(wav_bytes(b""))
+    (tmp_path / "empty.wav").write_bytes(b"")
+    with pytest.raises(AudioFormatError, match=r"empty\.wav: the file is empty \(0 bytes\)$"):
+        read_wav(tmp_path / "empty.wav")
+    with pytest.raises(AudioFormatError, match=r"^reply: the file is empty \(0 bytes\)$"):
+        read_wav(b"", name="reply")
 
 
 def test_a_ten_minute_recording_is_cut_into_bounded_utterances() -> None:

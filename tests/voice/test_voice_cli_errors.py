@@ -75,6 +75,9 @@ def test_an_unreadable_audio_file_and_once_with_audio_in(
     (tmp_path / "bad.wav").write_text("not audio")
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav"), tmp_path)
     assert proc.returncode == 2 and "bad.wav: not a PCM WAV file" in proc.stderr
+    (tmp_path / "empty.wav").write_bytes(b"")  # said to be empty, not "not a PCM WAV file ()"
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "empty.wav"), tmp_path)
+    assert proc.returncode == 2 and "empty.wav: the file is empty (0 bytes)" in proc.stderr
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav", "--once", "hi"), tmp_path)
     assert proc.returncode == 2 and "not both" in proc.stderr
     (tmp_path / "quiet.wav").write_bytes(wav_bytes(silence(0.5)))

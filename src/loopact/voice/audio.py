@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import stat
 import time
 import wave
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
@@ -187,6 +189,18 @@ def to_mono16k(data: np.ndarray, rate_hz: int, channels: int = 1) -> tuple[bytes
     return pcm, notes
 
 
+def _is_empty(source: str | Path | bytes, stream: BinaryIO) -> bool:
+    """True for no bytes at all: an empty ``bytes``, or a regular file of size 0 (a pipe's
+    size says nothing, so a FIFO is never called empty here)."""
+    if isinstance(source, bytes):
+        return not source
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
 def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes, list[str]]:
     """Read a PCM WAV file (any rate, 8/16/32-bit, mono or stereo) as 16 kHz mono PCM.
 
@@ -198,13 +212,17 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
         The PCM and the notes of :func:`to_mono16k`.
 
     Raises:
-        AudioFormatError: Not a readable PCM WAV file (names the file and the problem).
+        AudioFormatError: Not a readable PCM WAV file (names the file and the problem; an
+            empty file is said to be empty).
     """
     name = name or ("audio" if isinstance(source, bytes) else str(source))
     try:
         stream = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
     except OSError as exc:
         raise AudioFormatError(f"{name}: cannot be read: {exc.strerror or exc}") from None
+    if _is_empty(source, stream):
+        stream.close()
+        raise AudioFormatError(f"{name}: the file is empty (0 bytes)")
     try:
         with stream, wave.open(stream, "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
