@@ -409,6 +409,7 @@ async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     printer = ProgressPrinter(err, stream_text=False, lang=cfg.agent.lang)
+    printer.notes_said.update(getattr(voice.source, "notes", ()))  # said by open_voice
     agent.bus.subscribe(printer)
     out = sys.stderr if cfg.voice.audio_out == "-" else sys.stdout
 

@@ -47,12 +47,17 @@ class ProgressPrinter:
         console: Where to print (stderr for ``--once``; stdout interactively).
         stream_text: Print the reply text as it streams (interactive) rather than not at all.
         lang: Language of the labels.
+
+    Attributes:
+        notes_said: The ``speech_in`` notes printed so far (each is printed once; a caller
+            that said some already, e.g. an input file's conversion, adds them).
     """
 
     def __init__(self, console: Console, stream_text: bool, lang: str = "en") -> None:
         self.console = console
         self.stream_text = stream_text
         self.lang = lang
+        self.notes_said: set[str] = set()
         self._streamed: dict[str, list[str]] = {}
         self._in_text = False
         self.errors_shown = 0
@@ -183,9 +188,13 @@ class ProgressPrinter:
                 if d.get(key):
                     self.console.print(f"[yellow]  voice: {escape(str(d[key]))}[/]")
         elif typ == "speech_in" and d.get("notes"):
-            self._end_text()
-            for note in d["notes"]:
-                self.console.print(f"[yellow]  voice: {escape(str(note))}[/]")
+            # a note about the whole input comes with every utterance: said once
+            fresh = [str(n) for n in d["notes"] if str(n) not in self.notes_said]
+            if fresh:
+                self._end_text()
+            for note in fresh:
+                self.notes_said.add(note)
+                self.console.print(f"[yellow]  voice: {escape(note)}[/]")
         elif typ == "speech_out" and d.get("state") == "failed":
             self._end_text()
             self.console.print(f"[yellow]  voice: {escape(str(d.get('error', '')))}[/]")

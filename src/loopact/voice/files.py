@@ -42,7 +42,8 @@ class WavFileSource:
         tail_s: Silence after it, so the last utterance's end is heard.
 
     Attributes:
-        notes: What was converted or is wrong with the recording (stereo, 8 kHz, clipping).
+        notes: What was converted or is wrong with the recording (stereo, 8 kHz, clipping, cut
+            short); the listener puts them into every utterance's ``speech_in`` notes.
 
     Raises:
         AudioFormatError: The file is missing or is not a PCM WAV file.
