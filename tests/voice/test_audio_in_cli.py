@@ -100,3 +100,38 @@ def test_a_file_cut_short_is_said_on_stderr_and_in_the_trace(
     )
     assert f"loopact: cut.wav: {note}" in err
     assert [e["notes"] for e in _ended(tmp_path)] == [[note]]
+
+
+def test_a_wav_file_of_another_format_on_standard_input_is_refused(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    # espeak-ng writes 22.05 kHz: read as raw 16 kHz PCM it was heard, header and all
+    server = scripted_server({"turns": [], "lanes": {"transcriptions": []}})
+    espeak_wav = subprocess.run(
+        ["espeak-ng", "--stdout", "move forward one meter"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout
+    proc = _run(server, tmp_path, "-", stdin=espeak_wav)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert (
+        "loopact: stdin: a WAV stream of 22050 Hz, 1-channel, 16-bit PCM; --audio-in - takes "
+        "16 kHz mono 16-bit PCM (arecord -f S16_LE -r 16000 -c 1): give a WAV file as "
+        "--audio-in FILE.wav instead (any rate, mono or stereo, converted)"
+    ) in err
+    assert "Traceback" not in err and server.requests == []
+
+
+def test_a_16_khz_mono_wav_stream_on_standard_input_is_heard_without_its_header(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    # the documented pipe: arecord -f S16_LE -r 16000 -c 1 | loopact run --audio-in -
+    server = scripted_server(
+        {"turns": [{"text": "Moving."}], "lanes": {"transcriptions": [{"text": "move forward"}]}}
+    )
+    proc = _run(server, tmp_path, "-", stdin=wav_bytes(speak("move forward") + silence(1.0)))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().strip() == "Moving."
+    assert [e["notes"] for e in _ended(tmp_path)] == [[]]

@@ -45,6 +45,36 @@ async def test_raw_pcm_pipes_in_and_out() -> None:
     assert out.getvalue() == pcm
 
 
+async def test_a_wav_header_on_the_pcm_pipe_is_skipped_or_refused() -> None:
+    import numpy as np
+
+    from loopact.errors import AudioFormatError
+
+    pcm = read_wav(spoken_wav("hello pipe"))[0]
+
+    async def through_pipe(data: bytes) -> bytes:
+        r, w = os.pipe()
+        with os.fdopen(w, "wb") as writer:
+            writer.write(data)
+        source = PcmPipeSource(os.fdopen(r, "rb"), tail_s=0.0)
+        return b"".join([f.pcm async for f in source.frames()])
+
+    assert await through_pipe(wav_bytes(pcm)) == pcm  # the 44 header bytes are not samples
+    assert await through_pipe(pcm) == pcm  # raw PCM as before
+    with pytest.raises(AudioFormatError, match=r"^stdin: a WAV stream of 8000 Hz, 1-channel"):
+        await through_pipe(wav_bytes(pcm, rate_hz=8000))
+    stereo = io.BytesIO()
+    with wave.open(stereo, "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(np.repeat(np.frombuffer(pcm, dtype="<i2"), 2).tobytes())
+    with pytest.raises(AudioFormatError, match="16000 Hz, 2-channel, 16-bit PCM"):
+        await through_pipe(stereo.getvalue())
+    with pytest.raises(AudioFormatError, match="ends before its data chunk"):
+        await through_pipe(wav_bytes(pcm)[:30])
+
+
 def test_a_silent_open_pipe_does_not_block_exit(tmp_path: Path) -> None:
     """A producer that keeps the PCM pipe open without writing: the process still exits."""
     code = textwrap.dedent(

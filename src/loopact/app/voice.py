@@ -26,7 +26,7 @@ from loopact.channels.voice_tools import (
     make_voice_tools,
 )
 from loopact.config import Config
-from loopact.errors import ConfigError, VoiceError
+from loopact.errors import AudioFormatError, ConfigError, VoiceError
 from loopact.tools.builtin.files import Workspace
 from loopact.voice.audio import AudioSink, AudioSource
 from loopact.voice.listen import Listener
@@ -258,11 +258,18 @@ async def run_voice_file(run: VoiceRun, agent: Agent, console: Console) -> int:
 
     Returns the ``--once`` exit code over the commands (0, 3, 1; 1 too when the input held no
     speech at all, no words, or an utterance whose transcription failed: a command was lost).
+
+    Raises:
+        ConfigError: The input cannot be read as it arrives (``--audio-in -`` fed a WAV stream
+            of another format than 16 kHz mono 16-bit PCM), naming ``--audio-in``.
     """
     assert run.listener is not None
     agent_task = asyncio.ensure_future(agent.run())
     try:
-        await run.listener.run()
+        try:
+            await run.listener.run()
+        except AudioFormatError as exc:
+            raise ConfigError(str(exc), key="--audio-in") from None
         await run.channel.wait_done()
     finally:
         agent_task.cancel()
