@@ -140,6 +140,35 @@ def test_the_whole_reply_is_spoken_before_the_run_exits(
     assert abs(seconds - sum(e["duration_s"] for e in playing)) < 0.1, seconds
 
 
+def test_a_piped_play_is_heard_to_its_end_before_bye(tmp_path: Path) -> None:
+    # audit C finding 2: "Bye." came first, then "playing cmd.wav", and the WAV was empty
+    import numpy as np
+
+    t = np.arange(int(1.5 * 16000)) / 16000
+    tone = (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "cmd.wav").write_bytes(wav_bytes(tone))
+    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
+    args += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws", "--audio-out", "out.wav"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        input="/play nope.wav\n/play cmd.wav\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    missing = f"no file 'nope.wav' in the workspace {(tmp_path / 'ws').resolve()}"
+    assert lines[-1] == "Bye.", lines  # the commands run side by side: either comes first
+    assert sorted(lines[-3:-1]) == sorted([missing, "playing cmd.wav (1.5 s)"]), lines
+    assert "file_list" not in proc.stdout  # a hint for the model, not for the person
+    with wave.open(str(tmp_path / "out.wav")) as wav:
+        assert wav.getnframes() == len(tone) // 2  # all of it was played before the exit
+
+
 @pytest.mark.parametrize("part", ["stt", "tts"])
 def test_speech_api_key_env_naming_an_unset_variable_is_a_config_error(
     part: str, monkeypatch: pytest.MonkeyPatch

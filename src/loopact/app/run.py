@@ -10,6 +10,7 @@ robot is stopped whatever happens.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import sys
@@ -493,16 +494,20 @@ async def _run_terminal(
     if web_url:
         welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
     commands = None
+    finish = None
     if voice is not None:  # issue 16: the microphone beside the keyboard, /play ... /record
-        from loopact.app.voice import start_listening
+        from loopact.app.voice import finish_speaking, start_listening
 
         commands = start_listening(voice, agent, stack, console)
+        # piped commands: their replies and /play heard in full, before "Bye."
+        finish = functools.partial(finish_speaking, voice, console)
     channel = TerminalChannel(
-        agent, console, welcome=welcome, model_factory=model_factory, commands=commands
+        agent,
+        console,
+        welcome=welcome,
+        model_factory=model_factory,
+        commands=commands,
+        finish=finish,
     )
     await channel.run()
-    if voice is not None and channel.end_of_input:  # piped commands: their replies in full
-        from loopact.app.voice import finish_speaking
-
-        await finish_speaking(voice, console)
     return 0

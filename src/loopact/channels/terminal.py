@@ -227,9 +227,15 @@ class TerminalChannel:
         stdin: Input stream (``sys.stdin``).
         welcome: The first lines to print.
 
+        commands: More slash commands, by name (the voice playback commands, issue 16); each
+            runs in the background and prints the line it returns.
+        finish: Awaited at the end of the input, after the last task and the last command,
+            before "Bye." (the voice: until what is playing or queued has been heard to its
+            end); ``/quit`` and Ctrl-C do not wait for it.
+
     Attributes:
         end_of_input: The chat ended at the end of its input (after the last task), not by
-            ``/quit`` or Ctrl-C: what is still being said should be heard to its end.
+            ``/quit`` or Ctrl-C.
     """
 
     def __init__(
@@ -240,8 +246,10 @@ class TerminalChannel:
         welcome: str = "",
         model_factory: Callable[[list[str]], Model] | None = None,
         commands: dict[str, Callable[[list[str]], Awaitable[str]]] | None = None,
+        finish: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
+        self.finish = finish
         self.commands = dict(commands or {})  # e.g. the voice playback commands (issue 16)
         self._commands_running: set[asyncio.Future[None]] = set()
         self.model_factory = model_factory
@@ -312,8 +320,7 @@ class TerminalChannel:
                     break
                 line = line_task.result()
                 if line is None:
-                    await self.agent.wait_idle()
-                    self.end_of_input = True
+                    await self._finish_input(quit_task)
                     break
                 if not self._handle(line.strip()):
                     break
@@ -328,6 +335,26 @@ class TerminalChannel:
             unsub_p()
             unsub_c()
             self.console.print(t("term.bye", self.lang))
+
+    async def _finish_input(self, quit_task: asyncio.Future[Any]) -> None:
+        """End of input: wait for the last task, the commands still running (a ``/play``
+        still reading its file) and :attr:`finish`; Ctrl-C (``quit_task``) ends the wait."""
+
+        async def settle() -> None:
+            await self.agent.wait_idle()
+            while self._commands_running:
+                await asyncio.gather(*list(self._commands_running), return_exceptions=True)
+            if self.finish is not None:
+                await self.finish()
+
+        settling = asyncio.ensure_future(settle())
+        await asyncio.wait({settling, quit_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not settling.done():
+            settling.cancel()
+            await asyncio.gather(settling, return_exceptions=True)
+            return
+        settling.result()
+        self.end_of_input = True
 
     def _switch_provider(self, args: list[str]) -> None:
         """``/provider NAME [MODEL [BASE_URL]]``: switch the model at run time (SPEC B4)."""
