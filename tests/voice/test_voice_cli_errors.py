@@ -169,6 +169,34 @@ def test_a_piped_play_is_heard_to_its_end_before_bye(tmp_path: Path) -> None:
         assert wav.getnframes() == len(tone) // 2  # all of it was played before the exit
 
 
+@pytest.mark.parametrize("audio_out", [True, False])
+def test_the_banner_lists_the_audio_commands_with_audio_output(
+    tmp_path: Path, audio_out: bool
+) -> None:
+    # audit C finding 11: the banner left out /play /pause /resume /stopaudio /record
+    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
+    args += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws"]
+    args += ["--audio-out", "out.wav"] if audio_out else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        input="/nope\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = "/stop /reset /status /provider /quit"
+    if audio_out:
+        listed += " /play /pause /resume /stopaudio /record"
+    lines = proc.stdout.splitlines()
+    assert f"Type an instruction. Commands: {listed}. Typing while a task runs replaces it." in (
+        lines
+    ), lines
+    assert f"Unknown command /nope. Commands: {listed}" in lines, lines
+
+
 @pytest.mark.parametrize("part", ["stt", "tts"])
 def test_speech_api_key_env_naming_an_unset_variable_is_a_config_error(
     part: str, monkeypatch: pytest.MonkeyPatch

@@ -453,17 +453,7 @@ async def _run_terminal(
 ) -> int:
     """The terminal chat, with the web console beside it; returns 0 when the user quits."""
     from loopact.app.web import serve_web
-    from loopact.channels.terminal import TerminalChannel
-
-    welcome = t(
-        "term.welcome",
-        cfg.agent.lang,
-        version=__version__,
-        model=cfg.model.model,
-        provider=cfg.model.provider,
-        base_url=cfg.model.base_url or "(default)",
-        robot=body.label,
-    )
+    from loopact.channels.terminal import TerminalChannel, command_list
 
     def model_factory(
         args: list[str], api_key: str | None = None, *, env_key_elsewhere: bool = True
@@ -491,8 +481,6 @@ async def _run_terminal(
 
     console = Console(highlight=False, soft_wrap=True)
     web_url = await serve_web(cfg, agent, body.session, stack, console, model_factory)
-    if web_url:
-        welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
     commands = None
     finish = None
     if voice is not None:  # issue 16: the microphone beside the keyboard, /play ... /record
@@ -501,6 +489,18 @@ async def _run_terminal(
         commands = start_listening(voice, agent, stack, console)
         # piped commands: their replies and /play heard in full, before "Bye."
         finish = functools.partial(finish_speaking, voice, console)
+    welcome = t(
+        "term.welcome",
+        cfg.agent.lang,
+        version=__version__,
+        model=cfg.model.model,
+        provider=cfg.model.provider,
+        base_url=cfg.model.base_url or "(default)",
+        robot=body.label,
+        commands=command_list(commands or {}),  # the audio commands too with audio output
+    )
+    if web_url:
+        welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
     channel = TerminalChannel(
         agent,
         console,

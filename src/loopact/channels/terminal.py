@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -28,6 +28,19 @@ from loopact.events import Event
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
+
+BUILTIN_COMMANDS = ("/stop", "/reset", "/status", "/provider", "/quit")
+"""The terminal's own slash commands, in the order the welcome line lists them."""
+
+
+def command_list(extra: Iterable[str] = ()) -> str:
+    """The commands the welcome line and an unknown command's answer list: the terminal's
+    own, then ``extra`` (the audio commands when there is audio output, issue 16).
+
+    Args:
+        extra: More command names, e.g. ``["/play", "/pause"]``.
+    """
+    return " ".join((*BUILTIN_COMMANDS, *extra))
 
 
 def _args(arguments: Any, limit: int = 120) -> str:
@@ -403,7 +416,8 @@ class TerminalChannel:
                 self._commands_running.add(fut)
                 fut.add_done_callback(self._commands_running.discard)
             else:
-                self.console.print(t("term.unknown_command", self.lang, cmd=cmd))
+                listed = command_list(self.commands)
+                self.console.print(t("term.unknown_command", self.lang, cmd=cmd, commands=listed))
             return True
         self.agent.submit(line, source="terminal")
         return True
