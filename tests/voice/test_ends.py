@@ -17,6 +17,7 @@ import pytest
 from tests.agent.helpers import make_agent
 from tests.voice.helpers import needs_espeak, silence, speak
 
+from loopact.app.voice import voice_refusal
 from loopact.channels.voice_tools import VoiceControls
 from loopact.channels.web.voice import MAX_FRAME_BYTES, WebVoice
 from loopact.events import EventBus
@@ -163,7 +164,11 @@ async def test_push_to_talk_release_ends_the_utterance_and_sends_the_command(
         start = await rec.wait_for(lambda e: e.type == "task_start", timeout=30)
         assert start.data == {"text": "turn left", "source": "web"}
         await rec.wait_for(lambda e: e.type == "task_end", timeout=30)
-        refusal = "spoken requests are refused: agent.modality is 'text'"
+        refusal = voice_refusal("text")
+        assert refusal == (
+            "agent.modality is 'text': spoken requests are refused; set agent.modality to "
+            "voice+text (or any)"
+        )
         refused = WebVoice(agent, agent.bus, voice._stt_factory, lambda: None, refusal)
         assert refused.connect().control({"type": "mic", "state": "start"}) == refusal
     finally:

@@ -4,6 +4,7 @@ and with --audio-out the whole reply is spoken before the run exits."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import wave
@@ -55,6 +56,26 @@ def test_a_text_only_modality_refuses_spoken_input(scripted_server: Any, tmp_pat
     )
     assert proc.returncode == 2, proc.stderr
     assert "agent.modality is 'text': spoken requests are refused" in proc.stderr
+    # the web console's microphone under the same config answers the same line (finding 8)
+    from contextlib import AsyncExitStack
+    from types import SimpleNamespace
+
+    from loopact.app.web import _with_voice
+    from loopact.config import load_config
+    from loopact.events import EventBus
+
+    cfg, _source = load_config(tmp_path / "c.yaml")
+
+    async def web_answer() -> str | None:
+        async with AsyncExitStack() as stack:
+            agent = SimpleNamespace(bus=EventBus())
+            settings = _with_voice(SimpleNamespace(), cfg, agent, stack)  # type: ignore[arg-type]
+            answer: str | None = settings.voice.connect().control({"type": "mic", "state": "start"})
+            return answer
+
+    answer = asyncio.run(web_answer())
+    assert answer is not None and "set agent.modality to voice+text (or any)" in answer
+    assert f"loopact: {answer}" in proc.stderr.splitlines(), (answer, proc.stderr)
 
 
 def test_an_input_without_speech_exits_1_without_a_model_request(
