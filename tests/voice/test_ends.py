@@ -154,6 +154,13 @@ async def test_push_to_talk_release_ends_the_utterance_and_sends_the_command(
     )
     link = voice.connect()
     try:
+        # an unknown mode is refused like an unknown state, and starts nothing (finding 9)
+        bad = link.control({"type": "mic", "state": "start", "mode": "weird"})
+        assert bad == "mic mode 'weird': expected ptt or handsfree"
+        assert link.control({"type": "mic", "state": "bogus"}) == (
+            "mic state 'bogus': expected start or stop"
+        )
+        assert not link.mic_on and voice.listener is None
         assert link.control({"type": "mic", "state": "start", "mode": "ptt"}) is None
         pcm = speak("turn left")
         for i in range(0, len(pcm), 2048):
