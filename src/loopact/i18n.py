@@ -203,12 +203,12 @@ _CATALOGUE: dict[str, dict[str, str]] = {
     "term.welcome": {
         "en": (
             "loopact {version} - model {model} via {provider} at {base_url}; robot: {robot}\n"
-            "Type an instruction. Commands: /stop /reset /status /provider /quit. "
+            "Type an instruction. Commands: {commands}. "
             "Typing while a task runs replaces it."
         ),
         "zh": (
             "loopact {version} - 模型 {model}（{provider}，{base_url}）；机器人：{robot}\n"
-            "输入指令。命令：/stop /reset /status /provider /quit。任务运行时输入新指令会替换当前任务。"
+            "输入指令。命令：{commands}。任务运行时输入新指令会替换当前任务。"
         ),
     },
     "term.reset": {"en": "Conversation reset.", "zh": "对话已重置。"},
@@ -237,8 +237,8 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "zh": "已停止当前任务。再按一次 Ctrl-C 退出。",
     },
     "term.unknown_command": {
-        "en": "Unknown command {cmd}. Commands: /stop /reset /status /provider /quit",
-        "zh": "未知命令 {cmd}。可用命令：/stop /reset /status /provider /quit",
+        "en": "Unknown command {cmd}. Commands: {commands}",
+        "zh": "未知命令 {cmd}。可用命令：{commands}",
     },
 }
 

@@ -129,6 +129,37 @@ def test_not_a_wav_file_is_a_clear_error(tmp_path: Path) -> None:
         read_wav(tmp_path / "missing.wav")
     with pytest.raises(AudioFormatError, match="no samples"):
         read_wav(wav_bytes(b""))
+    (tmp_path / "empty.wav").write_bytes(b"")
+    with pytest.raises(AudioFormatError, match=r"empty\.wav: the file is empty \(0 bytes\)$"):
+        read_wav(tmp_path / "empty.wav")
+    with pytest.raises(AudioFormatError, match=r"^reply: the file is empty \(0 bytes\)$"):
+        read_wav(b"", name="reply")
+
+
+@needs_espeak
+def test_a_truncated_wav_is_said_to_be_cut_short_and_what_is_there_is_used(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from tests.voice.helpers import ESPEAK
+
+    whole = wav_bytes(speak("move forward one meter"))
+    frames = (len(whole) - 44) // 2
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(whole[: 44 + 2 * 8000 + 1])  # 8000 frames and half of the next one
+    pcm, notes = read_wav(cut)
+    assert len(pcm) == 2 * 8000
+    assert notes == [
+        f"the file is cut short: its header says {frames} frames ({frames / 16000:.2f} s), "
+        "8000 are present (0.50 s); what is there is used"
+    ]
+    assert read_wav(whole)[1] == []  # a whole file: no note
+    # a writer that cannot seek back (espeak-ng to a pipe) leaves a placeholder length: no note
+    streamed = subprocess.run(
+        [str(ESPEAK), "--stdout", "hello"], capture_output=True, check=True, timeout=30
+    ).stdout
+    assert read_wav(streamed)[1] == []
 
 
 def test_a_ten_minute_recording_is_cut_into_bounded_utterances() -> None:

@@ -237,6 +237,12 @@ async def test_terminal_playback_commands(tmp_path: Path) -> None:
     assert await typed("/stopaudio") == "nothing was playing"
     # errors are one line each, the terminal goes on
     assert "outside the workspace" in await typed("/play ../elsewhere.wav")
+    # worded for the person at the terminal, not the model's "use file_list" hint
+    assert await typed("/play nope.wav") == f"no file 'nope.wav' in the workspace {tmp_path}"
+    (tmp_path / "sounds").mkdir()
+    assert await typed("/play sounds") == (
+        f"'sounds' is a folder of the workspace {tmp_path}: give a .wav file"
+    )
     (tmp_path / "notes.wav").write_text("not audio")
     assert "not a PCM WAV file" in await typed("/play notes.wav")
     assert "no microphone" in await typed("/record 2")

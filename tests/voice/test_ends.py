@@ -17,6 +17,7 @@ import pytest
 from tests.agent.helpers import make_agent
 from tests.voice.helpers import needs_espeak, silence, speak
 
+from loopact.app.voice import voice_refusal
 from loopact.channels.voice_tools import VoiceControls
 from loopact.channels.web.voice import MAX_FRAME_BYTES, WebVoice
 from loopact.events import EventBus
@@ -43,6 +44,36 @@ async def test_raw_pcm_pipes_in_and_out() -> None:
     await sink.drain()
     await sink.close()
     assert out.getvalue() == pcm
+
+
+async def test_a_wav_header_on_the_pcm_pipe_is_skipped_or_refused() -> None:
+    import numpy as np
+
+    from loopact.errors import AudioFormatError
+
+    pcm = read_wav(spoken_wav("hello pipe"))[0]
+
+    async def through_pipe(data: bytes) -> bytes:
+        r, w = os.pipe()
+        with os.fdopen(w, "wb") as writer:
+            writer.write(data)
+        source = PcmPipeSource(os.fdopen(r, "rb"), tail_s=0.0)
+        return b"".join([f.pcm async for f in source.frames()])
+
+    assert await through_pipe(wav_bytes(pcm)) == pcm  # the 44 header bytes are not samples
+    assert await through_pipe(pcm) == pcm  # raw PCM as before
+    with pytest.raises(AudioFormatError, match=r"^stdin: a WAV stream of 8000 Hz, 1-channel"):
+        await through_pipe(wav_bytes(pcm, rate_hz=8000))
+    stereo = io.BytesIO()
+    with wave.open(stereo, "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(np.repeat(np.frombuffer(pcm, dtype="<i2"), 2).tobytes())
+    with pytest.raises(AudioFormatError, match="16000 Hz, 2-channel, 16-bit PCM"):
+        await through_pipe(stereo.getvalue())
+    with pytest.raises(AudioFormatError, match="ends before its data chunk"):
+        await through_pipe(wav_bytes(pcm)[:30])
 
 
 def test_a_silent_open_pipe_does_not_block_exit(tmp_path: Path) -> None:
@@ -123,6 +154,13 @@ async def test_push_to_talk_release_ends_the_utterance_and_sends_the_command(
     )
     link = voice.connect()
     try:
+        # an unknown mode is refused like an unknown state, and starts nothing (finding 9)
+        bad = link.control({"type": "mic", "state": "start", "mode": "weird"})
+        assert bad == "mic mode 'weird': expected ptt or handsfree"
+        assert link.control({"type": "mic", "state": "bogus"}) == (
+            "mic state 'bogus': expected start or stop"
+        )
+        assert not link.mic_on and voice.listener is None
         assert link.control({"type": "mic", "state": "start", "mode": "ptt"}) is None
         pcm = speak("turn left")
         for i in range(0, len(pcm), 2048):
@@ -133,7 +171,11 @@ async def test_push_to_talk_release_ends_the_utterance_and_sends_the_command(
         start = await rec.wait_for(lambda e: e.type == "task_start", timeout=30)
         assert start.data == {"text": "turn left", "source": "web"}
         await rec.wait_for(lambda e: e.type == "task_end", timeout=30)
-        refusal = "spoken requests are refused: agent.modality is 'text'"
+        refusal = voice_refusal("text")
+        assert refusal == (
+            "agent.modality is 'text': spoken requests are refused; set agent.modality to "
+            "voice+text (or any)"
+        )
         refused = WebVoice(agent, agent.bus, voice._stt_factory, lambda: None, refusal)
         assert refused.connect().control({"type": "mic", "state": "start"}) == refusal
     finally:

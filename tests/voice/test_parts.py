@@ -118,6 +118,8 @@ async def test_generations_pause_resume_and_stop() -> None:
         ("stopped", "An old sentence that goes on for a while."),
         ("playing", "New."),
     ]
+    # the stopped sentence keeps its generation (it said gen null while paused said 1)
+    assert [e.data["gen"] for e in rec.of("speech_out")] == [1, 1, 1, 1, 2]
     assert not player.stop()  # nothing left
     await player.close()
     await sink.close()

@@ -4,6 +4,7 @@ and with --audio-out the whole reply is spoken before the run exits."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import wave
@@ -55,6 +56,26 @@ def test_a_text_only_modality_refuses_spoken_input(scripted_server: Any, tmp_pat
     )
     assert proc.returncode == 2, proc.stderr
     assert "agent.modality is 'text': spoken requests are refused" in proc.stderr
+    # the web console's microphone under the same config answers the same line (finding 8)
+    from contextlib import AsyncExitStack
+    from types import SimpleNamespace
+
+    from loopact.app.web import _with_voice
+    from loopact.config import load_config
+    from loopact.events import EventBus
+
+    cfg, _source = load_config(tmp_path / "c.yaml")
+
+    async def web_answer() -> str | None:
+        async with AsyncExitStack() as stack:
+            agent = SimpleNamespace(bus=EventBus())
+            settings = _with_voice(SimpleNamespace(), cfg, agent, stack)  # type: ignore[arg-type]
+            answer: str | None = settings.voice.connect().control({"type": "mic", "state": "start"})
+            return answer
+
+    answer = asyncio.run(web_answer())
+    assert answer is not None and "set agent.modality to voice+text (or any)" in answer
+    assert f"loopact: {answer}" in proc.stderr.splitlines(), (answer, proc.stderr)
 
 
 def test_an_input_without_speech_exits_1_without_a_model_request(
@@ -75,6 +96,9 @@ def test_an_unreadable_audio_file_and_once_with_audio_in(
     (tmp_path / "bad.wav").write_text("not audio")
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav"), tmp_path)
     assert proc.returncode == 2 and "bad.wav: not a PCM WAV file" in proc.stderr
+    (tmp_path / "empty.wav").write_bytes(b"")  # said to be empty, not "not a PCM WAV file ()"
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "empty.wav"), tmp_path)
+    assert proc.returncode == 2 and "empty.wav: the file is empty (0 bytes)" in proc.stderr
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav", "--once", "hi"), tmp_path)
     assert proc.returncode == 2 and "not both" in proc.stderr
     (tmp_path / "quiet.wav").write_bytes(wav_bytes(silence(0.5)))
@@ -135,6 +159,63 @@ def test_the_whole_reply_is_spoken_before_the_run_exits(
     with wave.open(str(tmp_path / "reply.wav")) as wav:
         seconds = wav.getnframes() / wav.getframerate()
     assert abs(seconds - sum(e["duration_s"] for e in playing)) < 0.1, seconds
+
+
+def test_a_piped_play_is_heard_to_its_end_before_bye(tmp_path: Path) -> None:
+    # audit C finding 2: "Bye." came first, then "playing cmd.wav", and the WAV was empty
+    import numpy as np
+
+    t = np.arange(int(1.5 * 16000)) / 16000
+    tone = (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "cmd.wav").write_bytes(wav_bytes(tone))
+    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
+    args += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws", "--audio-out", "out.wav"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        input="/play nope.wav\n/play cmd.wav\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    missing = f"no file 'nope.wav' in the workspace {(tmp_path / 'ws').resolve()}"
+    assert lines[-1] == "Bye.", lines  # the commands run side by side: either comes first
+    assert sorted(lines[-3:-1]) == sorted([missing, "playing cmd.wav (1.5 s)"]), lines
+    assert "file_list" not in proc.stdout  # a hint for the model, not for the person
+    with wave.open(str(tmp_path / "out.wav")) as wav:
+        assert wav.getnframes() == len(tone) // 2  # all of it was played before the exit
+
+
+@pytest.mark.parametrize("audio_out", [True, False])
+def test_the_banner_lists_the_audio_commands_with_audio_output(
+    tmp_path: Path, audio_out: bool
+) -> None:
+    # audit C finding 11: the banner left out /play /pause /resume /stopaudio /record
+    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
+    args += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws"]
+    args += ["--audio-out", "out.wav"] if audio_out else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        input="/nope\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = "/stop /reset /status /provider /quit"
+    if audio_out:
+        listed += " /play /pause /resume /stopaudio /record"
+    lines = proc.stdout.splitlines()
+    assert f"Type an instruction. Commands: {listed}. Typing while a task runs replaces it." in (
+        lines
+    ), lines
+    assert f"Unknown command /nope. Commands: {listed}" in lines, lines
 
 
 @pytest.mark.parametrize("part", ["stt", "tts"])

@@ -10,6 +10,7 @@ robot is stopped whatever happens.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import sys
@@ -409,6 +410,7 @@ async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     printer = ProgressPrinter(err, stream_text=False, lang=cfg.agent.lang)
+    printer.notes_said.update(getattr(voice.source, "notes", ()))  # said by open_voice
     agent.bus.subscribe(printer)
     out = sys.stderr if cfg.voice.audio_out == "-" else sys.stdout
 
@@ -451,17 +453,7 @@ async def _run_terminal(
 ) -> int:
     """The terminal chat, with the web console beside it; returns 0 when the user quits."""
     from loopact.app.web import serve_web
-    from loopact.channels.terminal import TerminalChannel
-
-    welcome = t(
-        "term.welcome",
-        cfg.agent.lang,
-        version=__version__,
-        model=cfg.model.model,
-        provider=cfg.model.provider,
-        base_url=cfg.model.base_url or "(default)",
-        robot=body.label,
-    )
+    from loopact.channels.terminal import TerminalChannel, command_list
 
     def model_factory(
         args: list[str], api_key: str | None = None, *, env_key_elsewhere: bool = True
@@ -489,19 +481,33 @@ async def _run_terminal(
 
     console = Console(highlight=False, soft_wrap=True)
     web_url = await serve_web(cfg, agent, body.session, stack, console, model_factory)
-    if web_url:
-        welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
     commands = None
+    finish = None
     if voice is not None:  # issue 16: the microphone beside the keyboard, /play ... /record
-        from loopact.app.voice import start_listening
+        from loopact.app.voice import finish_speaking, start_listening
 
         commands = start_listening(voice, agent, stack, console)
+        # piped commands: their replies and /play heard in full, before "Bye."
+        finish = functools.partial(finish_speaking, voice, console)
+    welcome = t(
+        "term.welcome",
+        cfg.agent.lang,
+        version=__version__,
+        model=cfg.model.model,
+        provider=cfg.model.provider,
+        base_url=cfg.model.base_url or "(default)",
+        robot=body.label,
+        commands=command_list(commands or {}),  # the audio commands too with audio output
+    )
+    if web_url:
+        welcome += "\n" + t("term.console", cfg.agent.lang, url=web_url)
     channel = TerminalChannel(
-        agent, console, welcome=welcome, model_factory=model_factory, commands=commands
+        agent,
+        console,
+        welcome=welcome,
+        model_factory=model_factory,
+        commands=commands,
+        finish=finish,
     )
     await channel.run()
-    if voice is not None and channel.end_of_input:  # piped commands: their replies in full
-        from loopact.app.voice import finish_speaking
-
-        await finish_speaking(voice, console)
     return 0

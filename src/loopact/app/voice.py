@@ -26,7 +26,7 @@ from loopact.channels.voice_tools import (
     make_voice_tools,
 )
 from loopact.config import Config
-from loopact.errors import ConfigError, VoiceError
+from loopact.errors import AudioFormatError, ConfigError, VoiceError
 from loopact.tools.builtin.files import Workspace
 from loopact.voice.audio import AudioSink, AudioSource
 from loopact.voice.listen import Listener
@@ -63,19 +63,33 @@ def voice_requested(cfg: Config) -> bool:
     return v.enabled or v.ros2_topics or v.audio_in is not None or v.audio_out is not None
 
 
+def voice_refusal(modality: str) -> str | None:
+    """G3: why ``agent.modality`` refuses spoken requests (with the fix), or None when it
+    allows them (``any``, ``voice+text``). The one line of the command line's refusal and of
+    the web console's microphone.
+
+    Args:
+        modality: The ``agent.modality`` value (``text``, ``image+text``, ...).
+    """
+    if modality in ("any", "voice+text"):
+        return None
+    return (
+        f"agent.modality is {modality!r}: spoken requests are refused; set agent.modality "
+        "to voice+text (or any)"
+    )
+
+
 def check_modality(cfg: Config) -> None:
-    """G3: voice needs ``agent.modality`` ``any`` or ``voice+text``.
+    """G3: voice (``--voice``, ``--audio-in``, ``--audio-out``) needs ``agent.modality``
+    ``any`` or ``voice+text``.
 
     Raises:
-        ConfigError: The configured modality refuses voice (names the key and the fix).
+        ConfigError: The configured modality refuses voice (:func:`voice_refusal`: names the
+            key and the fix).
     """
-    modality = cfg.agent.modality
-    if voice_requested(cfg) and modality not in ("any", "voice+text"):
-        raise ConfigError(
-            f"agent.modality is {modality!r}: spoken requests are refused; set agent.modality "
-            "to voice+text (or any) to use --voice, --audio-in or --audio-out",
-            key="agent.modality",
-        )
+    refusal = voice_refusal(cfg.agent.modality)
+    if voice_requested(cfg) and refusal is not None:
+        raise ConfigError(refusal, key="agent.modality")
 
 
 def _key(value: Any, env_name: str | None, fallback: str | None, setting: str) -> str | None:
@@ -258,11 +272,18 @@ async def run_voice_file(run: VoiceRun, agent: Agent, console: Console) -> int:
 
     Returns the ``--once`` exit code over the commands (0, 3, 1; 1 too when the input held no
     speech at all, no words, or an utterance whose transcription failed: a command was lost).
+
+    Raises:
+        ConfigError: The input cannot be read as it arrives (``--audio-in -`` fed a WAV stream
+            of another format than 16 kHz mono 16-bit PCM), naming ``--audio-in``.
     """
     assert run.listener is not None
     agent_task = asyncio.ensure_future(agent.run())
     try:
-        await run.listener.run()
+        try:
+            await run.listener.run()
+        except AudioFormatError as exc:
+            raise ConfigError(str(exc), key="--audio-in") from None
         await run.channel.wait_done()
     finally:
         agent_task.cancel()

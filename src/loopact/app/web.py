@@ -93,19 +93,16 @@ def _with_voice(settings: Any, cfg: Config, agent: Agent, stack: AsyncExitStack)
     """The console's microphone button (issue 16): a :class:`WebVoice` whose engines are
     built from ``cfg.voice`` on first use; refused with a reason under a text-only or
     image+text modality (G3)."""
-    from loopact.app.voice import listener_options, make_stt, make_tts
+    from loopact.app.voice import listener_options, make_stt, make_tts, voice_refusal
     from loopact.channels.web.voice import WebVoice
 
     modality = cfg.agent.modality
-    refusal = None
-    if modality not in ("any", "voice+text"):
-        refusal = f"spoken requests are refused: agent.modality is {modality!r}"
     voice = WebVoice(
         agent,
         agent.bus,
         lambda: make_stt(cfg),
         lambda: make_tts(cfg),
-        refusal,
+        voice_refusal(modality),  # the command line's line (G3)
         lambda: listener_options(cfg),
     )
     stack.push_async_callback(voice.close)

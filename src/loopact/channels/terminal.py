@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -28,6 +28,19 @@ from loopact.events import Event
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
+
+BUILTIN_COMMANDS = ("/stop", "/reset", "/status", "/provider", "/quit")
+"""The terminal's own slash commands, in the order the welcome line lists them."""
+
+
+def command_list(extra: Iterable[str] = ()) -> str:
+    """The commands the welcome line and an unknown command's answer list: the terminal's
+    own, then ``extra`` (the audio commands when there is audio output, issue 16).
+
+    Args:
+        extra: More command names, e.g. ``["/play", "/pause"]``.
+    """
+    return " ".join((*BUILTIN_COMMANDS, *extra))
 
 
 def _args(arguments: Any, limit: int = 120) -> str:
@@ -47,12 +60,17 @@ class ProgressPrinter:
         console: Where to print (stderr for ``--once``; stdout interactively).
         stream_text: Print the reply text as it streams (interactive) rather than not at all.
         lang: Language of the labels.
+
+    Attributes:
+        notes_said: The ``speech_in`` notes printed so far (each is printed once; a caller
+            that said some already, e.g. an input file's conversion, adds them).
     """
 
     def __init__(self, console: Console, stream_text: bool, lang: str = "en") -> None:
         self.console = console
         self.stream_text = stream_text
         self.lang = lang
+        self.notes_said: set[str] = set()
         self._streamed: dict[str, list[str]] = {}
         self._in_text = False
         self.errors_shown = 0
@@ -183,9 +201,13 @@ class ProgressPrinter:
                 if d.get(key):
                     self.console.print(f"[yellow]  voice: {escape(str(d[key]))}[/]")
         elif typ == "speech_in" and d.get("notes"):
-            self._end_text()
-            for note in d["notes"]:
-                self.console.print(f"[yellow]  voice: {escape(str(note))}[/]")
+            # a note about the whole input comes with every utterance: said once
+            fresh = [str(n) for n in d["notes"] if str(n) not in self.notes_said]
+            if fresh:
+                self._end_text()
+            for note in fresh:
+                self.notes_said.add(note)
+                self.console.print(f"[yellow]  voice: {escape(note)}[/]")
         elif typ == "speech_out" and d.get("state") == "failed":
             self._end_text()
             self.console.print(f"[yellow]  voice: {escape(str(d.get('error', '')))}[/]")
@@ -218,9 +240,15 @@ class TerminalChannel:
         stdin: Input stream (``sys.stdin``).
         welcome: The first lines to print.
 
+        commands: More slash commands, by name (the voice playback commands, issue 16); each
+            runs in the background and prints the line it returns.
+        finish: Awaited at the end of the input, after the last task and the last command,
+            before "Bye." (the voice: until what is playing or queued has been heard to its
+            end); ``/quit`` and Ctrl-C do not wait for it.
+
     Attributes:
         end_of_input: The chat ended at the end of its input (after the last task), not by
-            ``/quit`` or Ctrl-C: what is still being said should be heard to its end.
+            ``/quit`` or Ctrl-C.
     """
 
     def __init__(
@@ -231,8 +259,10 @@ class TerminalChannel:
         welcome: str = "",
         model_factory: Callable[[list[str]], Model] | None = None,
         commands: dict[str, Callable[[list[str]], Awaitable[str]]] | None = None,
+        finish: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
+        self.finish = finish
         self.commands = dict(commands or {})  # e.g. the voice playback commands (issue 16)
         self._commands_running: set[asyncio.Future[None]] = set()
         self.model_factory = model_factory
@@ -303,8 +333,7 @@ class TerminalChannel:
                     break
                 line = line_task.result()
                 if line is None:
-                    await self.agent.wait_idle()
-                    self.end_of_input = True
+                    await self._finish_input(quit_task)
                     break
                 if not self._handle(line.strip()):
                     break
@@ -319,6 +348,26 @@ class TerminalChannel:
             unsub_p()
             unsub_c()
             self.console.print(t("term.bye", self.lang))
+
+    async def _finish_input(self, quit_task: asyncio.Future[Any]) -> None:
+        """End of input: wait for the last task, the commands still running (a ``/play``
+        still reading its file) and :attr:`finish`; Ctrl-C (``quit_task``) ends the wait."""
+
+        async def settle() -> None:
+            await self.agent.wait_idle()
+            while self._commands_running:
+                await asyncio.gather(*list(self._commands_running), return_exceptions=True)
+            if self.finish is not None:
+                await self.finish()
+
+        settling = asyncio.ensure_future(settle())
+        await asyncio.wait({settling, quit_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not settling.done():
+            settling.cancel()
+            await asyncio.gather(settling, return_exceptions=True)
+            return
+        settling.result()
+        self.end_of_input = True
 
     def _switch_provider(self, args: list[str]) -> None:
         """``/provider NAME [MODEL [BASE_URL]]``: switch the model at run time (SPEC B4)."""
@@ -367,7 +416,8 @@ class TerminalChannel:
                 self._commands_running.add(fut)
                 fut.add_done_callback(self._commands_running.discard)
             else:
-                self.console.print(t("term.unknown_command", self.lang, cmd=cmd))
+                listed = command_list(self.commands)
+                self.console.print(t("term.unknown_command", self.lang, cmd=cmd, commands=listed))
             return True
         self.agent.submit(line, source="terminal")
         return True

@@ -170,11 +170,25 @@ CommandHandler = Callable[[list[str]], Awaitable[str]]
 
 
 def console_commands(controls: VoiceControls) -> dict[str, CommandHandler]:
-    """``/play FILE``, ``/pause``, ``/resume``, ``/stopaudio``, ``/record SECONDS [FILE]``."""
+    """``/play FILE``, ``/pause``, ``/resume``, ``/stopaudio``, ``/record SECONDS [FILE]``.
+
+    Each handler takes the words after the command and returns the line to print (a
+    usage line, the result, or what went wrong, worded for the person at the terminal).
+
+    Raises:
+        ToolError: From a handler: what the tool refuses (a path outside the workspace, no
+            speaker or microphone); the terminal prints it as the command's line.
+    """
 
     async def play(args: list[str]) -> str:
         if len(args) != 1:
             return "usage: /play FILE.wav"
+        # said to the person at the terminal, not the model's hints (file_list)
+        target = controls.ws.resolve(args[0])  # outside the workspace: ToolError, printed
+        if not target.exists():
+            return f"no file {args[0]!r} in the workspace {controls.ws.root}"
+        if target.is_dir():
+            return f"{args[0]!r} is a folder of the workspace {controls.ws.root}: give a .wav file"
         result = await controls.play(args[0])
         return str(result.data if result.ok else result.error)
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import stat
 import time
 import wave
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
@@ -187,6 +189,18 @@ def to_mono16k(data: np.ndarray, rate_hz: int, channels: int = 1) -> tuple[bytes
     return pcm, notes
 
 
+def _is_empty(source: str | Path | bytes, stream: BinaryIO) -> bool:
+    """True for no bytes at all: an empty ``bytes``, or a regular file of size 0 (a pipe's
+    size says nothing, so a FIFO is never called empty here)."""
+    if isinstance(source, bytes):
+        return not source
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
 def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes, list[str]]:
     """Read a PCM WAV file (any rate, 8/16/32-bit, mono or stereo) as 16 kHz mono PCM.
 
@@ -195,22 +209,31 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
         name: What the error messages call it (default: the path, or ``audio`` for bytes).
 
     Returns:
-        The PCM and the notes of :func:`to_mono16k`.
+        The PCM and notes for people: a file cut short (fewer frames than its header says;
+        what is there is used), then the notes of :func:`to_mono16k`.
 
     Raises:
-        AudioFormatError: Not a readable PCM WAV file (names the file and the problem).
+        AudioFormatError: Not a readable PCM WAV file (names the file and the problem; an
+            empty file is said to be empty).
     """
     name = name or ("audio" if isinstance(source, bytes) else str(source))
     try:
         stream = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
     except OSError as exc:
         raise AudioFormatError(f"{name}: cannot be read: {exc.strerror or exc}") from None
+    if _is_empty(source, stream):
+        stream.close()
+        raise AudioFormatError(f"{name}: the file is empty (0 bytes)")
     try:
         with stream, wave.open(stream, "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
-            raw = wav.readframes(wav.getnframes())
+            claimed = wav.getnframes()
+            raw = wav.readframes(claimed)
     except (wave.Error, EOFError) as exc:
         raise AudioFormatError(f"{name}: not a PCM WAV file ({exc})") from None
+    present = len(raw) // (width * channels)
+    raw = raw[: present * width * channels]  # a file cut inside a frame
+    notes = _cut_short(claimed, present, rate, width * channels)
     if width == 2:
         data = np.frombuffer(raw, dtype="<i2")
     elif width == 1:
@@ -220,9 +243,25 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
     else:
         raise AudioFormatError(f"{name}: {8 * width}-bit samples are not supported (use 16-bit)")
     try:
-        return to_mono16k(data, rate, channels)
+        pcm, converted = to_mono16k(data, rate, channels)
     except AudioFormatError as exc:
         raise AudioFormatError(f"{name}: {exc}") from None
+    return pcm, notes + converted
+
+
+_STREAMED_BYTES = 0x7FFF_0000
+"""A data size this large is the placeholder of a writer that could not seek back to fill in
+the header (``espeak-ng --stdout``, ``arecord`` to a pipe): the length is unknown, not cut."""
+
+
+def _cut_short(claimed: int, present: int, rate_hz: int, frame_bytes: int) -> list[str]:
+    """A note when the file holds fewer frames than its header says (a truncated copy)."""
+    if present >= claimed or claimed * frame_bytes >= _STREAMED_BYTES:
+        return []
+    return [
+        f"the file is cut short: its header says {claimed} frames ({claimed / rate_hz:.2f} s), "
+        f"{present} are present ({present / rate_hz:.2f} s); what is there is used"
+    ]
 
 
 def wav_bytes(pcm: bytes, rate_hz: int = SAMPLE_RATE) -> bytes:

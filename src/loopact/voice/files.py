@@ -3,14 +3,17 @@
 A file source plays its recording into the pipeline in real time, like a microphone (so a
 reply and a second utterance overlap as they would in a room), and ends after the recording.
 A raw pipe (``-``: stdin / stdout) carries signed 16-bit little-endian mono PCM at 16 kHz with
-no header. A file sink writes exactly what was played (an interrupted sentence is cut where
-playback stopped); the gaps between replies are not written.
+no header; on standard input a WAV header of that same format (``arecord`` writes one to a
+pipe) is skipped, and a WAV stream of any other format is refused with what to do instead.
+A file sink writes exactly what was played (an interrupted sentence is cut where playback
+stopped); the gaps between replies are not written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 import sys
 import threading
 import time
@@ -42,7 +45,8 @@ class WavFileSource:
         tail_s: Silence after it, so the last utterance's end is heard.
 
     Attributes:
-        notes: What was converted or is wrong with the recording (stereo, 8 kHz, clipping).
+        notes: What was converted or is wrong with the recording (stereo, 8 kHz, clipping, cut
+            short); the listener puts them into every utterance's ``speech_in`` notes.
 
     Raises:
         AudioFormatError: The file is missing or is not a PCM WAV file.
@@ -78,7 +82,9 @@ class WavFileSource:
 class PcmPipeSource:
     """Raw 16 kHz mono s16le PCM from a pipe (``-``: standard input) until end of file.
 
-    The producer paces it (another process's microphone); frames are stamped on arrival.
+    The producer paces it (another process's microphone); frames are stamped on arrival. A
+    stream that starts with a WAV header (``RIFF`` ... ``WAVE``) is a WAV stream: its header
+    is skipped when it says 16 kHz mono 16-bit PCM, and refused otherwise (:meth:`frames`).
 
     Args:
         stream: A binary stream (``sys.stdin.buffer`` when None).
@@ -98,23 +104,51 @@ class PcmPipeSource:
         The pipe is read on a daemon thread of its own, not on the loop's default executor: a
         producer that keeps the pipe open without writing must not block the process's exit
         (``asyncio.run`` waits for the default executor's threads; issue 22 item 8).
+
+        Raises:
+            AudioFormatError: The stream is a WAV stream of another format than 16 kHz mono
+                16-bit PCM, or its WAV header is broken (the message says what to do).
         """
         chunks: asyncio.Queue[bytes] = asyncio.Queue()
         self._start_reader(asyncio.get_running_loop(), chunks)
         pending = bytearray()
+        header_done = False
         while not self._closed:
             chunk = await chunks.get()
             if not chunk:
                 break
             pending.extend(chunk)
+            if not header_done:
+                header_done = self._skip_wav_header(pending, at_end=False)
+                if not header_done:
+                    continue
             while len(pending) >= FRAME_BYTES:
                 yield AudioFrame(bytes(pending[:FRAME_BYTES]), time.monotonic())
                 del pending[:FRAME_BYTES]
+        if not header_done:
+            self._skip_wav_header(pending, at_end=True)
         if len(pending) % 2:
             self.notes.append("the PCM stream ended in the middle of a sample")
             pending = pending[:-1]
         async for frame in paced(bytes(pending) + b"\0\0" * int(self._tail_s * SAMPLE_RATE)):
             yield frame
+
+    def _skip_wav_header(self, pending: bytearray, *, at_end: bool) -> bool:
+        """Drop a 16 kHz mono 16-bit WAV header from the start of ``pending``; False while
+        more bytes are needed to tell. Raw PCM (no ``RIFF`` id) is left as it is.
+
+        Raises:
+            AudioFormatError: A WAV stream of another format, or a broken header.
+        """
+        try:
+            skip = wav_stream_header(bytes(pending), at_end=at_end)
+        except AudioFormatError as exc:
+            self._closed = True  # the reader thread stops
+            raise AudioFormatError(f"{self.name}: {exc}") from None
+        if skip is None:
+            return False
+        del pending[:skip]
+        return True
 
     def _start_reader(self, loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[bytes]) -> None:
         """Read the pipe on a daemon thread into ``chunks``; ``b""`` at end of file or error."""
@@ -196,6 +230,68 @@ class PcmPipeSink(ClockedSink):
         await super().close()
         with contextlib.suppress(BrokenPipeError, OSError, ValueError):
             self._stream.flush()
+
+
+_MAX_WAV_HEADER = 64 * 1024
+"""A WAV stream's chunks before its ``data`` chunk may take this many bytes (metadata)."""
+
+
+def wav_stream_header(head: bytes, *, at_end: bool = False) -> int | None:
+    """How many bytes of WAV header start ``head``, the first bytes of a raw PCM stream.
+
+    Args:
+        head: The bytes received so far.
+        at_end: No more bytes will come (the stream ended).
+
+    Returns:
+        0 for raw PCM (no ``RIFF``/``WAVE`` ids), the header's length for a WAV stream of
+        16 kHz mono 16-bit PCM (its ``data`` chunk follows), or None when more bytes are
+        needed to tell.
+
+    Raises:
+        AudioFormatError: A WAV stream of any other format (rate, channels, sample width or
+            encoding; the message says how to record or pass it instead), or a WAV header
+            without ``fmt`` before ``data``, longer than 64 KiB, or cut off.
+    """
+    if not b"RIFF".startswith(head[:4]) or (len(head) >= 12 and head[8:12] != b"WAVE"):
+        return 0
+    if len(head) < 12:
+        return 0 if at_end else None
+    fmt: tuple[int, int, int, int] | None = None
+    pos = 12
+    while pos + 8 <= len(head):
+        cid, size = head[pos : pos + 4], struct.unpack_from("<I", head, pos + 4)[0]
+        if cid == b"data":
+            if fmt is None:
+                raise AudioFormatError("a WAV header without its fmt chunk before the data")
+            _check_stream_format(*fmt)
+            return pos + 8
+        if cid == b"fmt ":
+            if size < 16 or pos + 8 + 16 > len(head):
+                break
+            fmt = struct.unpack_from("<HHIxxxxxxH", head, pos + 8)
+        pos += 8 + size + (size & 1)
+        if pos > _MAX_WAV_HEADER:
+            raise AudioFormatError(f"a WAV header of more than {_MAX_WAV_HEADER} bytes")
+    if at_end:
+        raise AudioFormatError("the WAV header ends before its data chunk")
+    return None
+
+
+def _check_stream_format(tag: int, channels: int, rate_hz: int, bits: int) -> None:
+    """Refuse a WAV stream that is not 16 kHz mono 16-bit PCM (``-`` is not converted)."""
+    if (tag, channels, rate_hz, bits) in ((1, 1, SAMPLE_RATE, 16), (0xFFFE, 1, SAMPLE_RATE, 16)):
+        return
+    what = (
+        f"{rate_hz} Hz, {channels}-channel, {bits}-bit PCM"
+        if tag in (1, 0xFFFE)
+        else f"not PCM (WAV format {tag:#06x})"
+    )
+    raise AudioFormatError(
+        f"a WAV stream of {what}; --audio-in - takes 16 kHz mono 16-bit PCM "
+        "(arecord -f S16_LE -r 16000 -c 1): give a WAV file as --audio-in FILE.wav "
+        "instead (any rate, mono or stereo, converted)"
+    )
 
 
 def open_source(spec: str, *, realtime: bool = True) -> WavFileSource | PcmPipeSource:

@@ -193,6 +193,9 @@ class Listener:
         clipped = float(np.mean(np.abs(samples.astype(np.int32)) >= 32000)) if samples.size else 0
         if clipped > 0.005:
             utt.notes.append(f"the speech is clipped ({clipped:.1%} of samples at full scale)")
+        # what was converted or is wrong with the whole input (a file's rate, channels,
+        # length) holds for every utterance cut from it
+        utt.notes[:0] = [str(n) for n in getattr(self.source, "notes", ())]
         if utt.truncated:
             utt.notes.append(
                 f"an utterance longer than {utt.duration_s:.0f} s was cut there; "

@@ -227,8 +227,8 @@ class Player:
             self.stats.stopped_at.append(time.monotonic())
         self.stats.stops += 1
         item.speech.cancel()
+        self._event(state, reason=reason, item=item)  # with the generation it was part of
         item.gen = -1  # the worker sees it is dropped
-        self._event(state, reason=reason, item=item)
         self._current = None
         self._paused_by = None
         self._resumed.set()

@@ -122,16 +122,25 @@ class AudioLink:
         return None
 
     def control(self, message: dict[str, Any]) -> str | None:
-        """A ``mic`` control message; returns an error text, or None."""
+        """A ``mic`` control message; returns an error text, or None.
+
+        Args:
+            message: ``{"type": "mic", "state": "start"|"stop", "mode": "ptt"|"handsfree"}``
+                (``mode`` only with ``start``; without it, push-to-talk). An unknown
+                ``state`` or ``mode`` is refused and changes nothing.
+        """
         if message.get("type") != "mic":
             return None
         refusal = self.voice.refusal
         if refusal is not None:
             return refusal
         state = message.get("state")
+        mode = message.get("mode", "ptt")
+        if state == "start" and mode not in ("ptt", "handsfree"):
+            return f"mic mode {mode!r}: expected ptt or handsfree"
         if state == "start":
             self.voice.start()
-            self.mode = "handsfree" if message.get("mode") == "handsfree" else "ptt"
+            self.mode = str(mode)
             self.mic_on = True
         elif state == "stop":
             if self.mic_on and self.mode == "ptt":
