@@ -466,13 +466,22 @@ async def test_a_chinese_question_answered_in_english_is_told_in_chinese(
             {"text": "The door is 5.43 meters away."},
             {"tool_calls": [ask]},
             {"text": "门在 5.43 米外。"},
+            {"tool_calls": [call("seewhat", {})]},
+            {"text": "I see a red box."},
         ]
     )
     agent, rec = steps_agent(server, robot, tmp_path)
     zh = await asyncio.wait_for(agent.run_task("离门多远？"), 60)
     en = await asyncio.wait_for(agent.run_task("how far is the door?"), 60)
     said = await asyncio.wait_for(agent.run_task("门有多远"), 60)
+    seen = await asyncio.wait_for(agent.run_task("你看到了什么？"), 60)
     await agent.close()
+    # the offline scene description, rendered: every object and the line, in Chinese
+    described = rec.of("tool_result")[-1].data["data"]["result"]
+    assert described.startswith("I see a ") and "line on the floor" in described, described
+    assert seen.reply.startswith("我看到") and "地面上的紫色线" in seen.reply, seen.reply
+    assert not re.findall(r"[A-Za-z]{2,}", seen.reply), seen.reply
+    assert seen.reply.count("（") == described.count(" degrees ") + described.count("straight")
     dist = next(e.data for e in rec.of("tool_result"))["data"]["distance_m"]
     assert zh.reply == f"门在 {dist:.2f} 米外，在右方 6 度。", zh.reply  # the runtime's numbers
     assert en.reply == "The door is 5.43 meters away."

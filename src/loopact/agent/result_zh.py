@@ -8,7 +8,8 @@ is. When the local brain's reply to a Chinese instruction is built from those se
 stays English: never a guess.
 
 The patterns follow the sentences of :mod:`loopact.robot.motion`, ``head``, ``navigation``,
-``approach``, ``follow_line`` and ``track``; ``tests/agent/test_steps.py`` runs those tools on
+``approach``, ``follow_line`` and ``track``, and the offline scene description of ``seewhat``
+(:func:`loopact.vision.scene.describe`); ``tests/agent/test_steps.py`` runs those tools on
 the simulated robot and checks that their sentences come out Chinese.
 """
 
@@ -123,6 +124,42 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tup
 _CLAMPED = " (speed clamped to the robot's limit)"
 
 
+_COLOURS = {
+    "red": "红色", "yellow": "黄色", "green": "绿色", "cyan": "青色", "blue": "蓝色",
+    "purple": "紫色", "brown": "棕色", "orange": "橙色", "pink": "粉色", "magenta": "品红色",
+    "white": "白色", "black": "黑色",
+}  # fmt: skip
+_THINGS = {"box": "盒子", "ball": "球", "crate or table": "箱子或桌子"}
+_NOTHING_SEEN = "I see no coloured objects and no floor line, only the floor and walls."
+_SEEN_THING = re.compile(
+    rf"a (\w+) (box|ball|crate or table)(?: ({_NUM}) m away,)? "
+    rf"(straight ahead|({_NUM}) degrees (left|right))"
+)
+_SEEN_LINE = re.compile(r"the (\w+) line on the floor")
+
+
+def _scene(text: str) -> str | None:
+    """The offline scene description (:func:`loopact.vision.scene.describe`: ``I see a red
+    box 2.8 m away, 29 degrees right; ...; and the purple line on the floor.``) in Chinese,
+    or None when a part is not one it writes."""
+    if text == _NOTHING_SEEN:
+        return "没有看到彩色物体，也没有地面线，只有地面和墙壁"
+    if not (text.startswith("I see ") and text.endswith(".")):
+        return None
+    out = []
+    for part in text[len("I see ") : -1].split("; "):
+        part = part.removeprefix("and ")
+        if m := _SEEN_THING.fullmatch(part):
+            where = "正前方" if m[4] == "straight ahead" else f"{_WAY[m[6]]}方 {m[5]} 度"
+            dist = f"{m[3]} 米，" if m[3] else ""
+            out.append(f"{_COLOURS.get(m[1], m[1])}{_THINGS[m[2]]}（{dist}{where}）")
+        elif m := _SEEN_LINE.fullmatch(part):
+            out.append(f"地面上的{_COLOURS.get(m[1], m[1])}线")
+        else:
+            return None
+    return "我看到" + "；".join(out)
+
+
 def result_zh(sentence: str, names: Mapping[str, str] | None = None) -> str:
     """``sentence`` (one of the runtime's result sentences) in Chinese, or as it is.
 
@@ -137,6 +174,9 @@ def result_zh(sentence: str, names: Mapping[str, str] | None = None) -> str:
         The Chinese sentence (``"前进了 0.50 米，到达目标"``), or ``sentence`` unchanged when
         it is not one the runtime writes.
     """
+    scene = _scene(sentence.strip())
+    if scene is not None:
+        return scene
     text, clamped = sentence.strip(), ""
     if text.endswith(_CLAMPED):
         text, clamped = text[: -len(_CLAMPED)], "（速度已限制在机器人的上限内）"
