@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests.agent.helpers import Recorder
 from tests.test_cli import run_cli
 
-from loopact.agent import Agent, AgentOptions, Bounds
+from loopact.agent import Agent, AgentOptions, Bounds, TaskOutcome
 from loopact.config import config_secret_settings, config_secrets, load_config
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.events import EventBus
@@ -43,6 +43,21 @@ def model_for(provider: str, server: ScriptedModelServer) -> Model:
     if provider == "dify":
         return DifyModel(base_url=server.base_url, api_key=KEY, request_timeout_s=10)
     return OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
+
+
+async def run_recorded(
+    server: ScriptedModelServer, files: Path, text: str, **options: Any
+) -> tuple[TaskOutcome, Recorder]:
+    """One task of an agent with the built-in tools on ``files``, talking to ``server`` with
+    the key :data:`KEY`; its outcome and every event it emitted."""
+    model = OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
+    agent = Agent(model, ToolRegistry(make_builtin_tools(files)), AgentOptions(**options))
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    try:
+        return await agent.run_task(text), rec
+    finally:
+        await agent.close()
 
 
 def refusal(status: int = 401) -> dict[str, Any]:
@@ -115,16 +130,9 @@ async def test_every_event_is_masked(scripted_server: Factory, tmp_path: Path) -
             {"text": f"The file holds the key {KEY}."},
         ]
     )
-    model = OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
-    agent = Agent(
-        model,
-        ToolRegistry(make_builtin_tools(workspace)),
-        AgentOptions(bounds=Bounds(), workspace=workspace),
+    outcome, rec = await run_recorded(
+        server, workspace, "what is in robot.env?", bounds=Bounds(), workspace=workspace
     )
-    rec = Recorder()
-    agent.bus.subscribe(rec)
-    outcome = await agent.run_task("what is in robot.env?")
-    await agent.close()
     assert outcome.status == "completed"
     dumped = json.dumps([e.to_json() for e in rec.events])
     assert KEY not in dumped
@@ -220,12 +228,7 @@ async def test_a_key_split_across_streamed_deltas_is_masked(
     workspace.mkdir()
     text = f"The key is {KEY}, and sk-live is not it."
     server = scripted_server([{"text": text, "chunk_size": 5}])
-    model = OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
-    agent = Agent(model, ToolRegistry(make_builtin_tools(workspace)), AgentOptions())
-    rec = Recorder()
-    agent.bus.subscribe(rec)
-    outcome = await agent.run_task("say the key")
-    await agent.close()
+    outcome, rec = await run_recorded(server, workspace, "say the key")
     assert outcome.status == "completed"
     deltas = [e.data["text"] for e in rec.of("text_delta")]
     assert len(deltas) > 5  # it did stream in pieces
@@ -297,16 +300,9 @@ async def test_secrets_in_argument_keys_and_deep_arguments_are_masked(
             {"text": "done"},
         ]
     )
-    model = OpenAIChatModel("m", server.base_url, api_key=KEY, request_timeout_s=10)
-    agent = Agent(
-        model,
-        ToolRegistry(make_builtin_tools(workspace)),
-        AgentOptions(bounds=Bounds(), workspace=workspace),
+    outcome, rec = await run_recorded(
+        server, workspace, "list the files, then wait", bounds=Bounds(), workspace=workspace
     )
-    rec = Recorder()
-    agent.bus.subscribe(rec)
-    outcome = await agent.run_task("list the files, then wait")
-    await agent.close()
     assert outcome.status == "completed"
     assert rec.of("model_response"), "the events under test were emitted"
     dumped = json.dumps([e.to_json() for e in rec.events])

@@ -37,6 +37,24 @@ def _args(server: Any, tmp_path: Path, *extra: str) -> list[str]:
     ]
 
 
+def _typed(args: list[str], tmp_path: Path, typed: str) -> subprocess.CompletedProcess[str]:
+    """``loopact ARGS`` with ``typed`` as its standard input (the terminal chat, piped)."""
+    return subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+#: ``loopact run`` with no robot and a model endpoint that is never reached.
+NO_MODEL = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
+NO_MODEL += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws"]
+
+
 def test_voice_without_a_sound_card_is_a_clear_message(
     scripted_server: Any, tmp_path: Path
 ) -> None:
@@ -139,15 +157,7 @@ def test_the_whole_reply_is_spoken_before_the_run_exits(
     args = _args(server, tmp_path, "--audio-out", "reply.wav", "--trace", "t.jsonl")
     if how == "once":
         args += ["--once", "say hello"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "loopact", *args],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        input="say hello\n" if how == "piped" else "",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _typed(args, tmp_path, "say hello\n" if how == "piped" else "")
     assert proc.returncode == 0, proc.stderr
     assert "Task was destroyed" not in proc.stderr, proc.stderr
     playing = [
@@ -169,16 +179,8 @@ def test_a_piped_play_is_heard_to_its_end_before_bye(tmp_path: Path) -> None:
     tone = (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2").tobytes()
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "cmd.wav").write_bytes(wav_bytes(tone))
-    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
-    args += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws", "--audio-out", "out.wav"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "loopact", *args],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        input="/play nope.wav\n/play cmd.wav\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = _typed(
+        [*NO_MODEL, "--audio-out", "out.wav"], tmp_path, "/play nope.wav\n/play cmd.wav\n"
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -195,17 +197,8 @@ def test_the_banner_lists_the_audio_commands_with_audio_output(
     tmp_path: Path, audio_out: bool
 ) -> None:
     # audit C finding 11: the banner left out /play /pause /resume /stopaudio /record
-    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--model", "x"]
-    args += ["--base-url", "http://127.0.0.1:1/v1", "--workspace", "ws"]
-    args += ["--audio-out", "out.wav"] if audio_out else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "loopact", *args],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        input="/nope\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = _typed(
+        [*NO_MODEL, *(["--audio-out", "out.wav"] if audio_out else [])], tmp_path, "/nope\n"
     )
     assert proc.returncode == 0, proc.stderr
     listed = "/stop /reset /status /provider /quit"

@@ -152,13 +152,11 @@ class ToolCall:
     error: str | None = None
 
     def __post_init__(self) -> None:  # lone surrogates become U+FFFD (valid_text)
-        for key in ("name", "raw_arguments"):
+        for key in ("name", "raw_arguments", "arguments"):
             value = getattr(self, key)
-            if isinstance(value, str) and valid_text(value) is not value:
-                object.__setattr__(self, key, valid_text(value))
-        clean = valid_value(self.arguments)
-        if clean is not self.arguments:
-            object.__setattr__(self, "arguments", clean)
+            clean = valid_value(value)
+            if clean is not value:
+                object.__setattr__(self, key, clean)
 
     def arguments_json(self) -> str:
         """The arguments as canonical JSON text (sorted keys): used for de-duplication (A3)."""
