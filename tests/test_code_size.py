@@ -29,7 +29,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {
         "TaskRun: one task's rounds and its five bodies (ReAct, steps, plan, action text, "
         "continuous); next out: the plan and action-text bodies",
     ),
-    "cli.py": (660, "one typer command per verb; next out: the sim and mcp commands"),
     "llm/anthropic.py": (
         650,
         "one wire protocol (Messages API, thinking, cache); being changed "

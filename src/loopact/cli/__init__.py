@@ -1,0 +1,87 @@
+"""The ``loopact`` command (typer).
+
+``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
+``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
+``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
+``loopact sim`` works with the simulator; ``loopact node`` serves a file's tools as nodes;
+``loopact base`` runs the safety governor next to the base; ``loopact mcp`` serves the agent's
+tools over MCP; ``loopact eval`` runs the graded task suite.
+Exit codes of ``run --once``: 0 the task ended
+with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
+stderr), 2 a usage or configuration error, 130 Ctrl-C.
+
+The commands live beside this file: :mod:`loopact.cli.agent` (run, init, trace,
+scripted-server), :mod:`loopact.cli.services` (sim, node, base, mcp) and
+:mod:`loopact.eval.cli` (eval); :mod:`loopact.cli._common` holds the exit codes and runners.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from loopact._version import __version__
+from loopact.cli._common import (
+    EXIT_BOUNDED,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
+from loopact.cli.agent import init, run, scripted_server, trace_cmd
+from loopact.cli.services import base, mcp_cmd, node, sim
+from loopact.eval.cli import eval_command
+
+__all__ = [
+    "EXIT_BOUNDED",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "app",
+    "main",
+]
+
+app = typer.Typer(
+    name="loopact",
+    help="A runtime for multimodal autonomous agents that act in the physical world.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+sim_app = typer.Typer(help="The built-in MuJoCo simulated robot.", no_args_is_help=True)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        typer.echo(f"loopact {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+# The order here is the order ``loopact --help`` lists the commands in.
+app.command()(run)
+app.command()(init)
+app.command("trace")(trace_cmd)
+app.command("scripted-server")(scripted_server)
+sim_app.callback(invoke_without_command=True)(sim)
+app.add_typer(sim_app, name="sim")
+app.command("eval")(eval_command)  # issue 20: the graded task suite (loopact/eval/cli.py)
+app.command()(node)
+app.command()(base)
+app.command("mcp")(mcp_cmd)
+
+
+def main() -> None:
+    """Entry point of the ``loopact`` command."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

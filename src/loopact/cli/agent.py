@@ -1,0 +1,277 @@
+"""``loopact run`` (the agent), ``loopact init``, ``loopact trace`` and ``loopact scripted-server``.
+
+Exit codes of ``run --once``: 0 the task ended with a reply, 3 it ended on a bound (the fallback
+text is printed), 1 an error (message on stderr), 2 a usage or configuration error, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from loopact.cli._common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    run_async,
+    setup_logging,
+)
+from loopact.errors import ConfigError, LoopactError
+
+
+def run(
+    config: Path | None = typer.Option(None, "--config", help="Config file (YAML)."),
+    mcp_config: Path | None = typer.Option(
+        None, "--mcp-config", help="MCP servers file (JSON or YAML with a servers mapping)."
+    ),
+    provider: str | None = typer.Option(
+        None, "--provider", help="Model protocol: openai, anthropic or dify."
+    ),
+    mode: str | None = typer.Option(
+        None, "--mode", help="task (default), plan, or continuous (always running)."
+    ),
+    context_limit: int | None = typer.Option(
+        None,
+        "--context-limit",
+        help="Summarise older turns above this many prompt tokens (default: 60% of the "
+        "model's context size).",
+    ),
+    memory: Path | None = typer.Option(None, "--memory", help="Memory folder (a Git repo)."),
+    web_host: str | None = typer.Option(None, "--web-host", help="Console address."),
+    web_port: int | None = typer.Option(None, "--web-port", help="Console port (8080)."),
+    web_token: str | None = typer.Option(
+        None, "--web-token", help="Token required by the console (needed beyond loopback)."
+    ),
+    no_web: bool = typer.Option(False, "--no-web", help="Do not serve the web console."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="Run without long-term memory."),
+    tool_calling: str | None = typer.Option(
+        None, "--tool-calling", help="native, text (action lines) or auto."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
+    model: str | None = typer.Option(None, "--model", help="Model name."),
+    api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
+    robot: str | None = typer.Option(
+        None, "--robot", help="Robot: sim (default), ros2 (ROS 2 topics) or none."
+    ),
+    agent_name: str | None = typer.Option(
+        None, "--agent-name", help="Agent name: prefix of its node topics (default loopact)."
+    ),
+    transport: str | None = typer.Option(
+        None, "--transport", help="Nodes over: auto (ROS 2 with --robot ros2), ros2, mqtt, none."
+    ),
+    broker: str | None = typer.Option(
+        None, "--broker", help="MQTT broker, e.g. mqtt://host:1883 (with --transport mqtt)."
+    ),
+    board: str | None = typer.Option(
+        None, "--board", help="Board devices: sim (default, simulated), linux or none."
+    ),
+    board_file: Path | None = typer.Option(
+        None, "--board-file", help="Board description (YAML) of its pins and devices."
+    ),
+    profile: str | None = typer.Option(None, "--profile", help="Hardware profile name/path."),
+    site: str | None = typer.Option(None, "--site", help="Site map name or path."),
+    sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="Sim scenario: default or moving-target."
+    ),
+    sim_log: Path | None = typer.Option(
+        None, "--sim-log", help="Sim: write ground-truth poses here (JSON Lines, 20 Hz)."
+    ),
+    workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
+    once: str | None = typer.Option(None, "--once", help="Run one instruction and exit."),
+    trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
+    trace_full: bool = typer.Option(False, "--trace-full", help="Also trace request messages."),
+    lang: str | None = typer.Option(None, "--lang", help="Language for people: en or zh."),
+    voice: bool = typer.Option(
+        False, "--voice", help="Talk to the robot: microphone and speaker (docs/voice.md)."
+    ),
+    audio_in: str | None = typer.Option(
+        None,
+        "--audio-in",
+        help="Spoken commands from a WAV file, or raw 16 kHz mono s16le PCM on stdin (-); "
+        "exits after the last reply.",
+    ),
+    audio_out: str | None = typer.Option(
+        None, "--audio-out", help="Spoken replies into a WAV file, or raw PCM on stdout (-)."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+) -> None:
+    """Start the agent: an interactive terminal chat, or one task with --once."""
+    setup_logging(verbose)
+    overrides = _run_overrides(locals())
+    if once is not None and audio_in is not None:
+        err.print("loopact: give --once TEXT or --audio-in FILE, not both", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    if once is not None and not once.strip():
+        err.print("loopact: --once needs an instruction (got an empty one)", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(_start(config, mcp_config, overrides, once))
+
+
+_RUN_FLAG_KEYS = {
+    "provider": "model.provider",
+    "base_url": "model.base_url",
+    "model": "model.model",
+    "api_key": "model.api_key",
+    "robot": "robot.kind",
+    "profile": "robot.profile",
+    "site": "robot.site",
+    "sim_speed": "robot.sim_speed",
+    "scenario": "robot.scenario",
+    "sim_log": "robot.sim_log",
+    "workspace": "agent.workspace",
+    "lang": "agent.lang",
+    "agent_name": "agent.name",
+    "mode": "agent.mode",
+    "tool_calling": "agent.tool_calling",
+    "context_limit": "agent.context_limit",
+    "memory": "memory.path",
+    "web_host": "web.host",
+    "web_port": "web.port",
+    "web_token": "web.token",
+    "trace": "trace.path",
+    "transport": "nodes.transport",
+    "broker": "mqtt.broker",
+    "board": "board.kind",
+    "board_file": "board.file",
+    "audio_in": "voice.audio_in",
+    "audio_out": "voice.audio_out",
+}
+"""``loopact run`` flags that set a config key (``section.key``) to their value."""
+_RUN_SWITCHES = {
+    "no_memory": ("memory.enabled", False),
+    "no_web": ("web.enabled", False),
+    "yes": ("confirm.auto_approve", True),
+    "trace_full": ("trace.full", True),
+    "voice": ("voice.enabled", True),
+}
+"""``loopact run`` switches that, when given, set a config key to a fixed value."""
+
+
+def _run_overrides(flags: dict[str, Any]) -> dict[str, Any]:
+    """The config overrides of ``loopact run``'s flags (None: not given, the config decides)."""
+    out: dict[str, dict[str, Any]] = {}
+    for flag, key in _RUN_FLAG_KEYS.items():
+        section, name = key.split(".")
+        out.setdefault(section, {})[name] = flags[flag]
+    for flag, (key, value) in _RUN_SWITCHES.items():
+        section, name = key.split(".")
+        out.setdefault(section, {})[name] = value if flags[flag] else None
+    return out
+
+
+def _start(
+    config: Path | None, mcp_config: Path | None, overrides: dict[str, Any], once: str | None
+) -> int:
+    """Load the configuration, say which brain runs, and run the agent; returns the exit code.
+
+    Raises:
+        typer.Exit: With :data:`EXIT_USAGE` when the configuration is wrong (message on stderr).
+    """
+    from loopact.app.run import build_and_run
+    from loopact.config import load_config
+    from loopact.i18n import t
+
+    try:
+        cfg, source = load_config(config, overrides=overrides, mcp_config=mcp_config)
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if not cfg.endpoint_configured:
+        # Issue 6: no endpoint means the local llama.cpp brain; one line says so.
+        from loopact.llm.local import local_brain_banner
+
+        try:
+            banner = local_brain_banner(cfg.local, cfg.agent.lang)
+        except ConfigError as exc:
+            err.print(f"loopact: {exc}", markup=False)
+            err.print(t("cli.no_endpoint", cfg.agent.lang), highlight=False, markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
+        err.print(banner, highlight=False, markup=False)
+    try:
+        return run_async(build_and_run(cfg, once=once, config_source=source))
+    except ConfigError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        return EXIT_USAGE
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        return EXIT_ERROR
+
+
+def init(
+    path: Path = typer.Option(Path("loopact.yaml"), "--path", help="Where to write the config."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a commented starter config (./loopact.yaml)."""
+    from loopact.config import STARTER_CONFIG
+
+    if path.exists() and not force:
+        err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        path.write_text(STARTER_CONFIG, encoding="utf-8")
+    except OSError as exc:
+        err.print(f"loopact: cannot write {path}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    typer.echo(f"wrote {path}; edit model.base_url / model.model, then: loopact run")
+
+
+def trace_cmd(
+    path: Path = typer.Argument(..., help="A trace written by --trace."),
+    to_script: Path | None = typer.Option(
+        None, "--to-script", help="Write a scripted-server script that replays the run."
+    ),
+) -> None:
+    """Print a trace as a timeline, or turn it into a replay script."""
+    from loopact.trace import read_trace, timeline
+    from loopact.trace import to_script as make_script
+
+    try:
+        events = list(read_trace(path))
+    except (OSError, ValueError) as exc:
+        err.print(f"loopact: cannot read trace: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if to_script is not None:
+        try:
+            script = make_script(events)
+        except ValueError as exc:
+            err.print(f"loopact: {exc}", markup=False)
+            raise typer.Exit(EXIT_ERROR) from None
+        try:
+            to_script.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            err.print(f"loopact: cannot write {to_script}: {exc.strerror or exc}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
+        typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
+        return
+    for line in timeline(events):
+        typer.echo(line)
+
+
+def scripted_server(
+    script: Path = typer.Argument(..., help="Script JSON (docs/scripted-server.md)."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+) -> None:
+    """Serve a script over the OpenAI, Anthropic and Dify protocols (demos, replays)."""
+    from loopact.testing.server import serve_forever
+
+    if not script.is_file():
+        what = "is not a file" if script.exists() else "does not exist"
+        err.print(f"loopact: script {script} {what}", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        serve_forever(str(script), host=host, port=port)
+    except LoopactError as exc:
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except OSError as exc:
+        err.print(f"loopact: cannot listen on {host}:{port}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK) from None
