@@ -88,6 +88,32 @@ async def test_physics_waits_for_a_stalled_event_loop(sim: Simulator) -> None:
     await asyncio.wait_for(sim.clock.sleep(0.2), WAIT_S)  # and it goes on afterwards
 
 
+async def test_physics_waits_for_the_woken_controller_to_take_its_step() -> None:
+    """At ``speed=inf`` a controller woken by the simulated clock takes its step (compute,
+    command) before physics goes on, however long that step takes in wall time: the navigation
+    controller saw 0.5 s of sim time pass between a wake-up and its next twist on a loaded
+    machine and the governor's watchdog stopped the base (``loopact eval --sim-speed inf``,
+    nav_kitchen failed 1 run in 4). The slow step is injected by blocking the loop 0.1 s."""
+    sim = Simulator(speed=float("inf"))
+    sim.start()
+    try:
+        steps: list[tuple[float, float]] = []
+
+        async def controller() -> None:
+            for _ in range(3):
+                await sim.clock.sleep(0.02)
+                woke = sim.now()
+                time.sleep(0.1)  # the slow step under test (compute and command), not a wait
+                steps.append((woke, sim.now()))
+
+        await asyncio.wait_for(controller(), WAIT_S)
+        for woke, stepped in steps:
+            assert stepped - woke <= 0.05 + 0.02, f"physics ran {stepped - woke:.2f} s mid-step"
+        await asyncio.wait_for(sim.clock.sleep(0.2), WAIT_S)  # and it goes on afterwards
+    finally:
+        sim.close()
+
+
 async def test_turning_twist_increases_yaw(sim: Simulator) -> None:
     t0, t1 = command_twist(sim, 0.0, 1.0)
     await asyncio.wait_for(sim.clock.sleep(1.0), WAIT_S)

@@ -357,8 +357,19 @@ class Simulator:
                     self._unseen.pop(seq, None)
 
     def _woken(self, fut: asyncio.Future[None], seq: int) -> None:
-        """On the sleeper's loop: wake it, and tell physics that loop is keeping up."""
+        """On the sleeper's loop: wake it; once the woken task has taken its step (up to its
+        next await), tell physics that loop is keeping up.
+
+        Waking the future queues the task's step on this loop; the callback queued after it
+        runs once that step is over. Physics so holds while a controller computes and sends
+        its command, at any speed: at ``speed=inf`` it would otherwise run on unbounded in
+        that window (seconds of sim time in a slow step on a loaded machine, and the
+        governor's watchdog stops the base).
+        """
         _wake(fut)
+        asyncio.get_running_loop().call_soon(self._seen, seq)  # runs after the task's step
+
+    def _seen(self, seq: int) -> None:
         with self._lock:
             self._unseen.pop(seq, None)
 
