@@ -52,6 +52,36 @@ def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no task matches" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--time-factor", "0"], "--time-factor must be a finite number > 0"),
+        (["--time-factor", "nan"], "--time-factor must be a finite number > 0"),
+        (["--sim-speed", "nan"], "--sim-speed must be > 0"),
+        (["--sim-speed", "-1"], "--sim-speed must be > 0"),
+        (["--json", "/"], "--json / is a folder"),
+        (["--out", "FILE"], "is a file, not a folder"),
+        (["--json", "FILE/report.json"], "is a file, not a folder"),
+        (["--record", "/proc/no/such"], "--record /proc/no/such: cannot write there"),
+    ],
+)
+def test_bad_numbers_and_paths_are_refused_before_any_run(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
+    """A time factor of 0 used to mean the default, NaN no bound at all, and an unwritable
+    --json a traceback after the whole suite had run (its results lost)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    flags = [f.replace("FILE", str(afile)) for f in flags]
+    out = ["--out", str(tmp_path / "runs")] if "--out" not in flags else []
+    cmd = ["eval", "--model-script", "recorded/", "-t", "move_forward_1m", *out, *flags]
+    proc = run_cli(cmd, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert said in proc.stderr and "Traceback" not in proc.stderr
+    assert "tasks x" not in proc.stderr  # refused before the suite started
+    assert not (tmp_path / "runs" / "move_forward_1m").exists()
+
+
 @pytest.mark.sim
 def test_recorded_subset_passes_with_table_and_json(tmp_path: Path) -> None:
     args = ["eval", "--model-script", "recorded/", "--out", str(tmp_path / "runs")]

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import math
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,29 @@ def resolve_scripts(given: Path) -> Path:
     )
 
 
+def writable_dir(path: Path, flag: str) -> Path:
+    """Create folder ``path`` (and its parents) if needed and check that files can be written
+    in it, before the suite runs for minutes and its results are lost at the end.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ConfigError: It is a file, cannot be created, or is not writable (names ``flag``).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except FileExistsError:
+        raise ConfigError(f"{flag} {path} is a file, not a folder", key=flag) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{flag} {path}: cannot write there: {exc.strerror or exc}", flag
+        ) from None
+    return path
+
+
 def list_tasks(console: Console) -> None:
     """``--list``: every task with its category, language, instruction and what is graded."""
     from rich.table import Table
@@ -93,10 +118,23 @@ def run_eval(cfg: Config, args: EvalArgs, console: Console, err: Console) -> int
         raise ConfigError(str(exc), key="--task") from None
     if args.repeat < 1:
         raise ConfigError("--repeat must be at least 1", key="--repeat")
+    if not args.sim_speed > 0:  # NaN too
+        raise ConfigError(f"--sim-speed must be > 0 (or inf), got {args.sim_speed}", "--sim-speed")
+    if args.time_factor is not None and not 0 < args.time_factor < math.inf:
+        raise ConfigError(
+            f"--time-factor must be a finite number > 0 (1 keeps each task's bound), "
+            f"got {args.time_factor}",
+            key="--time-factor",
+        )
     scripts = resolve_scripts(args.model_script) if args.model_script is not None else None
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = (args.out_dir or Path("eval-runs") / stamp).resolve()
+    out_dir = writable_dir((args.out_dir or Path("eval-runs") / stamp).resolve(), "--out")
     json_path = args.json_path or out_dir / "eval.json"
+    if json_path.is_dir():
+        raise ConfigError(f"--json {json_path} is a folder; give the report's file name", "--json")
+    writable_dir(json_path.parent, "--json")
+    if args.record is not None:
+        writable_dir(args.record, "--record")
     local = scripts is None and not cfg.endpoint_configured
     factor = args.time_factor or (LOCAL_TIME_FACTOR if local else 1.0)
     from loopact.eval.runner import EvalOptions
@@ -139,7 +177,11 @@ async def _run(
         results = await suite.run(tasks, progress)
         label = suite.model_label
     print_table(console, results, f"loopact eval - {label}")
-    write_json(json_path, results, label)
+    try:
+        write_json(json_path, results, label)
+    except OSError as exc:  # checked before the run; the disk can still fill up
+        err.print(f"loopact: cannot write the JSON report {json_path}: {exc}", markup=False)
+        return 1
     console.print(f"wrote {json_path}", markup=False, highlight=False)
     return 0 if all(r.passed for r in results) else 1
 
