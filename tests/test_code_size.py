@@ -30,11 +30,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {
         "continuous); next out: the plan and action-text bodies",
     ),
     "cli.py": (660, "one typer command per verb; next out: the sim and mcp commands"),
-    "llm/anthropic.py": (
-        650,
-        "one wire protocol (Messages API, thinking, cache); being changed "
-        "today (wire/sec), split after",
-    ),
     "nodes/ros2.py": (
         670,
         "Ros2Connector: the transport verbs over rclpy (topics, patterns, actions with "
