@@ -16,8 +16,11 @@ Dify has no native tool calls: the answer holds action text that the loop parses
 (:mod:`loopact.agent.actiontext`).
 
 HTTP is ``httpx2`` (the client the SDKs here are built on; its server-sent-event support is the
-httpx-sse code). Errors map like the other providers: connection failures, 408/409/429/5xx and
-a stream cut before ``message_end`` are retryable, everything else is fatal.
+httpx-sse code). Errors map like the other providers: connection failures, 408/409/429/5xx, a
+stream cut before ``message_end`` or inside an event, and an error (event or HTTP body) that
+tells of a transient failure (Dify's ``internal_server_error``, a model provider's rate limit
+or outage, :func:`~loopact.llm.dify_stream.is_transient`) are retryable, everything else is
+fatal.
 """
 
 from __future__ import annotations
@@ -30,8 +33,13 @@ import httpx2
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.base import Capabilities, ModelEvent, ModelRequest, ResponseDone
-from loopact.llm.dify_stream import DifyStreamState, payloads
-from loopact.llm.httperrors import describe_body, masking_errors, status_error
+from loopact.llm.dify_stream import DifyStreamState, is_transient, payloads
+from loopact.llm.httperrors import (
+    describe_body,
+    masking_errors,
+    parse_retry_after,
+    status_error,
+)
 from loopact.llm.messages import Image, Message
 from loopact.llm.wire import drain, read_error_body
 from loopact.redact import Redactor
@@ -218,9 +226,11 @@ class DifyModel:
         as the action catalogue in the system prompt.
 
         Raises:
-            ModelRetryableError: Connection error, 408/409/429/5xx, stream cut.
-            ModelFatalError: An ``error`` event (naming Dify's code and message), another
-                HTTP error, a malformed event.
+            ModelRetryableError: Connection error, 408/409/429/5xx, stream cut (an event cut
+                mid-JSON too), an ``error`` event or HTTP error of a transient failure
+                (:func:`~loopact.llm.dify_stream.is_transient`), a vanished conversation.
+            ModelFatalError: Any other ``error`` event (naming Dify's code and message) or
+                HTTP error.
         """
         return masking_errors(self._stream(request), self.redactor)
 
@@ -248,9 +258,12 @@ class DifyModel:
                 if response.status_code != 200:
                     error = _http_error(await read_error_body(response), "chat-messages")
                     if response.status_code == 404 and self._conversation_id:
-                        # Dify deleted the conversation: forget it, so a retry starts afresh.
+                        # Dify deleted the conversation: forget it, so a retry starts afresh;
+                        # a server that lost it (restarted on a fresh database) may have lost
+                        # the files uploaded for it too: they are uploaded again.
                         gone = self._conversation_id
                         self._conversation_id = ""
+                        self._uploaded.clear()
                         raise ModelRetryableError(
                             f"Dify conversation {gone} no longer exists ({error}); "
                             "a retry starts a new conversation",
@@ -361,4 +374,9 @@ def _http_error(response: httpx2.Response, what: str) -> ModelError:
     else:
         detail = describe_body(response.text, response.headers.get("content-type"))
     message = f"Dify {what} answered HTTP {status}: {detail}"
-    return status_error(status, message, response.headers)
+    error = status_error(status, message, response.headers)
+    if not error.retryable and isinstance(body, dict) and is_transient(body):
+        # A model provider's rate limit raised before the stream started (HTTP 400).
+        retry_after = parse_retry_after(response.headers)
+        return ModelRetryableError(message, status=status, retry_after_s=retry_after)
+    return error

@@ -5,7 +5,8 @@ server-sent events into the model events of :mod:`loopact.llm.base`, one event a
 pure accumulator tests can drive with dicts): ``message`` / ``agent_message`` carry answer
 pieces, ``<think>`` text inside them is kept apart as reasoning, ``message_replace`` replaces
 the answer (output moderation), ``message_end`` carries the usage and ends the response,
-``error`` ends it with an error naming Dify's code and message; ``agent_thought`` is progress;
+``error`` ends it with an error naming Dify's code and message (:func:`dify_error`: retryable
+when a retry can help); ``agent_thought`` is progress;
 ``message_file`` is kept in the message's ``provider_data``; ``ping``, TTS and workflow events
 (``workflow_started``, ``node_started``, ...) are read and ignored. :func:`payloads` reads a
 response body into ``(event name, data)`` pairs, a blocking-mode JSON answer included.
@@ -21,8 +22,7 @@ from typing import Any
 
 import httpx2
 
-from loopact.errors import ModelFatalError, ModelRetryableError
-from loopact.llm.arguments import loads_bounded
+from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.base import (
     ModelEvent,
     ReasoningDelta,
@@ -30,16 +30,56 @@ from loopact.llm.base import (
     StreamProgress,
     TextDelta,
 )
+from loopact.llm.httperrors import RETRYABLE_STATUS
 from loopact.llm.messages import Message, TextPart, Usage
 from loopact.llm.think import Segment, ThinkSplitter
-from loopact.llm.wire import JSONBody, read_body
+from loopact.llm.wire import JSONBody, decode_event_json, read_body
 
-__all__ = ["DifyStreamState", "payloads"]
+__all__ = ["DifyStreamState", "dify_error", "is_transient", "payloads"]
 
 logger = logging.getLogger(__name__)
 
 _ANSWER_EVENTS = frozenset({"message", "agent_message"})
 _ID_KEYS = ("conversation_id", "message_id", "task_id")
+_TRANSIENT_INVOKE_ERRORS = ("Rate Limit Error", "Server Unavailable Error", "Connection Error")
+"""The descriptions of Dify's model-runtime errors a retry can fix (``InvokeRateLimitError``,
+``InvokeServerUnavailableError``, ``InvokeConnectionError`` in
+``core/model_runtime/errors/invoke.py``). Dify reports each as ``completion_request_error``
+with status 400 and the message ``[<provider>] <description>, <the provider's error>``."""
+
+
+def dify_error(prefix: str, body: Mapping[str, Any], status: int | None) -> ModelError:
+    """The loopact error for a Dify error object (an ``error`` event or an HTTP error body).
+
+    Args:
+        prefix: How the message starts (``"Dify error"``, ``"Dify chat-messages answered
+            HTTP 400:"``).
+        body: ``{"code", "message", "status"}`` as Dify sends it (any of them may be missing).
+        status: The HTTP status (or the event's ``status``), if known.
+
+    Returns:
+        :class:`ModelRetryableError` for 408/409/429/5xx, Dify's ``internal_server_error``
+        and a ``completion_request_error`` of a rate limit, an unavailable or unreachable
+        model provider (SPEC B6); else :class:`ModelFatalError`. The message is ``prefix``,
+        the code and the message.
+    """
+    text = f"{prefix} {body.get('code') or 'unknown'}: {body.get('message') or 'no message'}"
+    if is_transient(body) or (status is not None and (status in RETRYABLE_STATUS or status >= 500)):
+        return ModelRetryableError(text, status=status)
+    return ModelFatalError(text, status=status)
+
+
+def is_transient(body: Mapping[str, Any]) -> bool:
+    """Whether a Dify error object tells of a failure a retry can fix whatever its status:
+    Dify's own ``internal_server_error``, or a ``completion_request_error`` of a rate limit,
+    an unavailable or unreachable model provider (:data:`_TRANSIENT_INVOKE_ERRORS`)."""
+    code = str(body.get("code") or "")
+    message = str(body.get("message") or "")
+    if code == "internal_server_error":
+        return True
+    return code == "completion_request_error" and any(
+        description in message for description in _TRANSIENT_INVOKE_ERRORS
+    )
 
 
 @dataclass
@@ -51,7 +91,8 @@ class DifyStreamState:
     :class:`ResponseDone` and :attr:`conversation_id` is the conversation to go on with.
 
     Raises:
-        ModelFatalError: An ``error`` event (naming Dify's code and message).
+        ModelError: An ``error`` event, naming Dify's code and message; retryable when a
+            retry can help (:func:`dify_error`).
     """
 
     splitter: ThinkSplitter = field(default_factory=ThinkSplitter)
@@ -85,11 +126,7 @@ class DifyStreamState:
         elif kind == "message_file":
             self.files.append({k: data.get(k) for k in ("id", "type", "url", "belongs_to")})
         elif kind == "error":
-            raise ModelFatalError(
-                f"Dify error {data.get('code') or 'unknown'}: "
-                f"{data.get('message') or 'no message'}",
-                status=_int_or_none(data.get("status")),
-            )
+            raise dify_error("Dify error", data, _int_or_none(data.get("status")))
         elif kind == "message_end":
             return self._end(data)
         else:
@@ -117,7 +154,7 @@ class DifyStreamState:
 
     def _end(self, data: Mapping[str, Any]) -> list[ModelEvent]:
         out = self._emit(self.splitter.flush())
-        usage = ((data.get("metadata") or {}).get("usage")) or {}
+        usage = _mapping(_mapping(data.get("metadata")).get("usage"))
         answer = self.replaced if self.replaced is not None else "".join(self.text)
         provider_data: dict[str, Any] = {"dify": dict(self.meta)}
         if self.files:
@@ -147,9 +184,9 @@ async def payloads(response: httpx2.Response) -> AsyncIterator[tuple[str, dict[s
     issue 22).
 
     Raises:
-        ModelFatalError: An event's data is not JSON.
-        ModelRetryableError: A JSON body that is neither an answer nor an error; a body
-            without events (:func:`~loopact.llm.wire.read_body`).
+        ModelRetryableError: An event's data is not JSON ("Dify stream was cut: malformed
+            chunk"); a JSON body that is neither an answer nor an error; a body without
+            events (:func:`~loopact.llm.wire.read_body`).
     """
     async for item in read_body(response, what="Dify"):
         if isinstance(item, JSONBody):
@@ -158,10 +195,7 @@ async def payloads(response: httpx2.Response) -> AsyncIterator[tuple[str, dict[s
             continue
         if not item.data.strip():
             continue  # keep-alive frames
-        try:
-            data = loads_bounded(item.data)
-        except ValueError as exc:
-            raise ModelFatalError(f"malformed Dify event: {exc}: {item.data[:120]!r}") from None
+        data = decode_event_json(item.data, "Dify")  # cut JSON: retryable, like a cut stream
         if isinstance(data, dict):
             yield item.event, data
 
@@ -182,6 +216,11 @@ def _blocking_events(body: Any) -> list[dict[str, Any]]:
         return [{**body, "event": "error"}]
     clip = json.dumps(body, ensure_ascii=False)[:200]
     raise ModelRetryableError(f"Dify answered HTTP 200 with JSON that is not an answer: {clip}")
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else an empty one (metadata of any shape)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _int_or_none(value: Any) -> int | None:
