@@ -13,6 +13,7 @@ the agent loop owns retries.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -102,47 +103,26 @@ class AnthropicModel:
         await self._client.close()
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of ``messages.create`` for ``request`` (without ``stream``)."""
+        """The keyword arguments of ``messages.create`` for ``request`` (without ``stream``).
+
+        With extended thinking, a request whose ``max_tokens`` is not above the thinking
+        budget (the final answer's 1024 under a budget of 2000) gets the budget on top: the
+        API refuses ``max_tokens`` not greater than ``thinking.budget_tokens`` (HTTP 400).
+        """
         system, messages = to_anthropic_messages(request.messages, self.capabilities.vision)
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": request.max_output_tokens or self.max_tokens,
-            "messages": messages,
-        }
+        max_tokens = request.max_output_tokens or self.max_tokens
+        budget = self.thinking_budget_tokens
+        if budget is not None and max_tokens <= budget:
+            max_tokens += budget  # thinking counts in max_tokens: the answer keeps its cap
+        params: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens}
+        params["messages"] = messages
         if system:
             params["system"] = system
-        if request.tools:
-            offered = request.tools if request.allowed_tools is None else request.callable_tools()
-            params["tools"] = [
-                {
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.parameters or {"type": "object", "properties": {}},
-                }
-                for t in offered or request.tools
-            ]
-            if request.tool_choice == "required" and self.thinking_budget_tokens is None:
-                params["tool_choice"] = {"type": "any"}  # not allowed with extended thinking
-            elif request.tool_choice == "none":
-                params["tool_choice"] = {"type": "none"}
-        else:
-            used = tools_used(messages)
-            if used:
-                # A history holding tool_use blocks must define those tools even when none is
-                # offered (the final, tool-less request of SPEC A2): declare them, forbidden.
-                params["tools"] = [
-                    {
-                        "name": name,
-                        "description": "Not available now.",
-                        "input_schema": {"type": "object", "properties": {}},
-                    }
-                    for name in used
-                ]
-                params["tool_choice"] = {"type": "none"}
-        if request.temperature is not None and self.thinking_budget_tokens is None:
+        params.update(_tool_params(request, messages, thinking=budget is not None))
+        if request.temperature is not None and budget is None:
             params["temperature"] = request.temperature
-        if self.thinking_budget_tokens is not None:
-            params["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget_tokens}
+        if budget is not None:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return params
 
     @property
@@ -158,13 +138,35 @@ class AnthropicModel:
         Raises:
             ModelRetryableError: Connection error, 408/409/429/5xx, an overloaded/server
                 error event, or a stream cut before ``message_stop``.
-            ModelFatalError: Any other failure (400/401/403/404/422, malformed stream).
+            ModelFatalError: Any other failure (400/401/403/404/422, malformed stream, a
+                refusal: ``stop_reason: refusal``).
+
+        A turn the API pauses (``stop_reason: pause_turn``) is sent back and continued, up to
+        :data:`~loopact.llm.anthropic_stream.MAX_PAUSES` times, and streams as one response.
         """
         return masking_errors(self._stream(request), self.redactor)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         params = self.request_params(request)
+        history = params["messages"]
         state = AnthropicStreamState()
+        while True:
+            async for event in self._response(params, state):
+                yield event
+            if state.done:
+                return
+            if not state.paused:
+                raise ModelRetryableError("model stream was cut: it ended before message_stop")
+            # pause_turn: the turn so far goes back as it is, to be continued (SPEC B2).
+            content = state.paused_content()
+            turn = [{"role": "assistant", "content": content}] if content else []
+            params = {**params, "messages": [*history, *turn]}
+            state.resume()
+
+    async def _response(
+        self, params: dict[str, Any], state: AnthropicStreamState
+    ) -> AsyncIterator[ModelEvent]:
+        """One streamed response into ``state``, until it is done or paused."""
         logger.debug("anthropic request: model=%s messages=%d", self.model, len(params["messages"]))
         try:
             async with self._client.messages.with_streaming_response.create(
@@ -178,11 +180,12 @@ class AnthropicModel:
                         events = [event_dict(item)]
                     for event in events:
                         outs = state.feed(event)
-                        if state.done:  # read the rest first: the consumer stops at the end
+                        ended = state.done or state.paused
+                        if ended:  # read the rest first: the consumer stops at the end
                             await drain(items)  # so that the connection is reused
                         for out in outs:
                             yield out
-                        if state.done:
+                        if ended:
                             return
         except ModelError:
             raise
@@ -196,7 +199,43 @@ class AnthropicModel:
             raise ModelFatalError(f"Anthropic request failed: {exc}") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise ModelFatalError(f"malformed Anthropic stream: {exc}") from None
-        raise ModelRetryableError("model stream was cut: it ended before message_stop")
+
+
+def _tool_params(
+    request: ModelRequest, messages: list[dict[str, Any]], *, thinking: bool
+) -> dict[str, Any]:
+    """``tools`` and ``tool_choice`` of a request (none when it needs neither)."""
+    if request.tools:
+        offered = request.tools if request.allowed_tools is None else request.callable_tools()
+        params: dict[str, Any] = {
+            "tools": [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters or {"type": "object", "properties": {}},
+                }
+                for t in offered or request.tools
+            ]
+        }
+        if request.tool_choice == "required" and not thinking:
+            params["tool_choice"] = {"type": "any"}  # not allowed with extended thinking
+        elif request.tool_choice == "none":
+            params["tool_choice"] = {"type": "none"}
+        return params
+    used = tools_used(messages)
+    if not used:
+        return {}
+    # A history holding tool_use blocks must define those tools even when none is offered
+    # (the final, tool-less request of SPEC A2): declare them, forbidden.
+    declared = [
+        {
+            "name": name,
+            "description": "Not available now.",
+            "input_schema": {"type": "object", "properties": {}},
+        }
+        for name in used
+    ]
+    return {"tools": declared, "tool_choice": {"type": "none"}}
 
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
@@ -210,11 +249,19 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
 
 
 def _error_detail(exc: anthropic.APIStatusError) -> str:
+    """The server's words for an error: Anthropic's ``error.type: error.message``, another
+    JSON body's ``message`` / ``detail`` / ``error`` text or the JSON itself (a gateway's
+    ``{"detail": ...}``; the SDK's message would quote it as a Python dict), a text body
+    told by :func:`describe_body`."""
     body = exc.body
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and err.get("message"):
             return f"{err.get('type', 'error')}: {err['message']}"
+        for key in ("message", "detail", "error"):
+            if isinstance(body.get(key), str) and body[key].strip():
+                return describe_body(body[key])
+        return describe_body(json.dumps(body, ensure_ascii=False))
     if isinstance(body, str) and body:
         return describe_body(body, exc.response.headers.get("content-type"))
     return str(exc.message)

@@ -7,22 +7,47 @@ message, after the results; consecutive messages of one role are merged; empty a
 whitespace-only text blocks are left out (the API refuses them with HTTP 400, issue 22); an
 assistant message carries its thinking blocks first, unchanged with their signatures (the API
 requires them back), then its text, then one ``tool_use`` block per call. Nothing is reordered
-or dropped, so every ``tool_use`` keeps its ``tool_result``. Pure functions of the history: no
-I/O.
+or dropped, so every ``tool_use`` keeps its ``tool_result``. A call id the API refuses (it
+wants ``^[a-zA-Z0-9_-]+$``; other servers send ``functions.file_write:0`` or none, and the
+history comes along when the provider is switched at run time, SPEC B4) is rewritten by
+:func:`wire_id`, the same way in the ``tool_use`` and in its ``tool_result``. Pure functions of
+the history: no I/O.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from loopact.llm.messages import Image, Message, TextPart
 
-__all__ = ["to_anthropic_messages", "tools_used"]
+__all__ = ["to_anthropic_messages", "tools_used", "wire_id"]
 
 _NO_VISION_NOTE = "[image omitted: this model has no vision]"
 _EMPTY_RESULT = "(no output)"
+_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_ID = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+def wire_id(call_id: str) -> str:
+    """``call_id`` as the Messages API accepts a tool-use id (``^[a-zA-Z0-9_-]+$``).
+
+    Args:
+        call_id: A canonical call id, from any provider (``functions.file_write:0``, "").
+
+    Returns:
+        ``call_id`` itself when the API accepts it; else ``toolu_`` + its allowed characters +
+        a hash of the whole id, so that distinct ids stay distinct and one id always maps to
+        the same wire id.
+    """
+    if _ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    kept = _NOT_ID.sub("_", call_id).strip("_")[:40]
+    return f"toolu_{kept}_{digest}" if kept else f"toolu_{digest}"
 
 
 def to_anthropic_messages(
@@ -92,7 +117,7 @@ def _tool_result_block(m: Message, vision: bool) -> dict[str, Any]:
     content = _content_blocks(m, vision)
     if not any(b["type"] == "text" for b in content):
         content.insert(0, {"type": "text", "text": _EMPTY_RESULT})
-    return {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": content}
+    return {"type": "tool_result", "tool_use_id": wire_id(m.tool_call_id or ""), "content": content}
 
 
 def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
@@ -109,7 +134,7 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
             blocks.append({"type": "text", "text": part.text})
     for call in m.tool_calls:
         blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            {"type": "tool_use", "id": wire_id(call.id), "name": call.name, "input": call.arguments}
         )
     return blocks
 
