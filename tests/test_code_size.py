@@ -29,11 +29,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {
         "TaskRun: one task's rounds and its five bodies (ReAct, steps, plan, action text, "
         "continuous); next out: the plan and action-text bodies",
     ),
-    "llm/anthropic.py": (
-        650,
-        "one wire protocol (Messages API, thinking, cache); being changed "
-        "today (wire/sec), split after",
-    ),
     "nodes/ros2.py": (
         670,
         "Ros2Connector: the transport verbs over rclpy (topics, patterns, actions with "

@@ -9,21 +9,22 @@ own prompt cannot know the live tools. Images are uploaded first (``POST /files/
 multipart) and referenced by ``upload_file_id``; an image is uploaded once per model (by its
 SHA-256), so a retried request does not upload it again.
 
-The answer streams as server-sent events: ``message`` / ``agent_message`` carry answer
-pieces, ``<think>`` text inside them is kept apart as reasoning, ``message_end`` carries the
-usage and ends the response, ``error`` ends it with :class:`~loopact.errors.ModelFatalError`
-naming Dify's code and message; ``agent_thought``, ``message_file``, ``ping``, TTS and workflow
-events (``workflow_started``, ``node_started``, ...) are read and ignored. Dify has no native
-tool calls: the answer holds action text that the loop parses (:mod:`loopact.agent.actiontext`).
+The answer streams as server-sent events, read by :mod:`loopact.llm.dify_stream`
+(:class:`~loopact.llm.dify_stream.DifyStreamState`): answer pieces with ``<think>`` text kept
+apart as reasoning, ``message_end`` with the usage, ``error`` naming Dify's code and message.
+Dify has no native tool calls: the answer holds action text that the loop parses
+(:mod:`loopact.agent.actiontext`).
 
 HTTP is ``httpx2`` (the client the SDKs here are built on; its server-sent-event support is the
-httpx-sse code). Errors map like the other providers: connection failures, 408/409/429/5xx and
-a stream cut before ``message_end`` are retryable, everything else is fatal.
+httpx-sse code). Errors map like the other providers: connection failures, 408/409/429/5xx, a
+stream cut before ``message_end`` or inside an event, and an error (event or HTTP body) that
+tells of a transient failure (Dify's ``internal_server_error``, a model provider's rate limit
+or outage, :func:`~loopact.llm.dify_stream.is_transient`) are retryable, everything else is
+fatal.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -31,20 +32,16 @@ from typing import Any
 import httpx2
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
-from loopact.llm.arguments import loads_bounded
-from loopact.llm.base import (
-    Capabilities,
-    ModelEvent,
-    ModelRequest,
-    ReasoningDelta,
-    ResponseDone,
-    StreamProgress,
-    TextDelta,
+from loopact.llm.base import Capabilities, ModelEvent, ModelRequest, ResponseDone
+from loopact.llm.dify_stream import DifyStreamState, is_transient, payloads
+from loopact.llm.httperrors import (
+    describe_body,
+    masking_errors,
+    parse_retry_after,
+    status_error,
 )
-from loopact.llm.httperrors import describe_body, masking_errors, status_error
-from loopact.llm.messages import Image, Message, TextPart, Usage
-from loopact.llm.think import ThinkSplitter
-from loopact.llm.wire import JSONBody, drain, read_body, read_error_body
+from loopact.llm.messages import Image, Message
+from loopact.llm.wire import drain, read_error_body
 from loopact.redact import Redactor
 
 __all__ = ["DIFY_CAPABILITIES", "DifyModel", "task_recap"]
@@ -62,7 +59,6 @@ DIFY_CAPABILITIES = Capabilities(
 """What a Dify chat app can do: images via uploads, no native tool calls. The app keeps the
 conversation (only new text is sent), so its context window is not the loop's to manage."""
 
-_ANSWER_EVENTS = frozenset({"message", "agent_message"})
 _NO_VISION_NOTE = "[image omitted: this model has no vision]"
 _EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp", "image/gif": "gif"}
 
@@ -230,9 +226,11 @@ class DifyModel:
         as the action catalogue in the system prompt.
 
         Raises:
-            ModelRetryableError: Connection error, 408/409/429/5xx, stream cut.
-            ModelFatalError: An ``error`` event (naming Dify's code and message), another
-                HTTP error, a malformed event.
+            ModelRetryableError: Connection error, 408/409/429/5xx, stream cut (an event cut
+                mid-JSON too), an ``error`` event or HTTP error of a transient failure
+                (:func:`~loopact.llm.dify_stream.is_transient`), a vanished conversation.
+            ModelFatalError: Any other ``error`` event (naming Dify's code and message) or
+                HTTP error.
         """
         return masking_errors(self._stream(request), self.redactor)
 
@@ -260,9 +258,12 @@ class DifyModel:
                 if response.status_code != 200:
                     error = _http_error(await read_error_body(response), "chat-messages")
                     if response.status_code == 404 and self._conversation_id:
-                        # Dify deleted the conversation: forget it, so a retry starts afresh.
+                        # Dify deleted the conversation: forget it, so a retry starts afresh;
+                        # a server that lost it (restarted on a fresh database) may have lost
+                        # the files uploaded for it too: they are uploaded again.
                         gone = self._conversation_id
                         self._conversation_id = ""
+                        self._uploaded.clear()
                         raise ModelRetryableError(
                             f"Dify conversation {gone} no longer exists ({error}); "
                             "a retry starts a new conversation",
@@ -280,83 +281,18 @@ class DifyModel:
         raise ModelRetryableError("Dify stream was cut: it ended before message_end")
 
     async def _events(self, response: httpx2.Response) -> AsyncIterator[ModelEvent]:
-        splitter = ThinkSplitter()
-        text: list[str] = []
-        reasoning: list[str] = []
-        replaced: str | None = None
-        meta: dict[str, Any] = {}
-        files: list[dict[str, Any]] = []
-
-        def emit(segments: Sequence[tuple[str, str]]) -> list[ModelEvent]:
-            out: list[ModelEvent] = []
-            for kind, piece in segments:
-                if kind == "retract":  # a lone </think>: the answer so far was reasoning
-                    reasoning.extend(text)
-                    text.clear()
-                    continue
-                if kind == "text" and not text:
-                    piece = piece.lstrip()  # whitespace left between </think> and the answer
-                if not piece:
-                    continue
-                if kind == "reasoning":
-                    reasoning.append(piece)
-                    out.append(ReasoningDelta(piece))
-                else:
-                    text.append(piece)
-                    out.append(TextDelta(piece))
-            return out
-
-        payloads = _payloads(response)
-        async for event_name, data in payloads:
-            kind = str(data.get("event") or event_name)
-            for key in ("conversation_id", "message_id", "task_id"):
-                if data.get(key):
-                    meta[key] = str(data[key])
-            if kind in _ANSWER_EVENTS:
-                for event in emit(splitter.feed(str(data.get("answer") or ""))):
-                    yield event
-            elif kind == "agent_thought":
-                # An agent app's step (its thought, tool and tool input) arrives while the
-                # answer waits: progress, not silence (issue 21 item 8). Shown: nothing.
-                step = (data.get("thought"), data.get("tool"), data.get("tool_input"))
-                yield StreamProgress(sum(len(str(v)) for v in step if v))
-            elif kind == "message_replace":
-                replaced = str(data.get("answer") or "")
-            elif kind == "message_file":
-                files.append({k: data.get(k) for k in ("id", "type", "url", "belongs_to")})
-            elif kind == "error":
-                raise ModelFatalError(
-                    f"Dify error {data.get('code') or 'unknown'}: "
-                    f"{data.get('message') or 'no message'}",
-                    status=_int_or_none(data.get("status")),
-                )
-            elif kind == "message_end":
-                for event in emit(splitter.flush()):
-                    yield event
-                if meta.get("conversation_id"):
-                    self._conversation_id = meta["conversation_id"]
-                usage = ((data.get("metadata") or {}).get("usage")) or {}
-                answer = replaced if replaced is not None else "".join(text)
-                provider_data: dict[str, Any] = {"dify": dict(meta)}
-                if files:
-                    provider_data["dify"]["files"] = files
-                await drain(payloads)  # read the rest first, so that the connection is reused
-                yield ResponseDone(
-                    message=Message(
-                        role="assistant",
-                        content=(TextPart(answer),) if answer else (),
-                        reasoning="".join(reasoning) or None,
-                        provider_data=provider_data,
-                    ),
-                    finish_reason="stop",
-                    usage=Usage(
-                        _int_or_none(usage.get("prompt_tokens")) or 0,
-                        _int_or_none(usage.get("completion_tokens")) or 0,
-                    ),
-                )
+        state = DifyStreamState()
+        events = payloads(response)
+        async for event_name, data in events:
+            out = state.feed(str(data.get("event") or event_name), data)
+            if state.done:
+                if state.conversation_id:
+                    self._conversation_id = state.conversation_id
+                await drain(events)  # read the rest first, so that the connection is reused
+            for event in out:
+                yield event
+            if state.done:
                 return
-            else:
-                logger.debug("dify event %s ignored", kind)
 
 
 _RECAP_INTRO = (
@@ -427,53 +363,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-async def _payloads(response: httpx2.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """``(event name, data)`` of each event, or of the events a blocking JSON answer stands
-    for (a gateway answering a stream request with the whole answer, issue 22)."""
-    async for item in read_body(response, what="Dify"):
-        if isinstance(item, JSONBody):
-            for data in _blocking_events(item.value):
-                yield str(data.get("event") or "message"), data
-            continue
-        if not item.data.strip():
-            continue  # keep-alive frames
-        try:
-            data = loads_bounded(item.data)
-        except ValueError as exc:
-            raise ModelFatalError(f"malformed Dify event: {exc}: {item.data[:120]!r}") from None
-        if isinstance(data, dict):
-            yield item.event, data
-
-
-def _blocking_events(body: Any) -> list[dict[str, Any]]:
-    """The stream events equivalent to a blocking-mode answer (or error) JSON body.
-
-    Raises:
-        ModelRetryableError: ``body`` is neither an answer nor an error.
-    """
-    if isinstance(body, dict) and "answer" in body:
-        ids = {k: body[k] for k in ("conversation_id", "message_id", "task_id") if k in body}
-        return [
-            {**ids, "event": "message", "answer": body.get("answer") or ""},
-            {**ids, "event": "message_end", "metadata": body.get("metadata") or {}},
-        ]
-    if isinstance(body, dict) and (body.get("code") or body.get("event") == "error"):
-        return [{**body, "event": "error"}]
-    clip = json.dumps(body, ensure_ascii=False)[:200]
-    raise ModelRetryableError(f"Dify answered HTTP 200 with JSON that is not an answer: {clip}")
-
-
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
-
-
 def _http_error(response: httpx2.Response, what: str) -> ModelError:
     status = response.status_code
     try:
@@ -485,4 +374,9 @@ def _http_error(response: httpx2.Response, what: str) -> ModelError:
     else:
         detail = describe_body(response.text, response.headers.get("content-type"))
     message = f"Dify {what} answered HTTP {status}: {detail}"
-    return status_error(status, message, response.headers)
+    error = status_error(status, message, response.headers)
+    if not error.retryable and isinstance(body, dict) and is_transient(body):
+        # A model provider's rate limit raised before the stream started (HTTP 400).
+        retry_after = parse_retry_after(response.headers)
+        return ModelRetryableError(message, status=status, retry_after_s=retry_after)
+    return error

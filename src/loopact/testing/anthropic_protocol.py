@@ -16,13 +16,17 @@ verbatim, an empty string as one empty ``partial_json``), ``finish_reason`` -> `
 other values as given), ``usage`` -> ``input_tokens`` / ``output_tokens``. Extras under
 ``extras.anthropic``: ``thinking_signature`` (the signature to send; default
 ``sig_<turn>``), ``redacted_thinking`` (opaque data of a redacted thinking block sent first),
-``stop_sequence``. ``raw_chunks`` are sent as event payloads, the event name taken from their
-``type`` field.
+``stop_sequence``, ``stop_details`` (an object sent beside ``stop_reason``, as a refusal's
+``{"type": "refusal", "category", "explanation"}``). ``raw_chunks`` are sent as event
+payloads, the event name taken from their ``type`` field.
+
+Like the real API, requests it refuses are answered with HTTP 400 (:meth:`reject`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from loopact.testing.protocol import (
@@ -36,6 +40,7 @@ from loopact.testing.script import ScriptUsage, Turn
 
 __all__ = ["AnthropicMessagesProtocol"]
 
+_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -74,6 +79,15 @@ def _raw_event(raw: str) -> bytes:
     except (ValueError, AttributeError):
         name = "message"
     return f"event: {name}\ndata: {raw}\n\n".encode()
+
+
+def _id_problem(block: dict[str, Any]) -> str | None:
+    """Why the real API refuses the call id of a ``tool_use`` / ``tool_result`` block."""
+    kind = block.get("type")
+    key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(kind))
+    if key is not None and not _ID_PATTERN.match(str(block.get(key, ""))):
+        return f"{kind}.{key}: String should match pattern '^[a-zA-Z0-9_-]+$'"
+    return None
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -126,19 +140,27 @@ class AnthropicMessagesProtocol(Protocol):
 
     def reject(self, request: RecordedRequest) -> str | None:
         """What the real API refuses with HTTP 400 (and a test must not get past): a text
-        content block of a message that is empty or only whitespace."""
+        content block that is empty or only whitespace; a ``max_tokens`` not above
+        ``thinking.budget_tokens``; a ``tool_use`` id or ``tool_result`` ``tool_use_id``
+        outside ``^[a-zA-Z0-9_-]+$``."""
         body = request.body if isinstance(request.body, dict) else {}
-        for message in body.get("messages") or []:
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            budget = thinking.get("budget_tokens")
+            if isinstance(budget, int) and budget >= int(body.get("max_tokens") or 0):
+                return "`max_tokens` must be greater than `thinking.budget_tokens`."
+        for m, message in enumerate(body.get("messages") or []):
             content = message.get("content") if isinstance(message, dict) else None
             if not isinstance(content, list):
                 continue
-            for block in content:
-                if (
-                    isinstance(block, dict)
-                    and block.get("type") == "text"
-                    and not str(block.get("text", "")).strip()
-                ):
+            for b, block in enumerate(content):
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and not str(block.get("text", "")).strip():
                     return "messages: text content blocks must contain non-whitespace text"
+                problem = _id_problem(block)
+                if problem is not None:
+                    return f"messages.{m}.content.{b}.{problem}"
         return None
 
     def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
@@ -166,6 +188,7 @@ class AnthropicMessagesProtocol(Protocol):
                 "content": self._blocks(turn, request),
                 "stop_reason": self._stop_reason(turn),
                 "stop_sequence": turn.extra("anthropic").get("stop_sequence"),
+                **self._stop_details(turn),
                 "usage": {
                     "input_tokens": usage.prompt_tokens,
                     "output_tokens": usage.completion_tokens,
@@ -205,6 +228,10 @@ class AnthropicMessagesProtocol(Protocol):
         if reason is None:
             return None
         return _STOP_REASONS.get(reason, reason)
+
+    def _stop_details(self, turn: Turn) -> dict[str, Any]:
+        details = turn.extra("anthropic").get("stop_details")
+        return {"stop_details": details} if details is not None else {}
 
     def _signature(self, turn: Turn, request: RecordedRequest) -> str:
         sig = turn.extra("anthropic").get("thinking_signature")
@@ -314,6 +341,7 @@ class AnthropicMessagesProtocol(Protocol):
                     "delta": {
                         "stop_reason": self._stop_reason(turn),
                         "stop_sequence": turn.extra("anthropic").get("stop_sequence"),
+                        **self._stop_details(turn),
                     },
                     "usage": {"output_tokens": usage.completion_tokens},
                 },
