@@ -1,0 +1,65 @@
+"""Action-text mode in a task: one ``name(args)`` action per round until ``finishtask()``
+(SPEC A5).
+
+The parsing of the model's text against the tool schemas is :mod:`loopact.agent.actiontext`;
+this module runs the rounds: each request offers no native tools but carries the action
+catalogue in its system message, the first action of the answer runs through the task's
+dispatcher, and its result (and images) goes back to the same conversation as a user message.
+"""
+
+from __future__ import annotations
+
+from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
+from loopact.agent.rounds import TaskRounds
+from loopact.agent.stream import result_text
+from loopact.i18n import t
+from loopact.llm.messages import Message
+from loopact.tools.base import ToolResult
+
+__all__ = ["action_body"]
+
+
+async def action_body(run: TaskRounds) -> str:
+    """Action-text mode's task body: one action per round until ``finishtask()`` (A5).
+
+    Args:
+        run: The task's rounds; the user message is already in its history.
+
+    Returns:
+        The progress text around ``finishtask()`` (or "done"), or the answer of a round
+        that wrote no action at all.
+
+    Raises:
+        BoundReached: The round limit, the invalid-round guard or the token budget tripped.
+        asyncio.CancelledError: The task was preempted; a running action was stopped and
+            its cancellation recorded in the history.
+    """
+    while True:
+        await run.check_rounds(run.rounds, run.bounds.max_rounds)
+        run.rounds += 1
+        run.conv.pull_sources(run.task_id)
+        specs = run.env.tool_specs()
+        system = run.system_with(render_catalogue(specs))
+        done, _, _ = await run.run_round(run.rounds, (), system=system)
+        parse = parse_actions(done.message.text, specs)
+        if parse.finished:
+            return parse.progress.strip() or t("task.done", run.lang)
+        if parse.call is None:
+            if not parse.has_action:
+                return done.message.text
+            run.state.invalid_streak += 1
+            run.conv.append(Message.user(parse.feedback()))
+            continue
+        call = parse.call
+        try:
+            result, invalid = await run.dispatch_one(call)
+        except BaseException:
+            cancelled = ToolResult.failure(t("tool.cancelled", run.lang))
+            run.conv.append(
+                Message.user(observation_text(call, False, result_text(cancelled), parse))
+            )
+            raise
+        run.state.invalid_streak = run.state.invalid_streak + 1 if invalid else 0
+        text = observation_text(call, result.ok, result_text(result), parse)
+        run.conv.append(Message.user(text, result.images))
+        run.check_tokens()
