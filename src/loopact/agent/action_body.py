@@ -34,8 +34,10 @@ async def action_body(run: TaskRounds) -> str:
         asyncio.CancelledError: The task was preempted; a running action was stopped and
             its cancellation recorded in the history.
     """
+    n = 0  # action rounds; a summary request is a model request, not a round (A2)
     while True:
-        await run.check_rounds(run.rounds, run.bounds.max_rounds)
+        await run.check_rounds(n, run.bounds.max_rounds)
+        n += 1
         run.rounds += 1
         run.conv.pull_sources(run.task_id)
         specs = run.env.tool_specs()

@@ -119,6 +119,11 @@ class TaskRounds:
     async def check_rounds(self, rounds: int, limit: int) -> None:
         """Before a round: too many invalid rounds or rounds end the task (SPEC A2, A3).
 
+        Args:
+            rounds: The body's rounds so far (tool rounds: planning and summary requests
+                are not rounds).
+            limit: The rounds allowed.
+
         Raises:
             BoundReached: With the final answer of one last request without tools.
         """

@@ -111,12 +111,15 @@ class TaskRun(TaskRounds):
         """
         b = self.bounds
         ran: Outcomes = []
-        first = self.rounds
+        # Tool rounds of these ReAct rounds: the planning request of an agent_call and a
+        # summary request are model requests of the task (``self.rounds``), not rounds (A2).
+        n = 0
         while True:
-            await self.check_rounds(self.rounds - first, b.max_rounds)
+            await self.check_rounds(n, b.max_rounds)
+            n += 1
             self.rounds += 1
             self.conv.pull_sources(self.task_id)
-            choice: ToolChoice = "required" if act_first and self.rounds == first + 1 else "auto"
+            choice: ToolChoice = "required" if act_first and n == 1 else "auto"
             specs = self.env.tool_specs()
             done, outcomes, invalid = await self.run_round(self.rounds, specs, tool_choice=choice)
             if not outcomes:
