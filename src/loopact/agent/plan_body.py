@@ -76,7 +76,7 @@ async def run_plan_for(run: TaskRounds, task: str, specs: tuple[ToolSpec, ...]) 
 
     async def run_one(name: str, arguments: dict[str, Any]) -> ToolResult:
         call = ToolCall(f"step_{uuid.uuid4().hex[:8]}", name, arguments)
-        result, _ = await run.dispatch_one(call)
+        result, _ = await run.dispatch_one(call, planned=True)
         return result
 
     return await run_plan(plan, run_one, emit)

@@ -165,14 +165,20 @@ class TaskRounds:
         self.env.bus.emit("bound", self.task_id, name=name, limit=limit)
 
     # ----------------------------------------------------------------- one call
-    async def dispatch_one(self, call: ToolCall) -> tuple[ToolResult, bool]:
+    async def dispatch_one(
+        self, call: ToolCall, *, planned: bool = False
+    ) -> tuple[ToolResult, bool]:
         """Run one call through a fresh dispatcher; returns its result and round validity.
+
+        Args:
+            call: The call (an action of action-text mode, a step of a plan).
+            planned: A step of a checked plan (:meth:`RoundDispatcher.add`).
 
         Raises:
             asyncio.CancelledError: The task was cancelled; the tool was stopped first.
         """
         dispatcher = self.env.new_dispatcher(self.state)
-        dispatcher.add(call)
+        dispatcher.add(call, planned=planned)
         try:
             ((_, result),) = await dispatcher.gather()
         except BaseException:
