@@ -7,6 +7,7 @@ state, never from what a tool or the model said.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import AsyncIterator
@@ -80,3 +81,46 @@ async def test_a_plan_with_more_steps_of_one_tool_than_its_call_limit_runs_them_
     assert outcome.status == "completed", outcome
     assert [e.data["ok"] for e in rec.of("step_end")] == [True] * 12
     assert math.degrees(truth(robot).yaw_rad) == pytest.approx(120.0, abs=6.0)
+
+
+async def test_a_new_command_mid_plan_step_stops_the_robot_and_closes_the_step(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """Preemption in the middle of a plan step (A6, A8): the robot stops (simulator), the
+    step's ``tool_result`` is "cancelled", the step ends with ``step_end {ok: false}`` under
+    the old command id, the later steps never run, the old task ends ``preempted`` before
+    the new one's first request."""
+    steps = [
+        {"id": 1, "tool": "move_forward", "parameters": {"distance_m": 3.0, "speed_mps": 0.2}},
+        {"id": 2, "tool": "turn_left", "parameters": {"angle_deg": 90}},
+    ]
+    pose_plan = [{"id": 1, "tool": "get_current_pose", "parameters": {}}]
+    server = scripted_server([{"text": plan_text(steps)}, {"text": plan_text(pose_plan)}])
+    agent, rec = robot_agent(server, robot, tmp_path, mode="plan")
+    runner = asyncio.ensure_future(agent.run())
+    first = agent.submit("drive 3 m, then turn left")
+    await rec.wait_for(lambda e: e.type == "tool_progress" and e.task_id == first)
+    assert truth(robot).linear_mps > 0.1  # driving
+    second = agent.submit("where am I")
+    await rec.wait_for(lambda e: e.type == "task_end" and e.task_id == second, 60)
+    stopped = truth(robot)
+    await robot.robot.sim.clock.sleep(2.0)  # type: ignore[attr-defined]
+    later = truth(robot)
+    await agent.close()
+    runner.cancel()
+
+    assert abs(later.linear_mps) < 0.01 and later.x_m - stopped.x_m < 0.05  # it stopped
+    assert later.x_m < 1.0 and abs(math.degrees(later.yaw_rad)) < 2.0  # no turn: step 2 never ran
+    old = [e for e in rec.events if e.task_id == first]
+    assert [e.data for e in old if e.type == "step_start"] == [
+        {"n": 1, "of": 2, "tool": "move_forward"}
+    ]
+    assert [e.data for e in old if e.type == "step_end"] == [
+        {"n": 1, "ok": False, "error": "cancelled"}
+    ]
+    (result,) = [e.data for e in old if e.type == "tool_result"]
+    assert result["name"] == "move_forward" and result["metadata"]["error_kind"] == "cancelled"
+    ends = [(e.task_id, e.data["status"]) for e in rec.of("task_end")]
+    assert ends == [(first, "preempted"), (second, "completed")]
+    types = [(e.type, e.task_id) for e in rec.events]
+    assert types.index(("task_end", first)) < types.index(("model_request", second))
