@@ -124,3 +124,110 @@ async def test_a_new_command_mid_plan_step_stops_the_robot_and_closes_the_step(
     assert ends == [(first, "preempted"), (second, "completed")]
     types = [(e.type, e.task_id) for e in rec.events]
     assert types.index(("task_end", first)) < types.index(("model_request", second))
+
+
+FINISH = {"text": "完成。\nfinishtask()"}
+
+
+async def run_text_task(
+    server: Any, session: RobotSession, tmp_path: Path, text: str, **bounds: Any
+) -> tuple[Any, Recorder]:
+    agent, rec = robot_agent(server, session, tmp_path, tool_calling="text")
+    if bounds:
+        agent.options.bounds = Bounds(backoff_base_s=0.01, tool_timeout_s=120, **bounds)
+    outcome = await asyncio.wait_for(agent.run_task(text), 120)
+    await agent.close()
+    return outcome, rec
+
+
+async def test_action_with_arguments_that_do_not_parse_is_refused_and_the_model_told(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """Before, ``move_forward({"distance_m": 0.3)`` was the task's reply (exit 0), and the
+    robot never moved. Now the model is told why and writes it again; the robot drives once."""
+    server = scripted_server(
+        [
+            {"text": 'move_forward({"distance_m": 0.3)'},
+            {"text": "move_forward(0.3)", "expect": {"last_user_contains": "do not parse"}},
+            FINISH,
+        ]
+    )
+    outcome, rec = await run_text_task(server, robot, tmp_path, "move forward 0.3 m")
+    assert outcome.status == "completed" and outcome.reply == "完成。", outcome
+    assert truth(robot).x_m == pytest.approx(0.3, abs=0.05)
+    results = [e.data for e in rec.of("tool_result")]
+    assert [r["ok"] for r in results] == [False, True]
+    assert "write it as move_forward(" in results[0]["error"]
+    assert "JSON object" not in results[0]["error"]  # action text is not JSON
+
+
+async def test_action_inside_a_chinese_sentence_is_not_run_until_written_alone(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """Before, the sentence was the reply and the robot stood still. The mention is never
+    run (it may be an echo), the model is asked for the action on its own line, and the
+    robot drives 0.3 m once, not twice."""
+    server = scripted_server(
+        [
+            {"text": "好的，我先向前走 move_forward(0.3)，然后停下。"},
+            {"text": "move_forward(0.3)", "expect": {"last_user_contains": "own line"}},
+            FINISH,
+        ]
+    )
+    outcome, rec = await run_text_task(server, robot, tmp_path, "向前走0.3米")
+    assert outcome.status == "completed" and outcome.reply == "完成。", outcome
+    assert truth(robot).x_m == pytest.approx(0.3, abs=0.05)
+    assert [e.data["name"] for e in rec.of("tool_call")] == ["move_forward"]
+
+
+async def test_two_actions_on_one_line_run_one_per_round(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {"text": "move_forward(0.3) turn_left(90)"},
+            {"text": "turn_left(90)", "expect": {"last_user_contains": "ignored: turn_left(90)"}},
+            FINISH,
+        ]
+    )
+    outcome, _ = await run_text_task(server, robot, tmp_path, "drive 0.3 m, then turn left")
+    assert outcome.status == "completed", outcome
+    state = truth(robot)
+    assert state.x_m == pytest.approx(0.3, abs=0.05)
+    assert math.degrees(state.yaw_rad) == pytest.approx(90.0, abs=5.0)  # one turn, not two
+
+
+async def test_a_model_that_keeps_writing_actions_in_sentences_ends_on_a_bound(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """Two rounds in a row with nothing runnable end on the invalid-round guard (A3): a clear
+    bounded reply (exit 3), whose final answer shows no action lines as if they had run."""
+    mention = {"text": "I will now move_forward(0.5) towards the box."}
+    server = scripted_server(
+        [mention, mention, {"text": "I could not move.\nmove_forward(0.5)\nfinishtask()"}]
+    )
+    outcome, rec = await run_text_task(server, robot, tmp_path, "drive to the box")
+    assert outcome.status == "bounded", outcome
+    assert rec.of("bound")[0].data["name"] == "invalid_rounds"
+    assert "I could not move." in outcome.reply
+    assert "move_forward" not in outcome.reply and "finishtask" not in outcome.reply
+    assert not rec.of("tool_call")
+    assert abs(truth(robot).x_m) < 0.01
+
+
+async def test_the_round_limit_in_action_text_leaves_unrun_actions_out_of_the_reply(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [
+            {"text": "I'll drive.\nmove_forward(0.3)"},
+            {"text": "I drove 0.3 m.\nturn_left(90)\nfinishtask()", "expect": {"no_tools": True}},
+        ]
+    )
+    outcome, rec = await run_text_task(server, robot, tmp_path, "drive, then turn", max_rounds=1)
+    assert outcome.status == "bounded", outcome
+    assert rec.of("bound")[0].data == {"name": "max_rounds", "limit": 1}
+    assert outcome.reply.endswith("I drove 0.3 m."), outcome.reply
+    assert "turn_left" not in outcome.reply
+    state = truth(robot)
+    assert state.x_m == pytest.approx(0.3, abs=0.05) and abs(math.degrees(state.yaw_rad)) < 2

@@ -5,6 +5,10 @@ The parsing of the model's text against the tool schemas is :mod:`loopact.agent.
 this module runs the rounds: each request offers no native tools but carries the action
 catalogue in its system message, the first action of the answer runs through the task's
 dispatcher, and its result (and images) goes back to the same conversation as a user message.
+An answer with nothing to run is the reply, unless it wrote an unknown action, an action whose
+arguments cannot be used (answered with a failed result) or an action only inside a sentence:
+then the model is told and the round counts as invalid (SPEC A3), so a model that keeps doing
+it ends on the ``invalid_rounds`` bound, never with its broken text as a "completed" reply.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
 from loopact.agent.rounds import TaskRounds
 from loopact.agent.stream import result_text
+from loopact.errors import BoundReached
 from loopact.i18n import t
 from loopact.llm.messages import Message
 from loopact.tools.base import ToolResult
@@ -36,7 +41,7 @@ async def action_body(run: TaskRounds) -> str:
     """
     n = 0  # action rounds; a summary request is a model request, not a round (A2)
     while True:
-        await run.check_rounds(n, run.bounds.max_rounds)
+        await _check_rounds(run, n)
         n += 1
         run.rounds += 1
         run.conv.pull_sources(run.task_id)
@@ -47,14 +52,19 @@ async def action_body(run: TaskRounds) -> str:
         if parse.finished:
             return parse.progress.strip() or t("task.done", run.lang)
         if parse.call is None:
-            if not parse.has_action:
+            feedback = parse.feedback() if parse.has_action else parse.mention_feedback()
+            if not feedback:
                 return done.message.text
+            # an unknown action, or an action only a sentence mentioned: nothing ran
             run.state.invalid_streak += 1
-            run.conv.append(Message.user(parse.feedback()))
+            run.conv.append(Message.user(feedback))
             continue
         call = parse.call
         try:
-            result, invalid = await run.dispatch_one(call)
+            if call.error:  # arguments that could not be used: answered, never run
+                result, invalid = await run.refuse_one(call, call.error), True
+            else:
+                result, invalid = await run.dispatch_one(call)
         except BaseException:
             cancelled = ToolResult.failure(t("tool.cancelled", run.lang))
             run.conv.append(
@@ -65,3 +75,13 @@ async def action_body(run: TaskRounds) -> str:
         text = observation_text(call, result.ok, result_text(result), parse)
         run.conv.append(Message.user(text, result.images))
         run.check_tokens()
+
+
+async def _check_rounds(run: TaskRounds, n: int) -> None:
+    """:meth:`TaskRounds.check_rounds`, with the action lines of the final answer left out
+    of the bound's text: they were not run, and the user should not read them as done."""
+    try:
+        await run.check_rounds(n, run.bounds.max_rounds)
+    except BoundReached as exc:
+        text = parse_actions(exc.text, run.env.tool_specs()).progress
+        raise BoundReached(exc.name, text or exc.text) from None

@@ -188,6 +188,19 @@ class TaskRounds:
             self.conv.remember_images(call.id, list(result.images))
         return result, dispatcher.invalid
 
+    async def refuse_one(self, call: ToolCall, error: str) -> ToolResult:
+        """Answer a call that must not run with a failed result (``tool_call`` and
+        ``tool_result`` events, as for any call; SPEC A1, A8).
+
+        Args:
+            call: The call (e.g. an action whose arguments do not parse).
+            error: Why it was not run, for the model.
+        """
+        dispatcher = self.env.new_dispatcher(self.state)
+        dispatcher.add_refused(call, error)
+        ((_, result),) = await dispatcher.gather()
+        return result
+
     def system_with(self, section: str) -> Message:
         """The history's system message with ``section`` appended (for one request)."""
         base = self.conv.system_text
