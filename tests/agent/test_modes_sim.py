@@ -231,3 +231,35 @@ async def test_the_round_limit_in_action_text_leaves_unrun_actions_out_of_the_re
     assert "turn_left" not in outcome.reply
     state = truth(robot)
     assert state.x_m == pytest.approx(0.3, abs=0.05) and abs(math.degrees(state.yaw_rad)) < 2
+
+
+MOVE = {"tool_calls": [{"id": "m1", "name": "move_forward", "arguments": {"distance_m": 0.3}}]}
+
+
+async def test_an_empty_answer_is_asked_again_once(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """An empty answer after a motion used to end the task with "I could not produce a final
+    answer." (exit 0); the model is asked once more for its answer."""
+    server = scripted_server(
+        [MOVE, {"text": ""}, {"text": "I drove 0.3 m.", "expect": {"last_user_contains": "empty"}}]
+    )
+    agent, rec = robot_agent(server, robot, tmp_path)
+    outcome = await asyncio.wait_for(agent.run_task("move forward 0.3 m"), 120)
+    await agent.close()
+    assert outcome.status == "completed" and outcome.reply == "I drove 0.3 m.", outcome
+    assert truth(robot).x_m == pytest.approx(0.3, abs=0.05)
+    assert [e.data["text"] for e in rec.of("reply")] == ["I drove 0.3 m."]
+
+
+async def test_an_answer_empty_twice_after_a_motion_is_told_from_what_ran(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    server = scripted_server([MOVE, {"text": ""}, {"text": " \n"}])
+    agent, _ = robot_agent(server, robot, tmp_path)
+    outcome = await asyncio.wait_for(agent.run_task("move forward 0.3 m"), 120)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert truth(robot).x_m == pytest.approx(0.3, abs=0.05)
+    assert "could not produce" not in outcome.reply
+    assert "moved forward 0.30 m" in outcome.reply.lower(), outcome.reply

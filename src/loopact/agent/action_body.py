@@ -13,7 +13,12 @@ it ends on the ``invalid_rounds`` bound, never with its broken text as a "comple
 
 from __future__ import annotations
 
-from loopact.agent.actiontext import observation_text, parse_actions, render_catalogue
+from loopact.agent.actiontext import (
+    empty_feedback,
+    observation_text,
+    parse_actions,
+    render_catalogue,
+)
 from loopact.agent.rounds import TaskRounds
 from loopact.agent.stream import result_text
 from loopact.errors import BoundReached
@@ -40,6 +45,7 @@ async def action_body(run: TaskRounds) -> str:
             its cancellation recorded in the history.
     """
     n = 0  # action rounds; a summary request is a model request, not a round (A2)
+    asked_again = False
     while True:
         await _check_rounds(run, n)
         n += 1
@@ -53,6 +59,10 @@ async def action_body(run: TaskRounds) -> str:
             return parse.progress.strip() or t("task.done", run.lang)
         if parse.call is None:
             feedback = parse.feedback() if parse.has_action else parse.mention_feedback()
+            if not feedback and not done.message.text.strip() and not asked_again:
+                asked_again = True  # an empty answer is no answer: ask once more
+                run.conv.append(Message.user(empty_feedback()))
+                continue
             if not feedback:
                 return done.message.text
             # an unknown action, or an action only a sentence mentioned: nothing ran

@@ -48,6 +48,7 @@ from loopact.llm.toolnames import resolve_tool_name
 __all__ = [
     "FINISH_ACTION",
     "ActionParse",
+    "empty_feedback",
     "observation_text",
     "parse_actions",
     "render_catalogue",
@@ -287,6 +288,14 @@ def render_catalogue(specs: Sequence[ToolSpec]) -> str:
         "name=value; strings in double quotes. Text around the action is shown to the user."
     )
     return "\n".join(lines)
+
+
+def empty_feedback() -> str:
+    """The text for the model after an empty answer (SPEC A5): asked once more."""
+    return (
+        "Your last reply was empty. Write the next action as name(args) on its own line, "
+        f"or {FINISH_ACTION}() when the task is done."
+    )
 
 
 def observation_text(call: ToolCall, ok: bool, text: str, parse: ActionParse | None = None) -> str:

@@ -84,6 +84,9 @@ class TaskRun(TaskRounds):
         if self.env.action_text:
             return await action_body(self)
         reply, ran = await self._react()
+        if ran and not reply.strip():
+            # Empty even when asked again: say what ran rather than "no final answer".
+            return compose_reply([ClauseResult.of(self.text, "", ran)], [], is_chinese(self.text))
         if self._answers_from_results(ran, reply):
             # The local brain's words claim what did not happen: after a failed call ("The
             # robot is driving at a distance of 50 meters.") and after a motion (a drive in
@@ -106,6 +109,8 @@ class TaskRun(TaskRounds):
         Args:
             act_first: The first round must call a tool (``tool_choice: "required"``).
 
+        An empty answer (no text, no calls) is asked again once, within the round limit.
+
         Returns:
             The answer text and every ``(call, result)`` pair the rounds ran.
         """
@@ -114,6 +119,7 @@ class TaskRun(TaskRounds):
         # Tool rounds of these ReAct rounds: the planning request of an agent_call and a
         # summary request are model requests of the task (``self.rounds``), not rounds (A2).
         n = 0
+        asked_again = False
         while True:
             await self.check_rounds(n, b.max_rounds)
             n += 1
@@ -123,7 +129,13 @@ class TaskRun(TaskRounds):
             specs = self.env.tool_specs()
             done, outcomes, invalid = await self.run_round(self.rounds, specs, tool_choice=choice)
             if not outcomes:
-                return done.message.text, ran
+                if done.message.text.strip() or asked_again or self.quiet_answer:
+                    return done.message.text, ran
+                # An empty answer is no answer: ask once more (a step's own answer, which
+                # is not the reply, may be empty).
+                asked_again = True
+                self.conv.append(Message.user(t("final.empty", self.lang)))
+                continue
             ran.extend(outcomes)
             if self._answers_from_results(ran, ""):  # "": whatever the model will answer
                 self.quiet_answer = True  # body() may answer with what ran instead
