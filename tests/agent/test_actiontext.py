@@ -229,3 +229,88 @@ def test_observation_text() -> None:
     assert text.endswith("or finishtask() when the task is done.")
     failed = observation_text(p.call, False, "blocked by an obstacle")
     assert failed.startswith("Result of move_forward(distance_m=1.0): failed\nblocked")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "move_forward(0.3) seewhat()",
+        "move_forward(0.3); seewhat()",
+        "move_forward(0.3), then seewhat()",
+        "move_forward(0.3)，然后 seewhat()",
+        "`move_forward(0.3)` `seewhat()`",
+        "Action: move_forward(0.3) and seewhat().",
+    ],
+)
+def test_two_actions_on_one_line_run_the_first_and_report_the_second(line: str) -> None:
+    """Several actions on one line are a list of actions, as on several lines (A5): the
+    first runs, the others are reported as ignored; before, the line was taken for prose
+    and became the task's reply with nothing run."""
+    p = parse_actions(line, SPECS)
+    assert p.call is not None and p.call.name == "move_forward", line
+    assert p.call.arguments == {"distance_m": 0.3} and p.call.error is None, line
+    assert p.ignored == ("seewhat()",), line
+    assert p.progress == "", line
+
+
+def test_full_width_brackets_and_commas_are_read_as_ascii() -> None:
+    p = parse_actions("move_forward（0.5， speed_mps=0.3）", SPECS)
+    assert p.call is not None and p.call.error is None
+    assert p.call.arguments == {"distance_m": 0.5, "speed_mps": 0.3}
+    # a full-width comma inside a string argument is the person's text: kept
+    p = parse_actions('say("你好，世界")', SPECS)
+    assert p.call is not None and p.call.arguments == {"text": "你好，世界"}
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('move_forward({"distance_m": 0.3)', "does not match"),
+        ("move_forward(0.3", "never closed"),
+        ("Action: move_forward(0.3,, 0.2)", "syntax"),
+    ],
+)
+def test_a_known_action_whose_arguments_do_not_parse_is_a_failed_call(line: str, why: str) -> None:
+    """Before, such a line was prose: the broken action became the reply, nothing ran and the
+    model was never told. Now it is a call that is never run, with an error naming why and
+    how to write it."""
+    p = parse_actions(line, SPECS)
+    assert p.call is not None and p.call.name == "move_forward", line
+    assert p.call.error is not None and why in p.call.error, p.call.error
+    assert "do not parse" in p.call.error
+    assert "write it as move_forward(distance_m: number, speed_mps: number = 0.2)" in (p.call.error)
+    assert p.has_action
+
+
+@pytest.mark.parametrize(
+    ("text", "mention"),
+    [
+        (
+            "好的，我先向前走0.3米 move_forward(0.3)，然后停下。",
+            "move_forward(0.3)",
+        ),
+        (
+            "好的，我先向前走0.3米：move_forward(0.3)",
+            "move_forward(0.3)",
+        ),
+        ("I already did move_forward(1.0), so now I look.", "move_forward(1.0)"),
+        ("move_forward(1.0) and then look around", "move_forward(1.0)"),
+        ("任务完成 finishtask()", "finishtask()"),
+    ],
+)
+def test_an_action_inside_a_sentence_is_a_mention_never_run(text: str, mention: str) -> None:
+    """A call a sentence mentions is never run (models echo what already ran), and the
+    model is told to write the action on its own line instead of the sentence being taken
+    as the answer."""
+    p = parse_actions(text, SPECS)
+    assert p.call is None and not p.finished and not p.has_action
+    assert p.mentions == (mention,)
+    assert p.progress == text
+    feedback = p.mention_feedback()
+    assert mention in feedback and "own line" in feedback and "finishtask()" in feedback
+
+
+def test_mentions_do_not_count_next_to_an_action_line() -> None:
+    p = parse_actions("I did seewhat() before.\nmove_forward(0.5)", SPECS)
+    assert p.call is not None and p.call.arguments == {"distance_m": 0.5}
+    assert p.progress == "I did seewhat() before."

@@ -10,6 +10,7 @@ from typing import Any
 from tests.agent.helpers import call, make_agent
 
 from loopact.agent import Bounds
+from loopact.agent.tools import AgentCallTool
 from loopact.tools.base import tool
 from loopact.trace import TraceWriter, read_trace
 
@@ -492,3 +493,39 @@ async def test_a_calls_arguments_are_validated_once(scripted_server: Any, tmp_pa
     assert seen == [2] and type(seen[0]) is int
     bad = next(e for e in rec.of("tool_result") if e.data["id"] == "b2")
     assert bad.data["ok"] is False and bad.data["metadata"]["error_kind"] == "arguments"
+
+
+async def test_a_plan_request_inside_a_round_is_not_a_tool_round(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """``max_rounds`` counts tool rounds (SPEC A2): the planning request of an ``agent_call``
+    is a model request of the task, not a round of its own, so with ``max_rounds=3`` an
+    ``agent_call`` round, a call round and the answer all fit."""
+    waited: list[float] = []
+
+    @tool
+    async def pause(seconds: float) -> str:
+        """Pause a while."""
+        waited.append(seconds)
+        return "paused"
+
+    plan = {"steps": [{"id": 1, "tool": "pause", "parameters": {"seconds": 0.01}}]}
+    server = scripted_server(
+        [
+            {"tool_calls": [call("agent_call", {"task": "pause once"}, "ac")]},
+            {"text": json.dumps(plan), "expect": {"no_tools": True}},
+            {"tool_calls": [call("pause", {"seconds": 0.02}, "p2")]},
+            {"text": "Paused twice."},
+        ]
+    )
+    agent, rec = make_agent(
+        server, tmp_path, tools=[pause], bounds=Bounds(max_rounds=3, backoff_base_s=0.01)
+    )
+    agent.registry.add(AgentCallTool(agent))
+    outcome = await agent.run_task("pause, then pause again")
+    await agent.close()
+    assert waited == [0.01, 0.02]  # both tool rounds ran
+    assert outcome.status == "completed", outcome
+    assert outcome.reply == "Paused twice."
+    assert not rec.of("bound")
+    assert outcome.rounds == 4  # every model request is counted in the outcome

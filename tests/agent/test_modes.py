@@ -259,3 +259,22 @@ async def test_provider_switch_carries_history_openai_to_anthropic(
 
 def test_openai_model_type_used_by_helpers() -> None:
     assert OpenAIChatModel("m", "http://127.0.0.1:1/v1", "k").provider == "openai"
+
+
+async def test_an_empty_action_text_answer_is_asked_again_once(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """An empty answer is no answer (A5): before, the task ended "completed" with "I could
+    not produce a final answer." and nothing measured."""
+    server = scripted_server(
+        [
+            {"text": ""},
+            {"text": "measure('gap')", "expect": {"last_user_contains": "was empty"}},
+            {"text": "The gap is 1.25 m.\nfinishtask()"},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure], tool_calling="text")
+    outcome = await agent.run_task("measure the gap")
+    await agent.close()
+    assert outcome.status == "completed" and outcome.reply == "The gap is 1.25 m.", outcome
+    assert [e.data["ok"] for e in rec.of("tool_result")] == [True]

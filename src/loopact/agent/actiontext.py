@@ -11,9 +11,12 @@ map to the schema's properties in order, keyword arguments by name; values are P
 literals (quoted strings with escapes, numbers, ``true``/``false``/``True``/``False``,
 ``null``/``None``, lists and objects of those). The call syntax is parsed with :mod:`ast` and
 only literal nodes are accepted: nothing is ever evaluated. Exactly one action runs per round:
-the first one; later ones are reported back as ignored, unknown names are reported as errors
-and never run, and ``finishtask()`` ends the task. The text around the actions is progress for
-the user.
+the first one; later ones (on later lines, or on the same line: ``move_forward(0.3)
+turn_left(90)``) are reported back as ignored, unknown names are reported as errors and never
+run, and ``finishtask()`` ends the task. An action runs only when it starts its line; one that a
+sentence mentions is listed in ``mentions`` and never run, and a known action whose arguments do
+not parse is a failed call, never prose (:mod:`loopact.agent.actionlines`). The text around the
+actions is progress for the user.
 
 :func:`render_catalogue` renders the tools as action signatures for the prompt.
 """
@@ -29,8 +32,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loopact.agent.actionlines import (
+    MAX_CALL_CHARS,
+    MAX_LITERAL_DEPTH,
+    Line,
+    call_name,
+    scan_line,
+)
 from loopact.errors import ToolArgumentError
-from loopact.llm.arguments import cut_deeper_than, nesting_depth, too_long_error
+from loopact.llm.arguments import too_long_error
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.llm.toolnames import resolve_tool_name
@@ -38,9 +48,11 @@ from loopact.llm.toolnames import resolve_tool_name
 __all__ = [
     "FINISH_ACTION",
     "ActionParse",
+    "empty_feedback",
     "observation_text",
     "parse_actions",
     "render_catalogue",
+    "signature",
 ]
 
 logger = logging.getLogger(__name__)
@@ -50,25 +62,11 @@ FINISH_ACTION = "finishtask"
 
 _FINISH_ALIASES = frozenset({"finishtask", "finish_task"})
 
-# A line that looks like an action: optional bullet / number / "Action:" prefix, optional
-# backticks, then ``identifier(`` ... ``)`` and at most a trailing ``;`` or ``.``.
-_ACTION_LINE = re.compile(
-    r"""^\s*
-    (?:[-*\u2022>]\s+|\d{1,3}[.)]\s+)?             # bullet or "1." / "1)"
-    (?:[^\W\d][\w ]{0,30}?\s*[:\uff1a]\s*)?        # a short label: "Action:", "Step 2:"
-    `*\s*
-    (?P<call>(?:[A-Za-z_]\w*\.)?[A-Za-z_][A-Za-z0-9_-]*\(.*\))  # [ns.]name(...), no space
-    (?P<tail>.*)$""",
-    re.VERBOSE,
-)
 # The start of an action line, for lines too long to be parsed as one.
 _ACTION_START = re.compile(
     r"^\s*(?:[-*\u2022>]\s+|\d{1,3}[.)]\s+)?`*\s*(?P<name>[A-Za-z_][A-Za-z0-9_-]*)\("
 )
-# What may follow an action on its line: backticks, a full stop, a comment.
-_TAIL = re.compile(r"^\s*`*\s*[;.\u3002]?\s*(?:(?:#|//).*)?$")
 _FENCE_LINE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*$")
-_CURLY_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _WORD_LITERALS: dict[str, Any] = {
     "true": True,
     "false": False,
@@ -78,8 +76,6 @@ _WORD_LITERALS: dict[str, Any] = {
     "False": False,
     "None": None,
 }
-_MAX_LITERAL_DEPTH = 8
-_MAX_CALL_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -98,6 +94,9 @@ class ActionParse:
         errors: Actions with unknown names (never run), each message naming the valid
             actions.
         progress: The answer text with the action lines removed: progress for the user.
+        mentions: Known actions written inside sentences, as written; never run. When the
+            answer has no action line, the model is asked to write the action on its own
+            line (:meth:`mention_feedback`) rather than the sentence taken as the answer.
     """
 
     call: ToolCall | None = None
@@ -105,6 +104,7 @@ class ActionParse:
     ignored: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     progress: str = ""
+    mentions: tuple[str, ...] = ()
 
     @property
     def has_action(self) -> bool:
@@ -126,6 +126,22 @@ class ActionParse:
             )
         return "\n".join(lines)
 
+    def mention_feedback(self) -> str:
+        """Text for the model when its answer mentioned actions only inside sentences.
+
+        Returns:
+            E.g. ``"Not run: move_forward(0.3) was inside a sentence. ..."``, or an empty
+            string when there were no mentions.
+        """
+        if not self.mentions:
+            return ""
+        return (
+            f"Not run: {', '.join(self.mentions)} was inside a sentence. An action runs only "
+            "when it is alone on its own line (text for the user goes on other lines). Write "
+            f"the action you mean on a line of its own, or {FINISH_ACTION}() when the task is "
+            "done."
+        )
+
 
 def parse_actions(text: str, specs: Sequence[ToolSpec]) -> ActionParse:
     """Parse an action-text answer against the tools' schemas (SPEC A5).
@@ -140,55 +156,101 @@ def parse_actions(text: str, specs: Sequence[ToolSpec]) -> ActionParse:
         tool becomes ``call``, ``finishtask()`` sets ``finished``, an unknown name goes to
         ``errors``; every later action line goes to ``ignored``. Never raises.
     """
-    by_name = {s.name: s for s in specs}
-    call: ToolCall | None = None
-    finished = False
-    decided = False
-    ignored: list[str] = []
-    errors: list[str] = []
-    progress_lines: list[str] = []
+    parser = _Parser({s.name: s for s in specs})
     for line in text.splitlines():
-        if _FENCE_LINE.match(line):
-            continue
-        parsed = _match_call(line)
-        if parsed is None:
-            too_long = _too_long_call(line, by_name)
-            if too_long is None:
-                progress_lines.append(line)
-            elif decided:
-                ignored.append(f"{too_long.name}(...)")
-            else:
-                call, decided = too_long, True
-            continue
-        source, node = parsed
-        name = _call_name(node)
-        resolved = resolve_tool_name(name, [*by_name, *_FINISH_ALIASES])
-        if "." in name and resolved is None:
-            progress_lines.append(line)  # "e.g.(...)", "os.path(...)": prose, not an action
-            continue
-        name = resolved or name
-        if decided:
-            ignored.append(source)
-            continue
+        if not _FENCE_LINE.match(line):
+            parser.line(line)
+    return parser.result()
+
+
+class _Parser:
+    """The state of one :func:`parse_actions`: the first action of the answer decides."""
+
+    def __init__(self, by_name: dict[str, ToolSpec]) -> None:
+        self.by_name = by_name
+        self.known = [*by_name, *_FINISH_ALIASES]
+        self.call: ToolCall | None = None
+        self.finished = False
+        self.decided = False
+        self.ignored: list[str] = []
+        self.errors: list[str] = []
+        self.mentions: list[str] = []
+        self.progress: list[str] = []
+
+    def line(self, line: str) -> None:
+        scan = scan_line(line, self.known)
+        if scan.calls:
+            first = call_name(scan.calls[0][1])
+            if "." in first and resolve_tool_name(first, self.known) is None:
+                self.progress.append(line)  # "e.g.(...)", "os.path(...)": prose, not an action
+                return
+            for source, node in scan.calls:
+                self.action(source, node)
+            return
+        failed = _too_long_call(line, self.by_name) or self._broken_call(line, scan)
+        if failed is None:
+            self.progress.append(line)
+            self.mentions.extend(scan.mentions)
+        elif self.decided:
+            self.ignored.append(f"{failed.name}(...)")
+        else:
+            self.call, self.decided = failed, True
+
+    def action(self, source: str, node: ast.Call) -> None:
+        name = call_name(node)
+        name = resolve_tool_name(name, self.known) or name
+        if self.decided:
+            self.ignored.append(source)
+            return
+        self.decided = True
         if name in _FINISH_ALIASES:
-            finished = True
-            decided = True
-            continue
-        spec = by_name.get(name)
+            self.finished = True
+            return
+        spec = self.by_name.get(name)
         if spec is None:
-            valid = ", ".join([*sorted(by_name), FINISH_ACTION + "()"])
-            errors.append(f"Unknown action {name}() was not run; valid actions: {valid}.")
-            decided = True
-            continue
-        call = _build_call(spec, node, source)
-        decided = True
-    progress = "\n".join(progress_lines).strip()
-    return ActionParse(
-        call=call,
-        finished=finished,
-        ignored=tuple(ignored),
-        errors=tuple(errors),
-        progress=progress,
+            valid = ", ".join([*sorted(self.by_name), FINISH_ACTION + "()"])
+            self.errors.append(f"Unknown action {name}() was not run; valid actions: {valid}.")
+            return
+        self.call = _build_call(spec, node, source)
+
+    def _broken_call(self, line: str, scan: Line) -> ToolCall | None:
+        """A failed call for a line that starts with a known tool whose arguments do not
+        parse (``move_forward({"distance_m": 0.3)``): the model is told, nothing runs."""
+        spec = self.by_name.get(scan.broken) if scan.broken else None
+        if spec is None:
+            return None
+        written = line.strip()
+        shown = written if len(written) <= 120 else written[:117] + "..."
+        return ToolCall(
+            id="act_" + uuid.uuid4().hex[:16],
+            name=spec.name,
+            arguments={},
+            raw_arguments=written[:200],
+            error=f"invalid action {shown}: its arguments do not parse ({scan.error}); "
+            f"write it as {signature(spec)}",
+        )
+
+    def result(self) -> ActionParse:
+        return ActionParse(
+            call=self.call,
+            finished=self.finished,
+            ignored=tuple(self.ignored),
+            errors=tuple(self.errors),
+            progress="\n".join(self.progress).strip(),
+            mentions=tuple(self.mentions),
+        )
+
+
+def signature(spec: ToolSpec) -> str:
+    """The action signature of a tool, as the catalogue shows it (SPEC A5).
+
+    Returns:
+        E.g. ``move_forward(distance_m: number, speed_mps: number = 0.2)``.
+    """
+    props = _properties(spec)
+    required = set(_required(spec))
+    return (
+        f"{spec.name}({', '.join(_param_signature(n, p, n in required) for n, p in props.items())})"
     )
 
 
@@ -209,10 +271,8 @@ def render_catalogue(specs: Sequence[ToolSpec]) -> str:
     lines = ["Available actions:"]
     for spec in specs:
         props = _properties(spec)
-        required = set(_required(spec))
-        sig = ", ".join(_param_signature(n, p, n in required) for n, p in props.items())
         desc = _first_line(spec.description)
-        lines.append(f"- {spec.name}({sig})" + (f" - {desc}" if desc else ""))
+        lines.append(f"- {signature(spec)}" + (f" - {desc}" if desc else ""))
         details = [
             f"{n}: {_first_line(str(p.get('description', '')))}"
             for n, p in props.items()
@@ -228,6 +288,14 @@ def render_catalogue(specs: Sequence[ToolSpec]) -> str:
         "name=value; strings in double quotes. Text around the action is shown to the user."
     )
     return "\n".join(lines)
+
+
+def empty_feedback() -> str:
+    """The text for the model after an empty answer (SPEC A5): asked once more."""
+    return (
+        "Your last reply was empty. Write the next action as name(args) on its own line, "
+        f"or {FINISH_ACTION}() when the task is done."
+    )
 
 
 def observation_text(call: ToolCall, ok: bool, text: str, parse: ActionParse | None = None) -> str:
@@ -258,31 +326,10 @@ def observation_text(call: ToolCall, ok: bool, text: str, parse: ActionParse | N
 # ---------------------------------------------------------------------------- parsing
 
 
-def _match_call(line: str) -> tuple[str, ast.Call] | None:
-    """Return ``(source, call node)`` when ``line`` is an action line, else None."""
-    if "(" not in line or len(line) > _MAX_CALL_CHARS:
-        return None
-    m = _ACTION_LINE.match(line)
-    if m is None or not _TAIL.match(m.group("tail")):
-        return None
-    text = m.group("call")
-    # The greedy match may run past the call into a comment: try each ")" from the right.
-    ends = [i + 1 for i, ch in enumerate(text) if ch == ")"]
-    for end in reversed(ends):
-        source = text[:end]
-        if end < len(text) and not _TAIL.match(text[end:]):
-            continue
-        for candidate in (source, source.translate(_CURLY_QUOTES)):
-            node = _parse_call(candidate)
-            if node is not None:
-                return source, node
-    return None
-
-
 def _too_long_call(line: str, by_name: Mapping[str, ToolSpec]) -> ToolCall | None:
     """A failed call for a line that starts as a known action but is longer than an action
     line may be (issue 21 item 7: a clear error, not a line taken for prose); else None."""
-    if len(line) <= _MAX_CALL_CHARS:
+    if len(line) <= MAX_CALL_CHARS:
         return None
     m = _ACTION_START.match(line)
     name = resolve_tool_name(m.group("name"), list(by_name)) if m else None
@@ -293,35 +340,8 @@ def _too_long_call(line: str, by_name: Mapping[str, ToolSpec]) -> ToolCall | Non
         name=name,
         arguments={},
         raw_arguments=line[:200] + "...",
-        error=too_long_error(len(line), _MAX_CALL_CHARS),
+        error=too_long_error(len(line), MAX_CALL_CHARS),
     )
-
-
-def _parse_call(source: str) -> ast.Call | None:
-    # Hyphens are legal in tool names but not in Python: parse with a stand-in name.
-    name, _, rest = source.partition("(")
-    try:
-        tree = ast.parse("_(" + rest, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        # Python's parser refuses 200 nested brackets ("too many nested parentheses"): the
-        # line would pass as prose. Parse it with the depths past the limit cut, so that it
-        # is one failed call "arguments nested too deeply" (issue 21 item 9).
-        if nesting_depth(rest) <= _MAX_LITERAL_DEPTH:
-            return None
-        try:
-            tree = ast.parse("_(" + cut_deeper_than(rest, _MAX_LITERAL_DEPTH + 1), mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-    body = tree.body
-    if not isinstance(body, ast.Call) or not isinstance(body.func, ast.Name):
-        return None
-    body.func.id = name
-    return body
-
-
-def _call_name(node: ast.Call) -> str:
-    assert isinstance(node.func, ast.Name)
-    return node.func.id
 
 
 def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
@@ -356,7 +376,7 @@ def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
             name=spec.name,
             arguments={},
             raw_arguments=source,
-            error=f"invalid action {source}: {exc}",
+            error=f"invalid action {source}: {exc}; write it as {signature(spec)}",
         )
     return ToolCall(id=call_id, name=spec.name, arguments=arguments, raw_arguments=source)
 
@@ -367,10 +387,8 @@ class _ActionArgError(ToolArgumentError):
 
 def _literal(node: ast.expr, depth: int) -> Any:
     """Convert a literal node to a JSON value; anything else raises :class:`_ActionArgError`."""
-    if depth > _MAX_LITERAL_DEPTH:
-        raise _ActionArgError(
-            f"arguments nested too deeply (more than {_MAX_LITERAL_DEPTH} levels)"
-        )
+    if depth > MAX_LITERAL_DEPTH:
+        raise _ActionArgError(f"arguments nested too deeply (more than {MAX_LITERAL_DEPTH} levels)")
     if isinstance(node, ast.Constant):
         value = node.value
         if value is None or isinstance(value, (bool, str)):

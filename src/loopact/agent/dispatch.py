@@ -14,7 +14,9 @@ once, before the response has finished streaming. Ordering rules:
 Results go back in call order regardless of finishing order. Guards (SPEC A3): a read-only call
 identical to an earlier one in the task with no state-changing call in between is answered
 from the earlier result with "result unchanged, answer now"; a tool called more than its
-class's limit is refused and makes the round invalid.
+class's limit is refused and makes the round invalid. A step of a checked plan (SPEC A4) is not
+refused by that limit: the plan was written once and is bounded by its step limit, so a plan
+of twelve turns runs twelve turns instead of stopping half-way after the tenth; it still counts.
 
 A call whose name is a declared tool's name mangled the way models mangle it (whitespace,
 a ``functions.`` prefix, a template token glued on, :mod:`loopact.llm.toolnames`) runs that
@@ -140,8 +142,14 @@ class RoundDispatcher:
         """Whether a call with this id was already added."""
         return call_id in self._ids
 
-    def add(self, call: ToolCall) -> None:
-        """Accept a ready call: check it, apply the guards, start it (subject to ordering)."""
+    def add(self, call: ToolCall, *, planned: bool = False) -> None:
+        """Accept a ready call: check it, apply the guards, start it (subject to ordering).
+
+        Args:
+            call: The call, as the model (or a plan step) wrote it.
+            planned: A step of a checked plan (SPEC A4): the per-tool call limit (A3) does
+                not refuse it; it still counts towards that limit.
+        """
         self._ids.add(call.id)
         task_id = self.state.task_id
         call = self._resolve_name(call)
@@ -162,7 +170,7 @@ class RoundDispatcher:
         self.state.call_counts[call.name] += 1
         count = self.state.call_counts[call.name]
         limit = self.bounds.call_limit(tool.safety)
-        if count > limit:
+        if count > limit and not planned:
             self.invalid = True
             msg = t("guard.too_many", self.lang, name=call.name, count=count - 1, limit=limit)
             self._add_done(call, tool, ToolResult.failure(msg))

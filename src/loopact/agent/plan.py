@@ -23,6 +23,7 @@ step without a tool is skipped. :func:`plan_request_messages` builds the plannin
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -409,8 +410,9 @@ async def run_plan(
 
     Emits ``plan {steps}`` first, then per step ``step_start {n, of, tool}`` and
     ``step_end {n, ok}`` (plus ``skipped`` for a step without a tool and ``error`` for a
-    failed one). A step without a tool is skipped; a failed step (a failed result, a bad
-    reference, or an exception from ``run_tool``) stops the plan.
+    failed one, ``"cancelled"`` when the plan is cancelled during the step). A step without
+    a tool is skipped; a failed step (a failed result, a bad reference, or an exception from
+    ``run_tool``) stops the plan.
 
     Args:
         plan: The plan, already checked with :func:`validate_plan`.
@@ -442,7 +444,11 @@ async def run_plan(
             outcomes.append(StepOutcome(n, step.id, None, "skipped"))
             emit("step_end", {"n": n, "ok": True, "skipped": True})
             continue
-        outcome = await _run_step(n, step, step.tool, outputs, run_tool)
+        try:
+            outcome = await _run_step(n, step, step.tool, outputs, run_tool)
+        except asyncio.CancelledError:
+            emit("step_end", {"n": n, "ok": False, "error": "cancelled"})  # every start ends
+            raise
         outcomes.append(outcome)
         if outcome.status == "ok" and outcome.result is not None:
             outputs[step.id] = outcome.result
