@@ -89,14 +89,52 @@ async def test_plan_with_reference_to_missing_step_is_rejected_before_running(
             "parameters": {"value": "{{steps.9.outputs.data}}", "text": "x"},
         },
     ]
-    server = scripted_server([{"text": plan_text(steps)}])
+    # the model is told why and asked once more (PLAN_RETRIES); the same bad plan again fails
+    server = scripted_server(
+        [
+            {"text": plan_text(steps)},
+            {"text": plan_text(steps), "expect": {"contains": "rejected, nothing has run"}},
+        ]
+    )
     agent, rec = make_agent(server, tmp_path, tools=[measure, double, report], mode="plan")
     outcome = await agent.run_task("do it")
     await agent.close()
     assert outcome.status == "failed"
     assert "step 9" in (outcome.error or "") and "1" in (outcome.error or "")
     assert not rec.of("tool_call") and not rec.of("step_start")
+    assert len(rec.of("model_request")) == 2
     assert seen == []
+
+
+async def test_a_rejected_plan_is_corrected_once_and_runs(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A plan naming a tool that does not exist is sent back with the reason; the corrected
+    plan runs (before, the task failed on the first bad plan with nothing tried)."""
+    seen.clear()
+    bad = [{"id": 1, "description": "x", "tool": "measure_gap", "parameters": {"name": "gap"}}]
+    good = [
+        {"id": 1, "description": "measure", "tool": "measure", "parameters": {"name": "gap"}},
+        {
+            "id": 2,
+            "description": "report",
+            "tool": "report",
+            "parameters": {"value": "{{steps.1.outputs.data}}", "text": "gap"},
+        },
+    ]
+    server = scripted_server(
+        [
+            {"text": plan_text(bad), "expect": {"no_tools": True}},
+            {"text": plan_text(good), "expect": {"contains": "measure_gap"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure, double, report], mode="plan")
+    outcome = await agent.run_task("measure the gap and report it")
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    assert seen == [("gap", 1.25)]
+    assert len(rec.of("plan")) == 1 and len(rec.of("model_request")) == 2
+    assert [e.data["n"] for e in rec.of("step_start")] == [1, 2]
 
 
 async def test_agent_call_tool_runs_a_plan_inside_a_task(

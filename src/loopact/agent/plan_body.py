@@ -25,7 +25,17 @@ from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Message, ToolCall
 from loopact.tools.base import ToolResult
 
-__all__ = ["plan_body", "run_plan_for"]
+__all__ = ["PLAN_RETRIES", "plan_body", "run_plan_for"]
+
+PLAN_RETRIES = 1
+"""Planning requests after a rejected plan: the model sees why and answers again (SPEC A4)."""
+
+
+def _replan(exc: PlanError) -> str:
+    return (
+        f"That plan was rejected, nothing has run: {exc}. Answer again with only the "
+        "corrected JSON plan."
+    )
 
 
 async def plan_body(run: TaskRounds) -> str:
@@ -58,17 +68,22 @@ async def run_plan_for(run: TaskRounds, task: str, specs: tuple[ToolSpec, ...]) 
         specs: The tools the plan may use.
 
     Raises:
-        TaskFailed: The model's plan is not valid JSON or names unknown tools or steps
-            (nothing has run then; the message names what is valid).
+        TaskFailed: The model's plan is not valid JSON or names unknown tools or steps, also
+            after it was told why and asked once more (:data:`PLAN_RETRIES`; nothing has run
+            then; the message names what is valid).
     """
-    run.rounds += 1
     messages = tuple(plan_request_messages(task, specs))
-    done, _, _ = await run.run_round(run.rounds, (), messages=messages, kind="plan")
-    try:
-        plan = resolve_tool_names(parse_plan(done.message.text), [s.name for s in specs])
-        validate_plan(plan, specs)
-    except PlanError as exc:
-        raise TaskFailed(f"the plan was rejected before running anything: {exc}") from None
+    for attempt in range(1 + PLAN_RETRIES):
+        run.rounds += 1
+        done, _, _ = await run.run_round(run.rounds, (), messages=messages, kind="plan")
+        try:
+            plan = resolve_tool_names(parse_plan(done.message.text), [s.name for s in specs])
+            validate_plan(plan, specs)
+            break
+        except PlanError as exc:
+            if attempt == PLAN_RETRIES:
+                raise TaskFailed(f"the plan was rejected before running anything: {exc}") from None
+            messages += (Message.assistant(done.message.text), Message.user(_replan(exc)))
     bus = run.env.bus
 
     def emit(typ: str, data: dict[str, Any]) -> None:
