@@ -28,7 +28,8 @@ model:
 
 agent:
   mode: task                  # task (a new command replaces the running one), plan
-                              # (write a JSON plan first, then run its steps) or continuous
+                              # (write a JSON plan first, then run its steps; a rejected
+                              # plan is sent back once with the reason) or continuous
                               # (always running; messages are injected, it replies through
                               # send_message; only a stop interrupts it)
   context_limit: null         # prompt tokens above which older turns are summarised
