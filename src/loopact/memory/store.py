@@ -26,7 +26,6 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import re
@@ -34,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
 import platformdirs
 from dulwich.repo import Repo
@@ -43,7 +41,18 @@ from loopact._compat import wait_within
 from loopact.errors import PushRejected
 from loopact.llm.messages import Message
 from loopact.memory import _git
+from loopact.memory._commits import CommitQueue
 from loopact.memory._fs import TEMP_MARKER, atomic_write, remove_file
+from loopact.memory.items import (
+    FACT_FILES,
+    MAX_PROMPT_PREFS,
+    Kind,
+    MemoryItem,
+    add_item,
+    one_line,
+    parse_items,
+    rank,
+)
 from loopact.memory.merge import is_template_only
 from loopact.memory.snapshot import (
     SNAPSHOT_DIR,
@@ -57,7 +66,6 @@ log = logging.getLogger(__name__)
 
 _MACHINE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
-_ITEM_RE = re.compile(r"^- \[(?P<date>[0-9-]+) (?P<who>[^\]\s]+)\] (?P<text>.*)$")
 
 #: The rule files, in system-prompt order, with their templates (SPEC E2).
 RULE_FILES: dict[str, str] = {
@@ -70,29 +78,7 @@ RULE_FILES: dict[str, str] = {
     "kept. -->\n",
 }
 
-_FACT_FILES: dict[str, str] = {"fact": "facts.md", "preference": "preferences.md"}
-_FACT_TITLES = {"fact": "# Facts\n\n", "preference": "# Preferences\n\n"}
-
-Kind = Literal["fact", "preference"]
-
-_MAX_PROMPT_PREFS = 30
-
-
-@dataclass(frozen=True)
-class MemoryItem:
-    """One remembered fact or preference.
-
-    Attributes:
-        kind: ``"fact"`` or ``"preference"``.
-        text: What was remembered.
-        date: ``YYYY-MM-DD`` (UTC) when it was written.
-        machine_id: The robot that wrote it.
-    """
-
-    kind: str
-    text: str
-    date: str
-    machine_id: str
+__all__ = ["RULE_FILES", "GitMemory", "MemoryItem", "SyncResult", "default_memory_dir"]
 
 
 @dataclass(frozen=True)
@@ -117,22 +103,6 @@ class SyncResult:
 def default_memory_dir() -> Path:
     """The default memory folder: ``<user data folder>/loopact/memory`` (platformdirs)."""
     return Path(platformdirs.user_data_path("loopact")) / "memory"
-
-
-def _words(text: str) -> set[str]:
-    """Lower-case word tokens, with a crude plural strip and CJK character bigrams."""
-    out: set[str] = set()
-    for w in re.findall(r"\w+", text.lower()):
-        cjk = [c for c in w if "\u2e80" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af"]
-        if cjk:
-            out.update(cjk)
-            out.update(a + b for a, b in zip(w, w[1:], strict=False))
-            continue
-        if len(w) > 1:
-            out.add(w)
-            if len(w) > 3 and w.endswith("s"):
-                out.add(w[:-1])
-    return out
 
 
 class GitMemory:
@@ -174,17 +144,11 @@ class GitMemory:
         # Git and file work on daemon threads: a fetch or push that hangs past its timeout is
         # abandoned there; on asyncio's default pool it blocked exit for good (issue 22).
         self._blocking = BlockingExecutor(max_workers=4, max_stuck=16, name="loopact-memory")
-        self.last_error: str | None = None
+        self._last_error: str | None = None
         self._author = f"loopact {machine_id} <{machine_id}@loopact.invalid>".encode()
         self._repo: Repo | None = None
+        self._commits: CommitQueue | None = None
         self._fs_lock = asyncio.Lock()
-        self._git_lock = asyncio.Lock()
-        self._pending: dict[str, str] = {}
-        self._requested = 0
-        self._done = 0
-        self._cond: asyncio.Condition | None = None
-        self._wake: asyncio.Event | None = None
-        self._worker: asyncio.Task[None] | None = None
         self._rules = ""
         self._preferences = ""
         self._preference_items: list[MemoryItem] = []
@@ -199,9 +163,7 @@ class GitMemory:
         if self._repo is not None:
             return
         self._repo = await self._blocking.run(_git.open_repo, self.path)
-        self._cond = asyncio.Condition()
-        self._wake = asyncio.Event()
-        self._worker = asyncio.create_task(self._commit_worker(), name="memory-commit")
+        self._commits = CommitQueue(self._repo, self._blocking, self.machine_id, self._author)
         if self.remote is not None:
             result = await self.sync()
             if not result.ok:
@@ -215,10 +177,10 @@ class GitMemory:
 
     async def _reload_prompt_texts(self) -> None:
         self._rules = await self._blocking.run(self._read_rules)
-        prefs = _parse_items(
-            await self._blocking.run(self._read, _FACT_FILES["preference"]), "preference"
+        prefs = parse_items(
+            await self._blocking.run(self._read, FACT_FILES["preference"]), "preference"
         )
-        self._preference_items = prefs[-_MAX_PROMPT_PREFS:]
+        self._preference_items = prefs[-MAX_PROMPT_PREFS:]
         self._preferences = "\n".join(f"- {i.text}" for i in self._preference_items)
 
     async def close(self) -> None:
@@ -228,24 +190,11 @@ class GitMemory:
         try:
             await self.flush()
         finally:
-            # Stop the worker only between commits: a commit thread cannot be cancelled.
-            try:
-                await wait_within(self._git_lock.acquire(), 30.0)
-                locked = True
-            except asyncio.TimeoutError:
-                log.warning("memory close: a git operation is still running; closing anyway")
-                locked = False
-            try:
-                if self._worker is not None:
-                    self._worker.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await self._worker
-                    self._worker = None
-                self._repo.close()
-                self._repo = None
-            finally:
-                if locked:
-                    self._git_lock.release()
+            if self._commits is not None:
+                await self._commits.stop()
+                self._commits = None
+            self._repo.close()
+            self._repo = None
 
     async def __aenter__(self) -> GitMemory:
         await self.open()
@@ -259,13 +208,18 @@ class GitMemory:
             raise RuntimeError("GitMemory is not open: await mem.open() first")
         return self._repo
 
-    # ----------------------------------------------------------------- commits
+    def _queue(self) -> CommitQueue:
+        self._need_repo()
+        assert self._commits is not None
+        return self._commits
 
     def _enqueue(self, relpath: str, message: str) -> None:
-        self._pending[relpath] = message
-        self._requested += 1
-        assert self._wake is not None
-        self._wake.set()
+        self._queue().enqueue(relpath, message)
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the last commit or sync failed, or None."""
+        return self._last_error or (self._commits.last_error if self._commits else None)
 
     async def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until every write made before this call is committed.
@@ -273,50 +227,7 @@ class GitMemory:
         Raises:
             asyncio.TimeoutError: The commits did not finish within ``timeout_s`` seconds.
         """
-        self._need_repo()
-        assert self._cond is not None
-        target = self._requested
-        cond = self._cond
-
-        async def wait() -> None:
-            async with cond:
-                await cond.wait_for(lambda: self._done >= target)
-
-        await wait_within(wait(), timeout_s)
-
-    async def _commit_worker(self) -> None:
-        assert self._wake is not None and self._cond is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            async with self._git_lock:
-                await self._commit_pending()
-
-    async def _commit_pending(self) -> None:
-        """Commit what is pending (caller holds the git lock); never raises."""
-        assert self._cond is not None
-        if not self._pending:
-            return
-        batch, self._pending = self._pending, {}
-        upto = self._requested
-        messages = list(dict.fromkeys(batch.values()))
-        message = messages[0] if len(messages) == 1 else f"{len(batch)} memory updates"
-        body = "\n".join(messages) if len(messages) > 1 else ""
-        repo = self._need_repo()
-        try:
-            await self._blocking.run(
-                _git.commit_paths,
-                repo,
-                list(batch),
-                f"[{self.machine_id}] {message}\n\n{body}".strip() + "\n",
-                self._author,
-            )
-        except Exception as exc:  # a failed commit must never take the agent down
-            self.last_error = f"commit failed: {exc}"
-            log.exception("memory commit failed")
-        async with self._cond:
-            self._done = max(self._done, upto)
-            self._cond.notify_all()
+        await self._queue().flush(timeout_s)
 
     # ----------------------------------------------------------------- writes
 
@@ -406,25 +317,19 @@ class GitMemory:
             ValueError: Empty text or an unknown kind.
         """
         self._need_repo()
-        if kind not in _FACT_FILES:
-            raise ValueError(f"kind must be one of {sorted(_FACT_FILES)}, not {kind!r}")
-        one_line = " ".join(text.split())
-        if not one_line:
+        if kind not in FACT_FILES:
+            raise ValueError(f"kind must be one of {sorted(FACT_FILES)}, not {kind!r}")
+        line = one_line(text)
+        if not line:
             raise ValueError("nothing to remember: the text is empty")
-        rel = _FACT_FILES[kind]
+        rel = FACT_FILES[kind]
         async with self._fs_lock:
             old = await self._blocking.run(self._read, rel)
-            norm = one_line.casefold()
-            for item in _parse_items(old, kind):
-                if " ".join(item.text.split()).casefold() == norm:
-                    return False
-            if not old:
-                old = _FACT_TITLES[kind]
-            elif not old.endswith("\n"):
-                old += "\n"
             today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-            line = f"- [{today} {self.machine_id}] {one_line}\n"
-            await self._write(rel, (old + line).encode(), f"remember {kind}: {one_line[:60]}")
+            new = add_item(old, kind, line, today, self.machine_id)
+            if new is None:
+                return False
+            await self._write(rel, new.encode(), f"remember {kind}: {line[:60]}")
         if kind == "preference":
             await self._reload_prompt_texts()
         return True
@@ -477,8 +382,8 @@ class GitMemory:
         """Every remembered preference and fact, preferences first, oldest first."""
         out: list[MemoryItem] = []
         for kind in ("preference", "fact"):
-            text = await self._blocking.run(self._read, _FACT_FILES[kind])
-            out.extend(_parse_items(text, kind))
+            text = await self._blocking.run(self._read, FACT_FILES[kind])
+            out.extend(parse_items(text, kind))
         return out
 
     async def recall(self, query: str, limit: int = 5) -> list[MemoryItem]:
@@ -492,20 +397,7 @@ class GitMemory:
             query: Words to look for.
             limit: At most this many items, best first (newest first among equals).
         """
-        items = await self.items()
-        q = _words(query)
-        if not q:
-            return list(reversed(items))[:limit]
-        scored = []
-        for i, item in enumerate(items):
-            w = _words(item.text)
-            score = len(q & w) / len(q)
-            if query.strip().casefold() in item.text.casefold():
-                score += 1.0
-            if score > 0:
-                scored.append((score, i, item))
-        scored.sort(key=lambda s: (-s[0], -s[1]))
-        return [item for _s, _i, item in scored[:limit]]
+        return rank(await self.items(), query, limit)
 
     # ----------------------------------------------------------------- remote
 
@@ -523,14 +415,15 @@ class GitMemory:
             remote = str(Path(remote).expanduser().absolute())  # noqa: ASYNC240 (no I/O)
         kind, pushed = "none", False
         conflicts: tuple[str, ...] = ()
-        async with self._git_lock:
+        commits = self._queue()
+        async with commits.git_lock:
             for attempt in range(5):
                 try:
                     remote_head = await wait_within(
                         self._blocking.run(_git.fetch, repo, remote), self.sync_timeout_s
                     )
                     async with self._fs_lock:
-                        await self._commit_pending()
+                        await commits.commit_pending()
                         result = await self._blocking.run(
                             _git.integrate, repo, self.path, remote_head, self._author
                         )
@@ -550,9 +443,9 @@ class GitMemory:
                     await asyncio.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
                     continue
                 except Exception as exc:
-                    self.last_error = f"sync failed: {exc!r}"
+                    self._last_error = f"sync failed: {exc!r}"
                     log.warning("memory sync with %s failed: %r", self.remote, exc)
-                    return SyncResult(False, kind, pushed, conflicts, self.last_error)
+                    return SyncResult(False, kind, pushed, conflicts, self._last_error)
         return SyncResult(False, kind, pushed, conflicts, "remote kept moving; gave up")
 
 
@@ -569,14 +462,3 @@ def _list_names(folder: Path) -> list[str]:
         return [p.name for p in folder.iterdir() if p.is_file() and TEMP_MARKER not in p.name]
     except FileNotFoundError:
         return []
-
-
-def _parse_items(text: str, kind: str) -> list[MemoryItem]:
-    out = []
-    for line in text.splitlines():
-        m = _ITEM_RE.match(line.strip())
-        if m:
-            out.append(MemoryItem(kind, m.group("text"), m.group("date"), m.group("who")))
-        elif line.startswith("- ") and line[2:].strip():
-            out.append(MemoryItem(kind, line[2:].strip(), "", ""))
-    return out
