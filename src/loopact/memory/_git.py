@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -176,10 +177,11 @@ def uncommitted_paths(repo: Repo, workdir: Path) -> list[str]:
     """The paths whose working-tree file differs from the index or is not in it.
 
     Files are compared by size and modification time, as ``git status`` does, so only
-    changed files are read; temporary files of :func:`~loopact.memory._fs.atomic_write` and
-    the ``.git`` folder are skipped. Index entries whose file is gone are included (to be
-    unstaged). Used at open to commit what an earlier run wrote but could not commit (a lock,
-    a crash), and the files of a folder that lost its ``.git``.
+    changed files are read; temporary files of :func:`~loopact.memory._fs.atomic_write`,
+    anything that is not a file or a link, and the ``.git`` folder are skipped. Index entries
+    whose file is gone are included (to be unstaged). Used at open to commit what an earlier
+    run wrote but could not commit (a lock, a crash), and the files of a folder that lost its
+    ``.git``.
     """
     index = repo.open_index()
     known: dict[str, Any] = {p.decode("utf-8", "surrogateescape"): index[p] for p in index}
@@ -198,6 +200,8 @@ def uncommitted_paths(repo: Repo, workdir: Path) -> list[str]:
                 st = full.lstat()
             except OSError:
                 continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                continue  # a FIFO or socket: Git does not store it (and opening may block)
             if entry is None or entry.size != st.st_size or _mtime(entry) != _mtime_of(st):
                 out.append(rel)
     out += [p for p in known if p not in seen]
