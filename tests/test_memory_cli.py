@@ -165,9 +165,11 @@ def test_a_read_only_memory_folder_is_named_and_the_agent_goes_on(
     if os.geteuid() == 0:  # root writes through file modes: mount the folder read-only
         if shutil.which("unshare") is None:
             pytest.skip("running as root without unshare: cannot make a read-only folder")
-        script = f'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+        script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
         cmd = ["unshare", "-m", "sh", "-c", script, str(mem), *cmd]
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
     else:
         for p in [mem, *mem.rglob("*")]:
             p.chmod(p.stat().st_mode & ~0o222)
