@@ -116,10 +116,10 @@ class Health:
         text = exc if isinstance(exc, str) else describe(exc, self.folder)
         self.last_error = text
         if text != self._said:
-            log.warning("memory: %s", text)
+            log.warning("%s", text)
             self._said = text
         else:
-            log.debug("memory (again): %s", text)
+            log.debug("again: %s", text)
         return text
 
     def ok(self) -> None:
