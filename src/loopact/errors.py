@@ -24,6 +24,8 @@
     │   └── SafetyError            the safety governor refused or stopped a command (X3)
     │       └── EmergencyStopError     the latched emergency stop is active
     ├── PushRejected           the memory remote moved on since the fetch (E4): merge, push again
+    ├── MemoryRepoError        the memory folder or its Git repository cannot be used (E2):
+    │                          read-only, locked, damaged; names the folder and the fix
     ├── VoiceError             audio in or out, speech to text or text to speech failed (F4)
     │   ├── AudioDeviceError       no sound card / PortAudio, or the device failed
     │   ├── AudioFormatError       audio that cannot be read (not WAV, bad header, empty)
@@ -204,6 +206,15 @@ class EmergencyStopError(SafetyError):
 
 class PushRejected(LoopactError):
     """The memory remote moved on since the fetch (SPEC E4): fetch, merge and push again."""
+
+
+class MemoryRepoError(LoopactError):
+    """The memory folder or its Git repository cannot be used right now (SPEC E2).
+
+    The message names the folder (or the file in it) and what to do: a read-only disk, a lock
+    another program holds, a damaged repository. Raised by :class:`loopact.memory.GitMemory`
+    at open and by its writes; the agent turns it into a failed tool result or a warning.
+    """
 
 
 class ScriptError(LoopactError):

@@ -233,3 +233,22 @@ def test_estimate_tokens_counts_text_images_and_calls() -> None:
     assert estimate_tokens([Message.user("", images=[IMG])]) == 4 + IMAGE_TOKENS
     call = ToolCall("c1", "move", {"distance_m": 1.5})
     assert estimate_tokens([Message.assistant("", tool_calls=[call])]) > 4
+
+
+def test_two_big_rounds_of_one_turn_summarise_the_first() -> None:
+    """A task whose rounds are each big (a long file, four camera images) fills the context in
+    two rounds. Keeping the last two rounds whole leaves nothing to summarise, so before this
+    the history was only ever trimmed: every dropped round was lost with no summary and no
+    checkpoint. The latest turn is then cut keeping fewer rounds, down to the last one."""
+    h = [Message.system("sys"), Message.user("Read big.txt twice")]
+    for i in range(2):
+        h.append(Message.assistant("", tool_calls=[ToolCall(f"r{i}", "file_read", {})]))
+        h.append(Message.tool(f"r{i}", "file_read", f"part {i} " + "y" * 16_000))
+    plan = plan_compression(h, keep_recent_turns=2, keep_recent_rounds=2)
+    assert plan is not None
+    assert [m.text for m in plan.pinned] == ["Read big.txt twice"]
+    assert [m.tool_call_id for m in plan.head if m.role == "tool"] == ["r0"]
+    assert [m.tool_call_id for m in plan.tail if m.role == "tool"] == ["r1"]
+    check_plan(h, plan)
+    # One round only: still nothing to summarise.
+    assert plan_compression(h[:4], keep_recent_rounds=2) is None

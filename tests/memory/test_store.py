@@ -178,3 +178,17 @@ async def test_bad_input_is_refused_clearly(tmp_path: Path) -> None:
             await mem.remember("x", kind="secret")  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="open"):
         await GitMemory(tmp_path / "m2", machine_id="r1").append_diary("x")
+
+
+async def test_chinese_text_is_committed_as_utf8(tmp_path: Path) -> None:
+    async with GitMemory(tmp_path / "mem", machine_id="r1") as mem:
+        assert await mem.remember("充电器在二号房间。The charger is in room 2.")
+        await mem.append_diary("巡逻了实验室，门是开着的。")
+        await mem.flush()
+        found = await mem.recall("充电器在哪里")
+    assert [i.text for i in found] == ["充电器在二号房间。The charger is in room 2."]
+    messages = [msg.decode("utf-8") for msg, _paths in commit_log(tmp_path / "mem")]
+    assert any("remember fact: 充电器在二号房间。" in m for m in messages)
+    assert any("diary: 巡逻了实验室，门是开着的。" in m for m in messages)
+    committed = head_file(tmp_path / "mem", "facts.md") or ""
+    assert "] 充电器在二号房间。The charger is in room 2.\n" in committed

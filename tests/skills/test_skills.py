@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,76 @@ def test_merge_conflict_copies_are_not_loaded(tmp_path: Path) -> None:
     lib = SkillLibrary.load([tmp_path])
     dock = lib.get("dock")
     assert lib.names == ["dock"] and dock is not None and dock.body == "Local body."
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_two_skills_with_one_name_in_a_folder_are_named_and_the_first_is_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_skill(tmp_path, "dock_a.md", "dock", "First version.", "First body.")
+    write_skill(tmp_path, "dock_b.md", "dock", "Second version.", "Second body.")
+    with caplog.at_level(logging.WARNING, logger="loopact.skills.loader"):
+        lib = SkillLibrary.load([tmp_path])
+    dock = lib.get("dock")
+    assert lib.names == ["dock"] and dock is not None and dock.body == "First body."
+    [warning] = warnings_of(caplog)
+    assert "'dock'" in warning and "dock_a.md" in warning and "dock_b.md" in warning
+
+
+def test_a_skill_file_that_links_outside_its_folder_is_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    outside = write_skill(tmp_path / "elsewhere", "secret.md", "secret", "Outside.", "Private.")
+    folder = tmp_path / "skills"
+    inside = write_skill(folder / "shared", "wave.md", "wave", "Wave at people.", "Nod twice.")
+    (folder / "secret.md").symlink_to(outside)
+    (folder / "wave.md").symlink_to(inside)  # a link that stays inside the folder is fine
+    (folder / "passwd.md").symlink_to("/etc/passwd")
+    with caplog.at_level(logging.WARNING, logger="loopact.skills.loader"):
+        lib = SkillLibrary.load([folder])
+    assert lib.names == ["wave"]
+    warned = warnings_of(caplog)
+    assert len(warned) == 2
+    for name in ("secret.md", "passwd.md"):
+        assert any(name in w and "outside" in w for w in warned), warned
+
+
+def test_a_huge_skill_file_is_skipped_with_its_size(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_skill(tmp_path, "huge.md", "huge", "Very long.", "x" * 2_000_000)
+    write_skill(tmp_path, "small.md", "small", "Short.", "Do it.")
+    with caplog.at_level(logging.WARNING, logger="loopact.skills.loader"):
+        lib = SkillLibrary.load([tmp_path])
+    assert lib.names == ["small"]
+    [warning] = warnings_of(caplog)
+    assert "huge.md" in warning and "1953 KiB" in warning and "256 KiB" in warning
+
+
+def test_a_skill_file_that_is_not_utf8_is_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "latin.md").write_bytes(b"---\nname: latin\ndescription: caf\xe9\n---\nbody\n")
+    with caplog.at_level(logging.WARNING, logger="loopact.skills.loader"):
+        lib = SkillLibrary.load([tmp_path])
+    assert lib.names == []
+    [warning] = warnings_of(caplog)
+    assert "latin.md" in warning and "not UTF-8" in warning
+
+
+def test_a_skill_that_is_a_fifo_does_not_block_loading(tmp_path: Path) -> None:
+    write_skill(tmp_path, "wave.md", "wave", "Wave at people.", "Nod twice.")
+    os.mkfifo(tmp_path / "pipe.md")
+    code = (
+        "import sys; from pathlib import Path; from loopact.skills import SkillLibrary; "
+        "print(SkillLibrary.load([Path(sys.argv[1])]).names)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['wave']"
+    assert "pipe.md" in proc.stderr and "not a regular file" in proc.stderr

@@ -22,7 +22,8 @@ Rules every function keeps:
   whole (the last one may still be in progress). When that leaves nothing to summarise (one
   very long task), the cut falls inside the latest turn: its opening user message (the goal)
   is kept verbatim, the middle rounds are summarised and the last ``keep_recent_rounds``
-  rounds are kept.
+  rounds are kept (fewer, down to the last one, when the turn has no more rounds than that:
+  big rounds are summarised, not only trimmed away).
 * The summary is a ``user`` message marked with ``provider_data["loopact"]["summary"]``
   (see :func:`is_summary`); a later compression summarises it again (a rolling summary).
 """
@@ -167,9 +168,10 @@ def plan_compression(
     Candidate cuts, in order of preference: keep the last ``keep_recent_turns`` turns whole;
     keep fewer whole turns (down to the latest one); cut inside the latest turn, keeping its
     opening user message and its last ``keep_recent_rounds`` rounds (a round starts at an
-    assistant message). A candidate must summarise something besides old summaries. The
-    first candidate that summarises at least half of the non-system messages (by
-    :func:`estimate_tokens`) wins; if none does, the one that summarises the most.
+    assistant message), or, when no other cut exists, fewer of them (down to the last one).
+    A candidate must summarise something besides old summaries. The first candidate that
+    summarises at least half of the non-system messages (by :func:`estimate_tokens`) wins;
+    if none does, the one that summarises the most.
 
     Args:
         history: The full history, system messages first.
@@ -192,6 +194,10 @@ def plan_compression(
     u = starts[-1] if starts else -1
     rounds = [i for i in range(u + 1, len(body)) if body[i].role == "assistant"]
     keep = max(keep_recent_rounds, 1)
+    if not candidates and 1 < len(rounds) <= keep:
+        # Nothing else to cut: keep fewer of the latest turn's rounds (its rounds are big,
+        # e.g. long tool results or images), rather than only ever trimming them away.
+        keep = len(rounds) - 1
     if len(rounds) > keep:
         c = _legal_at_or_before(legal, rounds[-keep], u + 2)
         if c is not None:

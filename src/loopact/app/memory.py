@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopact.agent.prompt import preferences_section
-from loopact.config import Config
-from loopact.errors import ConfigError
+from loopact.config import Config, config_secret_settings
+from loopact.errors import ConfigError, MemoryRepoError
 from loopact.memory import GitMemory, default_memory_dir, make_memory_tools
 from loopact.memory.recorder import MemoryRecorder
+from loopact.redact import Redactor
 from loopact.skills.loader import SkillLibrary, builtin_dir
 from loopact.skills.tool import make_skill_tool
 from loopact.tools.registry import ToolRegistry
@@ -48,13 +49,25 @@ def memory_folder(cfg: Config) -> Path:
     return (cfg.memory.path or default_memory_dir()).expanduser()
 
 
-async def open_memory(cfg: Config, registry: ToolRegistry, stack: AsyncExitStack) -> OpenedMemory:
+async def open_memory(
+    cfg: Config,
+    registry: ToolRegistry,
+    stack: AsyncExitStack,
+    redactor: Redactor | None = None,
+) -> OpenedMemory:
     """Open the Git-backed memory and the skills (SPEC E2-E4); ``stack`` closes them.
 
     Adds ``remember``/``recall`` and ``skill`` to ``registry``.
 
+    Args:
+        cfg: The configuration (``memory``).
+        registry: Gets the memory and skill tools.
+        stack: Closes the memory.
+        redactor: Masks secrets in what memory writes (the event bus's, so secrets learnt
+            later count too, SPEC H6); None: one that knows the config's secrets.
+
     Raises:
-        ConfigError: The memory folder cannot be used.
+        ConfigError: The memory folder cannot be used (``memory.path``).
     """
     skill_dirs = [builtin_dir()]
     rules: str | None = None
@@ -66,10 +79,11 @@ async def open_memory(cfg: Config, registry: ToolRegistry, stack: AsyncExitStack
             cfg.memory.machine_id or machine_id(),
             remote=cfg.memory.remote,
             snapshot_retention=cfg.memory.snapshot_retention,
+            redactor=redactor or Redactor(v for _, v in config_secret_settings(cfg)),
         )
         try:
             await memory.open()
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, MemoryRepoError) as exc:
             raise ConfigError(
                 f"memory.path {path} cannot be used: {exc} (set --memory DIR or "
                 "memory.enabled: false)",

@@ -165,7 +165,7 @@ async def open_agent(
     body = await open_body(cfg, stack)
     connector = await open_nodes_connector(cfg, body, stack, bus)
     served = await _robot_tools(cfg, body, connector, registry, stack)
-    memory = await open_memory(cfg, registry, stack)
+    memory = await open_memory(cfg, registry, stack, bus.redactor)  # H6: masked memory
     if mcp_servers:
         await attach_mcp(cfg, registry, bus, stack)  # issue 18: MCP servers' tools
     model = make_model(cfg, local_brain=brain)

@@ -1,6 +1,8 @@
 """Git-backed long-term memory (SPEC E2, E4): rule files, diaries, snapshots, facts."""
 
-from loopact.memory.store import GitMemory, MemoryItem, SyncResult, default_memory_dir
+from loopact.memory.items import MemoryItem
+from loopact.memory.store import GitMemory, default_memory_dir
+from loopact.memory.sync import SyncResult
 from loopact.memory.tools import make_memory_tools
 
 __all__ = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -28,14 +29,16 @@ from typing import TYPE_CHECKING, Any, cast
 from dulwich import porcelain
 from dulwich.client import get_transport_and_path
 from dulwich.config import ConfigFile, StackedConfig
+from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.filters import FilterBlobNormalizer
 from dulwich.graph import find_merge_base
 from dulwich.objects import ZERO_SHA, Blob
 from dulwich.repo import Repo
 
-from loopact.errors import PushRejected
-from loopact.memory._fs import atomic_write, remove_file
+from loopact.errors import MemoryRepoError, PushRejected
+from loopact.memory._faults import damaged_text
+from loopact.memory._fs import TEMP_MARKER, atomic_write, remove_file
 from loopact.memory.merge import merge_file
 
 if TYPE_CHECKING:
@@ -109,13 +112,111 @@ def _commit_config() -> ConfigFile:
 
 
 def open_repo(path: Path) -> MemoryRepo:
-    """Open the repository at ``path``, creating it (branch ``main``) if there is none."""
+    """Open the repository at ``path``, creating it (branch ``main``) if there is none.
+
+    Raises:
+        MemoryRepoError: ``path/.git`` exists but is no repository, or ``main`` points to a
+            commit (or tree) that is missing: the message names the folder and the fix.
+    """
     if (path / ".git").exists():
-        return MemoryRepo(str(path))
+        try:
+            opened = MemoryRepo(str(path))
+        except NotGitRepository as exc:
+            raise MemoryRepoError(
+                f"the memory folder {path} is not a Git repository: its .git is empty or "
+                f"incomplete ({exc}); move {path / '.git'} away to start a new history that "
+                "keeps the files, or use another memory folder"
+            ) from None
+        try:
+            check(opened, path)
+        except BaseException:
+            opened.close()
+            raise
+        return opened
     path.mkdir(parents=True, exist_ok=True)
     repo = MemoryRepo.init(str(path), default_branch=b"main")
     assert isinstance(repo, MemoryRepo)
     return repo
+
+
+def has_files_but_no_repo(path: Path) -> bool:
+    """Whether ``path`` holds files but no ``.git`` (deleted, or never made): the new
+    repository :func:`open_repo` makes there gets them in its first commit (SPEC E2)."""
+    return not (path / ".git").exists() and path.is_dir() and any(path.iterdir())
+
+
+def check(repo: Repo, folder: Path) -> None:
+    """Check that ``main`` and the commit and tree it points to can be read.
+
+    Raises:
+        MemoryRepoError: They cannot (the message says which object is missing).
+    """
+    current = head(repo)
+    if current is None:
+        return
+    try:
+        commit = repo[current]
+        tree = getattr(commit, "tree", None)
+        if tree is None:
+            raise MemoryRepoError(
+                damaged_text(folder, f"main points to {current.decode()[:7]}, not a commit")
+            )
+        repo[tree]
+    except KeyError as exc:
+        missing = exc.args[0] if exc.args else current
+        name = missing.decode("ascii", "replace") if isinstance(missing, bytes) else str(missing)
+        raise MemoryRepoError(
+            damaged_text(
+                folder,
+                f"main points to commit {current.decode()[:7]}, but object {name[:7]} is missing",
+            )
+        ) from None
+
+
+def uncommitted_paths(repo: Repo, workdir: Path) -> list[str]:
+    """The paths whose working-tree file differs from the index or is not in it.
+
+    Files are compared by size and modification time, as ``git status`` does, so only
+    changed files are read; temporary files of :func:`~loopact.memory._fs.atomic_write`,
+    anything that is not a file or a link, and the ``.git`` folder are skipped. Index entries
+    whose file is gone are included (to be unstaged). Used at open to commit what an earlier
+    run wrote but could not commit (a lock, a crash), and the files of a folder that lost its
+    ``.git``.
+    """
+    index = repo.open_index()
+    known: dict[str, Any] = {p.decode("utf-8", "surrogateescape"): index[p] for p in index}
+    out: list[str] = []
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(workdir):
+        dirs[:] = sorted(d for d in dirs if not (root == str(workdir) and d == ".git"))
+        for name in sorted(files):
+            if TEMP_MARKER in name:
+                continue
+            full = Path(root) / name
+            rel = full.relative_to(workdir).as_posix()
+            seen.add(rel)
+            entry = known.get(rel)
+            try:
+                st = full.lstat()
+            except OSError:
+                continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                continue  # a FIFO or socket: Git does not store it (and opening may block)
+            if entry is None or entry.size != st.st_size or _mtime(entry) != _mtime_of(st):
+                out.append(rel)
+    out += [p for p in known if p not in seen]
+    return out
+
+
+def _mtime(entry: Any) -> tuple[int, int]:
+    mtime = entry.mtime
+    if isinstance(mtime, tuple):
+        return int(mtime[0]), int(mtime[1])
+    return int(mtime), 0
+
+
+def _mtime_of(st: os.stat_result) -> tuple[int, int]:
+    return int(st.st_mtime_ns // 1_000_000_000), int(st.st_mtime_ns % 1_000_000_000)
 
 
 def head(repo: Repo) -> bytes | None:

@@ -3,7 +3,9 @@
 Subscribes to the event bus: every finished task becomes a diary entry (the instruction, how
 it ended, the reply); every model response writes a snapshot of the context (images as
 hashes). Writes are scheduled on the event loop and committed by the memory's background
-worker, so the agent's loop never waits for Git. A failed write is logged, never raised.
+worker, so the agent's loop never waits for Git. A failed write is never raised: the memory
+says each distinct problem once (a read-only folder is one warning, not one per round), and
+anything else is logged here.
 """
 
 from __future__ import annotations
@@ -13,11 +15,16 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from loopact._compat import wait_within
+from loopact.errors import MemoryRepoError
 from loopact.events import Event, EventBus
 from loopact.llm.messages import Message
 from loopact.memory.store import GitMemory
 
 log = logging.getLogger(__name__)
+
+#: How long a checkpoint may hold up a compression, in seconds (the memory may be busy).
+CHECKPOINT_TIMEOUT_S = 20.0
 
 
 class MemoryRecorder:
@@ -74,11 +81,20 @@ class MemoryRecorder:
     def _done(self, fut: asyncio.Future[Any]) -> None:
         self._pending.discard(fut)
         if not fut.cancelled() and fut.exception() is not None:
-            log.warning("memory write failed: %r", fut.exception())
+            _log_failure(fut.exception())
 
     async def checkpoint(self, text: str) -> None:
-        """Write a task checkpoint to the diary before the context is compressed (E1)."""
-        await self.memory.append_diary(text)
+        """Write a task checkpoint to the diary before the context is compressed (E1).
+
+        Never raises and waits at most :data:`CHECKPOINT_TIMEOUT_S`: the compression (and the
+        task) go on without the checkpoint when the memory cannot take it.
+        """
+        try:
+            await wait_within(self.memory.append_diary(text), CHECKPOINT_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            log.warning("memory checkpoint not written within %g s", CHECKPOINT_TIMEOUT_S)
+        except Exception as exc:
+            _log_failure(exc)
 
     async def close(self) -> None:
         """Unsubscribe and wait for scheduled writes."""
@@ -86,3 +102,11 @@ class MemoryRecorder:
             self._unsubscribe()
         if self._pending:
             await asyncio.wait(self._pending, timeout=10)
+
+
+def _log_failure(exc: BaseException | None) -> None:
+    """A failed write: the memory has said a :class:`MemoryRepoError` already (once)."""
+    if isinstance(exc, MemoryRepoError):
+        log.debug("memory write failed: %s", exc)
+    else:
+        log.warning("memory write failed: %r", exc)

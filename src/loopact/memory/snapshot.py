@@ -15,7 +15,7 @@ truncated]`` marker) and, if that is not enough, by dropping the oldest messages
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -73,6 +73,7 @@ def build_snapshot(
     machine_id: str,
     when: datetime,
     max_bytes: int,
+    mask: Callable[[Any], Any] | None = None,
 ) -> bytes:
     """Serialise one round's context as a size-capped JSON snapshot (UTF-8).
 
@@ -82,6 +83,8 @@ def build_snapshot(
         machine_id: Which robot wrote it.
         when: When (timezone-aware, or naive meaning UTC).
         max_bytes: Upper bound of the encoded size in bytes (at least 1024).
+        mask: Masks secrets in the summarised messages (JSON-able values in, masked copy
+            out; :meth:`loopact.redact.Redactor.value`), applied before the size cap (H6).
 
     Returns:
         The encoded document, at most ``max_bytes`` bytes long.
@@ -97,6 +100,8 @@ def build_snapshot(
         "truncated": False,
         "messages": history_summary(list(messages)),
     }
+    if mask is not None:
+        doc["messages"] = mask(doc["messages"])
 
     def encode() -> bytes:
         return json.dumps(doc, ensure_ascii=False, default=str, indent=1).encode()

@@ -26,113 +26,58 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
-import random
+import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import TypeVar
 
 import platformdirs
 from dulwich.repo import Repo
 
-from loopact._compat import wait_within
-from loopact.errors import PushRejected
+from loopact.errors import MemoryRepoError
 from loopact.llm.messages import Message
 from loopact.memory import _git
+from loopact.memory._commits import CommitQueue
+from loopact.memory._faults import Health, describe, read_only_text
 from loopact.memory._fs import TEMP_MARKER, atomic_write, remove_file
-from loopact.memory.merge import is_template_only
+from loopact.memory._lock import repo_lock
+from loopact.memory.items import (
+    FACT_FILES,
+    MAX_PROMPT_PREFS,
+    Kind,
+    MemoryItem,
+    add_item,
+    one_line,
+    parse_items,
+    rank,
+)
+from loopact.memory.rules import RULE_FILES, rules_prompt_text
 from loopact.memory.snapshot import (
     SNAPSHOT_DIR,
     build_snapshot,
     names_to_prune,
     snapshot_name,
 )
+from loopact.memory.sync import SyncResult, fetch_merge_push, remote_url
+from loopact.redact import Redactor
 from loopact.tools.blocking import BlockingExecutor
 
 log = logging.getLogger(__name__)
 
 _MACHINE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
-_ITEM_RE = re.compile(r"^- \[(?P<date>[0-9-]+) (?P<who>[^\]\s]+)\] (?P<text>.*)$")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_T = TypeVar("_T")
 
-#: The rule files, in system-prompt order, with their templates (SPEC E2).
-RULE_FILES: dict[str, str] = {
-    "RULE.md": "# Rules\n\n<!-- Rules the agent always follows (safety, etiquette), "
-    "one per line. -->\n",
-    "MASTER.md": "# Master\n\n<!-- Who the agent serves: names, roles, how to address them. -->\n",
-    "METHOD.md": "# Methods\n\n<!-- How to do recurring jobs well: methods that worked, "
-    "mistakes to avoid. -->\n",
-    "WORLD.md": "# World\n\n<!-- Facts about the site: rooms, waypoints, where things are "
-    "kept. -->\n",
-}
-
-_FACT_FILES: dict[str, str] = {"fact": "facts.md", "preference": "preferences.md"}
-_FACT_TITLES = {"fact": "# Facts\n\n", "preference": "# Preferences\n\n"}
-
-Kind = Literal["fact", "preference"]
-
-_MAX_PROMPT_PREFS = 30
-
-
-@dataclass(frozen=True)
-class MemoryItem:
-    """One remembered fact or preference.
-
-    Attributes:
-        kind: ``"fact"`` or ``"preference"``.
-        text: What was remembered.
-        date: ``YYYY-MM-DD`` (UTC) when it was written.
-        machine_id: The robot that wrote it.
-    """
-
-    kind: str
-    text: str
-    date: str
-    machine_id: str
-
-
-@dataclass(frozen=True)
-class SyncResult:
-    """What :meth:`GitMemory.sync` did.
-
-    Attributes:
-        ok: True when the remote now holds our history.
-        integration: ``"none"``, ``"fast_forward"`` or ``"merged"``.
-        pushed: True when a push was made.
-        conflicts: Conflict copies written (remote versions kept beside local files).
-        error: Why the sync failed, when ``ok`` is False.
-    """
-
-    ok: bool
-    integration: str = "none"
-    pushed: bool = False
-    conflicts: tuple[str, ...] = ()
-    error: str | None = None
+__all__ = ["RULE_FILES", "GitMemory", "MemoryItem", "SyncResult", "default_memory_dir"]
 
 
 def default_memory_dir() -> Path:
     """The default memory folder: ``<user data folder>/loopact/memory`` (platformdirs)."""
     return Path(platformdirs.user_data_path("loopact")) / "memory"
-
-
-def _words(text: str) -> set[str]:
-    """Lower-case word tokens, with a crude plural strip and CJK character bigrams."""
-    out: set[str] = set()
-    for w in re.findall(r"\w+", text.lower()):
-        cjk = [c for c in w if "\u2e80" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af"]
-        if cjk:
-            out.update(cjk)
-            out.update(a + b for a, b in zip(w, w[1:], strict=False))
-            continue
-        if len(w) > 1:
-            out.add(w)
-            if len(w) > 3 and w.endswith("s"):
-                out.add(w[:-1])
-    return out
 
 
 class GitMemory:
@@ -146,6 +91,8 @@ class GitMemory:
         snapshot_retention: How many snapshots of this machine to keep (newest).
         snapshot_max_bytes: Size cap of one snapshot, in bytes.
         sync_timeout_s: Time limit of one fetch or push, in seconds.
+        redactor: Masks known secrets (API keys, tokens) in everything written: facts,
+            diary entries, snapshots and commit messages (SPEC H6); None masks nothing.
 
     Raises:
         ValueError: ``machine_id`` is not usable as a folder name.
@@ -159,6 +106,7 @@ class GitMemory:
         snapshot_retention: int = 200,
         snapshot_max_bytes: int = 2_000_000,
         sync_timeout_s: float = 60.0,
+        redactor: Redactor | None = None,
     ) -> None:
         if not _MACHINE_RE.match(machine_id):
             raise ValueError(
@@ -174,17 +122,13 @@ class GitMemory:
         # Git and file work on daemon threads: a fetch or push that hangs past its timeout is
         # abandoned there; on asyncio's default pool it blocked exit for good (issue 22).
         self._blocking = BlockingExecutor(max_workers=4, max_stuck=16, name="loopact-memory")
-        self.last_error: str | None = None
+        self.redactor = redactor or Redactor()
+        self._health = Health(self.path)
+        self._sync_error: str | None = None
         self._author = f"loopact {machine_id} <{machine_id}@loopact.invalid>".encode()
         self._repo: Repo | None = None
+        self._commits: CommitQueue | None = None
         self._fs_lock = asyncio.Lock()
-        self._git_lock = asyncio.Lock()
-        self._pending: dict[str, str] = {}
-        self._requested = 0
-        self._done = 0
-        self._cond: asyncio.Condition | None = None
-        self._wake: asyncio.Event | None = None
-        self._worker: asyncio.Task[None] | None = None
         self._rules = ""
         self._preferences = ""
         self._preference_items: list[MemoryItem] = []
@@ -194,31 +138,79 @@ class GitMemory:
     async def open(self) -> None:
         """Create or open the repository, pull from the remote, add missing rule files.
 
-        A remote that cannot be reached is logged and skipped (the memory works offline).
+        What an earlier run wrote but did not commit is committed first (a folder that lost
+        its ``.git`` gets a new history holding its files). A remote that cannot be reached
+        is logged and skipped (the memory works offline). A read-only folder is said once
+        (a warning); it is still read, so rules and preferences apply.
+
+        Raises:
+            MemoryRepoError: The repository cannot be opened or created, or it is damaged
+                (the message names the folder and the fix); nothing in it is changed.
         """
         if self._repo is not None:
             return
-        self._repo = await self._blocking.run(_git.open_repo, self.path)
-        self._cond = asyncio.Condition()
-        self._wake = asyncio.Event()
-        self._worker = asyncio.create_task(self._commit_worker(), name="memory-commit")
+        try:
+            had_files = await self._blocking.run(_git.has_files_but_no_repo, self.path)
+            repo = await self._blocking.run(_git.open_repo, self.path)
+        except OSError as exc:
+            raise MemoryRepoError(
+                f"cannot open or create the memory repository in {self.path}: "
+                f"{describe(exc, self.path)}"
+            ) from None
+        self._repo = repo
+        self._commits = CommitQueue(
+            repo, self.path, self._blocking, self.machine_id, self._author, self._health
+        )
+        writable = await self._blocking.run(_writable, self.path)
+        if not writable:
+            self._health.failed(read_only_text(self.path))
+        else:
+            await self._recover(had_files)
         if self.remote is not None:
             result = await self.sync()
             if not result.ok:
                 log.warning("memory remote not synced at open: %s", result.error)
-        async with self._fs_lock:
-            for name, template in {**RULE_FILES, ".gitignore": f"*{TEMP_MARKER}*\n"}.items():
-                if not (self.path / name).exists():
-                    await self._blocking.run(atomic_write, self.path / name, template.encode())
-                    self._enqueue(name, f"create {name}")
+        if writable:
+            await self._create_missing_files()
         await self._reload_prompt_texts()
 
+    async def _recover(self, had_files: bool) -> None:
+        """Commit what an earlier run left uncommitted; a failure is said, never raised."""
+        assert self._commits is not None
+        try:
+            paths = await self._commits.recover()
+        except Exception as exc:
+            self._health.failed(exc)
+            return
+        if had_files:
+            log.warning(
+                "memory folder %s had no Git repository: started a new one holding its %d files",
+                self.path,
+                len(paths),
+            )
+        elif paths:
+            log.info("memory: committed %d file(s) left uncommitted: %s", len(paths), paths[:5])
+
+    async def _create_missing_files(self) -> None:
+        files = {**RULE_FILES, ".gitignore": f"*{TEMP_MARKER}*\n"}
+
+        def create(name: str) -> Callable[[str | None], str | None]:
+            return lambda old: files[name] if old is None else None
+
+        async with self._fs_lock:
+            for name in files:
+                if not (self.path / name).exists():
+                    try:
+                        await self._update(name, create(name), f"create {name}")
+                    except MemoryRepoError:
+                        return  # said by _update; the memory is read as it is
+
     async def _reload_prompt_texts(self) -> None:
-        self._rules = await self._blocking.run(self._read_rules)
-        prefs = _parse_items(
-            await self._blocking.run(self._read, _FACT_FILES["preference"]), "preference"
+        self._rules = await self._blocking.run(rules_prompt_text, self._read)
+        prefs = parse_items(
+            await self._blocking.run(self._read, FACT_FILES["preference"]), "preference"
         )
-        self._preference_items = prefs[-_MAX_PROMPT_PREFS:]
+        self._preference_items = prefs[-MAX_PROMPT_PREFS:]
         self._preferences = "\n".join(f"- {i.text}" for i in self._preference_items)
 
     async def close(self) -> None:
@@ -228,24 +220,11 @@ class GitMemory:
         try:
             await self.flush()
         finally:
-            # Stop the worker only between commits: a commit thread cannot be cancelled.
-            try:
-                await wait_within(self._git_lock.acquire(), 30.0)
-                locked = True
-            except asyncio.TimeoutError:
-                log.warning("memory close: a git operation is still running; closing anyway")
-                locked = False
-            try:
-                if self._worker is not None:
-                    self._worker.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await self._worker
-                    self._worker = None
-                self._repo.close()
-                self._repo = None
-            finally:
-                if locked:
-                    self._git_lock.release()
+            if self._commits is not None:
+                await self._commits.stop()
+                self._commits = None
+            self._repo.close()
+            self._repo = None
 
     async def __aenter__(self) -> GitMemory:
         await self.open()
@@ -259,13 +238,21 @@ class GitMemory:
             raise RuntimeError("GitMemory is not open: await mem.open() first")
         return self._repo
 
-    # ----------------------------------------------------------------- commits
+    def _queue(self) -> CommitQueue:
+        self._need_repo()
+        assert self._commits is not None
+        return self._commits
 
     def _enqueue(self, relpath: str, message: str) -> None:
-        self._pending[relpath] = message
-        self._requested += 1
-        assert self._wake is not None
-        self._wake.set()
+        self._queue().enqueue(relpath, message)
+
+    @property
+    def last_error(self) -> str | None:
+        """The memory's current problem (a failed write or commit, a failed sync), or None.
+
+        A write or commit problem is forgotten once a commit goes through again.
+        """
+        return self._health.last_error or self._sync_error
 
     async def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until every write made before this call is committed.
@@ -273,56 +260,69 @@ class GitMemory:
         Raises:
             asyncio.TimeoutError: The commits did not finish within ``timeout_s`` seconds.
         """
-        self._need_repo()
-        assert self._cond is not None
-        target = self._requested
-        cond = self._cond
-
-        async def wait() -> None:
-            async with cond:
-                await cond.wait_for(lambda: self._done >= target)
-
-        await wait_within(wait(), timeout_s)
-
-    async def _commit_worker(self) -> None:
-        assert self._wake is not None and self._cond is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            async with self._git_lock:
-                await self._commit_pending()
-
-    async def _commit_pending(self) -> None:
-        """Commit what is pending (caller holds the git lock); never raises."""
-        assert self._cond is not None
-        if not self._pending:
-            return
-        batch, self._pending = self._pending, {}
-        upto = self._requested
-        messages = list(dict.fromkeys(batch.values()))
-        message = messages[0] if len(messages) == 1 else f"{len(batch)} memory updates"
-        body = "\n".join(messages) if len(messages) > 1 else ""
-        repo = self._need_repo()
-        try:
-            await self._blocking.run(
-                _git.commit_paths,
-                repo,
-                list(batch),
-                f"[{self.machine_id}] {message}\n\n{body}".strip() + "\n",
-                self._author,
-            )
-        except Exception as exc:  # a failed commit must never take the agent down
-            self.last_error = f"commit failed: {exc}"
-            log.exception("memory commit failed")
-        async with self._cond:
-            self._done = max(self._done, upto)
-            self._cond.notify_all()
+        await self._queue().flush(timeout_s)
 
     # ----------------------------------------------------------------- writes
 
+    async def _update(
+        self, relpath: str, change: Callable[[str | None], str | None], message: str
+    ) -> bool:
+        """Read ``relpath`` (None when missing), write ``change(old)`` unless it is None, and
+        queue its commit; under the folder's cross-process lock, so another agent's write in
+        between is never lost (:mod:`loopact.memory._lock`). Returns whether it wrote.
+
+        Raises:
+            MemoryRepoError: The file cannot be read or written (the message says why and
+                names the folder); the problem is also said once as a warning.
+        """
+        target = self.path / relpath
+
+        def work() -> bool:
+            try:
+                old: str | None = target.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                old = None
+            except UnicodeDecodeError:
+                raise MemoryRepoError(
+                    f"memory file {target} is not UTF-8 text, so nothing was added to it; "
+                    "fix or remove the bad bytes"
+                ) from None
+            new = change(old)
+            if new is None:
+                return False
+            atomic_write(target, new.encode("utf-8"))
+            return True
+
+        wrote = await self._locked(work)
+        if wrote:
+            self._enqueue(relpath, self._mask(message))
+        return wrote
+
     async def _write(self, relpath: str, data: bytes, message: str) -> None:
-        await self._blocking.run(atomic_write, self.path / relpath, data)
-        self._enqueue(relpath, message)
+        """Write ``relpath`` whole (atomic, under the folder's lock) and queue its commit."""
+        await self._locked(lambda: atomic_write(self.path / relpath, data))
+        self._enqueue(relpath, self._mask(message))
+
+    async def _locked(self, work: Callable[[], _T]) -> _T:
+        """Run ``work`` on a worker thread holding the folder's cross-process lock.
+
+        Raises:
+            MemoryRepoError: It failed on the file system (the message says why, naming the
+                folder; the problem is also said once as a warning).
+        """
+
+        def locked() -> _T:
+            with repo_lock(self.path):
+                return work()
+
+        try:
+            return await self._blocking.run(locked)
+        except (OSError, MemoryRepoError) as exc:
+            raise MemoryRepoError(self._health.failed(exc)) from None
+
+    def _mask(self, text: str) -> str:
+        """``text`` with known secrets masked and lone surrogates replaced (U+FFFD)."""
+        return self.redactor.text(_valid_unicode(text))
 
     async def append_diary(self, text: str, when: datetime | None = None) -> str:
         """Append an entry to today's diary ``diaries/YYYYMMDD.md`` (SPEC E2).
@@ -339,22 +339,26 @@ class GitMemory:
 
         Raises:
             ValueError: ``text`` is empty.
+            MemoryRepoError: The diary cannot be written (read-only, busy, full).
         """
         self._need_repo()
         if not text.strip():
             raise ValueError("diary text must not be empty")
         when = _utc(when)
         rel = f"diaries/{when:%Y%m%d}.md"
-        lines = [ln.rstrip() for ln in text.strip().splitlines() if ln.strip()]
+        lines = [ln.rstrip() for ln in self._mask(text).strip().splitlines() if ln.strip()]
         entry = f"- [{self.machine_id} {when:%H:%M:%S}] {lines[0]}\n"
         entry += "".join(f"  {ln.strip()}\n" for ln in lines[1:])
-        async with self._fs_lock:
-            old = await self._blocking.run(self._read, rel)
+
+        def append(old: str | None) -> str:
             if not old:
                 old = f"# Diary {when:%Y-%m-%d} (UTC)\n\n"
             elif not old.endswith("\n"):
                 old += "\n"
-            await self._write(rel, (old + entry).encode(), f"diary: {lines[0][:60]}")
+            return old + entry
+
+        async with self._fs_lock:
+            await self._update(rel, append, f"diary: {lines[0][:60]}")
         return rel
 
     async def snapshot(
@@ -368,6 +372,9 @@ class GitMemory:
 
         Returns:
             The repository path written.
+
+        Raises:
+            MemoryRepoError: The snapshot cannot be written (read-only, busy, full).
         """
         self._need_repo()
         when = _utc(when)
@@ -380,20 +387,29 @@ class GitMemory:
             self.machine_id,
             when,
             self.snapshot_max_bytes,
+            self.redactor.value,
         )
+        target = self.path / folder
+
+        def work() -> list[str]:
+            atomic_write(self.path / rel, data)
+            pruned = names_to_prune(_list_names(target), self.snapshot_retention)
+            for name in pruned:
+                remove_file(target / name)
+            return pruned
+
         async with self._fs_lock:
-            await self._write(rel, data, f"snapshot round {round_no}")
-            names = await self._blocking.run(_list_names, self.path / folder)
-            for name in names_to_prune(names, self.snapshot_retention):
-                await self._blocking.run(remove_file, self.path / folder / name)
-                self._enqueue(f"{folder}/{name}", f"snapshot round {round_no}")
+            pruned = await self._locked(work)
+        for path in [rel, *(f"{folder}/{name}" for name in pruned)]:
+            self._enqueue(path, f"snapshot round {round_no}")
         return rel
 
     async def remember(self, text: str, kind: Kind = "fact") -> bool:
         """Store a fact or a preference the user stated (SPEC E4).
 
         Written as ``- [YYYY-MM-DD machine] text`` to ``facts.md`` or ``preferences.md``.
-        Remembering the same text again changes nothing.
+        Remembering the same text again changes nothing. Known secrets in ``text`` are
+        stored as ``***`` (:attr:`redactor`).
 
         Args:
             text: The fact, one line (newlines are joined with spaces).
@@ -404,27 +420,23 @@ class GitMemory:
 
         Raises:
             ValueError: Empty text or an unknown kind.
+            MemoryRepoError: The file cannot be written (read-only, busy, full).
         """
         self._need_repo()
-        if kind not in _FACT_FILES:
-            raise ValueError(f"kind must be one of {sorted(_FACT_FILES)}, not {kind!r}")
-        one_line = " ".join(text.split())
-        if not one_line:
+        if kind not in FACT_FILES:
+            raise ValueError(f"kind must be one of {sorted(FACT_FILES)}, not {kind!r}")
+        line = one_line(self._mask(text))
+        if not line:
             raise ValueError("nothing to remember: the text is empty")
-        rel = _FACT_FILES[kind]
+        rel = FACT_FILES[kind]
+        today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+        def add(old: str | None) -> str | None:
+            return add_item(old or "", kind, line, today, self.machine_id)
+
         async with self._fs_lock:
-            old = await self._blocking.run(self._read, rel)
-            norm = one_line.casefold()
-            for item in _parse_items(old, kind):
-                if " ".join(item.text.split()).casefold() == norm:
-                    return False
-            if not old:
-                old = _FACT_TITLES[kind]
-            elif not old.endswith("\n"):
-                old += "\n"
-            today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-            line = f"- [{today} {self.machine_id}] {one_line}\n"
-            await self._write(rel, (old + line).encode(), f"remember {kind}: {one_line[:60]}")
+            if not await self._update(rel, add, f"remember {kind}: {line[:60]}"):
+                return False
         if kind == "preference":
             await self._reload_prompt_texts()
         return True
@@ -432,23 +444,11 @@ class GitMemory:
     # ----------------------------------------------------------------- reads
 
     def _read(self, relpath: str) -> str:
+        """A memory file's text ("" when missing; bytes that are not UTF-8 read as U+FFFD)."""
         try:
-            return (self.path / relpath).read_text(encoding="utf-8")
-        except FileNotFoundError:
+            return (self.path / relpath).read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, NotADirectoryError):
             return ""
-
-    def _read_rules(self) -> str:
-        sections = []
-        for name in RULE_FILES:
-            text = self._read(name)
-            if is_template_only(text):
-                continue
-            body = _COMMENT_RE.sub("", text).strip()
-            lines = body.splitlines()
-            if lines and lines[0].startswith("# "):
-                body = "\n".join(lines[1:]).strip()
-            sections.append(f"## {name}\n{body}")
-        return "\n\n".join(sections)
 
     def rules_text(self) -> str:
         """The rule files' contents for the system prompt, each under a ``## NAME`` heading.
@@ -477,8 +477,8 @@ class GitMemory:
         """Every remembered preference and fact, preferences first, oldest first."""
         out: list[MemoryItem] = []
         for kind in ("preference", "fact"):
-            text = await self._blocking.run(self._read, _FACT_FILES[kind])
-            out.extend(_parse_items(text, kind))
+            text = await self._blocking.run(self._read, FACT_FILES[kind])
+            out.extend(parse_items(text, kind))
         return out
 
     async def recall(self, query: str, limit: int = 5) -> list[MemoryItem]:
@@ -492,20 +492,7 @@ class GitMemory:
             query: Words to look for.
             limit: At most this many items, best first (newest first among equals).
         """
-        items = await self.items()
-        q = _words(query)
-        if not q:
-            return list(reversed(items))[:limit]
-        scored = []
-        for i, item in enumerate(items):
-            w = _words(item.text)
-            score = len(q & w) / len(q)
-            if query.strip().casefold() in item.text.casefold():
-                score += 1.0
-            if score > 0:
-                scored.append((score, i, item))
-        scored.sort(key=lambda s: (-s[0], -s[1]))
-        return [item for _s, _i, item in scored[:limit]]
+        return rank(await self.items(), query, limit)
 
     # ----------------------------------------------------------------- remote
 
@@ -513,47 +500,39 @@ class GitMemory:
         """Pull from the remote, merge, and push (SPEC E2); never raises.
 
         Pending writes are committed first. If the remote moved between our fetch and our
-        push (another robot pushed), the fetch-merge-push is retried up to 5 times.
+        push (another robot pushed), the fetch-merge-push is retried up to 5 times
+        (:func:`loopact.memory.sync.fetch_merge_push`).
         """
         if self.remote is None:
             return SyncResult(ok=False, error="no remote configured")
         repo = self._need_repo()
-        remote = self.remote
-        if "://" not in remote and not remote.startswith("git@"):
-            remote = str(Path(remote).expanduser().absolute())  # noqa: ASYNC240 (no I/O)
-        kind, pushed = "none", False
-        conflicts: tuple[str, ...] = ()
-        async with self._git_lock:
-            for attempt in range(5):
-                try:
-                    remote_head = await wait_within(
-                        self._blocking.run(_git.fetch, repo, remote), self.sync_timeout_s
-                    )
-                    async with self._fs_lock:
-                        await self._commit_pending()
-                        result = await self._blocking.run(
-                            _git.integrate, repo, self.path, remote_head, self._author
-                        )
-                    if result.kind != "none":
-                        kind, conflicts = result.kind, result.conflicts
-                        await self._reload_prompt_texts()
-                    local = _git.head(repo)
-                    if local is not None and local != remote_head:
-                        await wait_within(
-                            self._blocking.run(_git.push, repo, remote), self.sync_timeout_s
-                        )
-                        pushed = True
-                    return SyncResult(True, kind, pushed, conflicts)
-                except PushRejected as exc:
-                    log.info("memory push rejected (attempt %d): %s", attempt + 1, exc)
-                    # Back off a little, jittered, so two robots do not collide again.
-                    await asyncio.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
-                    continue
-                except Exception as exc:
-                    self.last_error = f"sync failed: {exc!r}"
-                    log.warning("memory sync with %s failed: %r", self.remote, exc)
-                    return SyncResult(False, kind, pushed, conflicts, self.last_error)
-        return SyncResult(False, kind, pushed, conflicts, "remote kept moving; gave up")
+        commits = self._queue()
+        changed = False
+
+        async def integrate(remote_head: bytes | None) -> _git.Integration:
+            nonlocal changed
+            async with self._fs_lock:
+                await commits.commit_pending()
+                result = await self._locked(
+                    functools.partial(_git.integrate, repo, self.path, remote_head, self._author)
+                )
+            changed = changed or result.kind != "none"
+            return result
+
+        async with commits.git_lock:
+            try:
+                result = await fetch_merge_push(
+                    repo, remote_url(self.remote), self._blocking, integrate, self.sync_timeout_s
+                )
+            except Exception as exc:
+                self._sync_error = f"sync failed: {exc!r}"
+                log.warning("memory sync with %s failed: %r", self.remote, exc)
+                result = SyncResult(False, error=self._sync_error)
+            else:
+                self._sync_error = result.error
+        if changed:
+            await self._reload_prompt_texts()
+        return result
 
 
 def _utc(when: datetime | None) -> datetime:
@@ -571,12 +550,11 @@ def _list_names(folder: Path) -> list[str]:
         return []
 
 
-def _parse_items(text: str, kind: str) -> list[MemoryItem]:
-    out = []
-    for line in text.splitlines():
-        m = _ITEM_RE.match(line.strip())
-        if m:
-            out.append(MemoryItem(kind, m.group("text"), m.group("date"), m.group("who")))
-        elif line.startswith("- ") and line[2:].strip():
-            out.append(MemoryItem(kind, line[2:].strip(), "", ""))
-    return out
+def _writable(folder: Path) -> bool:
+    """Whether the memory folder and its ``.git`` can be written (a read-only disk cannot)."""
+    return all(os.access(p, os.W_OK) for p in (folder, folder / ".git"))
+
+
+def _valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates (from broken JSON escapes) replaced by U+FFFD."""
+    return _SURROGATE_RE.sub("\ufffd", text)

@@ -17,7 +17,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from loopact.errors import MemoryRepoError
 from loopact.memory.store import GitMemory
+from loopact.redact import MASK
 from loopact.tools.base import FunctionTool, Tool, ToolResult, tool
 
 #: Words that frame a preference ("The user prefers ...") rather than carry it.
@@ -151,11 +153,12 @@ def make_memory_tools(mem: GitMemory) -> list[Tool]:
         """
         try:
             added = await mem.remember(fact, kind)
-        except ValueError as exc:
-            return ToolResult.failure(str(exc))
-        return ToolResult.success(
-            "remembered" if added else "already remembered", kind=kind, added=added
-        )
+        except (ValueError, MemoryRepoError) as exc:
+            return ToolResult.failure(f"not remembered: {exc}")
+        text = "remembered" if added else "already remembered"
+        if mem.redactor.text(fact) != fact:  # SPEC H6: a key is never stored
+            text += f" (a secret in it was masked as {MASK} and is not stored)"
+        return ToolResult.success(text, kind=kind, added=added)
 
     remember_tool = _RememberTool(remember, safety="idempotent", timeout_s=30)
 

@@ -17,12 +17,19 @@ earlier one with the same name, so pass ``[builtin_dir(), memory / "skills"]`` t
 skills override built-in ones. A file with bad front matter is skipped with a warning naming
 it; loading never raises for a bad skill file. Conflict copies left by a memory merge
 (``*.conflict-<sha7>.md``) are ignored until a person resolves them.
+
+Only what a skill folder really holds is read: a FIFO, socket or device (opening a FIFO
+blocks for good), a link that leads outside the folder, a file over
+:data:`MAX_SKILL_BYTES` and a file that is not UTF-8 are skipped, each with a warning that
+names it and says why. Two files of one folder with the same ``name`` are both named in a
+warning, and the first (by file name) is used.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +43,9 @@ log = logging.getLogger(__name__)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _FRONT_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
 _MAX_DESCRIPTION = 200
+#: Largest skill file read, in bytes (a body past the tool-result size is cut for the model
+#: anyway; a huge file in the memory folder must not be read into memory at every start).
+MAX_SKILL_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -139,20 +149,8 @@ class SkillLibrary:
         skills: list[Skill] = []
         for folder in dirs:
             folder = Path(folder).expanduser()
-            if not folder.is_dir():
-                continue
-            for path in sorted(folder.glob("*.md")):
-                if ".conflict-" in path.name:
-                    # The other robot's version kept beside a merge conflict (memory.merge).
-                    log.warning("ignoring unresolved skill conflict copy %s", path)
-                    continue
-                try:
-                    skills.append(parse_skill(path.read_text(encoding="utf-8"), path))
-                except (SkillFileError, OSError, UnicodeDecodeError) as exc:
-                    log.warning(
-                        "skipping skill file: %s",
-                        exc if isinstance(exc, SkillFileError) else f"{path}: {exc}",
-                    )
+            if folder.is_dir():
+                skills += _load_folder(folder)
         return cls(skills)
 
     @property
@@ -184,3 +182,63 @@ class SkillLibrary:
         lines = ["Skills (call the `skill` tool with a name to read one before using it):"]
         lines += [f"- {n}: {self._skills[n].description}" for n in self.names]
         return "\n".join(lines)
+
+
+def _load_folder(folder: Path) -> list[Skill]:
+    """The usable skills of one folder, one per name (the first file by name wins)."""
+    found: dict[str, Skill] = {}
+    for path in sorted(folder.glob("*.md")):
+        if ".conflict-" in path.name:
+            # The other robot's version kept beside a merge conflict (memory.merge).
+            log.warning("ignoring unresolved skill conflict copy %s", path)
+            continue
+        try:
+            skill = parse_skill(_read_skill(path, folder), path)
+        except (SkillFileError, OSError) as exc:
+            log.warning(
+                "skipping skill file: %s",
+                exc if isinstance(exc, SkillFileError) else f"{path}: {exc}",
+            )
+            continue
+        first = found.get(skill.name)
+        if first is not None:
+            log.warning(
+                "skill name %r is used by both %s and %s; using %s",
+                skill.name,
+                first.path.name,
+                path.name,
+                first.path.name,
+            )
+            continue
+        found[skill.name] = skill
+    return list(found.values())
+
+
+def _read_skill(path: Path, folder: Path) -> str:
+    """A skill file's text, if it is a regular UTF-8 file inside ``folder`` (SPEC E3).
+
+    Raises:
+        SkillFileError: It is not a regular file, it leads outside the folder, it is larger
+            than :data:`MAX_SKILL_BYTES`, or it is not UTF-8 (the message names it and why).
+        OSError: It cannot be read.
+    """
+    real = path.resolve()
+    if not real.is_relative_to(folder.resolve()):
+        raise SkillFileError(f"{path}: a link to outside the skill folder ({folder}); not read")
+    info = real.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise SkillFileError(f"{path}: not a regular file (a FIFO, socket or device); not read")
+    if info.st_size > MAX_SKILL_BYTES:
+        raise SkillFileError(
+            f"{path}: {info.st_size // 1024} KiB, larger than the {MAX_SKILL_BYTES // 1024} "
+            "KiB a skill may have; not read"
+        )
+    with open(real, "rb") as f:  # a regular file: opening cannot block
+        data = f.read(MAX_SKILL_BYTES + 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillFileError(
+            f"{path}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
