@@ -34,11 +34,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {
         "one wire protocol (Messages API, thinking, cache); being changed "
         "today (wire/sec), split after",
     ),
-    "nodes/ros2.py": (
-        670,
-        "Ros2Connector: the transport verbs over rclpy (topics, patterns, actions with "
-        "feedback and cancel); next out: the action server side (serve)",
-    ),
 }
 
 
