@@ -9,8 +9,9 @@ rclpy from aborting: ``executor.shutdown()``, join the spin thread, ``node.destr
 
 Mapping of the neutral verbs: string payloads are ``std_msgs/String``, images
 ``sensor_msgs/Image`` (``rgb8``); latched topics use reliable + transient local, depth 1; long
-calls are the ``loopact_interfaces/action/ExecuteTool`` action (cancellable, with feedback);
-:meth:`Ros2Connector.subscribe_pattern` polls the ROS graph (5 Hz) for new matching topics.
+calls are the ``loopact_interfaces/action/ExecuteTool`` action (cancellable, with feedback;
+both sides in :mod:`loopact.nodes.ros2_actions`); :meth:`Ros2Connector.subscribe_pattern`
+polls the ROS graph (5 Hz) for new matching topics.
 
 rclpy comes from a sourced ROS 2 installation (Humble, Jazzy, Kilted) or from the Kilted wheels
 (``pip install 'loopact[ros2]'`` then ``make ros2``). Before the first context starts, the
@@ -25,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import logging
 import os
 import threading
@@ -51,6 +51,7 @@ from loopact.nodes.connector import (
     Subscription,
     TopicCallback,
 )
+from loopact.nodes.ros2_actions import RosCall, serve_execute_tool
 from loopact.nodes.ros2_convert import image_to_msg, msg_to_image
 from loopact.nodes.ros2_spin import SpinThread
 
@@ -112,45 +113,6 @@ class _PatternWatch:
         self.children.clear()
         with contextlib.suppress(ValueError):
             self.owner._patterns.remove(self)
-
-
-class _RosCall:
-    def __init__(self, owner: Ros2Connector, endpoint: str, goal_handle: Any) -> None:
-        self._owner = owner
-        self._endpoint = endpoint
-        self._goal = goal_handle
-
-    @property
-    def endpoint(self) -> str:
-        return self._endpoint
-
-    async def result(self) -> CallReply:
-        GoalStatus = ros_types("action_msgs.msg", "GoalStatus")
-
-        response = await self._owner._await(self._goal.get_result_async())
-        res = response.result
-        cancelled = response.status == GoalStatus.STATUS_CANCELED
-        if response.status == GoalStatus.STATUS_ABORTED and not res.output_json:
-            raise NodeError(f"{self._endpoint}: the node aborted the call")
-        return CallReply(res.output_json, int(res.exit_code), cancelled=cancelled)
-
-    async def cancel(self) -> None:
-        try:
-            await wait_within(self._owner._await(self._goal.cancel_goal_async()), 2.0)
-        except (asyncio.TimeoutError, Exception) as exc:
-            logger.debug("cancel of %s not confirmed: %r", self._endpoint, exc)
-
-
-@dataclass(eq=False)
-class _Served:
-    owner: Ros2Connector
-    server: Any
-    closed: bool = False
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.owner._destroy_action(self.server)
 
 
 class Ros2Connector(Connector):
@@ -529,81 +491,19 @@ class Ros2Connector(Connector):
 
     # ------------------------------------------------------------------ long calls
     def serve(self, endpoint: str, handler: Handler, *, instance: str = "") -> Subscription:
-        """Serve ``ExecuteTool`` goals on ``endpoint`` (see :meth:`Connector.serve`)."""
+        """Serve ``ExecuteTool`` goals on ``endpoint`` (see :meth:`Connector.serve` and
+        :func:`~loopact.nodes.ros2_actions.serve_execute_tool`)."""
         node = self._require_node()
-        ExecuteTool = ros_types("loopact_interfaces.action", "ExecuteTool")
-        ActionServer, CancelResponse, GoalResponse = ros_types(
-            "rclpy.action", "ActionServer", "CancelResponse", "GoalResponse"
-        )
-
-        loop = self._loop
-        assert loop is not None
-
-        def execute(goal_handle: Any) -> Any:
-            req = goal_handle.request
-            key = bytes(goal_handle.goal_id.uuid)
-
-            def progress(text: str) -> None:
-                with contextlib.suppress(Exception):
-                    goal_handle.publish_feedback(ExecuteTool.Feedback(progress=str(text)[:2000]))
-
-            cfut: concurrent.futures.Future[CallReply] = asyncio.run_coroutine_threadsafe(
-                handler(req.input_json, float(req.timeout_sec), progress), loop
-            )
-            self._running[key] = cfut
-            try:
-                reply = cfut.result()
-            except concurrent.futures.CancelledError:
-                reply = CallReply(
-                    json.dumps(
-                        {
-                            "ok": False,
-                            "error": "cancelled",
-                            "data": None,
-                            "metadata": {},
-                            "images": [],
-                        }
-                    ),
-                    1,
-                    cancelled=True,
-                )
-            except Exception as exc:
-                reply = CallReply(
-                    json.dumps(
-                        {
-                            "ok": False,
-                            "error": f"node failure: {exc!r}",
-                            "data": None,
-                            "metadata": {},
-                            "images": [],
-                        }
-                    ),
-                    1,
-                )
-            finally:
-                self._running.pop(key, None)
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-            else:
-                goal_handle.succeed()
-            return ExecuteTool.Result(output_json=reply.output_json, exit_code=reply.exit_code)
-
-        def on_cancel(goal_handle: Any) -> Any:
-            cfut = self._running.get(bytes(goal_handle.goal_id.uuid))
-            if cfut is not None:
-                cfut.cancel()
-            return CancelResponse.ACCEPT
-
-        server = ActionServer(
+        assert self._loop is not None
+        return serve_execute_tool(
             node,
-            ExecuteTool,
             endpoint,
-            execute_callback=execute,
-            goal_callback=lambda _req: GoalResponse.ACCEPT,
-            cancel_callback=on_cancel,
-            callback_group=self._group,
+            handler,
+            loop=self._loop,
+            group=self._group,
+            running=self._running,
+            destroy=self._destroy_action,
         )
-        return _Served(self, server)
 
     def forget_endpoint(self, endpoint: str) -> None:
         """Destroy the cached action client; the next call creates a fresh one (C2)."""
@@ -653,4 +553,4 @@ class Ros2Connector(Connector):
             raise NodeError(f"{endpoint}: the node did not accept the call in time") from None
         if not goal_handle.accepted:
             raise NodeError(f"{endpoint}: the node rejected the call")
-        return _RosCall(self, endpoint, goal_handle)
+        return RosCall(self._await, endpoint, goal_handle)
