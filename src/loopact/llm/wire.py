@@ -21,7 +21,6 @@ line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import httpx2
 from loopact._compat import timeout_after
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.llm.arguments import loads_bounded
-from loopact.llm.httperrors import describe_body
+from loopact.llm.httperrors import describe_body, json_error_text
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -197,25 +196,37 @@ def error_text(value: Any) -> str:
 
     Args:
         value: An SSE ``event: error``'s data (JSON text or plain text) or a decoded JSON
-            value: ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"message": ...}``.
+            value: ``{"error": {"message": ..., "code": ...}}``, ``{"error": "..."}``,
+            ``{"message": ..., "code": ...}`` (iFlytek Spark), ``{"error_msg": ...}``.
 
     Returns:
-        The message (the JSON itself when it names none); never empty.
+        The message (:func:`~loopact.llm.httperrors.json_error_text`) and its code when it
+        has one and does not say it (``"input content audit failed (code 10013)"``); never
+        empty.
     """
     if isinstance(value, str):
         try:
             value = loads_bounded(value)
         except ValueError:
             pass
-    if isinstance(value, dict):
-        error = value.get("error")
-        if isinstance(error, dict):
-            value = error
-        elif isinstance(error, str) and error:
-            value = {"message": error}
-        value = value.get("message") or json.dumps(value, ensure_ascii=False)
-    message = str(value).strip() or "An error occurred during streaming"
+    message = json_error_text(value) if not isinstance(value, str) else value.strip()
+    code = _error_code(value)
+    if code and code not in message:
+        message = f"{message} (code {code})"
+    message = message or "An error occurred during streaming"
     return message if len(message) <= 300 else message[:300] + "..."
+
+
+def _error_code(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    error = value.get("error")
+    for scope in (error, value) if isinstance(error, dict) else (value,):
+        for key in ("code", "error_code"):
+            code = scope.get(key)
+            if isinstance(code, (str, int)) and not isinstance(code, bool) and str(code).strip():
+                return str(code).strip()
+    return ""
 
 
 async def drain(items: AsyncIterator[Any], timeout_s: float = DRAIN_TIMEOUT_S) -> None:

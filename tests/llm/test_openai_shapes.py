@@ -1,0 +1,224 @@
+"""OpenAI-compatible shapes real servers send, through the scripted server over HTTP (issue 22,
+SPEC B1, B5, B6).
+
+Each test replays what a named server sends (vLLM, llama.cpp / llama-cpp-python, Ollama,
+DashScope, OpenRouter, Azure, FastAPI-based gateways, Gemini's compatibility endpoint, iFlytek
+Spark) into the real :class:`~loopact.llm.openai_chat.OpenAIChatModel`: error bodies without
+``error.message``, surrogate pairs cut between deltas, the legacy ``function_call`` delta,
+``refusal``, finish reasons that are no answer, and error objects sent with HTTP 200.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.llm.base import (
+    ModelEvent,
+    ModelRequest,
+    ResponseDone,
+    ToolSpec,
+)
+from loopact.llm.messages import Message
+from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.testing import ScriptedModelServer
+
+Factory = Callable[[Any], ScriptedModelServer]
+
+NOTE = ToolSpec(
+    "note", "Write a note.", {"type": "object", "properties": {"text": {"type": "string"}}}
+)
+REQUEST = ModelRequest(
+    messages=(Message.system("You are a robot."), Message.user("note a smile")), tools=(NOTE,)
+)
+JSON = "application/json"
+DONE = "data: [DONE]\n\n"
+
+
+def model(server: ScriptedModelServer) -> OpenAIChatModel:
+    return OpenAIChatModel("scripted", server.base_url, api_key="sk-x", request_timeout_s=10)
+
+
+async def collect(server: ScriptedModelServer) -> list[ModelEvent]:
+    m = model(server)
+    try:
+        return [e async for e in m.stream(REQUEST)]
+    finally:
+        await m.aclose()
+
+
+async def failure(server: ScriptedModelServer) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        await collect(server)
+    return info.value
+
+
+def final(events: list[ModelEvent]) -> ResponseDone:
+    assert isinstance(events[-1], ResponseDone)
+    return events[-1]
+
+
+def sse(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    """One ``chat.completion.chunk`` as an SSE event. ``json.dumps`` writes a lone surrogate
+    as its escape (``\\ud83d``), as a gateway cutting strings by UTF-16 unit sends it."""
+    payload = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def error_turn(status: int, body: str, content_type: str = JSON) -> dict[str, Any]:
+    return {"error": {"status": status, "body": body, "content_type": content_type}}
+
+
+def lone_surrogates(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+# --- HTTP error bodies without error.message -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (404, '{"detail": "model not found"}', "model not found"),  # FastAPI / vLLM routes
+        (400, '{"detail": {"message": "prompt too long"}}', "prompt too long"),
+        (
+            422,  # FastAPI request validation (llama-cpp-python, LiteLLM)
+            json.dumps(
+                {
+                    "detail": [
+                        {"loc": ["body", "messages", 0, "role"], "msg": "Field required"},
+                        {"loc": ["body", "model"], "msg": "Input should be a string"},
+                    ]
+                }
+            ),
+            "body.messages.0.role: Field required; body.model: Input should be a string",
+        ),
+        (400, '{"error": {"code": "context_length_exceeded"}}', "context_length_exceeded"),
+        (
+            400,  # Gemini's OpenAI-compatible endpoint wraps its error in a list
+            '[{"error": {"code": 400, "message": "API key not valid", "status": "X"}}]',
+            "API key not valid",
+        ),
+        (401, '{"msg": "token expired"}', "token expired"),
+        (404, "", "(empty body)"),
+    ],
+    ids=["detail", "detail-object", "fastapi-422", "code-only", "list", "msg", "empty"],
+)
+async def test_a_json_error_body_is_told_by_its_text(
+    scripted_server: Factory, status: int, body: str, said: str
+) -> None:
+    """Before: ``HTTP 404: Error code: 404`` (the SDK's message names only ``error.message``),
+    the server's words lost."""
+    server = scripted_server([error_turn(status, body)])
+    exc = await failure(server)
+    assert isinstance(exc, ModelFatalError)
+    assert exc.status == status
+    assert f"HTTP {status}" in str(exc)
+    assert said in str(exc)
+    assert "Error code" not in str(exc)
+    assert "{'" not in str(exc)  # never a Python repr of the body
+
+
+async def test_a_404_names_the_url_it_asked(scripted_server: Factory) -> None:
+    """A 404 with no words of its own is mostly a base URL without ``/v1``: say which URL."""
+    server = scripted_server([error_turn(404, "<html><title>Not Found</title></html>", "")])
+    exc = await failure(server)
+    assert isinstance(exc, ModelFatalError)
+    assert f"POST {server.base_url}/chat/completions" in str(exc)
+    assert "Not Found (an HTML page)" in str(exc)
+
+
+# --- errors that cannot succeed are not retried -------------------------------------------------
+
+
+async def test_a_429_for_an_exhausted_quota_is_not_retried(scripted_server: Factory) -> None:
+    """OpenAI's ``insufficient_quota`` comes with 429 but no retry can succeed. Before: three
+    tries, then the same error."""
+    server = scripted_server(
+        [
+            {
+                "error": {
+                    "status": 429,
+                    "message": "You exceeded your current quota, please check your plan.",
+                    "type": "insufficient_quota",
+                    "code": "insufficient_quota",
+                }
+            }
+        ]
+    )
+    exc = await failure(server)
+    assert isinstance(exc, ModelFatalError)
+    assert exc.status == 429
+    assert "exceeded your current quota" in str(exc)
+
+
+async def test_a_plain_429_is_still_retried(scripted_server: Factory) -> None:
+    server = scripted_server(
+        [{"error": {"status": 429, "message": "slow down", "retry_after": "2"}}]
+    )
+    exc = await failure(server)
+    assert isinstance(exc, ModelRetryableError)
+    assert exc.retry_after_s == 2.0
+
+
+@pytest.mark.parametrize(
+    ("payload", "fatal", "said"),
+    [
+        (
+            {"error": {"message": "Invalid API key", "code": "invalid_api_key"}},
+            True,
+            "Invalid API key",
+        ),
+        ({"error": {"message": "Unauthorized", "code": 401}}, True, "Unauthorized"),
+        ({"error": {"message": "No such model", "code": "404"}}, True, "No such model"),
+        (
+            {"error": {"message": "Provider returned error", "code": 502}},
+            False,
+            "Provider returned error",
+        ),
+        ({"error": {"message": "Rate limited", "code": 429}}, False, "Rate limited"),
+        (
+            {"error": {"message": "Provider disconnected", "code": "server_error"}},
+            False,
+            "disconnected",
+        ),
+    ],
+    ids=["invalid-key", "401", "404-text", "502", "429", "server-error"],
+)
+@pytest.mark.parametrize("where", ["json-body", "sse-data", "sse-error-event"])
+async def test_an_error_object_with_status_200_is_classified_by_its_code(
+    scripted_server: Factory, payload: dict[str, Any], fatal: bool, said: str, where: str
+) -> None:
+    """Gateways (one-api, OpenRouter) send an error object with HTTP 200, as the whole body or
+    as a stream event; its ``code`` says whether a retry can help. Before: every such error was
+    retried three times, a wrong API key too."""
+    data = json.dumps(payload)
+    wire = {
+        "json-body": [data],
+        "sse-data": [sse({"content": "Hel"}), f"data: {data}\n\n", DONE],
+        "sse-error-event": [f"event: error\ndata: {data}\n\n"],
+    }[where]
+    exc = await failure(scripted_server([{"wire": wire}]))
+    assert isinstance(exc, ModelFatalError if fatal else ModelRetryableError)
+    assert said in str(exc)
+    assert "model stream reported an error" in str(exc)
+
+
+async def test_a_chunk_that_is_a_code_and_message_is_an_error(scripted_server: Factory) -> None:
+    """iFlytek Spark's OpenAI endpoint sends ``{"code": 10013, "message": ...}`` instead of a
+    chunk. Before: "answered HTTP 200 without any completion chunk"."""
+    wire = ['data: {"code": 10013, "message": "input content audit failed", "sid": "s1"}\n\n', DONE]
+    exc = await failure(scripted_server([{"wire": wire}]))
+    assert isinstance(exc, ModelRetryableError)
+    assert "model stream reported an error: input content audit failed (code 10013)" in str(exc)
