@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent.helpers import make_agent
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.base import (
     ModelEvent,
     ModelRequest,
+    ReasoningDelta,
     ResponseDone,
+    TextDelta,
+    ToolCallDelta,
     ToolSpec,
 )
 from loopact.llm.messages import Message
@@ -139,6 +144,137 @@ async def test_a_404_names_the_url_it_asked(scripted_server: Factory) -> None:
     assert "Not Found (an HTML page)" in str(exc)
 
 
+# --- surrogate pairs cut between deltas ---------------------------------------------------------
+
+
+async def test_a_surrogate_pair_split_across_deltas_is_one_character(
+    scripted_server: Factory,
+) -> None:
+    """Before: each half was U+FFFD in the reply, the reasoning and the arguments, and the
+    deltas carried lone surrogates (which a terminal cannot print)."""
+    args = '{"text": "\ud83d', '\ude00!"}'
+    wire = [
+        sse({"role": "assistant", "reasoning_content": "a \ud83d"}),
+        sse({"reasoning_content": "\ude00 b"}),
+        sse({"content": "smile \ud83d"}),
+        sse({"content": "\ude00 done \ud83d"}),  # a high half right at the end of a delta
+        sse({"content": "\ude01"}),
+        sse({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "note"}}]}),
+        sse({"tool_calls": [{"index": 0, "function": {"arguments": args[0]}}]}),
+        sse({"tool_calls": [{"index": 0, "function": {"arguments": args[1]}}]}),
+        sse({}, "tool_calls"),
+        DONE,
+    ]
+    events = await collect(scripted_server([{"wire": wire}]))
+    done = final(events)
+    assert done.message.text == "smile \U0001f600 done \U0001f601"
+    assert done.message.reasoning == "a \U0001f600 b"
+    assert [c.arguments for c in done.message.tool_calls] == [{"text": "\U0001f600!"}]
+    streamed = [e.text for e in events if isinstance(e, (TextDelta, ReasoningDelta))]
+    streamed += [e.text for e in events if isinstance(e, ToolCallDelta)]
+    assert not any(lone_surrogates(t) for t in streamed)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == done.message.text
+
+
+async def test_a_half_pair_at_the_end_is_one_replacement_character(
+    scripted_server: Factory,
+) -> None:
+    wire = [sse({"content": "cut \ud83d"}), sse({}, "stop"), DONE]
+    events = await collect(scripted_server([{"wire": wire}]))
+    assert final(events).message.text == "cut \ufffd"
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "cut \ufffd"
+
+
+# --- the legacy function_call delta -----------------------------------------------------------
+
+
+async def test_a_legacy_function_call_delta_is_a_tool_call(scripted_server: Factory) -> None:
+    """Gateways translating to the deprecated functions API stream ``delta.function_call``
+    and finish with ``function_call``. Before: no call, the task "completed" with "I could
+    not produce a final answer."."""
+    wire = [
+        sse({"role": "assistant", "function_call": {"name": "note", "arguments": ""}}),
+        sse({"function_call": {"arguments": '{"text": '}}),
+        sse({"function_call": {"arguments": '"hi"}'}}),
+        sse({}, "function_call"),
+        DONE,
+    ]
+    done = final(await collect(scripted_server([{"wire": wire}])))
+    assert [(c.name, c.arguments, c.error) for c in done.message.tool_calls] == [
+        ("note", {"text": "hi"}, None)
+    ]
+    assert done.message.tool_calls[0].id  # one is made up: the history needs it
+
+
+async def test_a_legacy_function_call_in_a_json_body_is_a_tool_call(
+    scripted_server: Factory,
+) -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": "note", "arguments": '{"text": "hi"}'},
+    }
+    body = {"object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+    done = final(await collect(scripted_server([{"wire": [json.dumps(body)]}])))
+    assert [(c.name, c.arguments) for c in done.message.tool_calls] == [("note", {"text": "hi"})]
+
+
+# --- refusal and finish reasons that are no answer ----------------------------------------------
+
+
+async def test_a_streamed_refusal_is_the_answer(scripted_server: Factory) -> None:
+    """OpenAI streams a refusal in ``delta.refusal`` with ``content: null``. Before: the reply
+    was "I could not produce a final answer."."""
+    wire = [
+        sse({"role": "assistant", "content": None, "refusal": ""}),
+        sse({"refusal": "I can't help"}),
+        sse({"refusal": " with that."}),
+        sse({}, "stop"),
+        DONE,
+    ]
+    events = await collect(scripted_server([{"wire": wire}]))
+    assert final(events).message.text == "I can't help with that."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "I can't help with that."
+
+
+async def test_a_refusal_in_a_json_body_is_the_answer(scripted_server: Factory) -> None:
+    message = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+    body = {"object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+    done = final(await collect(scripted_server([{"wire": [json.dumps(body)]}])))
+    assert done.message.text == "I can't help with that."
+
+
+async def test_a_content_filter_stop_is_a_clear_error_not_a_half_answer(
+    scripted_server: Factory,
+) -> None:
+    """Azure and DeepSeek end a filtered answer with ``finish_reason: content_filter``.
+    Before: the cut-off start ("I will now") was the reply of a completed task."""
+    server = scripted_server([{"text": "I will now", "finish_reason": "content_filter"}])
+    exc = await failure(server)
+    assert isinstance(exc, ModelFatalError)
+    assert "content filter" in str(exc) and "content_filter" in str(exc)
+
+
+async def test_calls_before_a_content_filter_stop_are_kept(scripted_server: Factory) -> None:
+    call = {"name": "note", "arguments": {"text": "hi"}}
+    server = scripted_server([{"tool_calls": [call], "finish_reason": "content_filter"}])
+    done = final(await collect(server))
+    assert [c.arguments for c in done.message.tool_calls] == [{"text": "hi"}]
+    assert done.finish_reason == "content_filter"
+
+
+@pytest.mark.parametrize("reason", ["error", "abort"])
+async def test_an_error_or_abort_finish_is_a_retryable_cut(
+    scripted_server: Factory, reason: str
+) -> None:
+    """OpenRouter ends a failed generation with ``finish_reason: error``, vLLM an aborted one
+    with ``abort``. Before: the partial text was the answer."""
+    server = scripted_server([{"text": "The answer is", "finish_reason": reason}])
+    exc = await failure(server)
+    assert isinstance(exc, ModelRetryableError)
+    assert f"finish_reason '{reason}'" in str(exc)
+
+
 # --- errors that cannot succeed are not retried -------------------------------------------------
 
 
@@ -222,3 +358,37 @@ async def test_a_chunk_that_is_a_code_and_message_is_an_error(scripted_server: F
     exc = await failure(scripted_server([{"wire": wire}]))
     assert isinstance(exc, ModelRetryableError)
     assert "model stream reported an error: input content audit failed (code 10013)" in str(exc)
+
+
+# --- through the agent --------------------------------------------------------------------------
+
+
+async def test_the_agent_runs_a_legacy_function_call_and_says_the_refusal(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """What the user sees: the file is written from a ``function_call`` delta, and the model's
+    refusal on the next task is the reply."""
+    args = json.dumps({"path": "notes/a.txt", "content": "hi \ud83d\ude00"})
+    server = scripted_server(
+        [
+            {
+                "wire": [
+                    sse({"function_call": {"name": "file_write", "arguments": args[:20]}}),
+                    sse({"function_call": {"arguments": args[20:]}}),
+                    sse({}, "function_call"),
+                    DONE,
+                ]
+            },
+            {"text": "Wrote it."},
+            {"wire": [sse({"content": None, "refusal": "I can't help with that."}, "stop"), DONE]},
+        ]
+    )
+    agent, _ = make_agent(server, tmp_path, auto_approve=True)
+    try:
+        first = await agent.run_task("write hi to notes/a.txt")
+        second = await agent.run_task("do something bad")
+    finally:
+        await agent.close()
+    assert (tmp_path / "notes" / "a.txt").read_text(encoding="utf-8") == "hi \U0001f600"
+    assert first.status == "completed" and first.reply == "Wrote it."
+    assert second.status == "completed" and second.reply == "I can't help with that."
