@@ -219,6 +219,67 @@ async def test_a_legacy_function_call_in_a_json_body_is_a_tool_call(
     assert [(c.name, c.arguments) for c in done.message.tool_calls] == [("note", {"text": "hi"})]
 
 
+# --- call ids that change within one call -----------------------------------------------------
+
+
+def call_delta(ref: dict[str, Any], name: str | None = None, args: str = "") -> str:
+    function: dict[str, Any] = {"arguments": args}
+    if name is not None:
+        function["name"] = name
+    return sse({"tool_calls": [{**ref, "type": "function", "function": function}]})
+
+
+ARGS = '{"text": "hi there"}'
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        [  # Poolside: the first chunk's id, then another id on every argument piece
+            call_delta({"index": 0, "id": "call_A"}, "note"),
+            call_delta({"index": 0, "id": "call_B"}, args=ARGS[:9]),
+            call_delta({"index": 0, "id": "call_B"}, args=ARGS[9:]),
+        ],
+        [  # the same, with no index at all
+            call_delta({"id": "call_A"}, "note"),
+            call_delta({"id": "call_B"}, args=ARGS[:9]),
+            call_delta({"id": "call_C"}, args=ARGS[9:]),
+        ],
+        [  # Atlas: the call announced twice with two ids, then its arguments
+            call_delta({"index": 0, "id": "call_A"}, "note"),
+            call_delta({"index": 0, "id": "call_B"}, "note"),
+            call_delta({"index": 0}, args=ARGS),
+        ],
+    ],
+    ids=["new-id-per-piece", "new-id-per-piece-no-index", "announced-twice"],
+)
+async def test_an_id_that_changes_within_one_call_is_still_one_call(
+    scripted_server: Factory, wire: list[str]
+) -> None:
+    """Before: the call ran with ``{}`` as soon as the second id came, and the arguments
+    went to a second call (which named no tool, or ran again)."""
+    server = scripted_server([{"wire": [*wire, sse({}, "tool_calls"), DONE]}])
+    done = final(await collect(server))
+    assert [(c.name, c.arguments, c.error) for c in done.message.tool_calls] == [
+        ("note", {"text": "hi there"}, None)
+    ]
+
+
+async def test_calls_of_one_tool_on_one_index_stay_apart(scripted_server: Factory) -> None:
+    """Servers that put every call on index 0 with ids of their own (LiteLLM, Ollama): two
+    calls of the same tool are still two calls."""
+    calls = [
+        {"id": "c1", "name": "note", "arguments": {"text": "one"}},
+        {"id": "c2", "name": "note", "arguments": {"text": "two"}},
+    ]
+    server = scripted_server([{"tool_calls": calls, "extras": {"openai": {"reuse_index": True}}}])
+    done = final(await collect(server))
+    assert [(c.id, c.arguments) for c in done.message.tool_calls] == [
+        ("c1", {"text": "one"}),
+        ("c2", {"text": "two"}),
+    ]
+
+
 # --- refusal and finish reasons that are no answer ----------------------------------------------
 
 

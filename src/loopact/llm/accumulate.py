@@ -15,7 +15,9 @@ What it handles:
   (:mod:`loopact.llm.surrogates`);
 * tool-call deltas merged by ``index`` (by ``id`` when a server sends no index; with
   neither, a delta naming a tool after a complete call starts a new one); a new
-  non-empty ``id`` on an index that already has a different id starts a new call; empty
+  non-empty ``id`` on an index that already has a different id starts a new call when the
+  delta names a tool, and continues the call when it names none (servers that send another id
+  on every piece) or names the same tool again before any argument came; empty
   ``id`` / ``name`` count as absent; missing ids are generated; ``arguments`` may arrive as
   an object; in a whole ``message`` (a JSON body) each entry is its own call, indexed or not;
   the deprecated ``function_call`` (one call, streamed like a tool call) is a call too;
@@ -393,7 +395,7 @@ def _tool_call_delta(tc: object, events: list[ModelEvent], st: StreamState) -> N
         if index is not None:
             raise _malformed("a tool call 'index' is not an integer")
         index = _guess_wire_index(call_id, name, bool(fn.get("arguments")), st)
-    position = _slot_for(index, call_id, st)
+    position = _slot_for(index, call_id, name, st)
     slot = st.slots[position]
     if slot.emitted:
         if fn.get("arguments") or name:
@@ -433,14 +435,18 @@ def _guess_wire_index(call_id: str, name: str, has_args: bool, st: StreamState) 
     (interleaved parallel calls told apart by id only, issue 22 item 1), a new index for a
     new id; without an id, a new index when the delta names a tool after the last call is
     complete (each call whole in a chunk of its own), unless it only repeats that call's name;
-    else the index of the delta before it."""
+    else the index of the delta before it. A new id without a name continues the last call."""
     used = [s.wire_index for s in st.slots if s.wire_index is not None]
+    last = st.last_wire_index
     if call_id:
         for slot in st.slots:
             if slot.id == call_id and slot.wire_index is not None:
                 return slot.wire_index
-        return max(used) + 1 if used else 0
-    last = st.last_wire_index
+        if name or last is None:
+            return max(used) + 1 if used else 0
+        # A new id that names no tool continues the last call: servers that send another
+        # id on every piece of one call (a new call always names its tool).
+        return last
     if last is None:
         return 0
     previous = st.slots[st.wire_to_slot[last]]
@@ -449,16 +455,26 @@ def _guess_wire_index(call_id: str, name: str, has_args: bool, st: StreamState) 
     return last
 
 
-def _slot_for(index: int, call_id: str, st: StreamState) -> int:
-    """The position of the call a delta with this wire ``index`` and ``call_id`` belongs to."""
+def _slot_for(index: int, call_id: str, name: str, st: StreamState) -> int:
+    """The position of the call a delta with this wire ``index``, ``call_id`` and ``name``
+    belongs to."""
     st.last_wire_index = index
     pos = st.wire_to_slot.get(index)
     if pos is not None:
         slot = st.slots[pos]
         if not call_id or not slot.id or slot.id == call_id:
             return pos
-        # The same index with a new id: a new call; nothing more can come for the old one
-        # (servers that put every call on index 0). Other indexes are not affected.
+        if not name:
+            # A new id that names no tool continues the call (Poolside sends another id on
+            # every piece of one call); a new call always names its tool.
+            return pos
+        if name == slot.name and not slot.emitted and not slot.args.text and slot.args_obj is None:
+            # The same tool announced again under a new id before any argument came (Atlas):
+            # one call, known by its last id.
+            slot.id = call_id
+            return pos
+        # The same index with a new id naming a tool: a new call; nothing more can come for
+        # the old one (servers that put every call on index 0). Other indexes are not affected.
         _complete(slot)
     st.slots.append(_Slot(wire_index=index))
     st.wire_to_slot[index] = len(st.slots) - 1
