@@ -28,7 +28,7 @@ from loopact.llm.base import (
     ToolCallDelta,
     ToolSpec,
 )
-from loopact.llm.messages import Message
+from loopact.llm.messages import Message, ToolCall
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.testing import ScriptedModelServer
 
@@ -419,6 +419,50 @@ async def test_a_chunk_that_is_a_code_and_message_is_an_error(scripted_server: F
     exc = await failure(scripted_server([{"wire": wire}]))
     assert isinstance(exc, ModelRetryableError)
     assert "model stream reported an error: input content audit failed (code 10013)" in str(exc)
+
+
+# --- reasoning sent back with tool calls --------------------------------------------------------
+
+
+async def test_reasoning_goes_back_with_the_tool_calls_it_led_to(
+    scripted_server: Factory, tmp_path: Path
+) -> None:
+    """Kimi K2.5 and DeepSeek V4 in thinking mode answer HTTP 400 "thinking is enabled but
+    reasoning_content is missing in assistant tool call message" to a history without it.
+    Before: every task that used a tool failed in its second round with that error."""
+    call = {"id": "call_w", "name": "file_write", "arguments": {"path": "a.txt", "content": "hi"}}
+    server = scripted_server(
+        [
+            {"reasoning": "The user wants a file.", "tool_calls": [call]},
+            {"text": "Wrote it.", "extras": {"openai": {"require_reasoning_content": True}}},
+        ]
+    )
+    agent, _ = make_agent(server, tmp_path, auto_approve=True)
+    try:
+        outcome = await agent.run_task("write hi to a.txt")
+    finally:
+        await agent.close()
+    assert outcome.status == "completed" and outcome.reply == "Wrote it."
+    sent = [m for m in server.requests[1].json()["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in sent] == ["The user wants a file."]
+
+
+def test_reasoning_is_not_sent_to_api_openai_com() -> None:
+    """api.openai.com's chat completions have no ``reasoning_content``; a history carried
+    over from a reasoning provider must not put one in its request."""
+    history = (
+        Message.user("note hi"),
+        Message.assistant(
+            text="",
+            tool_calls=(ToolCall(id="c1", name="note", arguments={"text": "hi"}),),
+            reasoning="thinking",
+        ),
+    )
+    request = ModelRequest(messages=history, tools=(NOTE,))
+    official = OpenAIChatModel("gpt-4o-mini", None, api_key="sk-x")
+    compatible = OpenAIChatModel("kimi-k2.5", "http://127.0.0.1:1/v1", api_key="sk-x")
+    assert "reasoning_content" not in official.build_body(request)["messages"][1]
+    assert compatible.build_body(request)["messages"][1]["reasoning_content"] == "thinking"
 
 
 # --- through the agent --------------------------------------------------------------------------

@@ -134,6 +134,7 @@ class OpenAIChatModel:
                 vision=caps.vision,
                 native_tool_calls=caps.native_tool_calls,
                 tools=request.tools,
+                reasoning_back=not self._official,
             ),
         }
         if request.tools and caps.native_tool_calls:
