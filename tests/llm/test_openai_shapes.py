@@ -447,7 +447,7 @@ async def test_reasoning_goes_back_with_the_tool_calls_it_led_to(
     assert [m.get("reasoning_content") for m in sent] == ["The user wants a file."]
 
 
-def test_reasoning_is_not_sent_to_api_openai_com() -> None:
+def test_reasoning_is_not_sent_to_openai_or_azure() -> None:
     """api.openai.com's chat completions have no ``reasoning_content``; a history carried
     over from a reasoning provider must not put one in its request."""
     history = (
@@ -460,8 +460,10 @@ def test_reasoning_is_not_sent_to_api_openai_com() -> None:
     )
     request = ModelRequest(messages=history, tools=(NOTE,))
     official = OpenAIChatModel("gpt-4o-mini", None, api_key="sk-x")
+    azure = OpenAIChatModel("gpt-4o", "https://x.openai.azure.com/openai/v1", api_key="sk-x")
     compatible = OpenAIChatModel("kimi-k2.5", "http://127.0.0.1:1/v1", api_key="sk-x")
     assert "reasoning_content" not in official.build_body(request)["messages"][1]
+    assert "reasoning_content" not in azure.build_body(request)["messages"][1]
     assert compatible.build_body(request)["messages"][1]["reasoning_content"] == "thinking"
 
 

@@ -100,6 +100,8 @@ class OpenAIChatModel:
         self._api_key = api_key or _PLACEHOLDER_KEY
         self.redactor = Redactor([api_key])
         self._official = base_url is None or "//api.openai.com" in base_url
+        # OpenAI's own chat completions (also on Azure) have no reasoning_content field.
+        self._reasoning_back = not self._official and ".openai.azure.com" not in (base_url or "")
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=base_url,
@@ -134,7 +136,7 @@ class OpenAIChatModel:
                 vision=caps.vision,
                 native_tool_calls=caps.native_tool_calls,
                 tools=request.tools,
-                reasoning_back=not self._official,
+                reasoning_back=self._reasoning_back,
             ),
         }
         if request.tools and caps.native_tool_calls:
