@@ -390,8 +390,13 @@ async def test_a_plain_429_is_still_retried(scripted_server: Factory) -> None:
             False,
             "disconnected",
         ),
+        (  # vLLM's own error shape, sent as an event when a request fails after the headers
+            {"object": "error", "message": "max_tokens is too large", "code": 400},
+            True,
+            "max_tokens is too large",
+        ),
     ],
-    ids=["invalid-key", "401", "404-text", "502", "429", "server-error"],
+    ids=["invalid-key", "401", "404-text", "502", "429", "server-error", "vllm-object"],
 )
 @pytest.mark.parametrize("where", ["json-body", "sse-data", "sse-error-event"])
 async def test_an_error_object_with_status_200_is_classified_by_its_code(
