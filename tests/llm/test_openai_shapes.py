@@ -339,20 +339,21 @@ async def test_an_error_or_abort_finish_is_a_retryable_cut(
 # --- errors that cannot succeed are not retried -------------------------------------------------
 
 
-async def test_a_429_for_an_exhausted_quota_is_not_retried(scripted_server: Factory) -> None:
-    """OpenAI's ``insufficient_quota`` comes with 429 but no retry can succeed. Before: three
-    tries, then the same error."""
+@pytest.mark.parametrize(
+    ("kind", "code"),
+    [
+        ("insufficient_quota", "insufficient_quota"),  # OpenAI
+        ("exceeded_current_quota_error", None),  # Moonshot (Kimi): a suspended account
+    ],
+)
+async def test_a_429_for_an_exhausted_quota_is_not_retried(
+    scripted_server: Factory, kind: str, code: str | None
+) -> None:
+    """An exhausted quota comes with 429 but no retry can succeed. Before: three tries, then
+    the same error."""
+    message = "You exceeded your current quota, please check your plan and billing details."
     server = scripted_server(
-        [
-            {
-                "error": {
-                    "status": 429,
-                    "message": "You exceeded your current quota, please check your plan.",
-                    "type": "insufficient_quota",
-                    "code": "insufficient_quota",
-                }
-            }
-        ]
+        [{"error": {"status": 429, "message": message, "type": kind, "code": code}}]
     )
     exc = await failure(server)
     assert isinstance(exc, ModelFatalError)

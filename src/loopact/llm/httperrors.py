@@ -184,6 +184,7 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
 UNRETRYABLE_CODES = frozenset(
     {
         "insufficient_quota",  # OpenAI: HTTP 429, but only billing helps
+        "exceeded_current_quota_error",  # Moonshot (Kimi): HTTP 429, a suspended account
         "billing_hard_limit_reached",
         "invalid_api_key",
         "authentication_error",
