@@ -473,6 +473,23 @@ def test_reasoning_is_not_sent_to_openai_or_azure() -> None:
     assert compatible.build_body(request)["messages"][1]["reasoning_content"] == "thinking"
 
 
+LLAMA_CPP_ERROR = (
+    'error: {"code":400,"message":"the request exceeds the available context size. try '
+    'increasing the context size or enable context shift","type":"invalid_request_error"}\n\n'
+)
+
+
+@pytest.mark.parametrize("done", [True, False], ids=["then-done", "alone"])
+async def test_llama_cpp_error_field_is_the_error(scripted_server: Factory, done: bool) -> None:
+    """llama.cpp builds of 2025 sent a stream's error as the non-standard SSE field
+    ``error:`` (fixed by ggml-org/llama.cpp PR 16109), which SSE decoders drop. Before:
+    "answered HTTP 200 without any completion chunk", three tries, the real message lost."""
+    wire = [LLAMA_CPP_ERROR, *([DONE] if done else [])]
+    exc = await failure(scripted_server([{"wire": wire}]))
+    assert isinstance(exc, ModelFatalError)
+    assert "model stream reported an error: the request exceeds the available context" in str(exc)
+
+
 # --- through the agent --------------------------------------------------------------------------
 
 

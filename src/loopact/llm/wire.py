@@ -12,7 +12,9 @@ the WHATWG specification): lines may end in CR, LF or CRLF and may arrive cut an
 by U+FFFD instead of failing the request. By the specification a block that carries no
 ``data`` (a ``retry:`` block, an ``id:`` line followed by a ``: ping`` comment) dispatches no
 event; ``httpx2`` still yields those as events with empty data, so they are dropped here, as
-are events whose data is only whitespace; one leading byte-order mark is ignored. The
+are events whose data is only whitespace; one leading byte-order mark is ignored. An
+``error:`` line before the first event (llama.cpp's error field of 2025) becomes an ``error``
+event (:func:`error_field`). The
 ``openai`` SDK's own decoder gets this wrong (it dispatches such blocks, and then every blank
 line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 ``docs/scripted-server.md``, "The openai SDK and data-less SSE blocks".
@@ -41,6 +43,7 @@ __all__ = [
     "decode_event_json",
     "drain",
     "cap_error_body",
+    "error_field",
     "error_text",
     "read_body",
     "read_error_body",
@@ -142,10 +145,15 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
                 # A data-less block dispatches no event (SSE specification); data that is
                 # only whitespace (a proxy's keep-alive) carries no JSON either.
                 continue
+            if not seen and (stray := error_field(bytes(sample))) is not None:
+                yield SSEData("error", stray)  # before the event it came before ([DONE])
             seen += 1
             yield SSEData(sse.event or "message", sse.data)
     except httpx2.SSEError as exc:
         raise ModelFatalError(f"{what} sent a stream event too large to read: {exc}") from None
+    if not seen and (stray := error_field(bytes(sample))) is not None:
+        yield SSEData("error", stray)
+        return
     if not seen:
         text = bytes(sample).decode("utf-8", errors="replace")
         content_type = response.headers.get("content-type", "")
@@ -153,6 +161,22 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
             f"{what} answered HTTP 200 without any stream events or JSON response "
             f"(Content-Type {content_type or 'none'!r}): {describe_body(text, content_type)}"
         )
+
+
+def error_field(start: bytes) -> str | None:
+    """The value of an ``error:`` line in the first bytes of an event stream, or None.
+
+    llama.cpp builds of 2025 sent a stream's error (a prompt past the context size) as this
+    field, which is no SSE field, so every decoder drops it (fixed upstream by
+    ggml-org/llama.cpp PR 16109, which sends ``data: {"error": ...}``). :func:`read_body`
+    yields it as an ``error`` event before the first event with data (``[DONE]``), or alone.
+    """
+    if b"error:" not in start:
+        return None
+    for line in start.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("error:"):
+            return line[len("error:") :].strip() or None
+    return None
 
 
 async def _json_document(prefix: bytes, chunks: AsyncIterator[bytes], what: str) -> Any:
