@@ -490,6 +490,24 @@ async def test_llama_cpp_error_field_is_the_error(scripted_server: Factory, done
     assert "model stream reported an error: the request exceeds the available context" in str(exc)
 
 
+async def test_a_last_event_without_its_blank_line_is_read(scripted_server: Factory) -> None:
+    """A body that ends right after its last ``data:`` line (no blank line, no ``[DONE]``).
+    Before: by the letter of the SSE specification the event was dropped, and a complete
+    answer was "answered HTTP 200 without any stream events", three tries."""
+    last = sse({"content": "Hello there."}, "stop").rstrip("\n")
+    events = await collect(scripted_server([{"wire": [sse({"role": "assistant"}), last]}]))
+    assert final(events).message.text == "Hello there."
+
+
+async def test_a_body_ending_inside_an_event_is_a_retryable_cut(scripted_server: Factory) -> None:
+    """A server that closes cleanly in the middle of an event: the half event is an error,
+    never a shorter answer taken for the whole one."""
+    wire = [sse({"content": "Hello"}), 'data: {"choices": [{"index": 0, "delta": {"cont']
+    exc = await failure(scripted_server([{"wire": wire}]))
+    assert isinstance(exc, ModelRetryableError)
+    assert "malformed chunk" in str(exc)
+
+
 # --- through the agent --------------------------------------------------------------------------
 
 

@@ -9,7 +9,8 @@ SSE lines that carry no data) is a malformed response worth a retry.
 Server-sent events are decoded by ``httpx2.EventSource`` (the httpx-sse code, which follows
 the WHATWG specification): lines may end in CR, LF or CRLF and may arrive cut anywhere
 (tiny TCP writes); the bytes are decoded as UTF-8 incrementally, with an invalid byte replaced
-by U+FFFD instead of failing the request. By the specification a block that carries no
+by U+FFFD instead of failing the request. A body that ends cleanly ends its last event, blank
+line or not. By the specification a block that carries no
 ``data`` (a ``retry:`` block, an ``id:`` line followed by a ``: ping`` comment) dispatches no
 event; ``httpx2`` still yields those as events with empty data, so they are dropped here, as
 are events whose data is only whitespace; one leading byte-order mark is ignored. An
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +62,7 @@ DRAIN_TIMEOUT_S = 0.1
 _SAMPLE_BYTES = 2048
 log = logging.getLogger(__name__)
 _BOM = b"\xef\xbb\xbf"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # SSE line ends only (not U+2028 and the like)
 _WHITESPACE = b" \t\r\n" + _BOM  # a UTF-8 byte-order mark counts as blank too
 
 
@@ -131,6 +134,10 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
             if len(sample) < _SAMPLE_BYTES:
                 sample.extend(piece[: _SAMPLE_BYTES - len(sample)])
             yield piece
+        # The body ended cleanly: its last event is whole even without the blank line after
+        # it (by the specification an unterminated event at the end is dropped, which lost a
+        # final answer; a half-sent one now fails to decode, a retryable error).
+        yield b"\n\n"
 
     events = httpx2.Response(
         200,
@@ -173,7 +180,7 @@ def error_field(start: bytes) -> str | None:
     """
     if b"error:" not in start:
         return None
-    for line in start.decode("utf-8", errors="replace").splitlines():
+    for line in _LINE_BREAK.split(start.decode("utf-8", errors="replace")):
         if line.startswith("error:"):
             return line[len("error:") :].strip() or None
     return None
