@@ -280,6 +280,22 @@ async def test_calls_of_one_tool_on_one_index_stay_apart(scripted_server: Factor
     ]
 
 
+async def test_empty_call_placeholders_are_no_calls(scripted_server: Factory) -> None:
+    """Gateways that put an empty ``function_call`` / ``tool_calls`` entry in every chunk of a
+    plain answer: nothing names a call, so there is none (not a failed call that "names no
+    tool")."""
+    empty = {"function_call": {"name": None, "arguments": ""}}
+    wire = [
+        sse({"role": "assistant", "content": "Hel", **empty}),
+        sse({"content": "lo.", "tool_calls": [{"index": 0, "function": {"arguments": ""}}]}),
+        sse({}, "stop"),
+        DONE,
+    ]
+    done = final(await collect(scripted_server([{"wire": wire}])))
+    assert done.message.text == "Hello."
+    assert done.message.tool_calls == ()
+
+
 # --- refusal and finish reasons that are no answer ----------------------------------------------
 
 

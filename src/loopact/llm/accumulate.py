@@ -20,7 +20,8 @@ What it handles:
   on every piece) or names the same tool again before any argument came; empty
   ``id`` / ``name`` count as absent; missing ids are generated; ``arguments`` may arrive as
   an object; in a whole ``message`` (a JSON body) each entry is its own call, indexed or not;
-  the deprecated ``function_call`` (one call, streamed like a tool call) is a call too;
+  the deprecated ``function_call`` (one call, streamed like a tool call) is a call too; a
+  delta that carries no id, name or arguments is no call;
 * ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
   own arguments are a complete JSON object (parsed strictly, never a prefix that a repair
@@ -391,9 +392,11 @@ def _tool_call_delta(tc: object, events: list[ModelEvent], st: StreamState) -> N
     call_id: str = raw_id if isinstance(raw_id, str) else ""
     name: str = raw_name if isinstance(raw_name, str) else ""
     index = tc.get("index")
-    if not isinstance(index, int) or isinstance(index, bool):
-        if index is not None:
-            raise _malformed("a tool call 'index' is not an integer")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+        raise _malformed("a tool call 'index' is not an integer")
+    if not call_id and not name and fn.get("arguments") in (None, ""):
+        return  # an empty placeholder (gateways send one in every chunk): no call
+    if index is None:
         index = _guess_wire_index(call_id, name, bool(fn.get("arguments")), st)
     position = _slot_for(index, call_id, name, st)
     slot = st.slots[position]
