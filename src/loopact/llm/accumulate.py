@@ -68,7 +68,7 @@ logger = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"]+)"')
 
-_LEGACY_INDEX = -1
+_LEGACY_INDEX = -(2**62)
 """The wire index of a ``function_call`` delta (the deprecated functions API), apart from
 every ``tool_calls`` index."""
 _FAILED_FINISH = frozenset({"error", "abort"})
@@ -225,6 +225,11 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
 
     Returns:
         The remaining events; the last one is always :class:`ResponseDone`.
+
+    Raises:
+        ModelRetryableError: The finish reason says the generation failed (``error``,
+            ``abort``): "model stream was cut: ...".
+        ModelFatalError: ``content_filter`` ended a response without a usable call.
     """
     if state.done:
         raise RuntimeError("finish_stream called twice")
