@@ -136,12 +136,19 @@ async def test_a_json_error_body_is_told_by_its_text(
 
 
 async def test_a_404_names_the_url_it_asked(scripted_server: Factory) -> None:
-    """A 404 with no words of its own is mostly a base URL without ``/v1``: say which URL."""
+    """A 404 with no words of its own is mostly a base URL without ``/v1``: say which URL
+    (never its user info, which holds credentials)."""
     server = scripted_server([error_turn(404, "<html><title>Not Found</title></html>", "")])
-    exc = await failure(server)
-    assert isinstance(exc, ModelFatalError)
-    assert f"POST {server.base_url}/chat/completions" in str(exc)
-    assert "Not Found (an HTML page)" in str(exc)
+    base = server.base_url.replace("http://", "http://bob:pw-secret@")
+    m = OpenAIChatModel("scripted", base, api_key="sk-x", request_timeout_s=10)
+    try:
+        with pytest.raises(ModelFatalError) as info:
+            [e async for e in m.stream(REQUEST)]
+    finally:
+        await m.aclose()
+    assert f"POST {server.base_url}/chat/completions:" in str(info.value)
+    assert "Not Found (an HTML page)" in str(info.value)
+    assert "secret" not in str(info.value)
 
 
 # --- surrogate pairs cut between deltas ---------------------------------------------------------

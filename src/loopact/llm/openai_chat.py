@@ -279,8 +279,10 @@ class OpenAIChatModel:
         status = exc.status_code
         asked = ""
         if status in (404, 405):  # mostly a base URL without /v1 or a model name typo
+            # (the URL without its query and user info, which may hold credentials)
             request = exc.response.request
-            asked = f" for {request.method} {request.url.copy_with(query=None)}"
+            url = request.url.copy_with(query=None, userinfo=b"")
+            asked = f" for {request.method} {url}"
         return status_error(
             status,
             f"model endpoint returned HTTP {status}{asked}: {message}",
