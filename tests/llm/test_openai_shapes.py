@@ -151,6 +151,18 @@ async def test_a_404_names_the_url_it_asked(scripted_server: Factory) -> None:
     assert "secret" not in str(info.value)
 
 
+async def test_cannot_reach_names_the_url_without_its_user_info() -> None:
+    """Before: "cannot reach http://bob:pw-secret@127.0.0.1:9/v1/" quoted the password."""
+    m = OpenAIChatModel("m", "http://bob:pw-secret@127.0.0.1:9/v1", None, request_timeout_s=5)
+    try:
+        with pytest.raises(ModelRetryableError) as info:
+            [e async for e in m.stream(REQUEST)]
+    finally:
+        await m.aclose()
+    assert "cannot reach http://127.0.0.1:9/v1/" in str(info.value)
+    assert "secret" not in str(info.value)
+
+
 # --- surrogate pairs cut between deltas ---------------------------------------------------------
 
 
