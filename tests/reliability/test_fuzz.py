@@ -26,7 +26,7 @@ from tests.agent.helpers import make_agent
 from loopact.agent.actiontext import parse_actions
 from loopact.agent.plan import resolve_parameters
 from loopact.config import Config, load_config
-from loopact.errors import ConfigError, ModelRetryableError, PlanError
+from loopact.errors import ConfigError, ModelFatalError, ModelRetryableError, PlanError
 from loopact.llm.accumulate import accumulate_chunk, finish_stream, new_state
 from loopact.llm.base import ResponseDone, ToolCallReady, ToolSpec
 from loopact.llm.repair import parse_tool_arguments
@@ -102,13 +102,17 @@ _delta = st.fixed_dictionaries(
         "reasoning_content": st.text(max_size=20) | json_values,
         "reasoning": st.text(max_size=20),
         "tool_calls": st.lists(_tool_call_delta(), max_size=3) | json_values,
+        "function_call": _tool_call_delta().map(lambda d: d.get("function", {})) | json_values,
+        "refusal": st.text(max_size=20) | json_values,
     },
 )
 _choice = st.fixed_dictionaries(
     {"delta": _delta | json_values},
     optional={
         "index": st.sampled_from([0, 0, 0, 1]) | json_values,
-        "finish_reason": st.sampled_from(["stop", "tool_calls", "length", "", None]),
+        "finish_reason": st.sampled_from(
+            ["stop", "tool_calls", "length", "", None, "function_call", "content_filter", "error"]
+        ),
     },
 )
 chunks = (
@@ -139,7 +143,12 @@ def test_stream_accumulator_yields_every_call_once_and_never_crashes(
         except ModelRetryableError as exc:
             assert str(exc)  # a malformed chunk: the stream counts as cut, with a reason
             return
-    events += finish_stream(state)
+    try:
+        events += finish_stream(state)
+    except (ModelRetryableError, ModelFatalError) as exc:
+        # a finish reason that is no answer: an error that says so (never a half answer)
+        assert state.finish_reason in ("error", "content_filter") and "finish_reason" in str(exc)
+        return
     assert isinstance(events[-1], ResponseDone)
     assert not any(isinstance(e, ResponseDone) for e in events[:-1])
     ready = [e.call for e in events if isinstance(e, ToolCallReady)]

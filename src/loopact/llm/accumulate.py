@@ -9,11 +9,19 @@ What it handles:
 * reasoning from ``delta.reasoning_content`` / ``delta.reasoning`` and inline ``<think>``
   blocks (tags split across chunks), kept apart from the answer text; a lone ``</think>``
   makes the text before it reasoning (the stream started inside a think block);
+* ``delta.refusal`` (OpenAI's words when the model declines) as answer text;
+* a surrogate pair cut between two deltas of the answer, the reasoning or one call's
+  arguments (gateways that cut strings by UTF-16 unit) as its one character
+  (:mod:`loopact.llm.surrogates`);
 * tool-call deltas merged by ``index`` (by ``id`` when a server sends no index; with
   neither, a delta naming a tool after a complete call starts a new one); a new
-  non-empty ``id`` on an index that already has a different id starts a new call; empty
+  non-empty ``id`` on an index that already has a different id starts a new call when the
+  delta names a tool, and continues the call when it names none (servers that send another id
+  on every piece) or names the same tool again before any argument came; empty
   ``id`` / ``name`` count as absent; missing ids are generated; ``arguments`` may arrive as
   an object; in a whole ``message`` (a JSON body) each entry is its own call, indexed or not;
+  the deprecated ``function_call`` (one call, streamed like a tool call) is a call too; a
+  delta that carries no id, name or arguments is no call;
 * ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
   own arguments are a complete JSON object (parsed strictly, never a prefix that a repair
@@ -26,7 +34,9 @@ What it handles:
 * a :class:`ToolCallDelta` for every argument fragment (and every piece of a ``<tool_call>``
   block), so the loop sees a stream that sends only arguments is alive (issue 21 item 8);
 * a usage-only final chunk (``choices: []``); calls honoured whatever the finish reason;
-  calls cut off by ``finish_reason: length`` returned as ``truncated_calls``, never as usable.
+  calls cut off by ``finish_reason: length`` returned as ``truncated_calls``, never as usable;
+  ``finish_reason`` ``error`` (OpenRouter) or ``abort`` (vLLM) is a cut stream (retryable),
+  and ``content_filter`` without a call a fatal error, never the cut-off start as an answer.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopact.errors import ModelRetryableError
+from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.llm.arguments import TOO_DEEP_ERROR, ArgumentBuffer
 from loopact.llm.base import (
     ModelEvent,
@@ -50,12 +60,19 @@ from loopact.llm.base import (
 )
 from loopact.llm.messages import Message, ToolCall, Usage
 from loopact.llm.repair import parse_tool_arguments
+from loopact.llm.surrogates import SurrogateJoiner
 from loopact.llm.textcalls import ToolCallTagParser, find_bare_json_calls, new_call_id
 from loopact.llm.think import ThinkSplitter
 
 logger = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"]+)"')
+
+_LEGACY_INDEX = -(2**62)
+"""The wire index of a ``function_call`` delta (the deprecated functions API), apart from
+every ``tool_calls`` index."""
+_FAILED_FINISH = frozenset({"error", "abort"})
+"""Finish reasons of a generation that failed midway (OpenRouter ``error``, vLLM ``abort``)."""
 
 TRUNCATED_ERROR = (
     "the tool call was cut off by the output token limit (finish_reason 'length'); "
@@ -76,6 +93,7 @@ class _Slot:
     complete: bool = False
     emitted: bool = False
     call: ToolCall | None = None
+    joiner: SurrogateJoiner = field(default_factory=SurrogateJoiner)
 
     @property
     def args_text(self) -> str:
@@ -112,6 +130,8 @@ class StreamState:
     held_parts: list[str] = field(default_factory=list)
     think: ThinkSplitter = field(default_factory=ThinkSplitter)
     tags: ToolCallTagParser = field(default_factory=ToolCallTagParser)
+    text_joiner: SurrogateJoiner = field(default_factory=SurrogateJoiner)
+    reasoning_joiner: SurrogateJoiner = field(default_factory=SurrogateJoiner)
 
     @property
     def text(self) -> str:
@@ -174,9 +194,10 @@ def accumulate_chunk(chunk: Mapping[str, Any], state: StreamState) -> list[Model
         if not isinstance(delta, Mapping):
             raise _malformed("'delta' is not an object")
         _reasoning_field(delta, events, state)
-        content = delta.get("content")
-        if content:
-            _content(_content_text(content), events, state)
+        for key in ("content", "refusal"):  # a refusal is the model's answer to the user
+            content = delta.get(key)
+            if content:
+                _content(state.text_joiner.feed(_content_text(content)), events, state)
         tool_calls = delta.get("tool_calls")
         if tool_calls:
             if not isinstance(tool_calls, list):
@@ -186,6 +207,9 @@ def accumulate_chunk(chunk: Mapping[str, Any], state: StreamState) -> list[Model
                 if whole and isinstance(tc, Mapping) and tc.get("index") is None:
                     tc = {**tc, "index": position}  # servers leave index (and id) out there
                 _tool_call_delta(tc, events, state)
+        legacy = delta.get("function_call")  # the deprecated functions API: one call
+        if legacy is not None:
+            _tool_call_delta({"index": _LEGACY_INDEX, "function": legacy}, events, state)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             state.finish_reason = reason
@@ -201,11 +225,25 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
 
     Returns:
         The remaining events; the last one is always :class:`ResponseDone`.
+
+    Raises:
+        ModelRetryableError: The finish reason says the generation failed (``error``,
+            ``abort``): "model stream was cut: ...".
+        ModelFatalError: ``content_filter`` ended a response without a usable call.
     """
     if state.done:
         raise RuntimeError("finish_stream called twice")
+    if state.finish_reason in _FAILED_FINISH:
+        raise ModelRetryableError(
+            "model stream was cut: the model endpoint ended the response with "
+            f"finish_reason {state.finish_reason!r}"
+        )
     events: list[ModelEvent] = []
     truncated_by_length = state.finish_reason == "length"
+    for joiner, emit in ((state.text_joiner, _content), (state.reasoning_joiner, _emit_reasoning)):
+        rest = joiner.flush()  # a high half no low half followed: U+FFFD
+        if rest:
+            emit(rest, events, state)
     for kind, text in state.think.flush():
         _segment(kind, text, events, state)
     truncated: list[ToolCall] = []
@@ -232,6 +270,7 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
     for slot in state.slots:
         if slot.complete:
             continue
+        slot.args.feed(slot.joiner.flush())
         if truncated_by_length:
             slot.call = ToolCall(
                 id=slot.id or new_call_id(),
@@ -244,6 +283,12 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
             _complete(slot)
     _drain(events, state)
     usable = tuple(s.call for s in state.slots if s.emitted and s.call is not None)
+    if state.finish_reason == "content_filter" and not usable:
+        # The answer was cut where a filter flagged it: its start is no answer (Azure, DeepSeek).
+        raise ModelFatalError(
+            "the model endpoint's content filter stopped the answer "
+            "(finish_reason 'content_filter'); rephrase the request"
+        )
     message = Message.assistant(
         text=state.text, tool_calls=usable, reasoning=state.reasoning or None
     )
@@ -266,7 +311,9 @@ def _reasoning_field(delta: Mapping[str, Any], events: list[ModelEvent], st: Str
     for key in ("reasoning_content", "reasoning"):
         value = delta.get(key)
         if isinstance(value, str) and value:
-            _emit_reasoning(value, events, st)
+            value = st.reasoning_joiner.feed(value)
+            if value:
+                _emit_reasoning(value, events, st)
             return
 
 
@@ -350,11 +397,13 @@ def _tool_call_delta(tc: object, events: list[ModelEvent], st: StreamState) -> N
     call_id: str = raw_id if isinstance(raw_id, str) else ""
     name: str = raw_name if isinstance(raw_name, str) else ""
     index = tc.get("index")
-    if not isinstance(index, int) or isinstance(index, bool):
-        if index is not None:
-            raise _malformed("a tool call 'index' is not an integer")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+        raise _malformed("a tool call 'index' is not an integer")
+    if not call_id and not name and fn.get("arguments") in (None, ""):
+        return  # an empty placeholder (gateways send one in every chunk): no call
+    if index is None:
         index = _guess_wire_index(call_id, name, bool(fn.get("arguments")), st)
-    position = _slot_for(index, call_id, st)
+    position = _slot_for(index, call_id, name, st)
     slot = st.slots[position]
     if slot.emitted:
         if fn.get("arguments") or name:
@@ -368,6 +417,7 @@ def _tool_call_delta(tc: object, events: list[ModelEvent], st: StreamState) -> N
     if isinstance(args, Mapping):
         slot.args_obj = dict(args)
     elif isinstance(args, str) and args:
+        args = slot.joiner.feed(args)
         slot.args.feed(args)
         events.append(ToolCallDelta(index=position, text=args, name=slot.name))
     elif args not in (None, ""):
@@ -393,14 +443,18 @@ def _guess_wire_index(call_id: str, name: str, has_args: bool, st: StreamState) 
     (interleaved parallel calls told apart by id only, issue 22 item 1), a new index for a
     new id; without an id, a new index when the delta names a tool after the last call is
     complete (each call whole in a chunk of its own), unless it only repeats that call's name;
-    else the index of the delta before it."""
+    else the index of the delta before it. A new id without a name continues the last call."""
     used = [s.wire_index for s in st.slots if s.wire_index is not None]
+    last = st.last_wire_index
     if call_id:
         for slot in st.slots:
             if slot.id == call_id and slot.wire_index is not None:
                 return slot.wire_index
-        return max(used) + 1 if used else 0
-    last = st.last_wire_index
+        if name or last is None:
+            return max(used) + 1 if used else 0
+        # A new id that names no tool continues the last call: servers that send another
+        # id on every piece of one call (a new call always names its tool).
+        return last
     if last is None:
         return 0
     previous = st.slots[st.wire_to_slot[last]]
@@ -409,16 +463,26 @@ def _guess_wire_index(call_id: str, name: str, has_args: bool, st: StreamState) 
     return last
 
 
-def _slot_for(index: int, call_id: str, st: StreamState) -> int:
-    """The position of the call a delta with this wire ``index`` and ``call_id`` belongs to."""
+def _slot_for(index: int, call_id: str, name: str, st: StreamState) -> int:
+    """The position of the call a delta with this wire ``index``, ``call_id`` and ``name``
+    belongs to."""
     st.last_wire_index = index
     pos = st.wire_to_slot.get(index)
     if pos is not None:
         slot = st.slots[pos]
         if not call_id or not slot.id or slot.id == call_id:
             return pos
-        # The same index with a new id: a new call; nothing more can come for the old one
-        # (servers that put every call on index 0). Other indexes are not affected.
+        if not name:
+            # A new id that names no tool continues the call (Poolside sends another id on
+            # every piece of one call); a new call always names its tool.
+            return pos
+        if name == slot.name and not slot.emitted and not slot.args.text and slot.args_obj is None:
+            # The same tool announced again under a new id before any argument came (Atlas):
+            # one call, known by its last id.
+            slot.id = call_id
+            return pos
+        # The same index with a new id naming a tool: a new call; nothing more can come for
+        # the old one (servers that put every call on index 0). Other indexes are not affected.
         _complete(slot)
     st.slots.append(_Slot(wire_index=index))
     st.wire_to_slot[index] = len(st.slots) - 1

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import email.utils
 import html
+import json
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.redact import Redactor
@@ -68,32 +69,76 @@ def error_message(body: object, content_type: str | None, fallback: str) -> str:
     """The server's own message from an error response an SDK decoded (SPEC B6, issue 22).
 
     The ``openai`` and ``anthropic`` SDKs give an error's ``body`` as the decoded JSON when
-    it was JSON and as the raw text otherwise, and their ``message`` quotes that text whole
-    (a proxy's HTML page). Every endpoint loopact calls through them (models, speech,
-    transcription, images) says its error with this.
+    it was JSON and as the raw text otherwise; the ``openai`` SDK's ``message`` quotes only
+    ``error.message`` (``"Error code: 404"`` for anything else) and may quote a proxy's HTML
+    page whole. Every endpoint loopact calls through them (models, speech, transcription,
+    images) says its error with this.
 
     Args:
         body: The SDK's ``exc.body``.
         content_type: The response's ``Content-Type``.
-        fallback: Said when the body holds nothing usable (the SDK's ``exc.message``).
+        fallback: Said when the body could not be read (the SDK's ``exc.message``).
 
     Returns:
-        ``error.message`` (or ``message``) of a JSON body, :func:`describe_body` of a text
-        body, else ``fallback``.
+        The words of a JSON body (:func:`json_error_text`: ``error.message``, ``message``,
+        ``detail`` as FastAPI and vLLM send it, ``msg``, or the JSON itself), at most
+        :data:`MAX_DETAIL_CHARS` characters; :func:`describe_body` of a text body
+        (``"(empty body)"`` for none); else ``fallback``.
     """
-    if isinstance(body, Mapping):
-        err = body.get("error", body)
-        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
-            return str(err["message"])
-        if isinstance(err, str) and err:
-            return err
-        if isinstance(body.get("message"), str):
-            return str(body["message"])
-    if isinstance(body, str) and body:
+    if isinstance(body, (Mapping, list)):
+        return _clip(json_error_text(body))
+    if isinstance(body, str):
         return describe_body(body, content_type)
     if looks_like_html(fallback, content_type):
         return describe_body(fallback, content_type)
     return fallback
+
+
+def json_error_text(value: object) -> str:
+    """The words of a JSON error document, never a Python repr of it (SPEC B6, issue 22).
+
+    Args:
+        value: The decoded JSON: ``{"error": {"message": ...}}`` (OpenAI, vLLM, llama.cpp,
+            LiteLLM, Azure), ``{"error": "..."}`` (Ollama), ``{"message": ...}`` (vLLM's
+            older shape, DashScope), ``{"detail": "..."}`` or FastAPI's
+            ``{"detail": [{"loc": [...], "msg": ...}]}``, ``{"msg": ...}``, or a list holding
+            one of these (Gemini's compatibility endpoint).
+
+    Returns:
+        The message; the JSON text when the document names none (``{"error": {"code":
+        "context_length_exceeded"}}``); never empty.
+    """
+    found = _json_words(value, depth=0)
+    if found:
+        return found
+    text = json.dumps(value, ensure_ascii=False, default=str).strip()
+    return text or "(empty body)"
+
+
+def _json_words(value: object, depth: int) -> str:
+    if depth > 4:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        if value and all(isinstance(v, Mapping) and "msg" in v for v in value):
+            return "; ".join(_fastapi_item(v) for v in value)
+        return _json_words(value[0], depth + 1) if len(value) == 1 else ""
+    if not isinstance(value, Mapping):
+        return ""
+    for key in ("error", "message", "detail", "msg", "error_msg", "errorMessage"):
+        words = _json_words(value.get(key), depth + 1)
+        if words:
+            return words
+    return ""
+
+
+def _fastapi_item(item: Mapping[str, Any]) -> str:
+    """``body.messages.0.role: Field required`` from one FastAPI validation error."""
+    loc = item.get("loc")
+    where = ".".join(str(p) for p in loc) if isinstance(loc, list) else ""
+    msg = str(item.get("msg", "")).strip()
+    return f"{where}: {msg}" if where else msg
 
 
 def _squash(text: str) -> str:
@@ -136,20 +181,94 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def status_error(status: int, message: str, headers: Mapping[str, str]) -> ModelError:
-    """The loopact error for an HTTP error response.
+UNRETRYABLE_CODES = frozenset(
+    {
+        "insufficient_quota",  # OpenAI: HTTP 429, but only billing helps
+        "exceeded_current_quota_error",  # Moonshot (Kimi): HTTP 429, a suspended account
+        "billing_hard_limit_reached",
+        "invalid_api_key",
+        "authentication_error",
+        "permission_error",
+        "context_length_exceeded",
+        "model_not_found",
+        "not_found_error",
+    }
+)
+"""Error ``code`` / ``type`` values that no retry can fix, whatever the HTTP status says."""
+
+
+def error_codes(value: object) -> frozenset[str]:
+    """The ``code`` and ``type`` strings of a JSON error document (lower-cased): those of its
+    ``error`` object and its top level (``{"error": {"code": "insufficient_quota"}}``)."""
+    found: set[str] = set()
+    for scope in (value, value.get("error") if isinstance(value, Mapping) else None):
+        if isinstance(scope, Mapping):
+            for key in ("code", "type"):
+                if isinstance(scope.get(key), str) and scope[key].strip():
+                    found.add(scope[key].strip().lower())
+    return frozenset(found)
+
+
+def error_status(value: object) -> int | None:
+    """The HTTP status an error document sent with status 200 names (its ``error.code`` or
+    ``code``, a number or digits between 400 and 599, as OpenRouter and one-api send it)."""
+    scopes = [value.get("error"), value] if isinstance(value, Mapping) else []
+    for scope in scopes:
+        if not isinstance(scope, Mapping):
+            continue
+        for key in ("code", "status"):
+            code = scope.get(key)
+            if isinstance(code, str) and code.strip().isdigit():
+                code = int(code)
+            if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+                return code
+    return None
+
+
+def status_error(
+    status: int,
+    message: str,
+    headers: Mapping[str, str],
+    codes: frozenset[str] = frozenset(),
+) -> ModelError:
+    """The loopact error for an HTTP error response (SPEC B6).
 
     Args:
         status: The HTTP status code.
         message: The full error message (already scrubbed of secrets).
         headers: The response headers (for ``Retry-After``).
+        codes: The body's error codes and types (:func:`error_codes`); one of
+            :data:`UNRETRYABLE_CODES` makes even a 429 fatal (an exhausted quota).
 
     Returns:
-        :class:`ModelRetryableError` for 408, 409, 429 and 5xx, else :class:`ModelFatalError`.
+        :class:`ModelRetryableError` for 408, 409, 429 and 5xx, else (or with an
+        unretryable code) :class:`ModelFatalError`.
     """
-    if status in RETRYABLE_STATUS or status >= 500:
+    if (status in RETRYABLE_STATUS or status >= 500) and not codes & UNRETRYABLE_CODES:
         return ModelRetryableError(message, status=status, retry_after_s=parse_retry_after(headers))
     return ModelFatalError(message, status=status)
+
+
+def body_error(value: object, message: str) -> ModelError:
+    """The loopact error for an error document a server sent with HTTP 200 (a whole JSON body,
+    a stream event: OpenRouter, one-api, iFlytek Spark; issue 22).
+
+    Args:
+        value: The decoded error document.
+        message: The full error message.
+
+    Returns:
+        What :func:`status_error` makes of the status the document names (:func:`error_status`),
+        else :class:`ModelFatalError` for an unretryable code, else
+        :class:`ModelRetryableError` (a provider failing mid-answer).
+    """
+    codes = error_codes(value)
+    status = error_status(value)
+    if status is not None:
+        return status_error(status, message, {}, codes)
+    if codes & UNRETRYABLE_CODES:
+        return ModelFatalError(message)
+    return ModelRetryableError(message)
 
 
 async def masking_errors(events: AsyncIterator[T], redactor: Redactor) -> AsyncIterator[T]:

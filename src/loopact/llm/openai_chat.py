@@ -25,12 +25,19 @@ import openai
 
 from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.accumulate import accumulate_chunk, finish_stream, new_state
+from loopact.llm.arguments import loads_bounded
 from loopact.llm.base import (
     Capabilities,
     ModelEvent,
     ModelRequest,
 )
-from loopact.llm.httperrors import error_message, masking_errors, status_error
+from loopact.llm.httperrors import (
+    body_error,
+    error_codes,
+    error_message,
+    masking_errors,
+    status_error,
+)
 from loopact.llm.messages import current_task
 from loopact.llm.openai_messages import to_openai_messages
 from loopact.llm.toolprompt import (
@@ -93,6 +100,8 @@ class OpenAIChatModel:
         self._api_key = api_key or _PLACEHOLDER_KEY
         self.redactor = Redactor([api_key])
         self._official = base_url is None or "//api.openai.com" in base_url
+        # OpenAI's own chat completions (also on Azure) have no reasoning_content field.
+        self._reasoning_back = not self._official and ".openai.azure.com" not in (base_url or "")
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=base_url,
@@ -127,6 +136,7 @@ class OpenAIChatModel:
                 vision=caps.vision,
                 native_tool_calls=caps.native_tool_calls,
                 tools=request.tools,
+                reasoning_back=self._reasoning_back,
             ),
         }
         if request.tools and caps.native_tool_calls:
@@ -224,8 +234,7 @@ class OpenAIChatModel:
                             await drain(items)  # so that the connection is reused
                             break
                         if item.event == "error":  # whatever its data (gateways, proxies)
-                            error = error_text(item.data)
-                            raise ModelRetryableError(f"model stream reported an error: {error}")
+                            raise _stream_error(item.data)
                         chunk = decode_event_json(item.data, "model")
                         first = first or item.data
                     else:
@@ -240,7 +249,7 @@ class OpenAIChatModel:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
             raise ModelRetryableError(
-                f"cannot reach {self._client.base_url}: {_describe(exc)}"
+                f"cannot reach {_public_url(self._client.base_url)}: {_describe(exc)}"
             ) from None
         except httpx2.TimeoutException as exc:
             raise ModelRetryableError(
@@ -267,10 +276,16 @@ class OpenAIChatModel:
 
     def _status_error(self, exc: openai.APIStatusError) -> ModelError:
         message = _server_message(exc)
+        status = exc.status_code
+        asked = ""
+        if status in (404, 405):  # mostly a base URL without /v1 or a model name typo
+            request = exc.response.request
+            asked = f" for {request.method} {_public_url(request.url)}"
         return status_error(
-            exc.status_code,
-            f"model endpoint returned HTTP {exc.status_code}: {message}",
+            status,
+            f"model endpoint returned HTTP {status}{asked}: {message}",
             exc.response.headers,
+            error_codes(exc.body),
         )
 
 
@@ -287,7 +302,7 @@ def _completion_body(value: object) -> object:
     Raises:
         ModelRetryableError: The JSON is neither.
     """
-    if isinstance(value, Mapping) and ("choices" in value or value.get("error")):
+    if isinstance(value, Mapping) and ("choices" in value or _is_error_object(value)):
         return value
     text = json.dumps(value, ensure_ascii=False)[:200]
     raise ModelRetryableError(
@@ -296,18 +311,46 @@ def _completion_body(value: object) -> object:
 
 
 def _raise_error_object(chunk: object) -> None:
-    """An error object sent with status 200 (in the stream, or as the whole body).
+    """An error object sent with status 200 (in the stream, or as the whole body): an
+    ``error`` member (OpenAI-style, OpenRouter mid-stream), or instead of a chunk a non-zero
+    ``code`` with a ``message`` (iFlytek Spark) or an ``error_code`` (Baidu Qianfan).
 
     Raises:
-        ModelRetryableError: ``chunk`` is ``{"error": ...}`` ("model stream reported an
-            error: ...").
+        ModelError: ``chunk`` is one ("model stream reported an error: ..."), fatal when its
+            code says no retry can succeed (:func:`~loopact.llm.httperrors.body_error`).
     """
-    if isinstance(chunk, Mapping) and chunk.get("error"):
-        raise ModelRetryableError(f"model stream reported an error: {error_text(chunk)}")
+    if isinstance(chunk, Mapping) and _is_error_object(chunk):
+        raise _stream_error(chunk)
+
+
+def _is_error_object(value: Mapping[str, Any]) -> bool:
+    if value.get("error"):
+        return True
+    if "choices" in value:
+        return False
+    code = value.get("code", value.get("error_code"))
+    words = value.get("message", value.get("error_msg"))
+    return code not in (None, 0, "0", "", "success") and isinstance(words, str)
+
+
+def _stream_error(value: object) -> ModelError:
+    """The error of an error document in a 200 response (JSON, or the text of an event)."""
+    decoded: object = value
+    if isinstance(value, str):
+        try:
+            decoded = loads_bounded(value)
+        except ValueError:
+            decoded = value
+    return body_error(decoded, f"model stream reported an error: {error_text(value)}")
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
     return error_message(exc.body, exc.response.headers.get("content-type"), exc.message)
+
+
+def _public_url(url: httpx2.URL) -> httpx2.URL:
+    """``url`` without its user info and query, which may hold credentials."""
+    return url.copy_with(query=None, userinfo=b"")
 
 
 def _describe(exc: BaseException) -> str:

@@ -41,6 +41,7 @@ def to_openai_messages(
     vision: bool = True,
     native_tool_calls: bool = True,
     tools: tuple[ToolSpec, ...] = (),
+    reasoning_back: bool = True,
 ) -> list[dict[str, Any]]:
     """Convert canonical messages to OpenAI chat messages (SPEC B4, B8).
 
@@ -49,13 +50,18 @@ def to_openai_messages(
     run. With ``vision=False`` every image becomes the text note :data:`NO_VISION_NOTE`.
     With ``native_tool_calls=False`` assistant calls are written as ``<tool_call>`` blocks,
     tool results become user messages, and the offered tools are described in the system
-    message.
+    message. The reasoning of an assistant message with native tool calls goes back as its
+    ``reasoning_content``: Kimi K2.5 and DeepSeek V4 in thinking mode refuse a history without
+    it (HTTP 400 "thinking is enabled but reasoning_content is missing in assistant tool call
+    message"); vLLM, llama.cpp and Ollama ignore it.
 
     Args:
         messages: The canonical history.
         vision: The model accepts images.
         native_tool_calls: The endpoint has a ``tools`` parameter.
         tools: The tools offered (only used when ``native_tool_calls`` is False).
+        reasoning_back: Send reasoning back as ``reasoning_content`` (False for
+            api.openai.com, whose chat completions have no such field).
 
     Returns:
         The ``messages`` list of the request body.
@@ -81,7 +87,7 @@ def to_openai_messages(
         elif msg.role == "user":
             out.append({"role": "user", "content": _user_content(msg, vision)})
         elif msg.role == "assistant":
-            out.append(_assistant(msg, native_tool_calls))
+            out.append(_assistant(msg, native_tool_calls, reasoning_back))
         else:
             out.append(_tool_message(msg, vision, native_tool_calls, pending_images))
     flush_images()
@@ -118,7 +124,7 @@ def _user_content(msg: Message, vision: bool) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _assistant(msg: Message, native_tool_calls: bool) -> dict[str, Any]:
+def _assistant(msg: Message, native_tool_calls: bool, reasoning_back: bool) -> dict[str, Any]:
     text = msg.text
     if not native_tool_calls:
         blocks = [
@@ -141,6 +147,8 @@ def _assistant(msg: Message, native_tool_calls: bool) -> dict[str, Any]:
             }
             for c in msg.tool_calls
         ]
+        if reasoning_back and msg.reasoning:
+            out["reasoning_content"] = msg.reasoning
     elif not text:
         out["content"] = ""
     return out

@@ -9,10 +9,13 @@ SSE lines that carry no data) is a malformed response worth a retry.
 Server-sent events are decoded by ``httpx2.EventSource`` (the httpx-sse code, which follows
 the WHATWG specification): lines may end in CR, LF or CRLF and may arrive cut anywhere
 (tiny TCP writes); the bytes are decoded as UTF-8 incrementally, with an invalid byte replaced
-by U+FFFD instead of failing the request. By the specification a block that carries no
+by U+FFFD instead of failing the request. A body that ends cleanly ends its last event, blank
+line or not. By the specification a block that carries no
 ``data`` (a ``retry:`` block, an ``id:`` line followed by a ``: ping`` comment) dispatches no
 event; ``httpx2`` still yields those as events with empty data, so they are dropped here, as
-are events whose data is only whitespace; one leading byte-order mark is ignored. The
+are events whose data is only whitespace; one leading byte-order mark is ignored. An
+``error:`` line before the first event (llama.cpp's error field of 2025) becomes an ``error``
+event (:func:`error_field`). The
 ``openai`` SDK's own decoder gets this wrong (it dispatches such blocks, and then every blank
 line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 ``docs/scripted-server.md``, "The openai SDK and data-less SSE blocks".
@@ -21,8 +24,8 @@ line after an ``id:`` line, and its JSON decoding of the empty data fails): see
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +35,7 @@ import httpx2
 from loopact._compat import timeout_after
 from loopact.errors import ModelFatalError, ModelRetryableError
 from loopact.llm.arguments import loads_bounded
-from loopact.llm.httperrors import describe_body
+from loopact.llm.httperrors import describe_body, json_error_text
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -42,6 +45,7 @@ __all__ = [
     "decode_event_json",
     "drain",
     "cap_error_body",
+    "error_field",
     "error_text",
     "read_body",
     "read_error_body",
@@ -58,6 +62,7 @@ DRAIN_TIMEOUT_S = 0.1
 _SAMPLE_BYTES = 2048
 log = logging.getLogger(__name__)
 _BOM = b"\xef\xbb\xbf"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # SSE line ends only (not U+2028 and the like)
 _WHITESPACE = b" \t\r\n" + _BOM  # a UTF-8 byte-order mark counts as blank too
 
 
@@ -129,6 +134,10 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
             if len(sample) < _SAMPLE_BYTES:
                 sample.extend(piece[: _SAMPLE_BYTES - len(sample)])
             yield piece
+        # The body ended cleanly: its last event is whole even without the blank line after
+        # it (by the specification an unterminated event at the end is dropped, which lost a
+        # final answer; a half-sent one now fails to decode, a retryable error).
+        yield b"\n\n"
 
     events = httpx2.Response(
         200,
@@ -143,10 +152,15 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
                 # A data-less block dispatches no event (SSE specification); data that is
                 # only whitespace (a proxy's keep-alive) carries no JSON either.
                 continue
+            if not seen and (stray := error_field(bytes(sample))) is not None:
+                yield SSEData("error", stray)  # before the event it came before ([DONE])
             seen += 1
             yield SSEData(sse.event or "message", sse.data)
     except httpx2.SSEError as exc:
         raise ModelFatalError(f"{what} sent a stream event too large to read: {exc}") from None
+    if not seen and (stray := error_field(bytes(sample))) is not None:
+        yield SSEData("error", stray)
+        return
     if not seen:
         text = bytes(sample).decode("utf-8", errors="replace")
         content_type = response.headers.get("content-type", "")
@@ -154,6 +168,22 @@ async def read_body(response: httpx2.Response, *, what: str) -> AsyncIterator[SS
             f"{what} answered HTTP 200 without any stream events or JSON response "
             f"(Content-Type {content_type or 'none'!r}): {describe_body(text, content_type)}"
         )
+
+
+def error_field(start: bytes) -> str | None:
+    """The value of an ``error:`` line in the first bytes of an event stream, or None.
+
+    llama.cpp builds of 2025 sent a stream's error (a prompt past the context size) as this
+    field, which is no SSE field, so every decoder drops it (fixed upstream by
+    ggml-org/llama.cpp PR 16109, which sends ``data: {"error": ...}``). :func:`read_body`
+    yields it as an ``error`` event before the first event with data (``[DONE]``), or alone.
+    """
+    if b"error:" not in start:
+        return None
+    for line in _LINE_BREAK.split(start.decode("utf-8", errors="replace")):
+        if line.startswith("error:"):
+            return line[len("error:") :].strip() or None
+    return None
 
 
 async def _json_document(prefix: bytes, chunks: AsyncIterator[bytes], what: str) -> Any:
@@ -197,25 +227,37 @@ def error_text(value: Any) -> str:
 
     Args:
         value: An SSE ``event: error``'s data (JSON text or plain text) or a decoded JSON
-            value: ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"message": ...}``.
+            value: ``{"error": {"message": ..., "code": ...}}``, ``{"error": "..."}``,
+            ``{"message": ..., "code": ...}`` (iFlytek Spark), ``{"error_msg": ...}``.
 
     Returns:
-        The message (the JSON itself when it names none); never empty.
+        The message (:func:`~loopact.llm.httperrors.json_error_text`) and its code when it
+        has one and does not say it (``"input content audit failed (code 10013)"``); never
+        empty.
     """
     if isinstance(value, str):
         try:
             value = loads_bounded(value)
         except ValueError:
             pass
-    if isinstance(value, dict):
-        error = value.get("error")
-        if isinstance(error, dict):
-            value = error
-        elif isinstance(error, str) and error:
-            value = {"message": error}
-        value = value.get("message") or json.dumps(value, ensure_ascii=False)
-    message = str(value).strip() or "An error occurred during streaming"
+    message = json_error_text(value) if not isinstance(value, str) else value.strip()
+    code = _error_code(value)
+    if code and code not in message:
+        message = f"{message} (code {code})"
+    message = message or "An error occurred during streaming"
     return message if len(message) <= 300 else message[:300] + "..."
+
+
+def _error_code(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    error = value.get("error")
+    for scope in (error, value) if isinstance(error, dict) else (value,):
+        for key in ("code", "error_code"):
+            code = scope.get(key)
+            if isinstance(code, (str, int)) and not isinstance(code, bool) and str(code).strip():
+                return str(code).strip()
+    return ""
 
 
 async def drain(items: AsyncIterator[Any], timeout_s: float = DRAIN_TIMEOUT_S) -> None:

@@ -14,7 +14,9 @@ Extras under ``extras.openai``: ``interleave_calls`` (declare every call first, 
 their argument pieces by turns, index 0, 1, 0, 1, ..., as servers streaming parallel calls
 do), ``reuse_index`` (every call on ``index`` 0, told apart only by its new ``id``) and
 ``omit_index`` (no ``index`` in any call delta: every delta names its call by ``id``, as some
-gateways send them).
+gateways send them) and ``require_reasoning_content`` (answer HTTP 400 as Kimi K2.5 and
+DeepSeek V4 in thinking mode do when an assistant message with ``tool_calls`` in the request
+carries no ``reasoning_content``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,17 @@ def _content_text(content: Any) -> str:
             if isinstance(part, dict) and part.get("type") == "text"
         )
     return ""
+
+
+def _missing_reasoning(body: dict[str, Any]) -> int | None:
+    """The index of the first assistant message with ``tool_calls`` and no non-empty
+    ``reasoning_content`` in a request body, or None."""
+    for index, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        if message.get("tool_calls") and not message.get("reasoning_content"):
+            return index
+    return None
 
 
 class OpenAIChatProtocol(Protocol):
@@ -104,6 +117,18 @@ class OpenAIChatProtocol(Protocol):
     def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
         """Render ``turn`` as a completion (JSON) or a chunk stream (SSE), as the request asks."""
         body = request.json()
+        missing = (
+            _missing_reasoning(body)
+            if turn.extra("openai").get("require_reasoning_content")
+            else None
+        )
+        if missing is not None:
+            return self.render_error(
+                400,
+                "thinking is enabled but reasoning_content is missing in assistant tool call "
+                f"message at index {missing}",
+                request,
+            )
         model = str(body.get("model") or "scripted")
         ident = f"chatcmpl-scripted-{request.index + 1}"
         created = int(time.time())
