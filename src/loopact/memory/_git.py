@@ -39,6 +39,7 @@ from dulwich.repo import Repo
 from loopact.errors import MemoryRepoError, PushRejected
 from loopact.memory._faults import damaged_text
 from loopact.memory._fs import TEMP_MARKER, atomic_write, remove_file
+from loopact.memory._lock import creation_lock
 from loopact.memory.merge import merge_file
 
 if TYPE_CHECKING:
@@ -137,6 +138,25 @@ def open_repo(path: Path) -> MemoryRepo:
     repo = MemoryRepo.init(str(path), default_branch=b"main")
     assert isinstance(repo, MemoryRepo)
     return repo
+
+
+def open_or_create(path: Path) -> tuple[bool, MemoryRepo]:
+    """Open or create the repository at ``path`` while holding the folder's creation lock.
+
+    Two processes started together on a new folder get one repository, made by the first
+    (:func:`loopact.memory._lock.creation_lock`).
+
+    Returns:
+        Whether the folder held files but no ``.git`` (see :func:`has_files_but_no_repo`),
+        and the repository.
+
+    Raises:
+        MemoryRepoError: See :func:`open_repo`; or another process held the lock too long.
+        OSError: The folder cannot be created or read.
+    """
+    with creation_lock(path):
+        had_files = has_files_but_no_repo(path)
+        return had_files, open_repo(path)
 
 
 def has_files_but_no_repo(path: Path) -> bool:

@@ -49,25 +49,63 @@ def repo_lock(folder: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]
         return
     fd = os.open(folder / ".git" / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise MemoryRepoError(
-                        f"the memory folder {folder} has been busy for {timeout_s:g} s: "
-                        f"another process ({_holder(fd)}) is writing to it"
-                    ) from None
-                time.sleep(delay)  # the other writer holds it for milliseconds
-                delay = min(delay * 2, 0.05)
+        _wait_for(fd, folder, timeout_s, "is writing to it")
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def creation_lock(folder: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold a lock on the memory folder itself while its repository is opened or created.
+
+    Two agents started together on a new folder would otherwise both create ``.git`` (one
+    fails), or one would open the other's half-made ``.git`` and call it damaged. The lock
+    is an advisory ``flock`` on the folder's directory (nothing is written into it); the
+    folder is created first if it does not exist. Blocking: call it on a worker thread.
+
+    Args:
+        folder: The memory folder.
+        timeout_s: How long to wait for another process, in seconds.
+
+    Raises:
+        MemoryRepoError: Another process held it for ``timeout_s`` seconds.
+        OSError: The folder cannot be created or opened.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover - not on Linux or macOS
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        _wait_for(fd, folder, timeout_s, "is opening it")
+        yield
+    finally:
+        os.close(fd)
+
+
+def _wait_for(fd: int, folder: Path, timeout_s: float, doing: str) -> None:
+    """Take an exclusive ``flock`` on ``fd``, polling until ``timeout_s`` seconds pass.
+
+    Raises:
+        MemoryRepoError: It is still held by another process at the deadline.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise MemoryRepoError(
+                    f"the memory folder {folder} has been busy for {timeout_s:g} s: "
+                    f"another process ({_holder(fd)}) {doing}"
+                ) from None
+            time.sleep(delay)  # the other process holds it for milliseconds
+            delay = min(delay * 2, 0.05)
 
 
 def _holder(fd: int) -> str:

@@ -150,8 +150,7 @@ class GitMemory:
         if self._repo is not None:
             return
         try:
-            had_files = await self._blocking.run(_git.has_files_but_no_repo, self.path)
-            repo = await self._blocking.run(_git.open_repo, self.path)
+            had_files, repo = await self._blocking.run(_git.open_or_create, self.path)
         except OSError as exc:
             raise MemoryRepoError(
                 f"cannot open or create the memory repository in {self.path}: "
