@@ -246,19 +246,7 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
             emit(rest, events, state)
     for kind, text in state.think.flush():
         _segment(kind, text, events, state)
-    truncated: list[ToolCall] = []
-    if truncated_by_length and state.tags.in_block:
-        body = state.tags.pending
-        state.tags = ToolCallTagParser()  # drop the cut-off block
-        name = _NAME_RE.search(body)
-        truncated.append(
-            ToolCall(
-                id=new_call_id(),
-                name=name.group(1) if name else "",
-                raw_arguments=body,
-                error=TRUNCATED_ERROR,
-            )
-        )
+    truncated = _cut_tag_block(state) if truncated_by_length else []
     for item in state.tags.flush():
         _tag_item(item, events, state)
     if state.held_parts:
@@ -267,20 +255,7 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
         _emit_text(rest, events, state)
         for call in calls:
             _add_text_call(call, state)
-    for slot in state.slots:
-        if slot.complete:
-            continue
-        slot.args.feed(slot.joiner.flush())
-        if truncated_by_length:
-            slot.call = ToolCall(
-                id=slot.id or new_call_id(),
-                name=slot.name,
-                raw_arguments=slot.args_text,
-                error=TRUNCATED_ERROR,
-            )
-            truncated.append(slot.call)
-        else:
-            _complete(slot)
+    truncated += _complete_slots(state, truncated_by_length)
     _drain(events, state)
     usable = tuple(s.call for s in state.slots if s.emitted and s.call is not None)
     if state.finish_reason == "content_filter" and not usable:
@@ -302,6 +277,47 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
         )
     )
     return events
+
+
+def _cut_tag_block(state: StreamState) -> list[ToolCall]:
+    """A ``<tool_call>`` block the length limit cut off: dropped, returned as a failed call."""
+    if not state.tags.in_block:
+        return []
+    body = state.tags.pending
+    state.tags = ToolCallTagParser()  # drop the cut-off block
+    name = _NAME_RE.search(body)
+    return [
+        ToolCall(
+            id=new_call_id(),
+            name=name.group(1) if name else "",
+            raw_arguments=body,
+            error=TRUNCATED_ERROR,
+        )
+    ]
+
+
+def _complete_slots(state: StreamState, truncated_by_length: bool) -> list[ToolCall]:
+    """Complete every open wire call; under a length cut each is a failed (truncated) call.
+
+    Returns:
+        The truncated calls (empty unless ``truncated_by_length``).
+    """
+    truncated: list[ToolCall] = []
+    for slot in state.slots:
+        if slot.complete:
+            continue
+        slot.args.feed(slot.joiner.flush())
+        if truncated_by_length:
+            slot.call = ToolCall(
+                id=slot.id or new_call_id(),
+                name=slot.name,
+                raw_arguments=slot.args_text,
+                error=TRUNCATED_ERROR,
+            )
+            truncated.append(slot.call)
+        else:
+            _complete(slot)
+    return truncated
 
 
 # --- text ------------------------------------------------------------------------------
