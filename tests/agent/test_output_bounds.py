@@ -68,11 +68,13 @@ async def test_each_request_kind_sends_its_max_tokens(
 async def test_plan_requests_send_the_plan_max_tokens(
     scripted_server: Factory, tmp_path: Path
 ) -> None:
-    server = scripted_server([{"text": '{"steps": []}'}])
+    # An empty plan is rejected and asked for once more (PLAN_RETRIES): both are plan requests.
+    server = scripted_server([{"text": '{"steps": []}'}, {"text": '{"steps": []}'}])
     agent, _ = agent_for("openai", server, tmp_path, Bounds(max_tokens_plan=777), mode="plan")
-    await agent.run_task("do nothing")
+    outcome = await agent.run_task("do nothing")
     await agent.close()
-    assert server.requests[0].json()["max_tokens"] == 777
+    assert outcome.status == "failed"
+    assert [r.json()["max_tokens"] for r in server.requests] == [777, 777]
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "dify"])
