@@ -38,8 +38,9 @@ from loopact.llm.base import (
     ToolCallDelta,
     ToolCallReady,
 )
-from loopact.llm.messages import Message, ThinkingBlock, ToolCall, Usage, valid_text
+from loopact.llm.messages import Message, ThinkingBlock, ToolCall, Usage
 from loopact.llm.repair import parse_tool_arguments
+from loopact.llm.surrogates import SurrogateJoiner
 from loopact.llm.wire import SSEData, decode_event_json
 
 __all__ = ["MAX_PAUSES", "AnthropicStreamState", "event_dict", "message_events", "stream_error"]
@@ -72,7 +73,7 @@ class _Block:
     args: ArgumentBuffer = field(default_factory=ArgumentBuffer)
     start_input: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)  # the block as it started
-    held: str = ""  # a high surrogate whose low half may come in the next delta
+    joiner: SurrogateJoiner = field(default_factory=SurrogateJoiner)  # pairs cut by deltas
     json: bool = False  # input_json_delta pieces arrived
     done: bool = False
 
@@ -82,16 +83,12 @@ class _Block:
 
     def whole(self, piece: str) -> str:
         """``piece`` with a surrogate pair split across deltas joined into one character; a
-        trailing high surrogate is held back for the next delta."""
-        piece, self.held = self.held + piece, ""
-        if piece and "\ud800" <= piece[-1] <= "\udbff":
-            piece, self.held = piece[:-1], piece[-1]
-        return _join_surrogates(piece)
+        trailing high surrogate is held back for the next delta (:mod:`loopact.llm.surrogates`)."""
+        return self.joiner.feed(piece)
 
     def rest(self) -> str:
         """The held-back half at the end of the block (U+FFFD), or ""."""
-        rest, self.held = self.held, ""
-        return valid_text(rest)
+        return self.joiner.flush()
 
     @property
     def json_text(self) -> str:
@@ -353,18 +350,6 @@ class AnthropicStreamState:
         self._offset = max(self.blocks, default=-1) + 1
         self._earlier_output_tokens += self.output_tokens
         self.output_tokens = 0
-
-
-def _join_surrogates(text: str) -> str:
-    """``text`` with each surrogate pair (two UTF-16 halves) as its one character and each
-    lone half as U+FFFD."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def _refusal(details: Mapping[str, Any] | None) -> ModelFatalError:
