@@ -14,7 +14,15 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-__all__ = ["MASK", "MAX_DEPTH", "MIN_SECRET_CHARS", "TOO_DEEP", "Redactor", "StreamMasker"]
+__all__ = [
+    "MASK",
+    "MAX_DEPTH",
+    "MIN_SECRET_CHARS",
+    "TOO_DEEP",
+    "Redactor",
+    "StreamMasker",
+    "public_url",
+]
 
 MASK = "***"
 """What a secret is replaced with."""
@@ -155,6 +163,26 @@ class StreamMasker:
         """The held-back tail (the text ended: it is no secret's start any more)."""
         out, self._held = self._held, ""
         return out
+
+
+def public_url(url: str) -> str:
+    """``url`` without its user info, query and fragment, which may hold credentials.
+
+    ``http://bob:pw@host:8080/v1?key=k`` is shown as ``http://host:8080/v1`` in errors
+    and the trace (SPEC B6: never log keys). A string that is not a URL comes back as is.
+
+    Args:
+        url: Any endpoint URL as the user configured it.
+
+    Returns:
+        The URL fit to show to people and to write to logs.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: drop everything up to its last "@"
+        return url.rpartition("@")[2]
+    netloc = parts.netloc.rpartition("@")[2]  # host[:port], as the user wrote it
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _partial_secret_tail(text: str, secrets: tuple[str, ...]) -> int:

@@ -27,7 +27,7 @@ from loopact.llm.base import Model, ModelRequest
 from loopact.llm.dify import DifyModel
 from loopact.llm.messages import Message
 from loopact.llm.openai_chat import OpenAIChatModel
-from loopact.redact import MAX_DEPTH, TOO_DEEP, Redactor, StreamMasker
+from loopact.redact import MAX_DEPTH, TOO_DEEP, Redactor, StreamMasker, public_url
 from loopact.testing import ScriptedModelServer
 from loopact.tools.builtin import make_builtin_tools
 from loopact.tools.registry import ToolRegistry
@@ -381,3 +381,27 @@ def test_secret_settings_are_named_without_their_values(tmp_path: Path) -> None:
     assert named["voice.stt.api_key_env (STT_KEY)"] == "stt-live-7Yh2"
     assert named["mcp.servers.fs.env.FS_TOKEN"] == "abc"
     assert sorted(config_secrets(cfg, env={"STT_KEY": "stt-live-7Yh2"})) == sorted(named.values())
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://bob:pw@host:8080/v1?key=k#frag", "http://host:8080/v1"),
+        ("https://token@api.example.com/v1/", "https://api.example.com/v1/"),
+        ("http://[::1]:11434/v1", "http://[::1]:11434/v1"),
+        ("http://127.0.0.1/v1", "http://127.0.0.1/v1"),
+        ("not a url", "not a url"),
+        ("http://u:pw@host:notaport/v1", "http://host:notaport/v1"),  # a bad port too
+        ("http://u:pw@[::1/v1", "[::1/v1"),  # not parsable at all: nothing up to the "@"
+    ],
+)
+def test_public_url_drops_user_info_query_and_fragment(url: str, shown: str) -> None:
+    assert public_url(url) == shown
+
+
+@given(st.text(max_size=40), st.text(min_size=1, max_size=20).filter(lambda s: "@" not in s))
+def test_public_url_never_shows_the_password(user: str, password: str) -> None:
+    from urllib.parse import quote
+
+    url = f"http://{quote(user, safe='')}:{quote(password, safe='')}@host/v1"
+    assert public_url(url) == "http://host/v1"

@@ -166,3 +166,25 @@ async def test_unreachable_endpoint_is_a_clear_result(tmp_path: Path) -> None:
     ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
     with pytest.raises(ToolError, match="cannot reach the image endpoint"):
         await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
+
+
+async def test_credentials_in_the_endpoint_and_image_urls_are_never_shown(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """SPEC B6 (never log keys): an endpoint configured as ``http://bob:pw@host/v1`` and a
+    signed image URL (``?sig=...``) are named without their user info and query."""
+    dead = ImageEndpoint("http://bob:pw-secret@127.0.0.1:9/v1?key=k-secret", "m", timeout_s=5)
+    tool = make_image_tool(tmp_path, dead)
+    ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
+    with pytest.raises(ToolError) as info:
+        await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
+    assert "cannot reach the image endpoint http://127.0.0.1:9/v1" in str(info.value)
+    assert "secret" not in str(info.value)
+
+    signed = "http://127.0.0.1:9/cat.png?sig=sig-secret"
+    server = scripted_server([{"extras": {"images": {"url": signed}}}])
+    tool = make_image_tool(tmp_path, ImageEndpoint(server.base_url, "m", "k", timeout_s=10))
+    with pytest.raises(ToolError) as info:
+        await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
+    assert "'http://127.0.0.1:9/cat.png', which cannot be fetched" in str(info.value)
+    assert "secret" not in str(info.value)

@@ -52,7 +52,7 @@ from loopact.llm.wire import (
     error_text,
     read_body,
 )
-from loopact.redact import Redactor
+from loopact.redact import Redactor, public_url
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +249,7 @@ class OpenAIChatModel:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
             raise ModelRetryableError(
-                f"cannot reach {_public_url(self._client.base_url)}: {_describe(exc)}"
+                f"cannot reach {public_url(str(self._client.base_url))}: {_describe(exc)}"
             ) from None
         except httpx2.TimeoutException as exc:
             raise ModelRetryableError(
@@ -280,7 +280,7 @@ class OpenAIChatModel:
         asked = ""
         if status in (404, 405):  # mostly a base URL without /v1 or a model name typo
             request = exc.response.request
-            asked = f" for {request.method} {_public_url(request.url)}"
+            asked = f" for {request.method} {public_url(str(request.url))}"
         return status_error(
             status,
             f"model endpoint returned HTTP {status}{asked}: {message}",
@@ -346,11 +346,6 @@ def _stream_error(value: object) -> ModelError:
 
 def _server_message(exc: openai.APIStatusError) -> str:
     return error_message(exc.body, exc.response.headers.get("content-type"), exc.message)
-
-
-def _public_url(url: httpx2.URL) -> httpx2.URL:
-    """``url`` without its user info and query, which may hold credentials."""
-    return url.copy_with(query=None, userinfo=b"")
 
 
 def _describe(exc: BaseException) -> str:

@@ -31,6 +31,7 @@ from PIL import UnidentifiedImageError
 from loopact.errors import ToolError
 from loopact.llm.httperrors import error_message
 from loopact.llm.messages import Image
+from loopact.redact import public_url
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.documents import MAX_DECODED_IMAGE_BYTES
 from loopact.tools.builtin.files import Workspace, write_text
@@ -132,7 +133,7 @@ async def request_image(endpoint: ImageEndpoint, prompt: str, size: str) -> byte
         timeout=endpoint.timeout_s,
         max_retries=0,  # one picture costs money: never a silent second request
     )
-    where = f"the image endpoint {endpoint.base_url}"
+    where = f"the image endpoint {public_url(endpoint.base_url)}"
     try:
         response = await client.images.generate(
             model=endpoint.model, prompt=prompt, size=size, n=1, response_format="b64_json"
@@ -172,6 +173,8 @@ async def _fetch(url: str, where: str, timeout_s: float) -> bytes:
             f"{where} answered with an image URL that is not http(s): {shown!r}; "
             "refused, nothing was fetched"
         )
+    shown = public_url(url)  # a signed URL's query is its credential
+    shown = shown if len(shown) <= 100 else shown[:100] + "..."
     try:
         async with httpx2.AsyncClient(timeout=timeout_s) as http:
             got = await http.get(url)
