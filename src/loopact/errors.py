@@ -9,6 +9,7 @@
     ├── ModelError             a model request failed
     │   ├── ModelRetryableError    connection error, 408/409/429/5xx, stream cut: worth a retry
     │   └── ModelFatalError        4xx that cannot succeed, malformed response
+    │       └── ModelRefused           a refusal stop: the refused turn is dropped
     ├── ToolError              a tool failed; becomes a failed tool result for the model
     │   ├── ToolArgumentError      arguments that are not JSON, fail the schema or a range check
     │   │   └── BoxAnswerError         a box-selection answer that fails validation (D5; ValueError)
@@ -102,6 +103,16 @@ class ModelRetryableError(ModelError):
 
 class ModelFatalError(ModelError):
     """A failure a retry cannot fix (SPEC B6): 400/401/403/404/422, a malformed response."""
+
+
+class ModelRefused(ModelFatalError):
+    """The model declined to answer: Anthropic's ``stop_reason: "refusal"`` (SPEC B6).
+
+    Anthropic's documentation asks that the turn that caused a refusal be removed before the
+    conversation goes on; the agent drops the refused task's messages from the history so the
+    next instruction is not refused for the same content
+    (:meth:`loopact.agent.state.Conversation.drop_after`).
+    """
 
 
 class ToolError(LoopactError):

@@ -63,7 +63,9 @@ async def test_a_refusal_is_a_clear_error_and_leaves_no_refused_answer(
 ) -> None:
     """``stop_reason: refusal`` (a streaming classifier stopped the answer at "Hello..") was
     taken as the answer: the user got "Hello.." and it stayed in the history, where the API
-    says it must not (continuing it is refused again). Now the task fails with the reason."""
+    says it must not (continuing it is refused again). Now the task fails with the reason, and
+    the refused instruction is dropped from the history (Anthropic asks that the turn that
+    caused a refusal be removed), so the next instruction is not refused for it."""
     details = {"type": "refusal", "category": "cyber", "explanation": EXPLANATION}
     refused = {
         "text": "Hello..",
@@ -80,7 +82,11 @@ async def test_a_refusal_is_a_clear_error_and_leaves_no_refused_answer(
     assert "declined to answer (Anthropic stop_reason refusal, category cyber)" in first.error
     assert EXPLANATION in first.error
     assert second.status == "completed" and second.reply == "Fine."
-    assert "Hello.." not in json.dumps(server.requests[1].json()["messages"])
+    sent_next = server.requests[1].json()["messages"]
+    assert "Hello.." not in json.dumps(sent_next)
+    assert "do something refused" not in json.dumps(sent_next)
+    assert [m["role"] for m in sent_next] == ["user"]  # the system prompt goes apart
+    assert "instruction is dropped from the conversation" in first.error
 
 
 async def test_a_refusal_without_details_still_says_why(scripted_server: Factory) -> None:

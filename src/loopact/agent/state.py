@@ -124,6 +124,32 @@ class Conversation:
         """Replace the history in place (compression, SPEC E1)."""
         self.history[:] = history
 
+    def last_message(self) -> Message | None:
+        """The newest message of the history (None when it is empty): a mark for
+        :meth:`drop_after`."""
+        return self.history[-1] if self.history else None
+
+    def drop_after(self, mark: Message | None) -> int:
+        """Remove every message after ``mark`` (a :meth:`last_message`; None: all of them).
+
+        Used when the model refused a task (:class:`~loopact.errors.ModelRefused`): the turn
+        that caused the refusal must not go to the model again. When compression replaced
+        ``mark`` meanwhile, nothing is removed.
+
+        Returns:
+            How many messages were removed.
+        """
+        if mark is None:
+            keep = 0
+        else:
+            found = [i for i, m in enumerate(self.history) if m is mark]
+            if not found:
+                return 0
+            keep = found[-1] + 1
+        dropped = len(self.history) - keep
+        del self.history[keep:]
+        return dropped
+
     @property
     def system_text(self) -> str:
         """The text of the history's system message ("" when it has none)."""

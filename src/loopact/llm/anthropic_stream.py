@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.errors import ModelError, ModelFatalError, ModelRefused, ModelRetryableError
 from loopact.llm.arguments import ArgumentBuffer
 from loopact.llm.base import (
     ModelEvent,
@@ -352,17 +352,17 @@ class AnthropicStreamState:
         self.output_tokens = 0
 
 
-def _refusal(details: Mapping[str, Any] | None) -> ModelFatalError:
+def _refusal(details: Mapping[str, Any] | None) -> ModelRefused:
     """The error of a response that stopped with ``refusal`` (a streaming classifier)."""
     details = details or {}
     category = f", category {details['category']}" if details.get("category") else ""
     explanation = details.get("explanation") or (
         "the response was stopped as a possible policy violation"
     )
-    return ModelFatalError(
+    return ModelRefused(
         f"the model declined to answer (Anthropic stop_reason refusal{category}): "
-        f"{explanation}; what it had said is not kept. Rephrase the request or start a new "
-        "conversation"
+        f"{explanation}; what it had said is not kept and the instruction is dropped from "
+        "the conversation. Rephrase the request"
     )
 
 
