@@ -9,7 +9,8 @@
     ├── ModelError             a model request failed
     │   ├── ModelRetryableError    connection error, 408/409/429/5xx, stream cut: worth a retry
     │   └── ModelFatalError        4xx that cannot succeed, malformed response
-    │       └── ModelRefused           a refusal stop: the refused turn is dropped
+    │       ├── ModelRefused           a refusal stop: the refused turn is dropped
+    │       └── ContextOverflow        the prompt did not fit: compressed and asked again once
     ├── ToolError              a tool failed; becomes a failed tool result for the model
     │   ├── ToolArgumentError      arguments that are not JSON, fail the schema or a range check
     │   │   └── BoxAnswerError         a box-selection answer that fails validation (D5; ValueError)
@@ -103,6 +104,27 @@ class ModelRetryableError(ModelError):
 
 class ModelFatalError(ModelError):
     """A failure a retry cannot fix (SPEC B6): 400/401/403/404/422, a malformed response."""
+
+
+class ContextOverflow(ModelFatalError):
+    """The server refused the prompt as longer than the model's context window (SPEC E1, B6).
+
+    OpenAI's ``context_length_exceeded``, vLLM's and llama.cpp's "maximum context length is
+    N tokens", Anthropic's "prompt is too long: N tokens > M maximum". The agent learns the
+    window from it, compresses the history and asks once more
+    (:meth:`loopact.agent.rounds.TaskRounds.run_round`).
+
+    Args:
+        message: A readable description.
+        status: The HTTP status code, if any.
+        context_tokens: The context window in tokens the server named, or None.
+    """
+
+    def __init__(
+        self, message: str, status: int | None = None, context_tokens: int | None = None
+    ) -> None:
+        super().__init__(message, status)
+        self.context_tokens = context_tokens
 
 
 class ModelRefused(ModelFatalError):

@@ -49,3 +49,74 @@ async def test_big_rounds_are_summarised_with_a_checkpoint_not_dropped(
     assert pairing_problems(agent.history) == []
     last = server.requests[-1].body["messages"]
     assert any(m.get("tool_call_id") == "r2" for m in last)  # the latest round is kept whole
+
+
+OVERFLOW = {
+    "status": 400,
+    "message": "This model's maximum context length is 8192 tokens. However, your messages "
+    "resulted in 16000 tokens. Please reduce the length of the messages.",
+    "type": "invalid_request_error",
+    "code": "context_length_exceeded",
+}
+
+
+def two_big_reads(tmp_path: Path) -> list[dict[str, Any]]:
+    (tmp_path / "big.txt").write_text("part one " + "y" * 30_000)
+    (tmp_path / "big2.txt").write_text("part two " + "z" * 30_000)
+    return [
+        {"tool_calls": [call("file_read", {"path": "big.txt"}, "r1")]},
+        {"tool_calls": [call("file_read", {"path": "big2.txt"}, "r2")]},
+    ]
+
+
+async def test_a_prompt_the_server_refuses_as_too_long_is_compressed_and_asked_again(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """An OpenAI-compatible endpoint does not say its context size; the assumed 128k was
+    wrong, nothing was compressed and the server answered HTTP 400 context_length_exceeded:
+    the task failed. Now the agent learns the window the error names, compresses, and asks
+    once more."""
+    server = scripted_server(
+        [
+            *two_big_reads(tmp_path),
+            {"error": OVERFLOW},
+            {"text": "Goal: read both files. Progress: both read.", "expect": {"no_tools": True}},
+            {"text": "done", "expect": {"contains": "Progress: both read"}},
+            {"text": "next", "expect": {"contains": "Progress: both read"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path)
+    assumed = agent.context_manager()
+    assert assumed is not None and assumed.context_tokens == 128_000  # Capabilities' default
+    out = await agent.run_task("read big.txt, then big2.txt")
+    assert (out.status, out.reply) == ("completed", "done")
+    [ev] = [e.data for e in rec.of("context_compressed")]
+    assert ev["reason"] == "overflow" and ev["method"] == "summary"
+    assert ev["after_tokens"] < ev["limit"] < 8192
+    assert pairing_problems(agent.history) == []
+    ctx = agent.context_manager()
+    assert ctx is not None and ctx.context_tokens == 8192  # learned for the next tasks too
+    assert (await agent.run_task("and now?")).reply == "next"
+    await agent.close()
+
+
+async def test_a_prompt_refused_as_too_long_twice_fails_once_with_the_servers_words(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """One more try, not a loop: a server that refuses even the compressed prompt ends the
+    task with its error."""
+    server = scripted_server(
+        [
+            *two_big_reads(tmp_path),
+            {"error": OVERFLOW},
+            {"text": "Goal: read both files.", "expect": {"no_tools": True}},
+            {"error": OVERFLOW},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path)
+    out = await agent.run_task("read big.txt, then big2.txt")
+    await agent.close()
+    assert out.status == "failed"
+    assert "maximum context length is 8192 tokens" in (out.error or "")
+    assert len(server.requests) == 5
+    assert len(rec.of("context_compressed")) == 1

@@ -19,7 +19,7 @@ import pytest
 from tests.agent.helpers import Recorder, make_agent
 
 from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.errors import ModelFatalError
+from loopact.errors import ContextOverflow, ModelFatalError
 from loopact.llm.anthropic import AnthropicModel
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolSpec
 from loopact.llm.messages import Message
@@ -337,3 +337,18 @@ async def test_an_event_of_the_wrong_shape_is_a_clear_error(
     assert outcome.status == "failed"
     assert f"malformed Anthropic stream: a {bad['type']} event" in outcome.error
     assert "internal error" not in outcome.error
+
+
+async def test_a_prompt_too_long_is_a_context_overflow_with_the_window(
+    scripted_server: Factory,
+) -> None:
+    """Anthropic's HTTP 400 "prompt is too long: N tokens > M maximum" is the context
+    overflow the agent compresses for (SPEC E1, B6), with the window M."""
+    message = "prompt is too long: 208310 tokens > 200000 maximum"
+    server = scripted_server([{"error": {"status": 400, "message": message}}])
+    model = model_for(server)
+    with pytest.raises(ContextOverflow) as info:
+        [e async for e in model.stream(ModelRequest(messages=(Message.user("x"),)))]
+    await model.aclose()
+    assert info.value.context_tokens == 200_000 and info.value.status == 400
+    assert message in str(info.value)

@@ -18,10 +18,11 @@ import pytest
 from tests.agent.helpers import make_agent
 
 from loopact.agent import Bounds
-from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.errors import ContextOverflow, ModelError, ModelFatalError, ModelRetryableError
 from loopact.llm.anthropic import AnthropicModel
 from loopact.llm.base import Model, ModelEvent, ModelRequest, ResponseDone, TextDelta, ToolSpec
 from loopact.llm.dify import DifyModel
+from loopact.llm.httperrors import status_error
 from loopact.llm.messages import Message
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.testing import ScriptedModelServer
@@ -469,3 +470,53 @@ async def test_a_huge_error_page_is_not_read_to_its_end(
             await collect(PROVIDERS[provider](server))
         server.stop()  # its handler has finished: written all, or found the reader gone
     assert "client went away" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "codes", "window"),
+    [
+        # OpenAI, and llama-cpp-python's server in its shape
+        (
+            400,
+            "This model's maximum context length is 8192 tokens. However, you requested "
+            "9000 tokens",
+            {"context_length_exceeded"},
+            8192,
+        ),
+        # vLLM
+        (
+            400,
+            "This model's maximum context length is 4096 tokens. However, you requested "
+            "5000 tokens (4000 in the messages, 1000 in the completion).",
+            set(),
+            4096,
+        ),
+        # llama.cpp's own server
+        (
+            400,
+            "the request exceeds the available context size, try increasing it",
+            {"exceed_context_size_error"},
+            None,
+        ),
+        (413, "Input is too long for requested model.", set(), None),  # Bedrock-style proxy
+        (400, "prompt is too long: 208310 tokens > 200000 maximum", set(), 200_000),
+    ],
+)
+def test_context_overflow_is_told_from_the_error_and_names_the_window(
+    status: int, message: str, codes: set[str], window: int | None
+) -> None:
+    err = status_error(status, message, {}, frozenset(codes))
+    assert isinstance(err, ContextOverflow) and not err.retryable
+    assert err.context_tokens == window
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (400, "Invalid value for 'temperature'"),
+        (401, "maximum context length is 8192 tokens"),  # an auth error is never an overflow
+        (500, "context length exceeded"),  # a server error stays retryable
+    ],
+)
+def test_other_errors_are_not_context_overflows(status: int, message: str) -> None:
+    assert not isinstance(status_error(status, message, {}), ContextOverflow)

@@ -45,7 +45,7 @@ from loopact.agent.stream import (
     retry_delay_s,
     stream_response,
 )
-from loopact.errors import BoundReached, ModelError, ModelRetryableError
+from loopact.errors import BoundReached, ContextOverflow, ModelError, ModelRetryableError
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
@@ -73,6 +73,8 @@ class TaskEnv:
         tool_specs: The live tool catalogue.
         new_dispatcher: A dispatcher for one round of the task's guard state.
         context: The context-window manager of the next request (E1), or None.
+        learn_context: Tell the agent the model's context window in tokens (a server refused
+            a longer prompt); returns the manager for it, or None when compression is off.
         action_text: Tools go to the model as action text (SPEC A5).
     """
 
@@ -83,6 +85,7 @@ class TaskEnv:
     tool_specs: Callable[[], tuple[ToolSpec, ...]]
     new_dispatcher: Callable[[TaskState], RoundDispatcher]
     context: Callable[[], ContextManager | None] = lambda: None
+    learn_context: Callable[[int], ContextManager | None] = lambda _tokens: None
     action_text: bool = False
 
 
@@ -207,8 +210,29 @@ class TaskRounds:
         return Message.system(f"{base}\n\n{section}" if base else section)
 
     # ----------------------------------------------------------------- context (E1)
-    async def _maybe_compress(self, ctx: ContextManager) -> None:
-        """Compress the history when the prompt has passed the threshold (SPEC E1)."""
+    async def _refit(self, exc: ContextOverflow) -> bool:
+        """After the server refused the prompt as too long: learn the window and compress.
+
+        The window is the one the server named, else the size of the refused prompt (the
+        window is smaller than that). Returns whether the history is smaller now.
+        """
+        before = estimate_history_tokens(self.conv.history)
+        window = exc.context_tokens or max(1, before)
+        ctx = self.env.learn_context(window)
+        log.info("the prompt passed the context window (%s tokens): compressing", window)
+        if ctx is None:
+            return False
+        await self._maybe_compress(ctx, reason="overflow")
+        return estimate_history_tokens(self.conv.history) < before
+
+    async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> None:
+        """Compress the history when the prompt has passed the threshold (SPEC E1).
+
+        Args:
+            ctx: The context manager of this request.
+            reason: ``threshold`` (before a request) or ``overflow`` (the server refused
+                the prompt as too long); written to the ``context_compressed`` event.
+        """
         history = self.conv.history
         threshold = ctx.threshold
         before = ctx.prompt_tokens(history)
@@ -230,6 +254,7 @@ class TaskRounds:
             before_tokens=before,
             after_tokens=ctx.prompt_tokens(self.conv.history),
             limit=threshold,
+            reason=reason,
         )
 
     async def _summarised(
@@ -283,7 +308,30 @@ class TaskRounds:
         Returns:
             The response, the ``(call, result)`` pairs in call order, and whether the round
             was invalid (SPEC A3).
+
+        A prompt the server refused as longer than the context window
+        (:class:`~loopact.errors.ContextOverflow`) is compressed to fit the window it named
+        and asked once more (SPEC E1, B6); a separate conversation (``messages``) is not.
         """
+        args = (round_no, specs, extra, system, messages, kind, tool_choice)
+        try:
+            return await self._round_once(*args)
+        except ContextOverflow as exc:
+            if messages is not None or not await self._refit(exc):
+                raise
+        return await self._round_once(*args)
+
+    async def _round_once(
+        self,
+        round_no: int,
+        specs: tuple[ToolSpec, ...],
+        extra: tuple[Message, ...],
+        system: Message | None,
+        messages: tuple[Message, ...] | None,
+        kind: RequestKind,
+        tool_choice: ToolChoice,
+    ) -> tuple[ResponseDone, Outcomes, bool]:
+        """One try of :meth:`run_round`."""
         commit = messages is None
         ctx = self.env.context() if commit else None
         if commit:

@@ -161,6 +161,25 @@ class Agent:
         """
         return self._context
 
+    def learn_context_size(self, tokens: int) -> ContextManager | None:
+        """The server refused a prompt as longer than the model's context window: use a
+        window of ``tokens`` (at most the known one) from now on (SPEC E1).
+
+        Args:
+            tokens: The context window in tokens the server named, or the size of the
+                refused prompt when it named none (the window is smaller).
+
+        Returns:
+            The new manager, or None when compression is off (``options.context`` is None).
+        """
+        ctx = self.options.context
+        if ctx is None:
+            return None
+        known = self._context.context_tokens if self._context is not None else None
+        size = max(1, tokens if known is None else min(known, tokens))
+        self._context = ctx.for_model(size)
+        return self._context
+
     def _context_for(self, model: Model) -> ContextManager | None:
         ctx = self.options.context
         if ctx is None:
@@ -177,6 +196,7 @@ class Agent:
             tool_specs=self.tool_specs,
             new_dispatcher=self.new_dispatcher,
             context=self.context_manager,
+            learn_context=self.learn_context_size,
             action_text=self.action_text,
         )
 

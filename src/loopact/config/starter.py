@@ -36,7 +36,10 @@ agent:
                               # (null: 60% of the model's context size, that is
                               # model.capabilities.context_tokens or, for the local
                               # brain, local.context_tokens); a plain trim keeps pairs
-                              # at 1.25x this, never past 85% of the context size
+                              # at 1.25x this, never past 85% of the context size;
+                              # a server that refuses a prompt as too long ("maximum
+                              # context length is N tokens") teaches the agent N: it
+                              # compresses and asks once more
   hourly_rounds: 120          # continuous mode: model rounds per rolling hour
   hourly_tokens: 400000       # continuous mode: tokens per rolling hour
   tool_calling: auto          # native (the API's tools), text (action lines such as

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
 
-from loopact.errors import ModelError, ModelFatalError, ModelRetryableError
+from loopact.errors import ContextOverflow, ModelError, ModelFatalError, ModelRetryableError
 from loopact.redact import Redactor
 
 T = TypeVar("T")
@@ -197,6 +197,48 @@ UNRETRYABLE_CODES = frozenset(
 """Error ``code`` / ``type`` values that no retry can fix, whatever the HTTP status says."""
 
 
+OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+"""Error codes of a prompt longer than the context window (OpenAI; llama.cpp's server)."""
+_OVERFLOW_RE = re.compile(
+    r"maximum context length|context length|context window|context size|prompt is too long"
+    r"|(?:input|prompt) (?:is )?too long|too many (?:input )?tokens",
+    re.IGNORECASE,
+)
+_WINDOW_RES = (
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),  # OpenAI, vLLM, llama-cpp
+    re.compile(r"tokens? > (\d+) maximum", re.IGNORECASE),  # Anthropic
+    re.compile(r"context (?:window|size|length) of (\d+)", re.IGNORECASE),
+    re.compile(r"\bn_ctx\W+(\d+)", re.IGNORECASE),  # llama.cpp's server
+)
+
+
+def context_overflow(status: int, message: str, codes: frozenset[str]) -> ContextOverflow | None:
+    """The :class:`ContextOverflow` an error response means, or None when it is another error.
+
+    A 400, 413 or 422 (or an error document sent with 200) whose code is in
+    :data:`OVERFLOW_CODES` or whose message says the prompt passed the context length.
+
+    Args:
+        status: The HTTP status code.
+        message: The full error message.
+        codes: The body's error codes and types (:func:`error_codes`).
+
+    Returns:
+        The error, with the window in tokens when the message names it.
+    """
+    if status not in (200, 400, 413, 422):
+        return None
+    if not codes & OVERFLOW_CODES and not _OVERFLOW_RE.search(message):
+        return None
+    window = None
+    for pattern in _WINDOW_RES:
+        found = pattern.search(message)
+        if found is not None and int(found.group(1)) > 0:
+            window = int(found.group(1))
+            break
+    return ContextOverflow(message, status=status, context_tokens=window)
+
+
 def error_codes(value: object) -> frozenset[str]:
     """The ``code`` and ``type`` strings of a JSON error document (lower-cased): those of its
     ``error`` object and its top level (``{"error": {"code": "insufficient_quota"}}``)."""
@@ -242,11 +284,13 @@ def status_error(
 
     Returns:
         :class:`ModelRetryableError` for 408, 409, 429 and 5xx, else (or with an
-        unretryable code) :class:`ModelFatalError`.
+        unretryable code) :class:`ModelFatalError`: a :class:`ContextOverflow` when the
+        prompt passed the context window (:func:`context_overflow`).
     """
     if (status in RETRYABLE_STATUS or status >= 500) and not codes & UNRETRYABLE_CODES:
         return ModelRetryableError(message, status=status, retry_after_s=parse_retry_after(headers))
-    return ModelFatalError(message, status=status)
+    overflow = context_overflow(status, message, codes)
+    return overflow if overflow is not None else ModelFatalError(message, status=status)
 
 
 def body_error(value: object, message: str) -> ModelError:
@@ -266,6 +310,8 @@ def body_error(value: object, message: str) -> ModelError:
     status = error_status(value)
     if status is not None:
         return status_error(status, message, {}, codes)
+    if codes & OVERFLOW_CODES:
+        return context_overflow(200, message, codes) or ModelFatalError(message)
     if codes & UNRETRYABLE_CODES:
         return ModelFatalError(message)
     return ModelRetryableError(message)
