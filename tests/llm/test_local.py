@@ -498,6 +498,9 @@ def test_local_brain_turns_left_90_degrees_in_chinese(tmp_path: Path) -> None:
     assert abs(final["x_m"]) <= 0.05 and abs(final["y_m"]) <= 0.05, final
 
 
+MOTION_TOOLS = ("move_forward", "move_backward", "turn_left", "turn_right", "stop")
+
+
 @pytest.mark.local_model
 @pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
 @pytest.mark.timeout(900)
@@ -508,10 +511,12 @@ async def test_real_server_killed_mid_task_is_back_for_the_next_instruction(
     import signal
 
     from loopact.agent import Agent, AgentOptions
+    from loopact.app.local import prepare_local_prompt
     from loopact.app.model import make_model
     from loopact.app.robot import open_robot
     from loopact.config import Config
     from loopact.events import EventBus
+    from loopact.llm.local_model import LocalBrainModel
     from loopact.tools.registry import ToolRegistry
 
     cfg = Config()
@@ -525,11 +530,14 @@ async def test_real_server_killed_mid_task_is_back_for_the_next_instruction(
     bus.subscribe(lambda ev: requested.set() if ev.type == "model_request" else None)
     agent = Agent(
         make_model(cfg, local_brain=brain),
-        ToolRegistry(session.tools),
+        # the motion tools only: a short prompt prefix to evaluate on a cold cache
+        ToolRegistry([t for t in session.tools if t.name in MOTION_TOOLS]),
         AgentOptions(system_prompt="You drive a robot.", interactive=False, workspace=tmp_path),
         bus=bus,
     )
     try:
+        prepared = await prepare_local_prompt(agent)  # as `loopact run` does before the prompt
+        assert prepared is not None and prepared["source"] in ("disk", "evaluated"), prepared
         first = asyncio.ensure_future(agent.run_task("turn left 90 degrees"))
         await asyncio.wait_for(requested.wait(), 60)
         assert brain.pid is not None
@@ -539,6 +547,10 @@ async def test_real_server_killed_mid_task_is_back_for_the_next_instruction(
         assert lines and "crashed (signal 9 / SIGKILL" in lines[0]
         outcome = await asyncio.wait_for(agent.run_task("move forward one meter"), 600)
         assert outcome.status == "completed", outcome
+        # the restarted server got the prompt prefix from the saved state, not a cold start
+        assert isinstance(agent.model, LocalBrainModel)
+        assert agent.model.last_prepare is not None
+        assert agent.model.last_prepare["source"] == "disk", agent.model.last_prepare
         pose = await session.state()
         assert abs(pose["x_m"]) > 0.5 or abs(pose["y_m"]) > 0.5, pose  # it moved about 1 m
     finally:

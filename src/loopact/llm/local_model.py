@@ -13,7 +13,9 @@ supervised llama.cpp server (:class:`~loopact.llm.local_process.LocalBrain`):
 - **A warm prompt prefix** (:meth:`prepare`). The system prompt and the tool catalogue are the
   same at the start of every request; :meth:`prepare` has the server evaluate them once, before
   the first instruction, or load the evaluated state saved by an earlier run
-  (:mod:`loopact.llm.local_server`), so the first request is as fast as later ones.
+  (:mod:`loopact.llm.local_server`), so the first request is as fast as later ones. A
+  restarted server (after a crash) gets the same prefix again, from the saved state, before
+  the next request: the first instruction after a crash is not a cold start either.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ class LocalBrainModel:
         self._make_inner = make_inner
         self._url = brain.base_url
         self._inner = make_inner(self._url)
+        self.last_prepare: dict[str, Any] | None = None
+        """The answer of the last :meth:`prepare` (``source``: ``disk``, ``evaluated``, ...)."""
+        self._warm: ModelRequest | None = None  # the last prefix prepared, for a restart
+        self._warm_generation = -1  # the server generation that holds it
         self._build_id = build_id
         self._closing: set[asyncio.Future[None]] = set()
         self.provider = self._inner.provider
@@ -89,6 +95,7 @@ class LocalBrainModel:
         """
         for attempt in (1, 2):
             await self.brain.wait_ready()
+            await self._rewarm()
             generation = self.brain.generation
             yielded = False
             try:
@@ -129,6 +136,7 @@ class LocalBrainModel:
         t0 = time.monotonic()
         try:
             await self.brain.wait_ready()
+            generation = self.brain.generation
             async with httpx2.AsyncClient(timeout=timeout_s) as client:
                 resp = await client.post(url, json={"key": key, "messages": messages})
             if resp.status_code != 200:
@@ -138,7 +146,19 @@ class LocalBrainModel:
             log.warning("the local brain could not prepare its prompt: %r", exc)
             return {"source": "skipped", "reason": type(exc).__name__}
         result["wall_s"] = round(time.monotonic() - t0, 3)
+        self.last_prepare = result
+        if result.get("source") in ("disk", "evaluated"):
+            self._warm, self._warm_generation = request, generation
         return result
+
+    async def _rewarm(self) -> None:
+        """Prepare the last prepared prefix again on a server restarted since (a fraction of
+        a second: its state is on disk). Never raises: it only makes the request faster."""
+        if self._warm is None or self._warm_generation == self.brain.generation:
+            return
+        result = await self.prepare(self._warm)
+        log.info("prompt prefix on the restarted local server: %s", result.get("source"))
+        self._warm_generation = self.brain.generation  # tried once per generation
 
     def prompt_key(self, system_message: Any) -> str:
         """The key of a saved prompt state: model file, build, context, format, prompt."""
