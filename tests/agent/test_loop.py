@@ -326,6 +326,40 @@ async def test_retry_after_429_then_success(scripted_server: Any, tmp_path: Path
     assert retries[0].data["delay_s"] >= 0.05
 
 
+async def test_a_retry_never_goes_sooner_than_retry_after(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """SPEC B6. Before: a Retry-After longer than backoff_max_s was cut to it, so the retry
+    came before the server allowed and was refused again."""
+    server = scripted_server(
+        [{"error": {"status": 429, "message": "slow down", "retry_after": "0.3"}}, {"text": "ok"}]
+    )
+    bounds = Bounds(backoff_base_s=0.01, backoff_max_s=0.05, retry_after_max_s=5)
+    agent, rec = make_agent(server, tmp_path, bounds=bounds)
+    outcome = await agent.run_task("hi")
+    await agent.close()
+    assert outcome.reply == "ok"
+    assert [r.data["delay_s"] for r in rec.of("model_retry")] == [0.3]
+
+
+async def test_a_retry_after_longer_than_loopact_waits_fails_at_once_saying_so(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    server = scripted_server(
+        [{"error": {"status": 429, "message": "slow down", "retry_after": "3600"}}]
+    )
+    bounds = Bounds(backoff_base_s=0.01, backoff_max_s=0.05)  # retry_after_max_s: 60 s
+    agent, rec = make_agent(server, tmp_path, bounds=bounds)
+    outcome = await agent.run_task("hi")
+    await agent.close()
+    assert outcome.status == "failed" and len(server.requests) == 1
+    assert rec.of("model_retry") == []
+    assert "the server asks to wait 3600 s before the next request, longer than loopact " in (
+        outcome.error or ""
+    )
+    assert "waits (60 s): not retried, try again later" in (outcome.error or "")
+
+
 async def test_no_retry_on_400_and_key_never_in_errors(
     scripted_server: Any, tmp_path: Path
 ) -> None:

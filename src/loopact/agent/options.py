@@ -38,7 +38,10 @@ class Bounds:
             is invalid.
         max_invalid_rounds: Invalid rounds in a row that force a text answer.
         backoff_base_s: First retry delay in seconds; doubles per try (B6).
-        backoff_max_s: Longest retry delay in seconds (also caps ``Retry-After``).
+        backoff_max_s: Longest retry delay of the backoff, in seconds.
+        retry_after_max_s: Longest ``Retry-After`` honoured, in seconds: a retry never goes
+            sooner than the server asked (it would be refused again); a server asking for
+            longer fails the request at once with what it asked (B6).
     """
 
     max_rounds: int = 6
@@ -57,6 +60,7 @@ class Bounds:
     max_invalid_rounds: int = 2
     backoff_base_s: float = 0.5
     backoff_max_s: float = 20.0
+    retry_after_max_s: float = 60.0
 
     def max_tokens(self, kind: RequestKind) -> int:
         """The ``max_tokens`` to send with a request of ``kind`` (SPEC A2)."""

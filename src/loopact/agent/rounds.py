@@ -44,6 +44,7 @@ from loopact.agent.stream import (
     result_text,
     retry_delay_s,
     stream_response,
+    too_long_to_wait,
 )
 from loopact.errors import BoundReached, ContextOverflow, ModelError, ModelRetryableError
 from loopact.events import EventBus
@@ -414,6 +415,9 @@ class TaskRounds:
                     return cut_response(rs), rs
                 if attempt >= b.max_tries:
                     raise
+                too_long = too_long_to_wait(b, exc)
+                if too_long is not None:
+                    raise too_long from None
                 delay = retry_delay_s(b, attempt, exc)
                 env.bus.emit(
                     "model_retry", self.task_id, attempt=attempt, error=str(exc), delay_s=delay

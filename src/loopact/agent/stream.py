@@ -184,12 +184,28 @@ class _OutputMeter:
 
 
 def retry_delay_s(bounds: Bounds, attempt: int, exc: ModelRetryableError) -> float:
-    """Seconds before try ``attempt + 1``: jittered exponential backoff, at least the server's
-    ``Retry-After``, at most ``backoff_max_s`` (SPEC B6)."""
+    """Seconds before try ``attempt + 1``: jittered exponential backoff up to
+    ``backoff_max_s``, and never sooner than the server's ``Retry-After`` (SPEC B6; one
+    longer than ``retry_after_max_s`` is not waited for: :func:`too_long_to_wait`)."""
     delay = bounds.backoff_base_s * (2 ** (attempt - 1)) * (0.8 + 0.4 * random.random())
+    delay = min(delay, bounds.backoff_max_s)
     if exc.retry_after_s is not None:
         delay = max(delay, exc.retry_after_s)
-    return float(min(delay, bounds.backoff_max_s))
+    return float(delay)
+
+
+def too_long_to_wait(bounds: Bounds, exc: ModelRetryableError) -> ModelRetryableError | None:
+    """The error to fail with when the server's ``Retry-After`` is longer than
+    ``retry_after_max_s`` (SPEC B6), else None."""
+    asked = exc.retry_after_s
+    if asked is None or asked <= bounds.retry_after_max_s:
+        return None
+    return ModelRetryableError(
+        f"{exc}; the server asks to wait {asked:g} s before the next request, longer than "
+        f"loopact waits ({bounds.retry_after_max_s:g} s): not retried, try again later",
+        status=exc.status,
+        retry_after_s=asked,
+    )
 
 
 def cut_response(rs: RoundState) -> ResponseDone:
