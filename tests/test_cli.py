@@ -271,6 +271,30 @@ def test_interactive_local_commands(scripted_server: Any, tmp_path: Path) -> Non
     assert not server.requests  # /quit ended the chat before "never sent"
 
 
+def test_piped_lines_run_in_order_and_a_piped_y_answers_the_confirmation(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Instructions piped from a file: before, each line replaced the task before it, so
+    only the last one ran and the others ended "(Stopped.)". Now a piped line waits for the
+    task before it, and a ``y`` line answers that task's confirmation."""
+    server = scripted_server(
+        [
+            {"tool_calls": [call("file_write", {"path": "a.txt", "content": "hi"}, "w1")]},
+            {"text": "Wrote a.txt."},
+            {"text": "Second answered."},
+        ]
+    )
+    trace = tmp_path / "t.jsonl"
+    typed = "write hi to a.txt\ny\nand now?\n/quit\n"
+    proc = _chat(server, tmp_path, typed, "--no-web", "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ws" / "a.txt").read_text() == "hi"
+    assert proc.stdout.index("Wrote a.txt.") < proc.stdout.index("Second answered.")
+    assert "Stopped" not in proc.stdout
+    ends = [e["status"] for e in read_trace(trace) if e["type"] == "task_end"]
+    assert ends == ["completed", "completed"]
+
+
 def test_console_beyond_loopback_needs_a_token(scripted_server: Any, tmp_path: Path) -> None:
     server = scripted_server([])
     proc = _chat(server, tmp_path, "/quit\n", "--web-host", "0.0.0.0", "--web-port", "0")

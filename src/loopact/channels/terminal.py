@@ -274,6 +274,7 @@ class TerminalChannel:
         self._pending_confirm: list[str] = []
         self._last_ctrl_c = 0.0
         self._quit = asyncio.Event()
+        self._asked = asyncio.Event()  # a confirmation waits for its answer line
         self.end_of_input = False
 
     def _on_event(self, ev: Event) -> None:
@@ -283,6 +284,35 @@ class TerminalChannel:
             rid = str(ev.data["id"])
             if rid in self._pending_confirm:
                 self._pending_confirm.remove(rid)
+        if self._pending_confirm:
+            self._asked.set()
+        else:
+            self._asked.clear()
+
+    def _piped(self) -> bool:
+        """Whether lines come from a file or a pipe rather than a person at a terminal."""
+        try:
+            return not self.stdin.isatty()
+        except (OSError, ValueError):
+            return True
+
+    async def _wait_turn(self, line: str, quit_task: asyncio.Future[Any]) -> None:
+        """Piped input runs as a script: an instruction (or ``/quit``) waits until the task
+        before it has ended or asks a confirmation (which that line may answer). A person
+        typing replaces the running task instead (SPEC A6); ``/stop`` always stops it at once.
+        Continuous mode never waits (its agent never idles)."""
+        if (
+            line.strip().split()[:1] == ["/stop"]
+            or self.agent.options.mode == "continuous"
+            or self._pending_confirm
+        ):
+            return
+        idle = asyncio.ensure_future(self.agent.wait_idle())
+        asked = asyncio.ensure_future(self._asked.wait())
+        await asyncio.wait({idle, asked, quit_task}, return_when=asyncio.FIRST_COMPLETED)
+        for fut in (idle, asked):
+            fut.cancel()
+        await asyncio.gather(idle, asked, return_exceptions=True)
 
     def _reader(self, loop: asyncio.AbstractEventLoop) -> None:
         """Read stdin lines into the queue (None at the end) until input ends or the loop
@@ -324,6 +354,7 @@ class TerminalChannel:
             self.console.print(self.welcome)
         agent_task = asyncio.ensure_future(self.agent.run())
         quit_task = asyncio.ensure_future(self._quit.wait())
+        piped = self._piped()
         try:
             while not self._quit.is_set():
                 line_task = asyncio.ensure_future(self._lines.get())
@@ -335,6 +366,8 @@ class TerminalChannel:
                 if line is None:
                     await self._finish_input(quit_task)
                     break
+                if piped:
+                    await self._wait_turn(line, quit_task)
                 if not self._handle(line.strip()):
                     break
         finally:
