@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.agent.helpers import call, make_agent
 
-from loopact.agent.compress import is_summary, pairing_problems
+from loopact.agent.compress import is_summary, pairing_problems, summary_message
 from loopact.agent.context import ContextManager
 
 
@@ -120,3 +120,30 @@ async def test_a_prompt_refused_as_too_long_twice_fails_once_with_the_servers_wo
     assert "maximum context length is 8192 tokens" in (out.error or "")
     assert len(server.requests) == 5
     assert len(rec.of("context_compressed")) == 1
+
+
+async def test_a_plain_trim_writes_the_checkpoint_first(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Nothing to summarise but an old summary (the rest is the task's one big round): the
+    plain trim dropped that summary with no checkpoint in memory (SPEC E1: "nothing of the
+    task is lost"). Now a checkpoint is written first."""
+    (tmp_path / "big.txt").write_text("part one " + "y" * 30_000)
+    checkpoints: list[str] = []
+
+    async def checkpoint(text: str) -> None:
+        checkpoints.append(text)
+
+    server = scripted_server(
+        [{"tool_calls": [call("file_read", {"path": "big.txt"}, "r1")]}, {"text": "done"}]
+    )
+    agent, rec = make_agent(server, tmp_path, context=ContextManager(3000, checkpoint=checkpoint))
+    agent.conversation.append(summary_message("Earlier: the kitchen door is open. " * 40))
+    out = await agent.run_task("read big.txt")
+    await agent.close()
+    assert out.reply == "done"
+    [ev] = [e.data for e in rec.of("context_compressed")]
+    assert ev["method"] == "trim" and ev["after_tokens"] < ev["before_tokens"]
+    assert not any(is_summary(m) for m in agent.history)  # the trim dropped the summary...
+    assert len(checkpoints) == 1 and "the kitchen door is open" in checkpoints[0]  # ...kept
+    assert pairing_problems(agent.history) == []

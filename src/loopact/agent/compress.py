@@ -389,11 +389,15 @@ def pairing_problems(history: Sequence[Message]) -> list[str]:
 
 def checkpoint_text(history: Sequence[Message], task_id: str, goal: str) -> str:
     """A task's state for memory before its history is compressed (SPEC E1, E3): the goal,
-    the last few tool results and the last thing the agent said, on one line."""
+    the summary so far (a plain trim may drop it), the last few tool results and the last
+    thing the agent said, on one line."""
     recent = history[-12:]
+    summaries = [m.text for m in history if is_summary(m)]
     done = [f"{m.name}: {m.text[:80]}" for m in recent if m.role == "tool"]
     said = [m.text[:160] for m in recent if m.role == "assistant" and m.text]
     parts = [f"checkpoint of task {task_id}: goal: {goal}"]
+    if summaries:
+        parts.append("summary so far: " + " ".join(summaries[-1].split())[:400])
     if done:
         parts.append("recent actions: " + "; ".join(done[-5:]))
     if said:

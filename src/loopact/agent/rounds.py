@@ -244,8 +244,11 @@ class TaskRounds:
         if new_history is not None:
             method = "summary"
         elif before > ctx.hard_limit:
-            new_history = hard_trim(history, ctx.hard_limit, ctx.prompt_tokens)
-            method = "trim"
+            trimmed = hard_trim(history, ctx.hard_limit, ctx.prompt_tokens)
+            if len(trimmed) < len(history):
+                if plan_compression(history, ctx.keep_recent_turns) is None:
+                    await self._checkpoint(ctx)  # else the summary attempt wrote it already
+                new_history, method = trimmed, "trim"
         if new_history is not None:
             self.conv.replace(new_history)
         self.env.bus.emit(
@@ -258,6 +261,11 @@ class TaskRounds:
             reason=reason,
         )
 
+    async def _checkpoint(self, ctx: ContextManager) -> None:
+        """Write the task's state to memory before the history loses turns (SPEC E1, E2)."""
+        if ctx.checkpoint is not None:
+            await ctx.checkpoint(checkpoint_text(self.conv.history, self.task_id, self.text))
+
     async def _summarised(
         self, ctx: ContextManager, history: list[Message]
     ) -> list[Message] | None:
@@ -266,8 +274,7 @@ class TaskRounds:
         plan = plan_compression(history, ctx.keep_recent_turns)
         if plan is None:
             return None
-        if ctx.checkpoint is not None:
-            await ctx.checkpoint(checkpoint_text(self.conv.history, self.task_id, self.text))
+        await self._checkpoint(ctx)
         self.rounds += 1
         request = tuple(summary_request_messages(plan, self.text))
         try:
