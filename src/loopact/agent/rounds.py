@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from loopact.agent.compress import (
+    CompressionPlan,
     accept_summary,
     checkpoint_text,
     hard_trim,
@@ -240,13 +241,14 @@ class TaskRounds:
         if threshold is None or before <= threshold:
             return
         method = "kept"
-        new_history = await self._summarised(ctx, history)
+        plan = plan_compression(history, ctx.keep_recent_turns)
+        new_history = None if plan is None else await self._summarised(ctx, plan)
         if new_history is not None:
             method = "summary"
         elif before > ctx.hard_limit:
             trimmed = hard_trim(history, ctx.hard_limit, ctx.prompt_tokens)
             if len(trimmed) < len(history):
-                if plan_compression(history, ctx.keep_recent_turns) is None:
+                if plan is None:
                     await self._checkpoint(ctx)  # else the summary attempt wrote it already
                 new_history, method = trimmed, "trim"
         if new_history is not None:
@@ -266,14 +268,9 @@ class TaskRounds:
         if ctx.checkpoint is not None:
             await ctx.checkpoint(checkpoint_text(self.conv.history, self.task_id, self.text))
 
-    async def _summarised(
-        self, ctx: ContextManager, history: list[Message]
-    ) -> list[Message] | None:
-        """The history with older turns replaced by a model-written summary, or None when
-        there is nothing to summarise or the summary was not usable (SPEC E1)."""
-        plan = plan_compression(history, ctx.keep_recent_turns)
-        if plan is None:
-            return None
+    async def _summarised(self, ctx: ContextManager, plan: CompressionPlan) -> list[Message] | None:
+        """The history with ``plan``'s older turns replaced by a model-written summary (after
+        a checkpoint), or None when the summary was not usable (SPEC E1)."""
         await self._checkpoint(ctx)
         self.rounds += 1
         request = tuple(summary_request_messages(plan, self.text))
