@@ -200,8 +200,7 @@ UNRETRYABLE_CODES = frozenset(
 OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
 """Error codes of a prompt longer than the context window (OpenAI; llama.cpp's server)."""
 _OVERFLOW_RE = re.compile(
-    r"maximum context length|context length|context window|context size|prompt is too long"
-    r"|(?:input|prompt) (?:is )?too long|too many (?:input )?tokens",
+    r"context (?:length|window|size)|(?:input|prompt) (?:is )?too long|too many (?:input )?tokens",
     re.IGNORECASE,
 )
 _WINDOW_RES = (

@@ -167,14 +167,13 @@ async def _fetch(url: str, where: str, timeout_s: float) -> bytes:
         ToolError: The URL is not http(s) (``file:``, ``data:``, ...; refused, not read),
             cannot be fetched, or answers an HTTP error (redirects are not followed).
     """
-    shown = url if len(url) <= 100 else url[:100] + "..."
+    shown = public_url(url)  # a signed URL's query is its credential
+    shown = shown if len(shown) <= 100 else shown[:100] + "..."
     if urlsplit(url).scheme.lower() not in ("http", "https"):
         raise ToolError(
             f"{where} answered with an image URL that is not http(s): {shown!r}; "
             "refused, nothing was fetched"
         )
-    shown = public_url(url)  # a signed URL's query is its credential
-    shown = shown if len(shown) <= 100 else shown[:100] + "..."
     try:
         async with httpx2.AsyncClient(timeout=timeout_s) as http:
             got = await http.get(url)
