@@ -57,6 +57,10 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         ),
         "zh": "本任务的工具调用次数已用完。不要再调用工具。现在用一小段话回答用户：做了什么、没做什么、看到了什么。",
     },
+    "final.cut": {
+        "en": "(The answer was cut off at the limit of {limit} output tokens for one response.)",
+        "zh": "（回答在单次回答 {limit} 个输出 token 的上限处被截断。）",
+    },
     "final.empty": {
         "en": "Your last reply was empty. Answer the user now in one or two sentences.",
         "zh": "你上一条回复是空的。现在用一两句话回答用户。",

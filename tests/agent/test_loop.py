@@ -485,6 +485,25 @@ async def test_truncated_call_is_not_executed(scripted_server: Any, tmp_path: Pa
     assert res["ok"] is False and "truncated" in res["error"]
 
 
+async def test_an_answer_cut_at_max_tokens_says_so(scripted_server: Any, tmp_path: Path) -> None:
+    """A text answer the server ended with ``finish_reason: length`` is half an answer: the
+    reply carries a note naming the limit (SPEC A2); a complete one carries none."""
+    server = scripted_server(
+        [
+            {"text": "The robot is at x = 1.0 m and it faces", "finish_reason": "length"},
+            {"text": "The robot is at x = 1.0 m."},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, bounds=Bounds(max_tokens_round=64))
+    cut = await agent.run_task("where are you?")
+    whole = await agent.run_task("where are you now?")
+    await agent.close()
+    assert cut.reply.startswith("The robot is at x = 1.0 m and it faces")
+    assert "cut off at the limit of 64 output tokens" in cut.reply
+    assert whole.reply == "The robot is at x = 1.0 m."
+    assert [e.data["text"] for e in rec.of("reply")] == [cut.reply, whole.reply]
+
+
 async def test_a_calls_arguments_are_validated_once(scripted_server: Any, tmp_path: Path) -> None:
     """Issue 14: the dispatcher checks a call once and runs it without checking again; the
     tool gets the normalised arguments (an integer field given 2.0 gets the int 2)."""

@@ -76,3 +76,20 @@ def test_no_argument_can_hide_or_disguise_another() -> None:
     )
     long_key = "k" * 500
     assert f"… (500 characters) …{'k' * 30}=1, path" in shown_arguments({long_key: 1, "path": "p"})
+
+
+async def test_a_streamed_reply_is_printed_once_with_what_was_added_after_it(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """The reply event's text is the streamed text plus a note (an answer cut at
+    ``max_tokens``): the terminal prints the streamed part once and then only the note."""
+    server = scripted_server([{"text": "I am at the door and", "finish_reason": "length"}])
+    agent, _ = make_agent(server, tmp_path)
+    out = io.StringIO()
+    agent.bus.subscribe(ProgressPrinter(Console(file=out, width=200), stream_text=True))
+    outcome = await agent.run_task("where are you?")
+    await agent.close()
+    printed = out.getvalue()
+    assert printed.count("I am at the door and") == 1
+    assert printed.count("cut off at the limit") == 1
+    assert "cut off at the limit" in outcome.reply

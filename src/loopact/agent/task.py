@@ -130,7 +130,7 @@ class TaskRun(TaskRounds):
             done, outcomes, invalid = await self.run_round(self.rounds, specs, tool_choice=choice)
             if not outcomes:
                 if done.message.text.strip() or asked_again or self.quiet_answer:
-                    return done.message.text, ran
+                    return self._noted_if_cut(done.message.text, done.finish_reason), ran
                 # An empty answer is no answer: ask once more (a step's own answer, which
                 # is not the reply, may be empty).
                 asked_again = True
@@ -141,6 +141,14 @@ class TaskRun(TaskRounds):
                 self.quiet_answer = True  # body() may answer with what ran instead
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self.check_tokens()
+
+    def _noted_if_cut(self, text: str, finish_reason: str) -> str:
+        """``text``, with a note when the server cut it at ``max_tokens`` (``length``): the
+        user must not take half an answer for the whole one (SPEC A2)."""
+        if finish_reason != "length" or not text.strip():
+            return text
+        note = t("final.cut", self.lang, limit=self.bounds.max_tokens("round"))
+        return f"{text.rstrip()}\n\n{note}"
 
     async def _steps_body(self, clauses: list[str]) -> str:
         """One single-step task per clause, in order (:func:`~loopact.agent.steps.

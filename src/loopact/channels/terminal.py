@@ -112,8 +112,11 @@ class ProgressPrinter:
             if self.stream_text:
                 streamed = "".join(self._streamed.pop(ev.task_id or "", []))
                 self._end_text()
-                if streamed.strip() != str(d["text"]).strip():
-                    self.console.print(escape(str(d["text"])))
+                text = str(d["text"]).strip()
+                if streamed.strip() and text.startswith(streamed.strip()):
+                    text = text[len(streamed.strip()) :].strip()  # only what was not shown
+                if text:
+                    self.console.print(escape(text))
         elif typ == "task_end":
             self._end_text()
             self._streamed.pop(ev.task_id or "", None)
