@@ -491,3 +491,43 @@ async def test_a_chinese_question_answered_in_english_is_told_in_chinese(
     assert not [
         e for e in rec.of("text_delta") if e.task_id == first_task and "door" in e.data["text"]
     ]
+
+
+@pytest.mark.sim
+async def test_looking_around_is_told_from_the_four_views_in_the_users_language(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """observe_surroundings writes one sentence from its four views (the offline scene
+    description of each); the local brain's reply to 四处看看 is that sentence in Chinese,
+    not its own English, and to "look around" the sentence as written."""
+    look = call("observe_surroundings", {})
+    server = scripted_server(
+        [
+            {"tool_calls": [look]},
+            {"text": "I looked around and saw a red box."},
+            {"tool_calls": [look]},
+            {"text": "I looked around."},
+        ]
+    )
+    agent, rec = steps_agent(server, robot, tmp_path)
+    zh = await asyncio.wait_for(agent.run_task("四处看看"), 120)
+    en = await asyncio.wait_for(agent.run_task("look around"), 120)
+    await agent.close()
+    results = [e.data["data"] for e in rec.of("tool_result")]
+    said = results[0]["result"]
+    views = results[0]["views"]
+    assert said.startswith("looked all around. In front: I see "), said
+    for view in views:  # every view's own description is in the sentence, in turning order
+        assert view["seen"] in said
+    assert [said.index(v["seen"]) for v in views] == sorted(said.index(v["seen"]) for v in views)
+    assert zh.reply.startswith("环顾了四周。前方："), zh.reply
+    assert all(f"{w}：" in zh.reply for w in ("左边", "后方", "右边")), zh.reply
+    assert not re.findall(r"[A-Za-z]{2,}", zh.reply), zh.reply
+    # every colour the detector saw in a view is named in Chinese
+    seen_colours = {o["color"] for v in views for o in v["objects"]} - {"purple"}
+    colour_zh = {"red": "红色", "yellow": "黄色", "green": "绿色", "blue": "蓝色", "brown": "棕色"}
+    assert seen_colours, views
+    for colour in seen_colours:
+        assert colour_zh.get(colour, colour) in zh.reply, (colour, zh.reply)
+    sentence = results[1]["result"]
+    assert en.reply == sentence[0].upper() + sentence[1:], en.reply

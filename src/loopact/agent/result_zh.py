@@ -8,9 +8,10 @@ is. When the local brain's reply to a Chinese instruction is built from those se
 stays English: never a guess.
 
 The patterns follow the sentences of :mod:`loopact.robot.motion`, ``head``, ``navigation``,
-``approach``, ``follow_line`` and ``track``, and the offline scene description of ``seewhat``
-(:func:`loopact.vision.scene.describe`); ``tests/agent/test_steps.py`` runs those tools on
-the simulated robot and checks that their sentences come out Chinese.
+``approach``, ``follow_line`` and ``track``, the offline scene description of ``seewhat``
+(:func:`loopact.vision.scene.describe`) and the four views of ``observe_surroundings``;
+``tests/agent/test_steps.py`` runs those tools on the simulated robot and checks that their
+sentences come out Chinese.
 """
 
 from __future__ import annotations
@@ -160,6 +161,29 @@ def _scene(text: str) -> str | None:
     return "我看到" + "；".join(out)
 
 
+_VIEWS_ZH = {"In front": "前方", "To the left": "左边", "Behind": "后方", "To the right": "右边"}
+_VIEW_SPLIT = re.compile(r"(?:^| )(In front|To the left|Behind|To the right): ")
+
+
+def _around(text: str) -> str | None:
+    """``observe_surroundings``' sentence (:func:`loopact.robot.perception.around_sentence`:
+    ``looked all around. In front: I see ... To the left: I see ...``) in Chinese, or None
+    when a part is not one it writes."""
+    head = "looked all around."
+    if not text.startswith(head):
+        return None
+    pieces = _VIEW_SPLIT.split(text[len(head) :])
+    if pieces[0].strip() or len(pieces) < 3:
+        return None
+    out = []
+    for label, seen in zip(pieces[1::2], pieces[2::2]):  # noqa: B905 (pairs by construction)
+        scene = _scene(seen.strip())
+        if scene is None:
+            return None
+        out.append(f"{_VIEWS_ZH[label]}：{scene}。")
+    return "环顾了四周。" + "".join(out)
+
+
 def result_zh(sentence: str, names: Mapping[str, str] | None = None) -> str:
     """``sentence`` (one of the runtime's result sentences) in Chinese, or as it is.
 
@@ -174,7 +198,7 @@ def result_zh(sentence: str, names: Mapping[str, str] | None = None) -> str:
         The Chinese sentence (``"前进了 0.50 米，到达目标"``), or ``sentence`` unchanged when
         it is not one the runtime writes.
     """
-    scene = _scene(sentence.strip())
+    scene = _scene(sentence.strip()) or _around(sentence.strip())
     if scene is not None:
         return scene
     text, clamped = sentence.strip(), ""

@@ -210,6 +210,28 @@ def caption(objects: list[dict[str, Any]]) -> str:
     return "detected: " + "; ".join(parts)
 
 
+SEEN_PER_VIEW = 4
+"""Objects each view of ``observe_surroundings`` names in its sentence, nearest first."""
+
+
+def around_sentence(views: Sequence[dict[str, Any]]) -> str:
+    """``observe_surroundings``' result sentence: ``"looked all around. In front: I see a red
+    box 2.8 m away, 29 degrees right. To the left: I see ...."``, one part per view in the order
+    turned (front, left, behind, right). Bearings in each part are relative to the robot's
+    heading when it took that view (degrees, left positive). Rendered in Chinese by
+    :func:`loopact.agent.result_zh.result_zh`."""
+    parts = [f"{_VIEW_WORDS.get(v['view'], v['view'])}: {v['seen']}" for v in views]
+    return " ".join(["looked all around.", *parts])
+
+
+_VIEW_WORDS = {
+    "front": "In front",
+    "left": "To the left",
+    "behind": "Behind",
+    "right": "To the right",
+}
+
+
 async def _view(
     env: RobotEnv, ranges: ColorRanges, label: str, ctx: ToolContext | None = None
 ) -> tuple[dict[str, Any], list[Image]]:
@@ -217,7 +239,12 @@ async def _view(
     gated = await asyncio.to_thread(env.gate.process, frame.rgb)
     dets, pan = await detections(env, frame, None, ranges)
     objects = as_objects(dets, pan)
-    view: dict[str, Any] = {"view": label, "caption": caption(objects), "objects": objects}
+    view: dict[str, Any] = {
+        "view": label,
+        "caption": caption(objects),
+        "seen": describe(dets, pan, limit=SEEN_PER_VIEW),
+        "objects": objects,
+    }
     overlay = await asyncio.to_thread(
         draw_boxes, frame.rgb, dets, None, f"{label}: {view['caption']}"
     )
@@ -338,8 +365,10 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
             await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
         except RobotError as exc:
             return ToolResult.failure(str(exc), data={"views": views})
+        result = around_sentence(views)
         return ToolResult.success(
-            {"views": views, "note": "images in order: " + ", ".join(labels)}, images=images
+            {"result": result, "views": views, "note": "images in order: " + ", ".join(labels)},
+            images=images,
         )
 
     @tool(safety=SafetyClass.READ_ONLY, timeout_s=20)
