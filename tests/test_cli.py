@@ -397,3 +397,19 @@ def test_a_bad_agent_name_is_a_usage_error(tmp_path: Path) -> None:
         proc = run_cli(args, tmp_path)
         assert proc.returncode == 2, (args, proc.stderr)
         assert "--agent-name" in proc.stderr and "must start with a letter" in proc.stderr
+
+
+def test_the_banner_masks_the_base_urls_credentials(tmp_path: Path) -> None:
+    """A newcomer's audit: ``--base-url http://alice:pw@host/v1`` was printed as it is in the
+    start-up banner; now its user info and query are masked (SPEC B6)."""
+    url = "http://alice:PlainPw99@127.0.0.1:9/v1?key=QueryTok123"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", "run", "--robot", "none", "--base-url", url,
+         "--model", "m", "--workspace", str(tmp_path / "ws"), "--no-web"],
+        input="/quit\n", cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env=cli_env(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "model m via openai at http://***@127.0.0.1:9/v1?***" in proc.stdout, proc.stdout
+    assert "PlainPw99" not in proc.stdout + proc.stderr
+    assert "QueryTok123" not in proc.stdout + proc.stderr

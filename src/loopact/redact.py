@@ -21,6 +21,7 @@ __all__ = [
     "TOO_DEEP",
     "Redactor",
     "StreamMasker",
+    "masked_url",
     "public_url",
 ]
 
@@ -183,6 +184,30 @@ def public_url(url: str) -> str:
         return url.rpartition("@")[2]
     netloc = parts.netloc.rpartition("@")[2]  # host[:port], as the user wrote it
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its user info and query replaced by :data:`MASK`, for a person to read.
+
+    ``http://bob:pw@host:8080/v1?key=k`` is shown as ``http://***@host:8080/v1?***``: the
+    start-up banner and the console's settings page say that credentials are set without
+    showing them (SPEC B6). A URL without credentials comes back as it is (a fragment is
+    dropped, like :func:`public_url`).
+
+    Args:
+        url: Any endpoint URL as the user configured it.
+
+    Returns:
+        The URL with its credentials masked.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return public_url(url)
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{MASK}@{host}" if "@" in parts.netloc else host
+    query = MASK if parts.query else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _partial_secret_tail(text: str, secrets: tuple[str, ...]) -> int:

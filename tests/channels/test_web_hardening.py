@@ -229,3 +229,37 @@ def test_a_deeply_nested_voice_control_message_is_not_a_control() -> None:
 
     assert parse_control("[" * 100_000 + "]" * 100_000) is None
     assert parse_control('{"mic": "on"}') == {"mic": "on"}
+
+
+async def test_the_settings_page_never_shows_the_base_urls_credentials() -> None:
+    """A base URL with user info and a query (``http://alice:pw@host/v1?key=...``) is shown as
+    ``http://***@host/v1?***`` (SPEC B6); sending the page's form back unchanged keeps the real
+    URL and its key, and a refusal never quotes the password."""
+    real = "http://alice:PlainPw99@127.0.0.1:9/v1?key=QueryTok123"
+    applied: list[dict[str, Any]] = []
+    settings = WebSettings(
+        provider="openai",
+        model="m",
+        base_url=real,
+        api_key="sk-env-SECRET-1234",
+        robot_profile="sim",
+        on_settings=lambda new: applied.append(dict(new)) and None,
+    )
+    web = await serve_console(StandInAgent(), None, port=0, settings=settings)
+    try:
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{web.port}") as c:
+            shown = (await c.get("/api/settings")).json()
+            assert shown["base_url"] == "http://***@127.0.0.1:9/v1?***"
+            form = {k: shown[k] for k in ("provider", "model", "base_url", "robot_profile")}
+            same = await c.post("/api/settings", json={**form, "model": "m2"})
+            assert same.status_code == 200, same.text
+            assert applied[-1]["base_url"] == real
+            assert applied[-1]["api_key"] == "sk-env-SECRET-1234"
+            after = same.json()["settings"]["base_url"]
+            assert after == "http://***@127.0.0.1:9/v1?***"
+            moved = await c.post("/api/settings", json={**form, "base_url": "http://other/v1"})
+            assert moved.status_code == 422
+            assert "PlainPw99" not in moved.text and "QueryTok123" not in moved.text
+            assert "***@127.0.0.1:9" in moved.json()["errors"]["api_key"]
+    finally:
+        await web.stop()

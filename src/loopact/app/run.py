@@ -46,7 +46,7 @@ from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.local_process import LocalBrain
 from loopact.nodes.connector import Connector
-from loopact.redact import MIN_SECRET_CHARS
+from loopact.redact import MIN_SECRET_CHARS, masked_url
 from loopact.tools.base import Tool
 from loopact.tools.builtin.files import Workspace
 from loopact.tools.builtin.messages import MessageChannel
@@ -495,7 +495,7 @@ async def _run_terminal(
         version=__version__,
         model=cfg.model.model,
         provider=cfg.model.provider,
-        base_url=cfg.model.base_url or "(default)",
+        base_url=masked_url(cfg.model.base_url) if cfg.model.base_url else "(default)",
         robot=body.label,
         commands=command_list(commands or {}),  # the audio commands too with audio output
     )

@@ -394,6 +394,7 @@ def _settings_routes(state: ConsoleState) -> APIRouter:
                 {"errors": {"form": "settings cannot be changed in this console"}},
                 status_code=409,
             )
+        state.store.unmask(clean)  # the page shows the URL's credentials masked
         key, refusal = state.store.key_for(clean)  # a key belongs to its endpoint (issue 21)
         if refusal is not None:
             return JSONResponse({"errors": {"api_key": refusal}}, status_code=422)

@@ -20,6 +20,8 @@ from importlib import resources
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from loopact.redact import masked_url
+
 #: What an ``on_settings`` callback gets and may return: None on success or an error text.
 SettingsCallback = Callable[[dict[str, Any]], "str | None | Awaitable[str | None]"]
 
@@ -170,7 +172,7 @@ class SettingsStore:
             return str(clean["api_key"]), None
         moved = (clean.get("provider"), clean.get("base_url")) != (self.provider, self.base_url)
         if moved and self._api_key and not clean.get("keep_api_key"):
-            where = f"{self.provider} at {self.base_url or 'its default URL'}"
+            where = f"{self.provider} at {masked_url(self.base_url) or 'its default URL'}"
             return None, (
                 f"the current API key belongs to {where}; type the key for the new "
                 "endpoint, or choose 'keep the current key' to send it there"
@@ -181,12 +183,20 @@ class SettingsStore:
         """Secrets that must never appear in a response (the API key)."""
         return [self._api_key] if self._api_key else []
 
+    def unmask(self, clean: dict[str, Any]) -> None:
+        """Put the current base URL back into validated settings ``clean`` when the form sent
+        it as :meth:`public` shows it (its credentials masked, SPEC B6): an unchanged form
+        keeps the URL's user info and query."""
+        if self.base_url and clean.get("base_url") == masked_url(self.base_url):
+            clean["base_url"] = self.base_url
+
     def public(self) -> dict[str, Any]:
-        """The page's view: every field, the API key only as ``"set"``/``"not set"``."""
+        """The page's view: every field, the API key only as ``"set"``/``"not set"``, the
+        base URL's user info and query masked (:func:`~loopact.redact.masked_url`)."""
         return {
             "provider": self.provider,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": masked_url(self.base_url),
             "api_key": "set" if self._api_key else "not set",
             "robot_profile": self.robot_profile,
         }
