@@ -24,6 +24,8 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_BOUNDED = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+"""128 + SIGTERM: ``docker stop``, systemd or ``kill`` asked ``loopact run`` to stop."""
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 """Where every command's messages for people go (stderr; stdout carries results)."""
@@ -50,32 +52,42 @@ def setup_logging(verbose: bool) -> None:
 
 
 def run_async(coro: Any) -> int:
-    """Run the main coroutine; Ctrl-C outside the terminal chat exits 130."""
+    """Run the main coroutine until it ends or a signal stops it.
+
+    Ctrl-C (SIGINT; outside the terminal chat, which handles it itself) exits 130; SIGTERM
+    (``docker stop``, systemd, ``kill``) exits 143. Both cancel the main coroutine, so a
+    running task is preempted the way Stop preempts it (the motion ends, SPEC A6), its
+    ``task_end`` reaches the trace, and the robot, servers and nodes are closed in order.
+    """
     loop = asyncio.new_event_loop()
     main = loop.create_task(coro)
-    interrupted = False
+    stopped_by: list[tuple[int, str]] = []
 
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
+    def on_signal(code: int, word: str) -> None:
+        if not stopped_by:
+            stopped_by.append((code, word))
         main.cancel()
 
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
-        pass
+    for sig, code, word in (
+        (signal.SIGINT, EXIT_INTERRUPTED, "interrupted"),
+        (signal.SIGTERM, EXIT_TERMINATED, "terminated (SIGTERM)"),
+    ):
+        try:
+            loop.add_signal_handler(sig, on_signal, code, word)
+        except (NotImplementedError, RuntimeError):
+            pass
     try:
         code = int(loop.run_until_complete(main))
     except asyncio.CancelledError:
-        code = EXIT_INTERRUPTED if interrupted else EXIT_ERROR
+        code = stopped_by[0][0] if stopped_by else EXIT_ERROR
     finally:
         try:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
-    if interrupted:
-        err.print("interrupted")
-        return EXIT_INTERRUPTED
+    if stopped_by:
+        err.print(stopped_by[0][1])
+        return stopped_by[0][0]
     return code
 
 
