@@ -14,6 +14,7 @@ from typing import Any
 import platformdirs
 import pydantic
 import yaml
+from pydantic_core import ErrorDetails
 
 from loopact.config.sections import Config
 from loopact.errors import ConfigError
@@ -35,8 +36,9 @@ _YAML_WRITTEN = {True: ("true", "yes", "on"), False: ("false", "no", "off"), Non
 """How a key YAML reads as a bool or null may have been written."""
 
 
-def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
-    err = exc.errors()[0]
+def _format_error(errors: list[ErrorDetails], source: str) -> ConfigError:
+    """The first of ``errors`` as one message naming ``source``, the key and the fix."""
+    err = errors[0]
     loc = err["loc"]
     key = ".".join(str(p) for p in loc)
     kind = err["type"]
@@ -65,10 +67,38 @@ def _format_error(exc: pydantic.ValidationError, source: str) -> ConfigError:
         msg = f"{source}: '{key}' must be an http:// or https:// URL; got {err.get('input')!r}."
     else:
         msg = f"{source}: '{key}': {err['msg']} (got {err.get('input')!r})."
-    more = len(exc.errors()) - 1
+    more = len(errors) - 1
     if more:
         msg += f" ({more} more problem{'s' if more > 1 else ''} after this one.)"
     return ConfigError(msg, key=key)
+
+
+_NOT_A_MAPPING = frozenset({"model_type", "dict_type"})
+"""pydantic's error types for a value where a mapping belongs (a section, a server, ...)."""
+
+
+def _check_mappings(data: dict[str, Any], source: Path | None) -> None:
+    """Refuse the file's values that must be mappings and are not, before the overrides are
+    merged into the file (SPEC H1).
+
+    :func:`_merge` puts a flag's or a variable's keys into the file's mapping; where the file
+    holds a number, a text, a list or a null instead, the merge would put the override's
+    mapping in its place and the wrong value would never be seen (``robot: 5`` with
+    ``--robot none``). So the file alone is checked for these first, whatever the overrides;
+    a null where the schema allows one (``vision.model: null``) passes. Every other error
+    is left to the validation of the merged whole, where a flag may fix a file's value.
+
+    Raises:
+        ConfigError: The first such value, naming the file, the key and what is expected.
+    """
+    if not data:
+        return
+    try:
+        Config.model_validate(data)
+    except pydantic.ValidationError as exc:
+        wrong = [err for err in exc.errors() if err["type"] in _NOT_A_MAPPING]
+        if wrong:
+            raise _format_error(wrong, str(source)) from None
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,6 +139,7 @@ def load_config(
     """
     env = os.environ if env is None else env
     data, source = _read_config_file(path, cwd)
+    _check_mappings(data, source)
     env_given = _env_overrides(env, data, overrides)
     flags_given = _drop_none(overrides) if overrides else {}
     data = _merge(data, env_given)
@@ -130,7 +161,7 @@ def load_config(
             where = "environment"
         else:
             where = str(source) if source else "configuration"
-        raise _format_error(exc, where) from None
+        raise _format_error(exc.errors(), where) from None
     if mcp_config is not None:
         cfg.mcp._config_file = mcp_config
     email = cfg.messages.email
