@@ -295,6 +295,33 @@ def test_piped_lines_run_in_order_and_a_piped_y_answers_the_confirmation(
     assert ends == ["completed", "completed"]
 
 
+def test_a_piped_line_that_is_no_answer_denies_and_still_runs_as_the_next_instruction(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A newcomer's audit: the piped line after a confirmation request was taken as the
+    answer whatever it said, so "move forward one meter" denied the write and never ran.
+    Now a line that is not y/n denies, says so, and runs after that task ends."""
+    server = scripted_server(
+        [
+            {"tool_calls": [call("file_write", {"path": "a.txt", "content": "hi"}, "w1")]},
+            {"text": "I did not write it.", "expect": {"contains": "denied"}},
+            {"text": "Moving on.", "expect": {"last_user_contains": "move forward one meter"}},
+        ]
+    )
+    trace = tmp_path / "t.jsonl"
+    typed = "write hi to a.txt\nmove forward one meter\n/quit\n"
+    proc = _chat(server, tmp_path, typed, "--no-web", "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "ws" / "a.txt").exists()
+    assert "not a y/n answer: denied" in proc.stdout
+    assert proc.stdout.index("I did not write it.") < proc.stdout.index("Moving on.")
+    events = list(read_trace(trace))
+    assert [e["allowed"] for e in events if e["type"] == "confirm_response"] == [False]
+    starts = [e["text"] for e in events if e["type"] == "task_start"]
+    assert starts == ["write hi to a.txt", "move forward one meter"]
+    assert [e["status"] for e in events if e["type"] == "task_end"] == ["completed"] * 2
+
+
 def test_console_beyond_loopback_needs_a_token(scripted_server: Any, tmp_path: Path) -> None:
     server = scripted_server([])
     proc = _chat(server, tmp_path, "/quit\n", "--web-host", "0.0.0.0", "--web-port", "0")

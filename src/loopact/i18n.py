@@ -153,6 +153,10 @@ _CATALOGUE: dict[str, dict[str, str]] = {
             "（docs/security.md）"
         ),
     },
+    "confirm.not_an_answer": {
+        "en": "not a y/n answer: denied; that line runs as the next instruction",
+        "zh": "不是 y/n 回答：已拒绝；这一行将作为下一条指令执行",
+    },
     "confirm.prompt": {
         "en": "Allow {name}({args})? [y/N] ",
         "zh": "允许执行 {name}({args}) 吗？[y/N] ",

@@ -3,7 +3,8 @@
 Interactive mode reads lines on a worker thread (so typing never blocks the agent) and feeds
 them to the agent's inbox; typing while a task runs preempts it. Local commands: ``/stop``,
 ``/reset``, ``/status``, ``/provider NAME [MODEL [BASE_URL]]``, ``/quit``. A pending
-confirmation request is answered by the next line (``y`` allows, anything else denies).
+confirmation request is answered by the next line (``y`` allows, ``n`` or an empty line denies;
+any other line denies and then runs as the next instruction).
 Ctrl-C stops the current task; a second Ctrl-C within two seconds (or when idle) quits.
 """
 
@@ -234,6 +235,10 @@ _HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
 """Event type -> the ProgressPrinter method that prints it."""
 
 
+_YES = frozenset({"y", "yes", "是", "好"})
+_NO = frozenset({"n", "no", "否", "不"})
+
+
 class TerminalChannel:
     """Interactive chat on the terminal.
 
@@ -371,6 +376,11 @@ class TerminalChannel:
                     break
                 if piped:
                     await self._wait_turn(line, quit_task)
+                if self._pending_confirm:
+                    if self._answer_confirmation(line.strip()):
+                        continue
+                    if piped:  # denied; as an instruction it waits for that task's end
+                        await self._wait_turn(line, quit_task)
                 if not self._handle(line.strip()):
                     break
         finally:
@@ -426,14 +436,22 @@ class TerminalChannel:
             text = str(exc)
         self.console.print(escape(text))
 
+    def _answer_confirmation(self, line: str) -> bool:
+        """Answer the oldest pending confirmation with ``line``; True when the line was the
+        answer. ``y`` / ``yes`` / 是 / 好 allow; ``n`` / ``no`` / 否 / 不 and an empty line deny.
+        Any other line denies too and is not used up: it is the next instruction (a piped
+        script's next line, or a person typing something else), and the terminal says so."""
+        rid = self._pending_confirm.pop(0)
+        word = line.lower()
+        allowed = word in _YES
+        self.agent.answer_confirmation(rid, allowed, "terminal")
+        if allowed or not line or word in _NO:
+            return True
+        self.console.print(f"[yellow]  ({t('confirm.not_an_answer', self.lang)})[/]")
+        return False
+
     def _handle(self, line: str) -> bool:
         """Handle one typed line; False means quit."""
-        if self._pending_confirm:
-            rid = self._pending_confirm.pop(0)
-            self.agent.answer_confirmation(
-                rid, line.lower() in ("y", "yes", "是", "好"), "terminal"
-            )
-            return True
         if not line:
             return True
         if line.startswith("/") and line.split()[0] != "/stop":
