@@ -10,7 +10,8 @@
     │   ├── ModelRetryableError    connection error, 408/409/429/5xx, stream cut: worth a retry
     │   └── ModelFatalError        4xx that cannot succeed, malformed response
     │       ├── ModelRefused           a refusal stop: the refused turn is dropped
-    │       └── ContextOverflow        the prompt did not fit: compressed and asked again once
+    │       ├── ContextOverflow        the prompt did not fit: compressed and asked again once
+    │       └── PromptTooLong          it cannot fit even compressed: not sent at all (E1)
     ├── ToolError              a tool failed; becomes a failed tool result for the model
     │   ├── ToolArgumentError      arguments that are not JSON, fail the schema or a range check
     │   │   └── BoxAnswerError         a box-selection answer that fails validation (D5; ValueError)
@@ -124,6 +125,22 @@ class ContextOverflow(ModelFatalError):
         self, message: str, status: int | None = None, context_tokens: int | None = None
     ) -> None:
         super().__init__(message, status)
+        self.context_tokens = context_tokens
+
+
+class PromptTooLong(ModelFatalError):
+    """The prompt is longer than the model's context window even after compression, so it is
+    not sent (SPEC E1, B6): one instruction, or one tool result, is longer than the window.
+
+    Args:
+        message: What is too long, by how much, and the setting that names the window.
+        prompt_tokens: The prompt's size in tokens (estimated).
+        context_tokens: The model's context window in tokens.
+    """
+
+    def __init__(self, message: str, prompt_tokens: int, context_tokens: int) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
         self.context_tokens = context_tokens
 
 

@@ -9,6 +9,7 @@ from tests.agent.helpers import call, make_agent
 
 from loopact.agent.compress import is_summary, pairing_problems, summary_message
 from loopact.agent.context import ContextManager
+from loopact.llm.base import Capabilities
 
 
 async def test_big_rounds_are_summarised_with_a_checkpoint_not_dropped(
@@ -147,3 +148,22 @@ async def test_a_plain_trim_writes_the_checkpoint_first(
     assert not any(is_summary(m) for m in agent.history)  # the trim dropped the summary...
     assert len(checkpoints) == 1 and "the kitchen door is open" in checkpoints[0]  # ...kept
     assert pairing_problems(agent.history) == []
+
+
+async def test_an_instruction_longer_than_the_context_window_is_refused_without_a_request(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A newcomer's audit: a 105 KB instruction to the local brain (8192 tokens) was sent,
+    the server answered an empty body, and two retries followed. An instruction that cannot
+    fit even compressed is not sent: the task fails once, naming both sizes (SPEC E1)."""
+    server = scripted_server([{"text": "fine"}])
+    agent, rec = make_agent(server, tmp_path, capabilities=Capabilities(context_tokens=4096))
+    out = await agent.run_task("please read this: " + "lorem ipsum dolor " * 6000)
+    assert out.status == "failed"
+    assert out.error is not None and "context window of 4096 tokens" in out.error, out.error
+    assert not server.requests and not rec.of("model_retry")
+    [ev] = [e.data for e in rec.of("context_compressed")]
+    assert ev["after_tokens"] > 4096
+    # the next instruction that fits is answered as usual
+    assert (await agent.run_task("hello")).reply == "fine"
+    await agent.close()

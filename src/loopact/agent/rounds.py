@@ -47,7 +47,13 @@ from loopact.agent.stream import (
     stream_response,
     too_long_to_wait,
 )
-from loopact.errors import BoundReached, ContextOverflow, ModelError, ModelRetryableError
+from loopact.errors import (
+    BoundReached,
+    ContextOverflow,
+    ModelError,
+    ModelRetryableError,
+    PromptTooLong,
+)
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
@@ -230,6 +236,11 @@ class TaskRounds:
     async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> None:
         """Compress the history when the prompt has passed the threshold (SPEC E1).
 
+        Raises:
+            PromptTooLong: Even compressed, the prompt is longer than the model's context
+                window (one instruction or tool result is): it is not sent, since no retry
+                could make it fit.
+
         Args:
             ctx: The context manager of this request.
             reason: ``threshold`` (before a request) or ``overflow`` (the server refused
@@ -253,15 +264,27 @@ class TaskRounds:
                 new_history, method = trimmed, "trim"
         if new_history is not None:
             self.conv.replace(new_history)
+        after = ctx.prompt_tokens(self.conv.history)
         self.env.bus.emit(
             "context_compressed",
             self.task_id,
             method=method,
             before_tokens=before,
-            after_tokens=ctx.prompt_tokens(self.conv.history),
+            after_tokens=after,
             limit=threshold,
             reason=reason,
         )
+        window = ctx.context_tokens
+        if window is not None and after > window:
+            raise PromptTooLong(
+                f"the prompt is about {after} tokens even after compression, more than the "
+                f"model's context window of {window} tokens: the instruction or a tool result "
+                "is too long for this model. Shorten it, or use a model with a larger context "
+                "(the window is model.capabilities.context_tokens, or local.context_tokens "
+                "for the local brain)",
+                after,
+                window,
+            )
 
     async def _checkpoint(self, ctx: ContextManager) -> None:
         """Write the task's state to memory before the history loses turns (SPEC E1, E2)."""

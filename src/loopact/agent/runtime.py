@@ -25,7 +25,7 @@ from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
 from loopact.agent.state import Conversation, HourlyBudget, InputSource
 from loopact.agent.task import TaskEnv, TaskOutcome, TaskRun
-from loopact.errors import BoundReached, ModelError, ModelRefused, TaskFailed
+from loopact.errors import BoundReached, ModelError, ModelRefused, PromptTooLong, TaskFailed
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
@@ -441,7 +441,8 @@ class Agent:
             bus.emit("error", cmd.id, message=str(exc))
             outcome = TaskOutcome(cmd.id, "failed", error=str(exc))
         except ModelError as exc:
-            if isinstance(exc, ModelRefused):  # the refused turn must not be sent again
+            if isinstance(exc, (ModelRefused, PromptTooLong)):
+                # the refused turn, or one that can never fit, must not be sent again
                 self.conversation.drop_after(mark)
             message = t("model.failed", lang, error=str(exc))
             bus.emit("error", cmd.id, message=message)

@@ -39,7 +39,8 @@ agent:
                               # at 1.25x this, never past 85% of the context size;
                               # a server that refuses a prompt as too long ("maximum
                               # context length is N tokens") teaches the agent N: it
-                              # compresses and asks once more
+                              # compresses and asks once more; an instruction that
+                              # cannot fit even compressed is refused, never sent
   hourly_rounds: 120          # continuous mode: model rounds per rolling hour
   hourly_tokens: 400000       # continuous mode: tokens per rolling hour
   tool_calling: auto          # native (the API's tools), text (action lines such as
