@@ -137,6 +137,29 @@ async def test_a_rejected_plan_is_corrected_once_and_runs(
     assert [e.data["n"] for e in rec.of("step_start")] == [1, 2]
 
 
+async def test_a_plan_that_calls_no_tool_is_rejected_not_reported_as_done(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A newcomer's audit: the local brain's plan was one step with ``"tool": null``; it
+    "completed" with 0 of 1 steps and exit code 0, the robot never moved. A plan without
+    any tool is sent back once, and again it fails the task before anything runs."""
+    seen.clear()
+    idle = [{"id": 1, "description": "move forward half a meter", "tool": None}]
+    server = scripted_server(
+        [
+            {"text": plan_text(idle)},
+            {"text": plan_text(idle), "expect": {"contains": "no step has a tool"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[measure, double, report], mode="plan")
+    outcome = await agent.run_task("move forward half a meter")
+    await agent.close()
+    assert outcome.status == "failed", outcome
+    assert "no step has a tool" in (outcome.error or "")
+    assert "available tools: " in (outcome.error or "") and "measure" in (outcome.error or "")
+    assert not rec.of("step_start") and seen == []
+
+
 async def test_agent_call_tool_runs_a_plan_inside_a_task(
     scripted_server: Any, tmp_path: Path
 ) -> None:

@@ -143,6 +143,13 @@ def test_unknown_tool_lists_available() -> None:
     assert "available tools: double, measure, write_note" in str(err.value)
 
 
+def test_a_plan_without_any_tool_is_rejected() -> None:
+    plan = Plan((PlanStep("1", description="think"), PlanStep("2", description="answer")))
+    with pytest.raises(PlanError, match="no step has a tool") as err:
+        validate_plan(plan, SPECS)
+    assert "available tools: double, measure, write_note" in str(err.value)
+
+
 def test_reference_to_missing_step_names_valid_steps() -> None:
     plan = parse_plan(
         json.dumps(

@@ -317,7 +317,8 @@ def validate_plan(plan: Plan, specs: Sequence[ToolSpec]) -> None:
 
     Checks: step ids are unique; every tool exists; parameter names are in the tool's schema
     and required ones are present; every ``{{...}}`` placeholder is a valid reference to an
-    earlier step that has a tool.
+    earlier step that has a tool; at least one step has a tool (a plan of descriptions only
+    would report success having done nothing).
 
     Args:
         plan: The parsed plan.
@@ -369,6 +370,12 @@ def validate_plan(plan: Plan, specs: Sequence[ToolSpec]) -> None:
                     f"valid earlier steps: {valid}"
                 )
         seen[step.id] = step
+    if not any(step.tool is not None for step in plan.steps):
+        available = ", ".join(sorted(by_name)) or "(none)"
+        raise PlanError(
+            'no step has a tool (every "tool" is null), so the plan would do nothing; give '
+            f"each step that acts a tool; available tools: {available}"
+        )
 
 
 def _check_parameter_names(where: str, step: PlanStep, spec: ToolSpec) -> None:
