@@ -76,7 +76,8 @@ app.command("mcp")(mcp_cmd)
 
 
 def main() -> None:
-    """Entry point of the ``loopact`` command."""
+    """Entry point of the ``loopact`` command (the installed script reaches it through
+    :mod:`_loopact_entry`, so that a Ctrl-C while this module imports exits 130 too)."""
     try:
         app()
     except KeyboardInterrupt:
