@@ -5,6 +5,10 @@
 types and fields). ``loopact trace PATH`` prints a timeline; ``loopact trace PATH --to-script
 OUT.json`` turns the recorded model responses into a script for the scripted model server
 (``loopact.testing``), so a run seen once replays offline as a test.
+
+Reading checks every line in one place (:func:`check_event`): an object, the common fields
+and the fields the timeline and the replay use of the right JSON kind, else a ``ValueError``
+naming the file and line. A last line cut off mid-write (a crash) is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -85,21 +90,211 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def read_trace(path: Path) -> Iterator[dict[str, Any]]:
-    """The trace's events as dicts, in order.
+@dataclass(frozen=True)
+class Trace:
+    """A trace file as :func:`load_trace` read it.
+
+    Attributes:
+        path: The file.
+        events: Its events in order, each one checked by :func:`check_event`.
+        lines: The line number (from 1) of each event, for messages about it.
+        warnings: What reading skipped, one sentence each naming the file and line (a last
+            line cut off mid-write).
+    """
+
+    path: Path
+    events: tuple[dict[str, Any], ...]
+    lines: tuple[int, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def load_trace(path: Path) -> Trace:
+    """Read and check a trace file (SPEC H3, docs/trace.md "Reading a trace").
+
+    Args:
+        path: A JSON Lines trace, as ``--trace`` writes it.
+
+    Returns:
+        Its events with their line numbers; no events when the file is empty or blank. A last
+        line without its newline that is not JSON (the run was cut off while writing it) is
+        skipped and named in ``warnings``.
 
     Raises:
-        ValueError: A line is not JSON (names the line number).
+        ValueError: A line is not UTF-8, not JSON, or not an event of the documented shape
+            (the message names the file, the line and what is wrong).
         OSError: The file cannot be read.
     """
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+    warnings: list[str] = []
+    numbered = list(_scan(path, warnings))
+    return Trace(
+        path=path,
+        events=tuple(event for _n, event in numbered),
+        lines=tuple(n for n, _event in numbered),
+        warnings=tuple(warnings),
+    )
+
+
+def read_trace(path: Path) -> Iterator[dict[str, Any]]:
+    """The trace's events as dicts, in order, each checked by :func:`check_event`.
+
+    A last line cut off mid-write is skipped silently (:func:`load_trace` reports it).
+
+    Raises:
+        ValueError: A line is not JSON or not an event (names the line number).
+        OSError: The file cannot be read.
+    """
+    for _n, event in _scan(path, []):
+        yield event
+
+
+def _scan(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, event)`` of every non-blank line; a cut-off last line goes to warnings."""
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            where = f"{path}:{n}"
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
+                text = _decode(raw, where)
+                if not text.strip():
+                    continue
+                value = _parse(text, where)
+            except ValueError:
+                if raw.endswith(b"\n"):
+                    raise
+                # only the last line can lack its newline: the writer died inside it
+                warnings.append(
+                    f"{where}: the last line is incomplete (the run was cut off); ignored"
+                )
+                return
+            yield n, check_event(value, where)
+
+
+def _decode(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: not UTF-8 text") from None
+
+
+def _parse(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not a JSON line ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # an integer of 4300+ digits, deep nesting
+        raise ValueError(f"{where}: not a JSON line ({exc})") from None
+
+
+_Check = Callable[[Any, str], str | None]
+"""Checks one value named ``name``; returns what is wrong (``'ts' must be a number, ...``)."""
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of a parsed value, as a message says it: ``an array``, ``a string``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and not _fits_a_float(value):
+        return "a number too large"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _fits_a_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _expect(wanted: str, kinds: tuple[str, ...]) -> _Check:
+    def check(value: Any, name: str) -> str | None:
+        return None if _kind(value) in kinds else f"{name} must be {wanted}, got {_kind(value)}"
+
+    return check
+
+
+def _list_of(wanted: str, item: _Check) -> _Check:
+    def check(value: Any, name: str) -> str | None:
+        if not isinstance(value, list):
+            return f"{name} must be {wanted}, got {_kind(value)}"
+        for i, element in enumerate(value):
+            if problem := item(element, f"{name}[{i}]"):
+                return problem
+        return None
+
+    return check
+
+
+def _object_with(fields: dict[str, _Check]) -> _Check:
+    def check(value: Any, name: str) -> str | None:
+        if not isinstance(value, dict):
+            return f"{name} must be an object, got {_kind(value)}"
+        for key, field_check in fields.items():
+            if key in value and (problem := field_check(value[key], f"{name}.{key}")):
+                return problem
+        return None
+
+    return check
+
+
+_NUMBER = _expect("a number", ("a number",))
+_STRING = _expect("a string", ("a string",))
+_STRING_OR_NULL = _expect("a string or null", ("a string", "null"))
+_COMMON_FIELDS: dict[str, _Check] = {"ts": _NUMBER, "type": _STRING, "task_id": _STRING_OR_NULL}
+"""The fields of every line (docs/trace.md, Common fields)."""
+_TYPE_FIELDS: dict[str, dict[str, _Check]] = {
+    "model_request": {"tools": _list_of("a list of strings", _STRING)},
+    "model_response": {
+        "text": _STRING_OR_NULL,
+        "reasoning": _STRING_OR_NULL,
+        "finish_reason": _STRING_OR_NULL,
+        "tool_calls": _list_of(
+            "a list",
+            _object_with(
+                {"id": _STRING, "name": _STRING, "arguments": _expect("an object", ("an object",))}
+            ),
+        ),
+    },
+    "robot_state": {"x_m": _NUMBER, "y_m": _NUMBER, "yaw_rad": _NUMBER},
+}
+"""Per event type, the fields whose kind the timeline and the replay rely on; other fields
+and types are shown as they are (new ones may appear without a schema bump)."""
+
+
+def check_event(value: Any, where: str) -> dict[str, Any]:
+    """Check one parsed trace line: an object whose documented fields have the right kind.
+
+    A field may be missing (the timeline prints what there is); when present it must be of
+    its documented JSON kind, or nothing downstream could use it (SPEC H3).
+
+    Args:
+        value: The parsed JSON of one line.
+        where: ``FILE:LINE`` for the message.
+
+    Returns:
+        ``value``, an event dict.
+
+    Raises:
+        ValueError: ``FILE:LINE: expected an event object, got an array``, or ``FILE:LINE:
+            'tool_calls' must be a list, got a string`` (the first problem found).
+    """
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected an event object, got {_kind(value)}")
+    _check_fields(value, _COMMON_FIELDS, where)
+    # the type is a string or absent by now; an unknown type has no fields of its own
+    _check_fields(value, _TYPE_FIELDS.get(str(value.get("type")), {}), where)
+    return value
+
+
+def _check_fields(event: dict[str, Any], fields: dict[str, _Check], where: str) -> None:
+    for key, field_check in fields.items():
+        if key in event and (problem := field_check(event[key], f"'{key}'")):
+            raise ValueError(f"{where}: {problem}")
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -108,8 +303,13 @@ def _short(value: Any, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def timeline(events: list[dict[str, Any]]) -> list[str]:
-    """Readable lines, one per event: ``+seconds  task  type  summary``."""
+def timeline(events: Sequence[dict[str, Any]]) -> list[str]:
+    """Readable lines, one per event: ``+seconds  task  type  summary``.
+
+    Args:
+        events: Events as :func:`load_trace` or :func:`read_trace` checked them; a missing
+            field is shown as what there is (``None``, ``?``), never raised about.
+    """
     if not events:
         return []
     t0 = float(events[0].get("ts", 0.0))
@@ -128,7 +328,7 @@ def timeline(events: list[dict[str, Any]]) -> list[str]:
             )
         elif typ == "model_response":
             calls = ", ".join(
-                f"{c.get('name')}({_short(c.get('arguments'), 60)})"
+                f"{c.get('name', '?')}({_short(c.get('arguments'), 60)})"
                 for c in ev.get("tool_calls", [])
             )
             summary = f"round {ev.get('round')} [{ev.get('finish_reason')}] " + (
@@ -163,14 +363,31 @@ def timeline(events: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def to_script(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """A scripted-server script that replays the trace's model responses in order.
+NOTHING_TO_REPLAY = "the trace has no model_response events to replay"
+"""Why :func:`to_script` refuses a trace without model responses."""
+
+
+def to_script(events: Trace | Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A scripted-server script that replays the trace's model responses in order (SPEC H3).
+
+    Args:
+        events: A trace as :func:`load_trace` read it (messages name its lines), or its
+            events as :func:`read_trace` yields them (messages name the event's position).
+
+    Returns:
+        ``{"turns": [...]}``, one turn per ``model_response``.
 
     Raises:
-        ValueError: The trace has no ``model_response`` events.
+        ValueError: The trace has no ``model_response`` events; or a recorded tool call lacks
+            its ``id``, ``name`` or ``arguments``, which the replay would have to guess.
     """
+    if isinstance(events, Trace):
+        where = [f"{events.path}:{n}" for n in events.lines]
+        events = events.events
+    else:
+        where = [f"event {i}" for i in range(1, len(events) + 1)]
     turns: list[dict[str, Any]] = []
-    for ev in events:
+    for at, ev in zip(where, events, strict=True):
         if ev.get("type") != "model_response":
             continue
         turn: dict[str, Any] = {}
@@ -180,14 +397,21 @@ def to_script(events: list[dict[str, Any]]) -> dict[str, Any]:
             turn["reasoning"] = ev["reasoning"]
         calls = ev.get("tool_calls") or []
         if calls:
-            turn["tool_calls"] = [
-                {"id": c["id"], "name": c["name"], "arguments": c.get("arguments") or {}}
-                for c in calls
-            ]
+            turn["tool_calls"] = [_replayed_call(c, i, at) for i, c in enumerate(calls, 1)]
         reason = ev.get("finish_reason")
         if reason in ("stop", "tool_calls", "length"):
             turn["finish_reason"] = reason
         turns.append(turn)
     if not turns:
-        raise ValueError("the trace has no model_response events to replay")
+        raise ValueError(NOTHING_TO_REPLAY)
     return {"turns": turns}
+
+
+def _replayed_call(call: dict[str, Any], i: int, where: str) -> dict[str, Any]:
+    """The script's form of the ``i``-th recorded call (from 1) of the event at ``where``."""
+    for key in ("id", "name", "arguments"):
+        if key not in call:
+            raise ValueError(
+                f"{where}: tool call {i} has no {key!r}, which a replay needs; no script written"
+            )
+    return {"id": call["id"], "name": call["name"], "arguments": call["arguments"]}

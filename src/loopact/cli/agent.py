@@ -228,29 +228,41 @@ def trace_cmd(
     ),
 ) -> None:
     """Print a trace as a timeline, or turn it into a replay script."""
-    from loopact.trace import read_trace, timeline
+    # The docstring is the --help text. SPEC H3, docs/trace.md "Reading a trace": exit 2 when
+    # the trace cannot be read, is empty, has a line that is not an event (named) or a call
+    # the replay would have to guess; 1 when it has nothing to replay; a cut-off last line
+    # is skipped with a warning.
+    from loopact.trace import NOTHING_TO_REPLAY, load_trace, timeline
     from loopact.trace import to_script as make_script
 
     try:
-        events = list(read_trace(path))
+        trace = load_trace(path)
     except (OSError, ValueError) as exc:
         err.print(f"loopact: cannot read trace: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
-    if to_script is not None:
-        try:
-            script = make_script(events)
-        except ValueError as exc:
-            err.print(f"loopact: {exc}", markup=False)
-            raise typer.Exit(EXIT_ERROR) from None
-        try:
-            to_script.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n")
-        except OSError as exc:
-            err.print(f"loopact: cannot write {to_script}: {exc.strerror or exc}", markup=False)
-            raise typer.Exit(EXIT_USAGE) from None
-        typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
+    for warning in trace.warnings:
+        err.print(f"loopact: {warning}", markup=False)
+    if not trace.events:
+        err.print(f"loopact: {path}: the trace is empty", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    if to_script is None:
+        for line in timeline(trace.events):
+            typer.echo(line)
         return
-    for line in timeline(events):
-        typer.echo(line)
+    if not any(ev.get("type") == "model_response" for ev in trace.events):
+        err.print(f"loopact: {NOTHING_TO_REPLAY}", markup=False)
+        raise typer.Exit(EXIT_ERROR)
+    try:
+        script = make_script(trace)
+    except ValueError as exc:  # a recorded call the replay would have to guess
+        err.print(f"loopact: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    try:
+        to_script.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        err.print(f"loopact: cannot write {to_script}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
 
 
 def scripted_server(
@@ -259,8 +271,14 @@ def scripted_server(
     port: int = typer.Option(8000, "--port"),
 ) -> None:
     """Serve a script over the OpenAI, Anthropic and Dify protocols (demos, replays)."""
+    # The docstring is the --help text. Exit 2 for a port outside 0-65535 (checked here, as
+    # `run --web-port` is by web.port, not left to bind()'s OverflowError), one that cannot
+    # be bound, or a missing or malformed script (docs/scripted-server.md, SPEC X2).
     from loopact.testing.server import serve_forever
 
+    if not 0 <= port <= 65535:
+        err.print(f"loopact: --port must be 0-65535 (got {port})", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     if not script.is_file():
         what = "is not a file" if script.exists() else "does not exist"
         err.print(f"loopact: script {script} {what}", markup=False)
