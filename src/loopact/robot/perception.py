@@ -185,11 +185,14 @@ async def detections_and_depth(
 
 
 def as_objects(dets: list[Detection], pan_deg: float) -> list[dict[str, Any]]:
-    """JSON-able detections with bearings relative to the robot's heading (left positive)."""
+    """JSON-able detections with bearings relative to the robot's heading (degrees, left
+    positive) and ``distance_m`` the range from the camera along the line of sight (metres,
+    :attr:`~loopact.vision.detect.Detection.range_m`), not the depth."""
     out = []
     for d in dets:
         item = d.to_dict()
         item["bearing_deg"] = round(d.bearing_deg + pan_deg, 1)
+        item["distance_m"] = None if d.range_m is None else round(d.range_m, 2)
         out.append(item)
     return out
 
@@ -217,8 +220,9 @@ SEEN_PER_VIEW = 4
 def around_sentence(views: Sequence[dict[str, Any]]) -> str:
     """``observe_surroundings``' result sentence: ``"looked all around. In front: I see a red
     box 2.8 m away, 29 degrees right. To the left: I see ...."``, one part per view in the order
-    turned (front, left, behind, right). Bearings in each part are relative to the robot's
-    heading when it took that view (degrees, left positive). Rendered in Chinese by
+    turned (front, left, behind, right). Bearings in every part are relative to the robot's
+    heading before it turned (degrees, left positive, wrapped to (-180, 180]): the green box
+    to the right of the left view is "56 degrees left". Rendered in Chinese by
     :func:`loopact.agent.result_zh.result_zh`."""
     parts = [f"{_VIEW_WORDS.get(v['view'], v['view'])}: {v['seen']}" for v in views]
     return " ".join(["looked all around.", *parts])
@@ -233,8 +237,15 @@ _VIEW_WORDS = {
 
 
 async def _view(
-    env: RobotEnv, ranges: ColorRanges, label: str, ctx: ToolContext | None = None
+    env: RobotEnv,
+    ranges: ColorRanges,
+    label: str,
+    ctx: ToolContext | None = None,
+    turned_deg: float = 0.0,
 ) -> tuple[dict[str, Any], list[Image]]:
+    """One view of ``observe_surroundings``: its detections (bearings relative to the robot's
+    heading now) and ``seen``, a sentence whose bearings are relative to the heading before
+    the robot turned ``turned_deg`` degrees (left positive), so the four views agree."""
     frame = await fresh_frame(env)
     gated = await asyncio.to_thread(env.gate.process, frame.rgb)
     dets, pan = await detections(env, frame, None, ranges)
@@ -242,7 +253,7 @@ async def _view(
     view: dict[str, Any] = {
         "view": label,
         "caption": caption(objects),
-        "seen": describe(dets, pan, limit=SEEN_PER_VIEW),
+        "seen": describe(dets, pan + turned_deg, limit=SEEN_PER_VIEW),
         "objects": objects,
     }
     overlay = await asyncio.to_thread(
@@ -359,7 +370,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
                             f"observe_surroundings: turning failed: {turned.error}",
                             data={"views": views},
                         )
-                view, imgs = await _view(env, col, label, ctx)
+                view, imgs = await _view(env, col, label, ctx, turned_deg=90.0 * i)
                 views.append(view)
                 images.extend(imgs)
             await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
@@ -367,7 +378,13 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
             return ToolResult.failure(str(exc), data={"views": views})
         result = around_sentence(views)
         return ToolResult.success(
-            {"result": result, "views": views, "note": "images in order: " + ", ".join(labels)},
+            {
+                "result": result,
+                "views": views,
+                "note": "images in order: " + ", ".join(labels) + "; each view's objects have "
+                "bearings from the heading it was taken at, its 'seen' and 'result' from the "
+                "heading at the start",
+            },
             images=images,
         )
 

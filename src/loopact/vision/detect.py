@@ -64,7 +64,9 @@ class Detection:
         color: The colour name.
         bbox: ``[x1, y1, x2, y2]`` in pixels (x2, y2 exclusive).
         area_px: Blob area in pixels.
-        distance_m: Median depth inside the blob in metres, None without valid depth.
+        distance_m: Median depth inside the blob in metres (along the camera's optical axis,
+            as depth images are, REP 118), None without valid depth. :attr:`range_m` is the
+            distance a person means by "how far".
         bearing_deg: Direction of the blob's centre in degrees, left positive, relative to the
             camera's optical axis.
         circularity: ``4 pi area / perimeter^2`` of the outline (1 for a disc, ~0.8 for a
@@ -79,6 +81,15 @@ class Detection:
     bearing_deg: float
     circularity: float = 0.0
     aspect: float = 1.0
+
+    @property
+    def range_m(self) -> float | None:
+        """How far the blob is from the camera along the line of sight in the horizontal
+        plane, metres: :attr:`distance_m` over ``cos(bearing_deg)``. An object 29 degrees to
+        the side at a depth of 2.8 m is 3.2 m away. None without valid depth."""
+        if self.distance_m is None:
+            return None
+        return self.distance_m / max(math.cos(math.radians(self.bearing_deg)), 1e-3)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able ``{color, bbox, distance_m, bearing_deg}`` (rounded)."""

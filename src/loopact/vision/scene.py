@@ -122,6 +122,11 @@ def shape_of(det: Detection) -> str:
     return "round" if det.circularity >= 0.86 and 0.75 <= det.aspect <= 1.33 else "boxy"
 
 
+def _wrapped(angle_deg: float) -> float:
+    """``angle_deg`` in (-180, 180] degrees."""
+    return -((-angle_deg + 180.0) % 360.0 - 180.0)
+
+
 def _side(bearing_deg: float) -> str:
     if bearing_deg > 5:
         return f"{bearing_deg:.0f} degrees left"
@@ -145,9 +150,12 @@ def describe(dets: list[Detection], bearing_offset_deg: float = 0.0, limit: int 
 
     Args:
         dets: Detections of one frame (bearing relative to the camera).
-        bearing_offset_deg: Added to each bearing (the head's pan), so bearings are relative
-            to the robot's heading, left positive.
+        bearing_offset_deg: Added to each bearing (the head's pan, plus how far the robot has
+            turned since a reference heading), so bearings are relative to the robot's heading
+            (or that reference), left positive, wrapped to (-180, 180] degrees.
         limit: Most objects named.
+
+    Distances are :attr:`Detection.range_m` (along the line of sight), not the depth.
 
     Returns:
         ``"I see a red box 3.3 m away, 28 degrees right; a yellow box ...; and the purple floor
@@ -155,11 +163,11 @@ def describe(dets: list[Detection], bearing_offset_deg: float = 0.0, limit: int 
     """
     objects = [d for d in dets if d.color != LINE_COLOR]
     line = any(d.color == LINE_COLOR for d in dets)
-    objects.sort(key=lambda d: (d.distance_m is None, d.distance_m or 0.0))
+    objects.sort(key=lambda d: (d.range_m is None, d.range_m or 0.0))
     parts = []
     for d in objects[:limit]:
-        dist = "" if d.distance_m is None else f" {d.distance_m:.1f} m away,"
-        parts.append(f"a {noun(d)}{dist} {_side(d.bearing_deg + bearing_offset_deg)}")
+        dist = "" if d.range_m is None else f" {d.range_m:.1f} m away,"
+        parts.append(f"a {noun(d)}{dist} {_side(_wrapped(d.bearing_deg + bearing_offset_deg))}")
     if line:
         parts.append(f"the {LINE_COLOR} line on the floor")
     if not parts:
