@@ -211,3 +211,35 @@ async def test_signed_robot_arguments_declare_their_convention(rig: Rig) -> None
 def test_where_the_camera_looks_in_words() -> None:
     assert looks(-43.6, 0.5) == "the camera now looks 44 degrees right and 0 degrees down"
     assert looks(0.4, -20) == "the camera now looks straight ahead and 20 degrees up"
+
+
+def _said(sentence: str, colour: str) -> tuple[float, float]:
+    """``(distance m, bearing deg left positive)`` of the ``colour`` object in a sentence."""
+    m = re.search(rf"a {colour} \w+ ([\d.]+) m away, (\d+) degrees (left|right)", sentence)
+    assert m, (colour, sentence)
+    return float(m[1]), float(m[2]) * (1 if m[3] == "left" else -1)
+
+
+def _truth(x_m: float, y_m: float) -> tuple[float, float]:
+    """Distance (m) and bearing (deg, left positive) of a point from the start pose (0, 0, 0)."""
+    return math.hypot(x_m, y_m), math.degrees(math.atan2(y_m, x_m))
+
+
+async def test_described_distances_and_bearings_match_the_world(rig: Rig) -> None:
+    """A newcomer's audit, by simulator ground truth (loopact sim --describe): seewhat said the
+    red cube, 3.4 m away and 28 degrees right, was 2.8 m away (the depth, not the range), and
+    observe_surroundings put the green cylinder (55 degrees left) "34 degrees right" (a bearing
+    of the left view). Distances are now along the line of sight to the near face, and every
+    view's bearings are from the heading at the start."""
+    red_d, red_b = _truth(3.0, -1.6)  # the red cube's centre; its near face is 0.15 m closer
+    green_d, green_b = _truth(1.6, 2.3)  # the green cylinder, radius 0.12 m
+    looked = await rig.call("seewhat")
+    assert looked.ok, looked.error
+    d, b = _said(looked.data["result"], "red")
+    assert abs(d - (red_d - 0.15)) < 0.25 and abs(b - red_b) < 4, (d, b, red_d, red_b)
+    around = await rig.call("observe_surroundings")
+    assert around.ok, around.error
+    left = next(v for v in around.data["views"] if v["view"] == "left")
+    d, b = _said(left["seen"], "green")
+    assert abs(d - (green_d - 0.12)) < 0.25 and abs(b - green_b) < 5, (d, b, green_d, green_b)
+    assert left["seen"] in around.data["result"]
