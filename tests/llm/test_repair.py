@@ -45,6 +45,8 @@ def test_dict_passes_through() -> None:
         ("[1, 2, 3]", "array"),
         ("42", "number"),
         ('{"a": 1}{"b": 2}', "2 JSON objects"),
+        # json_repair turns this into an array; the error says the text was broken
+        ("{not json at all", "not valid JSON and could not be repaired: {not json at all"),
     ],
 )
 def test_unrepairable_reports_why(raw: str, fragment: str) -> None:

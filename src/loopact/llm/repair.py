@@ -55,10 +55,11 @@ def _parse(raw: object, depth: int) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if nesting_depth(text) > MAX_ARGUMENT_DEPTH:
         return {}, TOO_DEEP_ERROR
+    repaired = False
     try:
         value = json.loads(text)
     except ValueError:
-        value = _repair(text)
+        value, repaired = _repair(text), True
         if isinstance(value, _Failure):
             return {}, value.reason
     if isinstance(value, dict):
@@ -70,6 +71,8 @@ def _parse(raw: object, depth: int) -> tuple[dict[str, Any], str | None]:
             return inner, None
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
         return value[0], None
+    if repaired:  # what the repair made of broken text is no evidence of what was meant
+        return {}, f"arguments are not valid JSON and could not be repaired: {_clip(text)}"
     return {}, f"arguments must be a JSON object, got {_kind(value)}: {_clip(text)}"
 
 
