@@ -317,6 +317,10 @@ def test_a_piped_line_that_is_no_answer_denies_and_still_runs_as_the_next_instru
     assert proc.stdout.index("I did not write it.") < proc.stdout.index("Moving on.")
     events = list(read_trace(trace))
     assert [e["allowed"] for e in events if e["type"] == "confirm_response"] == [False]
+    # the answer belongs to the asking task in the trace, as the request does
+    [asked] = [e for e in events if e["type"] == "confirm_request"]
+    [answered] = [e for e in events if e["type"] == "confirm_response"]
+    assert answered["task_id"] == asked["task_id"] is not None
     starts = [e["text"] for e in events if e["type"] == "task_start"]
     assert starts == ["write hi to a.txt", "move forward one meter"]
     assert [e["status"] for e in events if e["type"] == "task_end"] == ["completed"] * 2

@@ -126,6 +126,7 @@ class ConfirmationBroker:
         self.timeout_s = timeout_s
         self.lang = lang
         self._pending: dict[str, asyncio.Future[bool]] = {}
+        self._task_of: dict[str, str | None] = {}  # request id -> its task's id
         self._ids = itertools.count(1)
 
     @property
@@ -165,6 +166,7 @@ class ConfirmationBroker:
         request_id = f"confirm-{next(self._ids)}"
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = fut
+        self._task_of[request_id] = task_id
         self.bus.emit(
             "confirm_request",
             task_id,
@@ -185,6 +187,7 @@ class ConfirmationBroker:
             )
         finally:
             self._pending.pop(request_id, None)
+            self._task_of.pop(request_id, None)
         if allowed:
             return Decision(True)
         return Decision(False, t("confirm.denied", self.lang, name=call.name))
@@ -195,5 +198,6 @@ class ConfirmationBroker:
         if fut is None or fut.done():
             return False
         fut.set_result(allow)
-        self.bus.emit("confirm_response", None, id=request_id, allowed=allow, by=source)
+        task_id = self._task_of.get(request_id)  # the response belongs to the request's task
+        self.bus.emit("confirm_response", task_id, id=request_id, allowed=allow, by=source)
         return True
