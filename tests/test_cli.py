@@ -444,3 +444,13 @@ def test_the_banner_masks_the_base_urls_credentials(tmp_path: Path) -> None:
     assert "model m via openai at http://***@127.0.0.1:9/v1?***" in proc.stdout, proc.stdout
     assert "PlainPw99" not in proc.stdout + proc.stderr
     assert "QueryTok123" not in proc.stdout + proc.stderr
+
+
+def test_a_node_file_that_exits_while_loading_is_named(tmp_path: Path) -> None:
+    """A newcomer's audit: ``loopact node`` on a file that runs ``raise SystemExit(7)``
+    exited 7 without a word. It is a file that failed to import (exit 2, named)."""
+    tool_file = tmp_path / "quits.py"
+    tool_file.write_text("raise SystemExit(7)\n")
+    proc = run_cli(["node", str(tool_file)], tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert f"node file {tool_file} failed to import: SystemExit: 7" in proc.stderr, proc.stderr

@@ -76,7 +76,7 @@ def load_node_file(path: Path) -> NodeFile:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a file that calls sys.exit() at import too
         sys.modules.pop(module_name, None)
         raise ConfigError(
             f"node file {path} failed to import: {type(exc).__name__}: {exc}"
