@@ -50,6 +50,10 @@ def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no such folder" in proc.stderr
     proc = run_cli(["eval", "--model-script", "recorded/", "-t", "no_such_task"], tmp_path)
     assert proc.returncode == 2 and "no task matches" in proc.stderr
+    # without a key the local brain would run: it is not announced for a refused run
+    proc = run_cli(["eval", "-t", "no_such_task"], tmp_path)
+    assert proc.returncode == 2 and "no task matches" in proc.stderr
+    assert "local" not in proc.stderr.lower(), proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -147,6 +147,10 @@ def run_eval(cfg: Config, args: EvalArgs, console: Console, err: Console) -> int
         time_factor=factor,
         record=args.record,
     )
+    if local:  # only once every flag is known to be good (a newcomer's audit)
+        from loopact.llm.local import local_brain_banner
+
+        err.print(local_brain_banner(cfg.local, cfg.agent.lang), markup=False)
     return asyncio.run(_run(cfg, tasks, options, json_path, console, err))
 
 
@@ -244,10 +248,6 @@ def eval_command(
     args = EvalArgs(task, model_script, repeat, out, json_path, sim_speed, record, time_factor)
     try:
         cfg, _ = load_config(config, overrides=overrides)
-        if model_script is None and not cfg.endpoint_configured:
-            from loopact.llm.local import local_brain_banner
-
-            err.print(local_brain_banner(cfg.local, cfg.agent.lang), markup=False)
         code = run_eval(cfg, args, console, err)
     except ConfigError as exc:
         err.print(f"loopact: {exc}", markup=False)
