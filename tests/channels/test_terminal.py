@@ -93,3 +93,20 @@ async def test_a_streamed_reply_is_printed_once_with_what_was_added_after_it(
     assert printed.count("I am at the door and") == 1
     assert printed.count("cut off at the limit") == 1
     assert "cut off at the limit" in outcome.reply
+
+
+async def test_a_call_without_a_usable_name_is_shown_as_such(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A newcomer's audit: a call with an empty name was printed ``→ ()`` and ``✗ : ...``."""
+    server = scripted_server(
+        [{"tool_calls": [call("", {}, "e1"), call("wait\x07", {}, "e2")]}, {"text": "Sorry."}]
+    )
+    agent, _ = make_agent(server, tmp_path)
+    out = io.StringIO()
+    agent.bus.subscribe(ProgressPrinter(Console(file=out, width=200), stream_text=False))
+    await agent.run_task("do it")
+    await agent.close()
+    printed = out.getvalue()
+    assert "→ (no tool name)()" in printed and "✗ (no tool name): " in printed, printed
+    assert "→ 'wait\\x07'()" in printed, printed

@@ -127,18 +127,19 @@ class ProgressPrinter:
     def _tool(self, typ: str, ev: Event) -> None:
         """A tool call, its progress lines, its result, and a confirmation request for it."""
         d = ev.data
+        name = _shown_name(str(d.get("name", "")))
         if typ == "tool_call":
             self._end_text()
-            self.console.print(f"[cyan]  → {escape(d['name'])}({escape(_args(d['arguments']))})[/]")
+            self.console.print(f"[cyan]  → {escape(name)}({escape(_args(d['arguments']))})[/]")
         elif typ == "tool_progress":
             self.console.print(f"[dim]    … {escape(str(d['text']))}[/]")
         elif typ == "tool_result":
             if d["ok"]:
                 body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
                 extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
-                self.console.print(f"[green]  ✓ {escape(d['name'])}: {escape(body)}{extra}[/]")
+                self.console.print(f"[green]  ✓ {escape(name)}: {escape(body)}{extra}[/]")
             else:
-                self.console.print(f"[red]  ✗ {escape(d['name'])}: {escape(str(d['error']))}[/]")
+                self.console.print(f"[red]  ✗ {escape(name)}: {escape(str(d['error']))}[/]")
         elif typ == "confirm_request":
             self._end_text()
             # every argument by name, each value cut on its own: the path is never hidden
@@ -233,6 +234,13 @@ _HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
     **dict.fromkeys(("transcript", "speech_in", "speech_out"), ProgressPrinter._voice),
 }
 """Event type -> the ProgressPrinter method that prints it."""
+
+
+def _shown_name(name: str) -> str:
+    """A tool name as printed: one a model sent empty or with odd whitespace is quoted."""
+    if not name.strip():
+        return "(no tool name)"
+    return name if name.isprintable() and name.strip() == name else repr(name)
 
 
 _YES = frozenset({"y", "yes", "是", "好"})
