@@ -395,7 +395,7 @@ class McpServerLink:
             failures += 1
             self.restarts += 1
             note = f"MCP server {self.name} dropped: {reason}{self._stderr_note()}"
-            log.warning("%s; reconnecting in %g s", note, delay)
+            log.info("%s; reconnecting in %g s", note, delay)  # the status event says it
             self._status(LinkState.RESTARTING, note, delay_s=delay)
             with contextlib.suppress(asyncio.TimeoutError):
                 await wait_within(self._stopping.wait(), delay)

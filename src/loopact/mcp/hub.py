@@ -294,7 +294,7 @@ class McpHub:
             return
         self._refused.add((link.name, remote_name, key))
         message = f"MCP server {link.name}: tool {remote_name} not offered: {why}"
-        log.warning("%s", message)
+        log.info("%s", message)  # the node_error event shows it (terminal, trace, console)
         self._emit("node_error", topic=f"mcp:{link.name}/{remote_name}", message=message)
 
     def _too_many(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
@@ -309,7 +309,7 @@ class McpHub:
             f"MCP server {link.name} lists {len(names)} tools; loopact offers the first "
             f"{MAX_TOOLS_PER_SERVER} (every model request carries every tool), not: {shown}"
         )
-        log.warning("%s", message)
+        log.info("%s", message)  # the node_error event shows it (terminal, trace, console)
         self._emit("node_error", topic=f"mcp:{link.name}", message=message)
 
     def _remove(self, name: str, reason: str) -> None:
