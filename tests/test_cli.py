@@ -454,3 +454,15 @@ def test_a_node_file_that_exits_while_loading_is_named(tmp_path: Path) -> None:
     proc = run_cli(["node", str(tool_file)], tmp_path)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert f"node file {tool_file} failed to import: SystemExit: 7" in proc.stderr, proc.stderr
+
+
+def test_a_bad_provider_command_is_blamed_on_the_command(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A newcomer's audit: ``/provider bogus`` was refused as ``command line: 'model.provider'
+    ...``; the error names the command the value came from."""
+    server = scripted_server([])
+    proc = _chat(server, tmp_path, "/provider bogus\n/quit\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "/provider: 'model.provider'" in proc.stdout, proc.stdout
+    assert "command line" not in proc.stdout

@@ -456,13 +456,17 @@ async def _run_terminal(
     from loopact.channels.terminal import TerminalChannel, command_list
 
     def model_factory(
-        args: list[str], api_key: str | None = None, *, env_key_elsewhere: bool = True
+        args: list[str],
+        api_key: str | None = None,
+        *,
+        env_key_elsewhere: bool = True,
+        said_by: str = "/provider",
     ) -> Model:
         """``/provider NAME [MODEL [BASE_URL]]``: the config, env keys of NAME, overrides.
 
         ``env_key_elsewhere=False`` (the web console's settings, issue 21 item 4): without
         ``api_key``, a key from the environment goes only to the provider's own endpoint,
-        never to another base URL.
+        never to another base URL. ``said_by`` names where the values came from in an error.
         """
         from loopact.config import load_config
 
@@ -473,7 +477,9 @@ async def _run_terminal(
             model_over["base_url"] = args[2]
         if api_key:
             model_over["api_key"] = api_key
-        new_cfg, _ = load_config(config_source, overrides={"model": model_over})
+        new_cfg, _ = load_config(
+            config_source, overrides={"model": model_over}, overrides_from=said_by
+        )
         if not api_key and not env_key_elsewhere and new_cfg.model.base_url is not None:
             keyless = new_cfg.model.model_copy(update={"api_key": None})
             new_cfg = new_cfg.model_copy(update={"model": keyless})

@@ -61,7 +61,9 @@ async def serve_web(
         try:
             # The key the page may use (issue 21 item 4); none: no key from the environment
             # goes to a base URL other than the provider's own.
-            model = model_factory(args, api_key=new.get("api_key"), env_key_elsewhere=False)
+            model = model_factory(
+                args, api_key=new.get("api_key"), env_key_elsewhere=False, said_by="settings"
+            )
         except (LoopactError, ValueError) as exc:
             return str(exc)
         agent.set_model(model)

@@ -118,6 +118,7 @@ def load_config(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     mcp_config: Path | None = None,
+    overrides_from: str = "command line",
 ) -> tuple[Config, Path | None]:
     """Load, merge and validate the configuration.
 
@@ -129,6 +130,8 @@ def load_config(
         mcp_config: ``--mcp-config FILE``: its MCP servers are added to ``mcp.servers``
             (a server of the same name replaces the config file's), see
             :func:`read_mcp_servers`.
+        overrides_from: Where ``overrides`` came from, named in an error about one of them
+            (``/provider`` for the terminal's command).
 
     Returns:
         The config and the file it came from (None when no file was used).
@@ -156,7 +159,7 @@ def load_config(
     except pydantic.ValidationError as exc:
         loc = exc.errors()[0]["loc"]
         if _has_path(flags_given, loc):
-            where = "command line"
+            where = overrides_from
         elif _has_path(env_given, loc):
             where = "environment"
         else:
