@@ -245,10 +245,15 @@ async def _channels(
     from loopact.app.web import serve_web
 
     def model_factory(
-        args: list[str], api_key: str | None = None, *, env_key_elsewhere: bool = True
+        args: list[str],
+        api_key: str | None = None,
+        *,
+        env_key_elsewhere: bool = True,
+        said_by: str = "settings",
     ) -> Model:
         """The web settings' model: the configured one with ``args``; no key is read from
-        the environment here (``env_key_elsewhere`` has nothing to hold back)."""
+        the environment here (``env_key_elsewhere`` has nothing to hold back), and the values
+        were checked by the settings form (``said_by`` is not needed)."""
         over: dict[str, Any] = {"provider": args[0]}
         if len(args) > 1:
             over["model"] = args[1]

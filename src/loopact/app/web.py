@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 
@@ -13,10 +12,21 @@ from loopact.config import Config
 from loopact.errors import ConfigError, LoopactError
 from loopact.llm.base import Model
 
-ModelFactory = Callable[..., Model]
-"""``factory(args, api_key=None, *, env_key_elsewhere=True)``: a model from ``/provider NAME
-[MODEL [BASE_URL]]`` args (``env_key_elsewhere=False``: an environment key only with the
-provider's own endpoint)."""
+
+class ModelFactory(Protocol):
+    """``factory(args, api_key=None, *, env_key_elsewhere=True, said_by="/provider")``: a
+    model from ``/provider NAME [MODEL [BASE_URL]]`` args (``env_key_elsewhere=False``: an
+    environment key only with the provider's own endpoint; ``said_by``: where the values came
+    from, named in an error). Raises ConfigError or ValueError for values it cannot use."""
+
+    def __call__(
+        self,
+        args: list[str],
+        api_key: str | None = None,
+        *,
+        env_key_elsewhere: bool = True,
+        said_by: str = "/provider",
+    ) -> Model: ...
 
 
 async def serve_web(
