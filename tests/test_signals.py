@@ -67,6 +67,7 @@ def test_a_signal_preempts_the_running_motion_and_ends_the_task_in_the_trace(
             proc.wait(10)
     assert proc.returncode == code, (out, err)
     assert said in err and "Traceback" not in out + err, (out, err)
+    assert "Stopped" in err and "loopact: preempted" not in err, err  # said once
     events = _events(trace)
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["name"] == "move_forward" and result["ok"] is False, result

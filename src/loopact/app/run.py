@@ -438,7 +438,8 @@ async def _run_once(agent: Agent, text: str, lang: str) -> int:
     if outcome.status == "bounded":
         print(mask(outcome.reply))
         return 3
-    if not printer.errors_shown:  # an error event was already printed otherwise
+    # an error event was printed already, and a preempted task's end says "(Stopped.)"
+    if not printer.errors_shown and outcome.status != "preempted":
         print(f"loopact: {mask(outcome.error or outcome.status)}", file=sys.stderr)
     return 1
 
