@@ -440,3 +440,6 @@ def test_short_web_token_is_refused_at_start(scripted_server: Any, tmp_path: Pat
     proc = _chat(scripted_server([]), tmp_path, "/quit\n", "--web-token", "a", "--web-port", "0")
     assert proc.returncode == 2
     assert "web.token must be at least 16 characters" in proc.stderr
+    # refused when the config is read, before the start-up warns that the same secret is
+    # too short to be masked (a newcomer read that warning as the setting being accepted)
+    assert "not masked" not in proc.stderr

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 import pydantic
 
+from loopact.access import check_token
+
 _STRICT = pydantic.ConfigDict(extra="forbid")
 
 
@@ -253,6 +255,16 @@ class WebConfig(pydantic.BaseModel):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8080, ge=0, le=65535)
     token: pydantic.SecretStr | None = None
+
+    @pydantic.field_validator("token")
+    @classmethod
+    def _token_strong(cls, token: pydantic.SecretStr | None) -> pydantic.SecretStr | None:
+        """A short token can be guessed (issue 21 item 12): refused when the config is read,
+        before anything starts or warns about it (:func:`loopact.access.check_token`)."""
+        weak = check_token(None if token is None else token.get_secret_value(), "web.token")
+        if weak is not None:
+            raise ValueError(weak)
+        return token
 
 
 class MemoryConfig(pydantic.BaseModel):
