@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from tests.agent.helpers import Recorder, call, make_agent
 
 from loopact.agent import Agent, AgentOptions
@@ -14,6 +16,7 @@ from loopact.agent.compress import is_summary, pairing_problems
 from loopact.agent.context import ContextManager
 from loopact.agent.tools import make_send_message_tool
 from loopact.app.nodes import attach_nodes
+from loopact.channels.terminal import ProgressPrinter
 from loopact.llm.base import Capabilities
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.nodes.input import InputNode
@@ -199,10 +202,18 @@ async def test_bad_summary_leaves_history_as_it_was(scripted_server: Any, tmp_pa
     for i in range(3):
         await agent.run_task(f"wait number {i}")
     before = list(agent.history)
+    shown = io.StringIO()
+    agent.bus.subscribe(ProgressPrinter(Console(file=shown, width=200), stream_text=False))
     out = await agent.run_task("wait once more")
     await agent.close()
     assert out.reply == "done"
-    assert rec.of("context_compressed")[0].data["method"] == "kept"
+    [kept] = [e.data for e in rec.of("context_compressed")]
+    assert kept["method"] == "kept" and kept["before_tokens"] == kept["after_tokens"]
+    # the terminal says nothing was compressed, not "context kept: N -> N tokens"
+    assert f"context at {kept['before_tokens']} tokens (limit 1500), nothing older" in (
+        shown.getvalue()
+    )
+    assert " -> " not in shown.getvalue()
     assert agent.history[: len(before)] == before
     assert not any(is_summary(m) for m in agent.history)
 

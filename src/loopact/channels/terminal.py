@@ -151,10 +151,12 @@ class ProgressPrinter:
         """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
         d = ev.data
         if typ == "context_compressed":
-            self.console.print(
-                f"[dim]  context {d['method']}: {d['before_tokens']} -> {d['after_tokens']} "
-                "tokens[/]"
-            )
+            if d["method"] == "kept":  # nothing older to summarise or trim: no "N -> N"
+                line = f"context at {d['before_tokens']} tokens (limit {d.get('limit')}), "
+                line += "nothing older to compress"
+            else:
+                line = f"context {d['method']}: {d['before_tokens']} -> {d['after_tokens']} tokens"
+            self.console.print(f"[dim]  {line}[/]")
             return
         self._end_text()
         if typ == "message":
