@@ -340,7 +340,8 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
     cases = [
         (["run", "--once", "hi", "--config", str(tmp_path / "bad.yaml")], "'model'"),
         (["run", "--once", "hi", "--config", str(tmp_path / "broken.yaml")], "broken.yaml"),
-        (["run", "--once", "hi", "--robot", "marsrover"], "command line: 'robot.kind'"),
+        (["run", "--once", "hi", "--robot", "marsrover"], "--robot: 'robot.kind'"),
+        (["run", "--once", "hi", "--web-token", "short"], "--web-token: 'web.token'"),
         (["run", "--once", "hi", "--base-url", "not a url"], "http:// or https:// URL"),
         (["run", "--once", "   "], "needs an instruction"),
         (

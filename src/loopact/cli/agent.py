@@ -143,6 +143,8 @@ _RUN_FLAG_KEYS = {
     "audio_out": "voice.audio_out",
 }
 """``loopact run`` flags that set a config key (``section.key``) to their value."""
+_RUN_FLAG_NAMES = {key: "--" + flag.replace("_", "-") for flag, key in _RUN_FLAG_KEYS.items()}
+"""The flag that sets each config key, named in an error about its value."""
 _RUN_SWITCHES = {
     "no_memory": ("memory.enabled", False),
     "no_web": ("web.enabled", False),
@@ -178,7 +180,9 @@ def _start(
     from loopact.i18n import t
 
     try:
-        cfg, source = load_config(config, overrides=overrides, mcp_config=mcp_config)
+        cfg, source = load_config(
+            config, overrides=overrides, mcp_config=mcp_config, flag_names=_RUN_FLAG_NAMES
+        )
     except ConfigError as exc:
         err.print(f"loopact: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_USAGE) from None

@@ -119,6 +119,7 @@ def load_config(
     cwd: Path | None = None,
     mcp_config: Path | None = None,
     overrides_from: str = "command line",
+    flag_names: Mapping[str, str] | None = None,
 ) -> tuple[Config, Path | None]:
     """Load, merge and validate the configuration.
 
@@ -132,6 +133,8 @@ def load_config(
             :func:`read_mcp_servers`.
         overrides_from: Where ``overrides`` came from, named in an error about one of them
             (``/provider`` for the terminal's command).
+        flag_names: The flag that set a key (``{"web.token": "--web-token"}``); an error
+            about a key given by a flag names the flag rather than ``overrides_from``.
 
     Returns:
         The config and the file it came from (None when no file was used).
@@ -159,7 +162,8 @@ def load_config(
     except pydantic.ValidationError as exc:
         loc = exc.errors()[0]["loc"]
         if _has_path(flags_given, loc):
-            where = overrides_from
+            dotted = ".".join(str(p) for p in loc[:2])
+            where = (flag_names or {}).get(dotted, overrides_from)
         elif _has_path(env_given, loc):
             where = "environment"
         else:
