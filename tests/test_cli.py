@@ -363,6 +363,8 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
             ],
             "agent.workspace",
         ),
+        (["eval", "--base-url", "ftp://x"], "loopact: --base-url: 'model.base_url'"),
+        (["mcp", "--sim-speed", "-3"], "loopact: --sim-speed: 'robot.sim_speed'"),
         (["trace", str(tmp_path / "bad.yaml")], "cannot read trace"),
         (["scripted-server", str(tmp_path)], f"loopact: script {tmp_path} is not a file\n"),
     ]

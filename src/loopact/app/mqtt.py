@@ -93,7 +93,9 @@ def node_connector(config: Path | None, broker: str | None, node_file: Path) -> 
     from loopact.config import load_config
     from loopact.nodes.runner import node_name_for
 
-    cfg, _ = load_config(config, overrides={"mqtt": {"broker": broker}})
+    cfg, _ = load_config(
+        config, overrides={"mqtt": {"broker": broker}}, flag_names={"mqtt.broker": "--broker"}
+    )
     return MqttConnector(
         mqtt_settings(cfg),
         prefix=cfg.mqtt.prefix,

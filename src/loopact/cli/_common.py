@@ -124,7 +124,9 @@ def estop_reset(config: Path | None, reset_topic: str | None) -> Any:
 
     try:
         cfg, _source = load_config(
-            config, overrides={"robot": {"estop": {"reset_topic": reset_topic}}}
+            config,
+            overrides={"robot": {"estop": {"reset_topic": reset_topic}}},
+            flag_names={"robot.estop": "--reset-topic"},
         )
         return EstopReset.from_config(cfg.robot.estop)
     except ConfigError as exc:

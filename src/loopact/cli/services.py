@@ -215,7 +215,7 @@ def mcp_cmd(
 ) -> None:
     """Serve the agent's tools, robot included, to MCP clients (governed; docs/mcp.md)."""
     setup_logging(verbose)
-    from loopact.config import load_config
+    from loopact.config import flag_names, load_config
     from loopact.mcp.address import check_access, parse_address
 
     overrides: dict[str, Any] = {
@@ -229,7 +229,16 @@ def mcp_cmd(
         "mcp": {"token": token},
     }
     try:
-        cfg, source = load_config(config, overrides=overrides)
+        flags = flag_names(
+            overrides,
+            robot__kind="--robot",
+            memory__enabled="--no-memory",
+            web__enabled="--no-web",
+            confirm__auto_approve="--yes",
+            trace__path="--trace",
+            mcp__token="--token",
+        )
+        cfg, source = load_config(config, overrides=overrides, flag_names=flags)
         address = parse_address(http) if http is not None else None
     except ConfigError as exc:
         err.print(f"loopact: {exc}", markup=False)

@@ -21,6 +21,7 @@ from loopact.config.load import (
     config_secret_settings,
     config_secrets,
     default_config_paths,
+    flag_names,
     load_config,
     read_mcp_servers,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "config_secret_settings",
     "config_secrets",
     "default_config_paths",
+    "flag_names",
     "load_config",
     "read_mcp_servers",
 ]

@@ -111,6 +111,29 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def flag_names(overrides: Mapping[str, Any], **renamed: str) -> dict[str, str]:
+    """The flag that sets each key of ``overrides``, for :func:`load_config`'s ``flag_names``.
+
+    A key ``section.some_key`` is set by ``--some-key`` unless ``renamed`` gives its flag:
+    ``flag_names(ov, robot__kind="--robot")`` (``__`` for the dot).
+
+    Args:
+        overrides: The nested ``{section: {key: value}}`` of a command's flags.
+        renamed: ``section__key="--flag"`` for a key whose flag is not its dashed name.
+
+    Returns:
+        ``{"section.key": "--flag"}`` for every key of ``overrides``.
+    """
+    names = {
+        f"{section}.{key}": "--" + key.replace("_", "-")
+        for section, keys in overrides.items()
+        if isinstance(keys, Mapping)
+        for key in keys
+    }
+    names.update({key.replace("__", "."): flag for key, flag in renamed.items()})
+    return names
+
+
 def load_config(
     path: Path | None = None,
     *,

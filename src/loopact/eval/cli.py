@@ -229,7 +229,7 @@ def eval_command(
 
     Prints a table and a JSON report; grades read ground truth, never the model's words.
     """
-    from loopact.config import load_config
+    from loopact.config import flag_names, load_config
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     logging.basicConfig(
@@ -247,7 +247,7 @@ def eval_command(
     }
     args = EvalArgs(task, model_script, repeat, out, json_path, sim_speed, record, time_factor)
     try:
-        cfg, _ = load_config(config, overrides=overrides)
+        cfg, _ = load_config(config, overrides=overrides, flag_names=flag_names(overrides))
         code = run_eval(cfg, args, console, err)
     except ConfigError as exc:
         err.print(f"loopact: {exc}", markup=False)
