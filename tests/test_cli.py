@@ -375,6 +375,29 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr, (args, proc.stderr)
 
 
+def test_ros_commands_without_ros2_say_how_to_install_it(tmp_path: Path) -> None:
+    """A newcomer's audit: ``loopact base``, ``sim --ros2`` and ``run --robot ros2`` on a machine
+    without ROS 2 ended in a ``ModuleNotFoundError: geometry_msgs`` traceback. ROS 2 is hidden
+    here by packages on PYTHONPATH whose import fails as a missing one does."""
+    hide = tmp_path / "no-ros"
+    for pkg in ("rclpy", "geometry_msgs", "loopact_interfaces", "sensor_msgs", "std_msgs"):
+        (hide / pkg).mkdir(parents=True)
+        (hide / pkg / "__init__.py").write_text(
+            f'raise ModuleNotFoundError("No module named {pkg}", name={pkg!r})\n'
+        )
+    path = os.pathsep.join(p for p in (str(hide), os.environ.get("PYTHONPATH")) if p)
+    for args in (
+        ["base"],
+        ["sim", "--ros2"],
+        ["run", "--robot", "ros2", "--no-web", "--no-memory", "--api-key", "k", "--once", "hi"],
+    ):
+        proc = run_cli(args, tmp_path, env={"PYTHONPATH": path})
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert "loopact: ROS 2 (rclpy) is not available" in proc.stderr, (args, proc.stderr)
+        assert "make ros2" in proc.stderr, (args, proc.stderr)
+
+
 def test_messages_are_not_wrapped_when_stderr_is_not_a_terminal(
     scripted_server: Any, tmp_path: Path
 ) -> None:

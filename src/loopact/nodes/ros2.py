@@ -37,7 +37,7 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import NodeError
-from loopact.nodes._ros import ros_module, ros_types
+from loopact.nodes._ros import INSTALL_HINT, ros_module, ros_types
 from loopact.nodes.connector import (
     Callback,
     CallHandle,
@@ -59,13 +59,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_PATTERN_TOPICS = 512
 _GRAPH_POLL_S = 0.2
-
-INSTALL_HINT = (
-    "ROS 2 (rclpy) is not available: source a ROS 2 installation, or install the wheels with "
-    "`pip install 'loopact[ros2]'` and build the interfaces with `make ros2` "
-    "(see docs/ros2.md)"
-)
-
 
 def ros_available() -> bool:
     """True when rclpy and the loopact_interfaces package import."""
