@@ -45,6 +45,14 @@ def slow_server() -> Iterator[ScriptedModelServer]:
     server.stop()
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """Run in the child before exec: SIGINT default and unblocked, as a shell's foreground job
+    has it. A test run started as a background job of a script (``make test &``) has SIGINT
+    ignored, which every child would inherit, and an ignored Ctrl-C rightly stops nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _start(tmp_path: Path, server: ScriptedModelServer, verbose: bool) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPACT_")}
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
@@ -62,6 +70,7 @@ def _start(tmp_path: Path, server: ScriptedModelServer, verbose: bool) -> subpro
         stdout=subprocess.DEVNULL,  # the reply; the task never gets one
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_sigint_as_at_a_terminal,
     )
 
 
