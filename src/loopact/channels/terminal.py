@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopact.agent.confirm import shown_arguments
-from loopact.agent.runtime import Agent
+from loopact.agent.runtime import Agent, is_stop
 from loopact.errors import LoopactError
 from loopact.events import Event
 from loopact.i18n import t
@@ -317,10 +317,12 @@ class TerminalChannel:
     async def _wait_turn(self, line: str, quit_task: asyncio.Future[Any]) -> None:
         """Piped input runs as a script: an instruction (or ``/quit``) waits until the task
         before it has ended or asks a confirmation (which that line may answer). A person
-        typing replaces the running task instead (SPEC A6); ``/stop`` always stops it at once.
-        Continuous mode never waits (its agent never idles)."""
+        typing replaces the running task instead (SPEC A6); ``/stop`` or a stop word alone
+        ("stop", "停", :func:`~loopact.agent.is_stop`) always stops it at once. Continuous mode
+        never waits (its agent never idles)."""
         if (
             line.strip().split()[:1] == ["/stop"]
+            or is_stop(line)
             or self.agent.options.mode == "continuous"
             or self._pending_confirm
         ):
