@@ -60,6 +60,7 @@ logger = logging.getLogger(__name__)
 _MAX_PATTERN_TOPICS = 512
 _GRAPH_POLL_S = 0.2
 
+
 def ros_available() -> bool:
     """True when rclpy and the loopact_interfaces package import."""
     try:
