@@ -363,6 +363,11 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
             ],
             "agent.workspace",
         ),
+        (
+            ["run", "--once", "hi", "--api-key", "k", "--robot", "none", "--no-memory"]
+            + ["--no-web", "--trace", str(tmp_path / "bad.yaml" / "t.jsonl")],
+            f"loopact: trace.path {tmp_path / 'bad.yaml' / 't.jsonl'} cannot be written: ",
+        ),
         (["eval", "--base-url", "ftp://x"], "loopact: --base-url: 'model.base_url'"),
         (["mcp", "--sim-speed", "-3"], "loopact: --sim-speed: 'robot.sim_speed'"),
         (["trace", str(tmp_path / "bad.yaml")], "cannot read trace"),

@@ -200,21 +200,29 @@ def _open_trace(
 ) -> None:
     """``--trace``: the trace file records the bus from here on (SPEC H3), so the first
     connections of nodes and MCP servers are in it (their ``node_added``, ``mcp_server``,
-    ``mqtt_link`` events), not only what changes later."""
+    ``mqtt_link`` events), not only what changes later.
+
+    Raises:
+        ConfigError: The trace file cannot be created or written (names ``trace.path``).
+    """
     from loopact.trace import TraceWriter
 
     if cfg.trace.path is None:
         return
-    writer = TraceWriter(
-        cfg.trace.path,
-        header={
-            "loopact": __version__,
-            "provider": cfg.model.provider,
-            "model": cfg.model.model,
-            "robot": cfg.robot.kind,
-            "config": str(config_source) if config_source else None,
-        },
-    ).attach(bus)
+    header = {
+        "loopact": __version__,
+        "provider": cfg.model.provider,
+        "model": cfg.model.model,
+        "robot": cfg.robot.kind,
+        "config": str(config_source) if config_source else None,
+    }
+    try:
+        writer = TraceWriter(cfg.trace.path, header=header).attach(bus)
+    except OSError as exc:
+        raise ConfigError(
+            f"trace.path {cfg.trace.path} cannot be written: {exc.strerror or exc}",
+            key="trace.path",
+        ) from None
     stack.callback(writer.close)
 
 
