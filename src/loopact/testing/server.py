@@ -473,6 +473,10 @@ def _parse_body(raw: bytes) -> Any:
         return raw
 
 
+def _no_op(_signum: int, _frame: object) -> None:
+    """SIGINT/SIGTERM handler of :func:`serve_forever`: its wakeup socket does the work."""
+
+
 def serve_forever(script_path: str, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve a script file until Ctrl-C (the ``loopact scripted-server`` command, SPEC X2).
 
@@ -485,29 +489,32 @@ def serve_forever(script_path: str, host: str = "127.0.0.1", port: int = 8000) -
         ScriptError: The script file is missing or malformed.
         OSError: The port cannot be bound.
     """
-    server = ScriptedModelServer(script_path, host=host, port=port)
-    server.start()
-    print(
-        f"scripted model server: {len(server.script.turns)} turns from {script_path} "
-        f"at {server.base_url} (Ctrl-C stops)",
-        flush=True,
-    )
-    stop = threading.Event()
     # Ctrl-C and SIGTERM both stop it, even when started from a shell that ignores SIGINT
-    # for background jobs (the handlers run on this, the main, thread).
-    previous = {
-        sig: signal.signal(sig, lambda _signum, _frame: stop.set())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    # for background jobs. The C-level handler writes to a wakeup socket that this thread
+    # reads, whichever thread the kernel gave the signal to (asyncio's mechanism). Python
+    # handlers that set an Event hung instead: when a native thread took the signal while
+    # this thread slept, and when a second signal came inside the first handler's Event.set
+    # (a newcomer's audit).
+    server = ScriptedModelServer(script_path, host=host, port=port)
+    wake_r, wake_w = socket.socketpair()
+    wake_w.setblocking(False)
+    old_fd = signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
+    previous = {sig: signal.signal(sig, _no_op) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not stop.wait(3600.0):
-            pass
-    except KeyboardInterrupt:
-        pass
+        server.start()
+        print(
+            f"scripted model server: {len(server.script.turns)} turns from {script_path} "
+            f"at {server.base_url} (Ctrl-C stops)",
+            flush=True,
+        )
+        wake_r.recv(1)
     finally:
+        server.stop()  # a burst's later signals still reach the no-op handler
+        signal.set_wakeup_fd(old_fd)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        server.stop()
+        wake_r.close()
+        wake_w.close()
     try:
         server.assert_consumed()
     except ScriptError as exc:
