@@ -161,6 +161,25 @@ def test_env_overrides_and_chinese_messages(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "尚未配置模型服务" in proc.stderr
 
 
+def test_progress_lines_follow_lang_zh(scripted_server: Any, tmp_path: Path) -> None:
+    """A newcomer's audit: with ``--lang zh`` the retry and bound lines were English beside
+    the Chinese reply. A 503 is retried, then one tool round reaches ``max_rounds``."""
+    turns = [
+        {"error": {"status": 503, "message": "overloaded"}},
+        {"tool_calls": [call("file_list", {"path": "."}, "c1")]},
+        {"text": "文件夹是空的。"},
+    ]
+    server = scripted_server(turns)
+    (tmp_path / "cfg.yaml").write_text("agent:\n  bounds:\n    max_rounds: 1\n")
+    args = once_args(server, tmp_path, "列出文件", "--lang", "zh", "--config", "cfg.yaml")
+    proc = run_cli(args, tmp_path)
+    assert proc.returncode == 3, proc.stderr  # a bound ended the task
+    out = proc.stdout + proc.stderr
+    assert "模型请求失败（" in out and "秒后第 1 次重试" in out, out
+    assert "达到上限：max_rounds（上限 1）" in out, out
+    assert "model request failed" not in out and "bound reached" not in out, out
+
+
 def test_trace_timeline_and_replay_script(scripted_server: Any, tmp_path: Path) -> None:
     turns = [
         {"tool_calls": [call("file_list", {"path": "."}, "c1")]},

@@ -252,6 +252,16 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "Unknown command {cmd}. Commands: {commands}",
         "zh": "未知命令 {cmd}。可用命令：{commands}",
     },
+    "term.model_retry": {
+        "en": "model request failed ({error}); retry {attempt} in {delay} s",
+        "zh": "模型请求失败（{error}）；{delay} 秒后第 {attempt} 次重试",
+    },
+    "term.bound": {
+        "en": "bound reached: {name} (limit {limit})",
+        "zh": "达到上限：{name}（上限 {limit}）",
+    },
+    "term.step": {"en": "step {n}/{of}: {text}", "zh": "第 {n}/{of} 步：{text}"},
+    "term.stop": {"en": "stop ({source})", "zh": "停止（{source}）"},
 }
 
 

@@ -105,10 +105,14 @@ class ProgressPrinter:
             # the partial text of the failed attempt is not part of the reply
             self._streamed.pop(ev.task_id or "", None)
             self._end_text()
-            self.console.print(
-                f"[yellow]  model request failed ({escape(str(d['error']))}); "
-                f"retry {d['attempt']} in {d['delay_s']:.1f} s[/]"
+            line = t(
+                "term.model_retry",
+                self.lang,
+                error=escape(str(d["error"])),
+                attempt=d["attempt"],
+                delay=f"{d['delay_s']:.1f}",
             )
+            self.console.print(f"[yellow]  {line}[/]")
         elif typ == "reply":
             if self.stream_text:
                 streamed = "".join(self._streamed.pop(ev.task_id or "", []))
@@ -165,14 +169,17 @@ class ProgressPrinter:
             if d.get("source") != "agent" or streamed.strip() != str(d["text"]).strip():
                 self.console.print(f"[bold]{escape(str(d['text']))}[/]")
         elif typ == "bound":
-            self.console.print(f"[yellow]  bound reached: {d['name']} (limit {d['limit']})[/]")
+            line = t("term.bound", self.lang, name=escape(str(d["name"])), limit=d["limit"])
+            self.console.print(f"[yellow]  {line}[/]")
         elif typ == "error":
             self.errors_shown += 1
             self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
         elif typ == "clause_start":
-            self.console.print(f"[dim]  step {d['n']}/{d['of']}: {escape(str(d['text']))}[/]")
+            line = t("term.step", self.lang, n=d["n"], of=d["of"], text=escape(str(d["text"])))
+            self.console.print(f"[dim]  {line}[/]")
         elif typ == "stop":
-            self.console.print(f"[yellow]  stop ({escape(str(d.get('source', '')))})[/]")
+            line = t("term.stop", self.lang, source=escape(str(d.get("source", ""))))
+            self.console.print(f"[yellow]  {line}[/]")
 
     def _service(self, typ: str, ev: Event) -> None:
         """Supervised services: the local model server (issue 13), MCP servers (issue 18)."""
