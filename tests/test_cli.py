@@ -392,11 +392,22 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
         (["trace", str(tmp_path / "bad.yaml")], "cannot read trace"),
         (["scripted-server", str(tmp_path)], f"loopact: script {tmp_path} is not a file\n"),
     ]
+    (tmp_path / "mcp.yaml").write_text("servers:\n  x:\n    command: 5\n")
+    cases.append(
+        (
+            ["run", "--once", "hi", "--api-key", "k", "--mcp-config", str(tmp_path / "mcp.yaml")],
+            f"loopact: --mcp-config {tmp_path / 'mcp.yaml'}: 'mcp.servers.x.command'",
+        )
+    )
     for args, expected in cases:
         proc = run_cli(args, tmp_path)
         assert proc.returncode == 2, (args, proc.stderr)
         assert expected in proc.stderr, (args, proc.stderr)
         assert "Traceback" not in proc.stderr, (args, proc.stderr)
+    # a value from the environment names its variable
+    proc = run_cli(["run", "--once", "hi"], tmp_path, env={"LOOPACT_ROBOT": "mars"})
+    assert proc.returncode == 2
+    assert "loopact: LOOPACT_ROBOT: 'robot.kind' must be one of" in proc.stderr, proc.stderr
 
 
 def test_ros_commands_without_ros2_say_how_to_install_it(tmp_path: Path) -> None:

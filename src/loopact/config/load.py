@@ -173,12 +173,14 @@ def load_config(
     flags_given = _drop_none(overrides) if overrides else {}
     data = _merge(data, env_given)
     data = _merge(data, flags_given)
+    from_file: dict[str, Any] = {}
     if mcp_config is not None:
         section = data.get("mcp")
         section = section if isinstance(section, dict) else {}
         servers = section.get("servers")
         servers = servers if isinstance(servers, dict) else {}
-        data["mcp"] = {**section, "servers": {**servers, **read_mcp_servers(mcp_config)}}
+        from_file = read_mcp_servers(mcp_config)
+        data["mcp"] = {**section, "servers": {**servers, **from_file}}
     _expand_mcp_env(data, env)
     try:
         cfg = Config.model_validate(data)
@@ -187,8 +189,10 @@ def load_config(
         if _has_path(flags_given, loc):
             dotted = ".".join(str(p) for p in loc[:2])
             where = (flag_names or {}).get(dotted, overrides_from)
+        elif loc[:2] == ("mcp", "servers") and len(loc) > 2 and str(loc[2]) in from_file:
+            where = f"--mcp-config {mcp_config}"
         elif _has_path(env_given, loc):
-            where = "environment"
+            where = _env_var_for(loc)
         else:
             where = str(source) if source else "configuration"
         raise _format_error(exc.errors(), where) from None
@@ -380,6 +384,36 @@ def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
                 k: expand(v, f"mcp.servers.{name}.{k}") if k in _MCP_EXPANDED else v
                 for k, v in server.items()
             }
+
+
+_ENV_VARS = {
+    "model.provider": "LOOPACT_PROVIDER",
+    "model.base_url": "LOOPACT_BASE_URL",
+    "model.model": "LOOPACT_MODEL",
+    "robot.kind": "LOOPACT_ROBOT",
+    "robot.profile": "LOOPACT_ROBOT_PROFILE",
+    "agent.lang": "LOOPACT_LANG",
+    "images.api_key": "LOOPACT_IMAGES_API_KEY",
+    "mcp.token": "LOOPACT_MCP_TOKEN",
+    "robot.estop.reset_token": "LOOPACT_ESTOP_TOKEN",
+    "mqtt.broker": "LOOPACT_MQTT_BROKER",
+    "mqtt.username": "LOOPACT_MQTT_USERNAME",
+    "mqtt.password": "LOOPACT_MQTT_PASSWORD",
+    "mqtt.tls.ca_file": "LOOPACT_MQTT_CA_FILE",
+    "mqtt.tls.cert_file": "LOOPACT_MQTT_CERT_FILE",
+    "mqtt.tls.key_file": "LOOPACT_MQTT_KEY_FILE",
+}
+"""The ``LOOPACT_*`` variable that sets each config key (:func:`_env_overrides`)."""
+
+
+def _env_var_for(loc: tuple[int | str, ...]) -> str:
+    """The variable named in an error about the value at ``loc`` that the environment set
+    (``LOOPACT_ROBOT``), or ``environment`` for one set by a provider's key variable."""
+    for depth in (3, 2):
+        name = _ENV_VARS.get(".".join(str(p) for p in loc[:depth]))
+        if name:
+            return name
+    return "environment"
 
 
 def _mqtt_env(env: Mapping[str, str]) -> dict[str, Any]:
