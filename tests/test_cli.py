@@ -390,6 +390,7 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
         (["eval", "--base-url", "ftp://x"], "loopact: --base-url: 'model.base_url'"),
         (["mcp", "--sim-speed", "-3"], "loopact: --sim-speed: 'robot.sim_speed'"),
         (["trace", str(tmp_path / "bad.yaml")], "cannot read trace"),
+        (["init", "--path", str(tmp_path), "--force"], f"--path {tmp_path} is a folder"),
         (["scripted-server", str(tmp_path)], f"loopact: script {tmp_path} is not a file\n"),
     ]
     (tmp_path / "mcp.yaml").write_text("servers:\n  x:\n    command: 5\n")

@@ -214,6 +214,13 @@ def init(
     """Write a commented starter config (./loopact.yaml)."""
     from loopact.config import STARTER_CONFIG
 
+    if path.is_dir():  # --force cannot help: a config is a file
+        err.print(
+            f"loopact: --path {path} is a folder; give the config file's name "
+            f"(e.g. --path {path / 'loopact.yaml'})",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_USAGE)
     if path.exists() and not force:
         err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
         raise typer.Exit(EXIT_USAGE)
