@@ -393,6 +393,13 @@ def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:
         (["init", "--path", str(tmp_path), "--force"], f"--path {tmp_path} is a folder"),
         (["scripted-server", str(tmp_path)], f"loopact: script {tmp_path} is not a file\n"),
     ]
+    (tmp_path / "twice.yaml").write_text("agent:\n  lang: zh\nmodel: {}\nagent:\n  mode: plan\n")
+    cases.append(
+        (
+            ["run", "--once", "hi", "--config", str(tmp_path / "twice.yaml")],
+            "found key 'agent' twice (first at line 1)",
+        )
+    )
     (tmp_path / "mcp.yaml").write_text("servers:\n  x:\n    command: 5\n")
     cases.append(
         (

@@ -17,6 +17,7 @@ import yaml
 from pydantic_core import ErrorDetails
 
 from loopact.config.sections import Config
+from loopact.config.yaml_strict import safe_load_unique
 from loopact.errors import ConfigError
 
 PROVIDER_KEY_ENV = {
@@ -251,7 +252,7 @@ def _read_config_file(path: Path | None, cwd: Path | None) -> tuple[dict[str, An
         return {}, None
     try:
         with source.open(encoding="utf-8") as stream:
-            loaded = yaml.safe_load(stream) or {}
+            loaded = safe_load_unique(stream) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source} is not valid YAML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -321,7 +322,7 @@ def read_mcp_servers(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: cannot be read: {exc}", key="--mcp-config") from None
     try:
-        loaded = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        loaded = json.loads(text) if path.suffix.lower() == ".json" else safe_load_unique(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{where}: not valid JSON or YAML: {exc}", key="--mcp-config") from None
     if isinstance(loaded, dict) and isinstance(loaded.get("mcp"), dict):

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from loopact.config.yaml_strict import safe_load_unique
 from loopact.errors import ConfigError
 
 DeviceClass = Literal["gpio", "led", "pwm", "adc", "dac", "i2c", "spi", "sensor"]
@@ -117,7 +118,7 @@ def load_board(source: str | Path) -> BoardSpec:
     if not path.suffix and (BOARDS_DIR / f"{source}.yaml").is_file():
         path = BOARDS_DIR / f"{source}.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load_unique(path.read_text(encoding="utf-8"))
     except OSError as exc:
         known = ", ".join(sorted(p.stem for p in BOARDS_DIR.glob("*.yaml")))
         raise ConfigError(

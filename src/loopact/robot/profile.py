@@ -21,6 +21,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from loopact.config.yaml_strict import safe_load_unique
 from loopact.errors import ConfigError
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -266,7 +267,7 @@ def _read_yaml(name_or_path: str | Path, kind: str, what: str) -> tuple[dict[str
         source = f"{kind}/{name}.yaml"
         text = res.read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(text)
+        data = safe_load_unique(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}", key=what) from None
     if not isinstance(data, dict):
