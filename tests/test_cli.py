@@ -180,6 +180,23 @@ def test_progress_lines_follow_lang_zh(scripted_server: Any, tmp_path: Path) -> 
     assert "model request failed" not in out and "bound reached" not in out, out
 
 
+def test_a_confirm_allow_name_of_no_tool_is_named_at_start(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """A newcomer's audit: ``confirm.allow: [fiel_write]`` was accepted without a word and the
+    write then asked (or was refused unattended). Now one warning names it and the closest
+    tool; a right name gets none."""
+    for allowed, warned in (("fiel_write", True), ("file_write", False)):
+        (tmp_path / "cfg.yaml").write_text(f"confirm:\n  allow: [{allowed}]\n")
+        server = scripted_server([{"text": "hello"}])
+        proc = run_cli(once_args(server, tmp_path, "hi", "--config", "cfg.yaml"), tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        err = " ".join(proc.stderr.split())  # rich wraps long lines
+        said = "confirm.allow: no tool is named 'fiel_write' yet; did you mean 'file_write'?"
+        assert (said in err) is warned, err
+        assert ("confirm.allow" in err) is warned, err
+
+
 def test_trace_timeline_and_replay_script(scripted_server: Any, tmp_path: Path) -> None:
     turns = [
         {"tool_calls": [call("file_list", {"path": "."}, "c1")]},

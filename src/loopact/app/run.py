@@ -10,6 +10,7 @@ robot is stopped whatever happens.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import gc
 import logging
@@ -174,6 +175,7 @@ async def open_agent(
     options = dataclasses.replace(options, interactive=interactive)
     channels = await open_message_channels(cfg, stack, body.connector)
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
+    _warn_unknown_allowed(cfg.confirm.allow, registry.names)
     await _attach(cfg, agent, connector, served, memory, stack, once)
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
@@ -192,6 +194,21 @@ def _warn_short_secrets(secrets: list[tuple[str, str]]) -> None:
             "console (fine for a placeholder such as 'none'; use a longer secret otherwise)",
             ", ".join(short),
             MIN_SECRET_CHARS,
+        )
+
+
+def _warn_unknown_allowed(allowed: Sequence[str], tools: Sequence[str]) -> None:
+    """One warning per ``confirm.allow`` name that no tool has at start, with the closest
+    tool name (a typo such as ``fiel_write`` left the write asking, or refused unattended).
+    Not an error: a node or MCP server that connects later may bring the tool (SPEC H2)."""
+    for name in sorted(set(allowed) - set(tools)):
+        close = difflib.get_close_matches(name, tools, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        logger.warning(
+            "confirm.allow: no tool is named %r yet; %s(a tool of a node or MCP server that "
+            "connects later is allowed when it comes)",
+            name,
+            hint,
         )
 
 
