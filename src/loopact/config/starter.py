@@ -67,7 +67,8 @@ agent:
 
 confirm:
   auto_approve: false         # true: never ask before write tools (like --yes)
-  allow: []                   # write tools allowed without asking, e.g. [file_write]
+  allow: []                   # write tools allowed without asking, e.g. [file_write]; a
+                              # name no tool has at start is warned about (closest name)
   timeout_s: 60               # no answer within this time means denied
 
 robot:
