@@ -57,7 +57,7 @@ ZH_VERBS = (
     "移动", "开", "关", "旋转", "掉头", "导航", "巡逻", "报告", "描述", "检查",
 )  # fmt: skip
 
-_ZH_SEQ = ("然后再", "然后", "接着", "之后", "随后", "最后", "再", "并且", "并")
+_ZH_SEQ = ("然后再", "然后", "接着", "之后", "随后", "最后", "再次", "再", "并且", "并")
 _EN_SEQ = (
     "and then", "and after that", "after that", "afterwards", "and finally", "finally",
     "then", "next", "and",
@@ -69,7 +69,10 @@ _EN_BOUNDARY = re.compile(
     r"|,\s*finally,?\s+|,\s+|\s+and\s+)\s*",
     re.I,
 )
-_ZH_BOUNDARY = re.compile(r"\s*[，,、；;。]\s*|(?=然后|接着|之后|随后|最后)")
+#: A comma, or the place before a sequencing word with no comma ("先前进一米再左转90度"): the
+#: piece that follows is a step of its own only when it starts an action once the word is
+#: stripped (so "再见" and "再次" stay where they are).
+_ZH_BOUNDARY = re.compile(r"\s*[，,、；;。]\s*|(?=然后|接着|之后|随后|最后|并且)|(?<!然后)(?=再)")
 #: Arrows between the stops of a route: ASCII ``->``, ``=>``, ``-->`` and Unicode ``→``, ``⟶``.
 _ARROW = re.compile(r"\s*(?:-+>|=>|→|⟶)\s*")
 
