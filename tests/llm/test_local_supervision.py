@@ -174,6 +174,53 @@ async def test_killed_server_mid_task_is_restarted_and_the_task_retried(
     assert agent.status()["backend"]["state"] == "stopped"
 
 
+async def test_a_crash_in_the_middle_of_an_answer_is_told_by_its_crash_line(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    """Killed after part of the answer streamed: the retry says why (the crash line)."""
+    scripts, env = fake_server
+    slow = {"text": "The first words arrive, then nothing more. " * 40, "chunk_size": 8}
+    write(scripts, "gen1.json", [{**slow, "chunk_delay_s": 0.5}])
+    write(scripts, "gen2.json", [{"text": "Answered by the restarted server."}])
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "m.gguf"),
+        start_timeout_s=60,
+        log_path=tmp_path / "server.log",
+        extra_env=env,
+        server_module="llama_cpp.server",
+    )
+    from loopact.app.model import make_model
+
+    cfg = Config(local=LocalConfig(model_path=brain.model_path, prompt_cache=False))
+    await brain.start()
+    bus = EventBus()
+    out = io.StringIO()
+    bus.subscribe(ProgressPrinter(Console(file=out, width=400), stream_text=False))
+    streaming = asyncio.Event()
+    bus.subscribe(lambda ev: streaming.set() if ev.type == "text_delta" else None)
+    agent = Agent(
+        make_model(cfg, local_brain=brain),
+        ToolRegistry(),
+        AgentOptions(system_prompt="s", interactive=False, workspace=tmp_path / "ws"),
+        bus=bus,
+    )
+    try:
+        first_pid = brain.pid
+        task = asyncio.ensure_future(agent.run_task("hello"))
+        await asyncio.wait_for(streaming.wait(), 30)  # part of the answer has arrived
+        assert first_pid is not None
+        os.kill(first_pid, signal.SIGKILL)
+        outcome = await asyncio.wait_for(task, 60)
+    finally:
+        await agent.close()
+        await brain.stop()
+    assert outcome.status == "completed", outcome
+    assert outcome.reply == "Answered by the restarted server."
+    assert brain.last_crash.startswith("the local model server crashed (signal 9 / SIGKILL")
+    retries = [ln for ln in out.getvalue().splitlines() if "model request failed" in ln]
+    assert retries and all(brain.last_crash in ln for ln in retries), out.getvalue()
+
+
 async def test_restart_bound_ends_with_the_final_error(
     tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
 ) -> None:

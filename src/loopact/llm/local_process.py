@@ -340,10 +340,10 @@ class LocalBrain:
                     )
                     self._set("failed", self.final_error)
                     return
-                self._set(
-                    "crashed",
-                    f"the local model server crashed ({how}); log: {self.log_path}; restarting it",
+                self.last_crash = (
+                    f"the local model server crashed ({how}); log: {self.log_path}; restarting it"
                 )
+                self._set("crashed", self.last_crash)
                 self._restarts.append(now)
                 self._n_restarts += 1
                 self._set("restarting")
