@@ -29,7 +29,9 @@ from loopact.agent.steps import (
     with_seen,
 )
 from loopact.app.robot import open_robot
+from loopact.llm.base import Capabilities, Model
 from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.llm.small_model import SmallModelPolicy
 from loopact.robot.session import RobotSession
 from loopact.tools.base import SafetyClass, tool
 from loopact.tools.registry import ToolRegistry
@@ -210,8 +212,10 @@ async def robot() -> AsyncIterator[RobotSession]:
         await session.close()
 
 
-def steps_agent(server: Any, session: RobotSession, tmp_path: Path) -> tuple[Agent, Recorder]:
-    model = OpenAIChatModel("scripted", server.base_url, "k", current_task_only=True)
+def steps_agent(
+    server: Any, session: RobotSession, tmp_path: Path, model: Model | None = None
+) -> tuple[Agent, Recorder]:
+    model = model or OpenAIChatModel("scripted", server.base_url, "k", current_task_only=True)
     agent = Agent(
         model,
         ToolRegistry(session.tools),
@@ -322,6 +326,38 @@ async def test_a_deliberate_repeat_runs_twice(
     assert outcome.status == "completed", outcome
     _, _, yaw = truth(robot)
     assert abs(abs(yaw) - 180) <= 5, yaw  # two left turns of 90 degrees (SPEC A3)
+    assert outcome.reply.lower().count("turned left ") == 2, outcome.reply
+
+
+@pytest.mark.sim
+async def test_a_deliberate_repeat_runs_twice_on_a_constrained_endpoint(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """The local brain's shape: text calls under a grammar, wrapped in the small-model policy
+    whose repeat guard re-asks when a response only calls again the tool just run. A second
+    identical motion the user asked for is a step of its own and runs (SPEC A3, issue 13)."""
+    turn = {"text": '{"name": "turn_left", "arguments": {"angle_deg": 90}}'}
+    server = scripted_server([turn, {"text": "Turned."}, turn, {"text": "Turned again."}])
+    caps = Capabilities(
+        native_tool_calls=False, constrained_decoding=True, parallel_tool_calls=False
+    )
+    inner = OpenAIChatModel(
+        "scripted", server.base_url, "k", current_task_only=True, capabilities=caps
+    )
+    agent, _ = steps_agent(server, robot, tmp_path, model=SmallModelPolicy(inner))
+    text = "turn left 90 degrees, then turn left 90 degrees again"
+    outcome = await asyncio.wait_for(agent.run_task(text), 120)
+    await agent.close()
+    assert outcome.status == "completed", outcome
+    _, _, yaw = truth(robot)
+    assert abs(abs(yaw) - 180) <= 5, yaw  # both turns ran, by the simulator's own pose
+    calls = [r.json() for r in server.requests]
+    assert [c["grammar"].startswith("root ::= call\n") for c in calls] == [
+        True,
+        False,
+        True,
+        False,
+    ]  # each clause's first round must call; nothing was re-asked without tools
     assert outcome.reply.lower().count("turned left ") == 2, outcome.reply
 
 
