@@ -401,43 +401,12 @@ async def test_real_brain_calls_a_tool_through_the_provider(brain_url: str) -> N
 @pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
 @pytest.mark.timeout(600)
 def test_cli_once_without_endpoint_moves_the_sim_robot(tmp_path: Path) -> None:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
-    }
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")  # memory and diaries stay in tmp
-    trace = tmp_path / "t.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "-m", "loopact", "run", "--once", "move forward one meter"]
-        + ["--robot", "sim", "--trace", str(trace), "--yes"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
+    """Issue 13 acceptance 1: no key, "move forward one meter", x = 1.0 +- 0.05 m."""
+    proc, _ = _once_local(tmp_path, "move forward one meter")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "local llama.cpp brain" in proc.stderr
-    states = [
-        json.loads(line) for line in trace.read_text().splitlines() if '"robot_state"' in line
-    ]
-    assert states, "the trace has no robot_state event"
-    final = states[-1]
-    assert 0.85 <= float(_find(final, "x_m")) <= 1.15, final
-    assert abs(float(_find(final, "y_m"))) < 0.15, final
-
-
-def _find(obj: Any, key: str) -> Any:
-    if isinstance(obj, dict):
-        if key in obj:
-            return obj[key]
-        for v in obj.values():
-            found = _find(v, key)
-            if found is not None:
-                return found
-    return None
+    final = _true_pose(tmp_path)
+    assert abs(final["x_m"] - 1.0) <= 0.05 and abs(final["y_m"]) <= 0.05, final
 
 
 def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
@@ -452,7 +421,7 @@ def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[
     trace = tmp_path / "t.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "loopact", "run", "--once", text, "--robot", "sim"]
-        + ["--trace", str(trace), "--yes", "--no-web"],
+        + ["--trace", str(trace), "--yes", "--no-web", "--sim-log", str(tmp_path / "poses.jsonl")],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -463,19 +432,26 @@ def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[
     return proc, events
 
 
+def _true_pose(tmp_path: Path) -> dict[str, float]:
+    """The simulator's last ground-truth pose of a :func:`_once_local` run (``--sim-log``)."""
+    lines = (tmp_path / "poses.jsonl").read_text().splitlines()
+    assert lines, "the simulator logged no pose"
+    last: dict[str, float] = json.loads(lines[-1])
+    return last
+
+
 @pytest.mark.local_model
 @pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
 @pytest.mark.timeout(600)
 def test_local_brain_does_both_steps_and_tells_only_what_ran(tmp_path: Path) -> None:
     """Issue 13 acceptance 3: a two-step instruction with the default local model."""
-    import math
 
     text = "move forward half a meter, then turn right 90 degrees"
     proc, events = _once_local(tmp_path, text)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    final = [e for e in events if e["type"] == "robot_state"][-1]
+    final = _true_pose(tmp_path)  # the simulator's ground truth, not the robot's report
     assert abs(final["x_m"] - 0.5) <= 0.05 and abs(final["y_m"]) <= 0.05, final
-    assert abs(math.degrees(final["yaw_rad"]) + 90) <= 5, final
+    assert abs(final["yaw_deg"] + 90) <= 5, final
     ran = [e["name"] for e in events if e["type"] == "tool_call"]
     assert ran == ["move_forward", "turn_right"], ran
     reply = proc.stdout.strip().lower()
@@ -489,12 +465,11 @@ def test_local_brain_does_both_steps_and_tells_only_what_ran(tmp_path: Path) -> 
 @pytest.mark.timeout(600)
 def test_local_brain_turns_left_90_degrees_in_chinese(tmp_path: Path) -> None:
     """Issue 13 acceptance 1: ``--once "向左转90度"`` ends with yaw 90 +- 5 degrees."""
-    import math
 
     proc, events = _once_local(tmp_path, "向左转90度")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    final = [e for e in events if e["type"] == "robot_state"][-1]
-    assert abs(math.degrees(final["yaw_rad"]) - 90) <= 5, final
+    final = _true_pose(tmp_path)
+    assert abs(final["yaw_deg"] - 90) <= 5, final
     assert abs(final["x_m"]) <= 0.05 and abs(final["y_m"]) <= 0.05, final
 
 
