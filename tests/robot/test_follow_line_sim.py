@@ -172,3 +172,19 @@ async def test_follow_line_two_laps_within_ten_centimetres(tmp_path: Path) -> No
     finally:
         await rig.governor.close()
         await rig.robot.close()
+
+
+async def test_one_lap_from_beside_the_line_counts_the_lap(line_rig: LineRig) -> None:
+    """Found by hand (2026-12-05, `make run`): after "先前进一米再左转90度" the robot stood
+    0.4 m beside the west side facing along it; "follow the purple line for one lap" drove
+    two laps and stopped at its 120 s limit with laps 0. Graded by the ground-truth log."""
+    await line_rig.robot.teleport(1.0, 0.0, math.pi / 2)
+    t0 = line_rig.robot.clock.now()
+    res: Any = await line_rig.tools["follow_line"](color="purple", laps=1, duration_s=150.0)
+    assert res.ok, res.error
+    assert res.data["laps"] == 1 and res.data["stopped_by"] == "laps", res.data
+    samples = [s for s in read_sim_log(line_rig.log) if s["t_s"] >= t0]
+    driven = sum(
+        math.hypot(b["x_m"] - a["x_m"], b["y_m"] - a["y_m"]) for a, b in zip(samples, samples[1:])
+    )
+    assert 10.4 - 0.5 < driven < 10.4 + 2.5, driven  # one lap of 10.4 m and the way onto it

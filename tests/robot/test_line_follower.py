@@ -92,3 +92,16 @@ def test_a_lap_joined_across_the_line_counts_from_where_the_robot_runs_along_it(
     for i, (x, y) in enumerate(loop):
         f.step(_band(0.0), Pose(x, y, math.pi / 2), float(i + 2))
     assert f.laps == 1
+
+
+def test_a_line_beside_the_robot_is_not_where_the_lap_starts() -> None:
+    """Found by hand (2026-12-05): the robot 0.4 m beside the west side, facing along it, saw
+    the line parallel in its band and took its own pose as the lap's start; it never passed
+    that pose again and counted no lap in 120 s. The lap starts once it is on the line."""
+    f = LineFollower()
+    f.step(_band(0.4), Pose(0.4, 0, math.pi / 2), 0.0)  # parallel, 0.4 m to the left
+    f.step(_band(0.0), Pose(0.0, 0.3, math.pi / 2), 1.0)  # on the line now
+    loop = [(0.0, 1), (-1, 1), (-1, -1), (0.0, -1), (0.0, 0.2), (0.0, 0.3)]
+    for i, (x, y) in enumerate(loop):
+        f.step(_band(0.0), Pose(x, y, math.pi / 2), float(i + 2))
+    assert f.laps == 1

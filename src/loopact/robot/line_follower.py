@@ -26,11 +26,16 @@ from loopact.vision.line import LineView
 CORNER_ARM_M = 0.62
 """A corner closer than this (forward distance) switches to ``approach``."""
 START_ALIGNED_DEG = 15.0
+START_ON_LINE_M = 0.05
 START_CLEAR_M = 1.0
 """Laps count from the first pose that runs along the line: aligned with it within
-:data:`START_ALIGNED_DEG` and no corner within this distance ahead. A line met across the
+:data:`START_ALIGNED_DEG`, on it (the line's lateral offset in the band within
+:data:`START_ON_LINE_M`) and no corner within this distance ahead. A line met across the
 robot's path looks like a corner just ahead; the heading there is not the one the robot passes
-that point with again (issue 20: from the start pose no lap was ever counted)."""
+that point with again (issue 20: from the start pose no lap was ever counted). A line seen
+beside the robot, parallel to its heading (the robot 0.4 m from the west side, facing along
+it), is not a pose on the line: the robot never passes it again, and no lap was counted in
+120 s of following (found by hand, 2026-12-05)."""
 PIVOT_RATE_RADPS = 1.2
 PIVOT_MAX_RAD = math.radians(160)
 ACQUIRE_SPEED_MPS = 0.15
@@ -222,4 +227,5 @@ class LineFollower:
 def _runs_along(view: LineView) -> bool:
     """The robot runs along the line here (see :data:`START_CLEAR_M`)."""
     aligned = view.heading_deg is not None and abs(view.heading_deg) < START_ALIGNED_DEG
-    return aligned and (view.corner_m is None or view.corner_m >= START_CLEAR_M)
+    on_line = view.offset_m is not None and abs(view.offset_m) <= START_ON_LINE_M
+    return aligned and on_line and (view.corner_m is None or view.corner_m >= START_CLEAR_M)
