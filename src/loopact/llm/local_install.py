@@ -147,21 +147,34 @@ def ensure_llama_cpp(cfg: LocalConfig, console: Console, profile: BuildProfile) 
     return action
 
 
-def self_test(cfg: LocalConfig, model_path: Path, console: Console) -> dict[str, Any]:
+def self_test(
+    cfg: LocalConfig, model_path: Path, console: Console, build: str = "installed"
+) -> dict[str, Any]:
     """One short request against a freshly started server: does this build run on this CPU?
 
     Starts the server with the installed build, asks for 16 tokens of a short prompt and
-    measures the generation speed. A crash (the server dies, e.g. SIGSEGV / SIGILL) is
-    reported as ``{"ok": False, "crash": True, ...}``; a server that cannot load the model is
-    an :class:`InstallError` (another build would not help).
+    measures the generation speed (issue 13, SPEC B1). A crash (the server dies, e.g.
+    SIGSEGV / SIGILL) is reported as ``{"ok": False, "crash": True, ...}``.
+
+    Args:
+        cfg: The ``local`` config section (threads, chat format, start timeout in seconds).
+        model_path: The GGUF file to load.
+        console: Where the progress and the "Self-test passed" line go.
+        build: The installed build's profile name; the server's output goes to
+            ``<cache>/logs/local-brain-self-test-<build>.log``, so the self-test of a
+            rebuild does not overwrite the log a crash line named.
 
     Returns:
-        ``{"ok", "crash", "tokens", "seconds", "tokens_per_s", "detail", "cpu"}``.
+        ``{"ok", "crash", "tokens", "seconds", "tokens_per_s", "detail", "cpu"}``: tokens
+        generated, seconds for the request (prompt included), their ratio in tokens/s. A
+        server that fails without crashing (it cannot load the model) is not a crash:
+        :func:`install_and_test` then fails, since another build would not help.
     """
     from loopact.llm.local_build import cpu_name
 
     console.print("Self-test: one short request to the local brain ...", markup=False)
-    result = asyncio.run(_self_test(cfg, model_path))
+    log_path = _logs_dir() / f"local-brain-self-test-{build}.log"
+    result = asyncio.run(_self_test(cfg, model_path, log_path))
     result["cpu"] = cpu_name()
     if result["ok"]:
         console.print(
@@ -172,7 +185,7 @@ def self_test(cfg: LocalConfig, model_path: Path, console: Console) -> dict[str,
     return result
 
 
-async def _self_test(cfg: LocalConfig, model_path: Path) -> dict[str, Any]:
+async def _self_test(cfg: LocalConfig, model_path: Path, log_path: Path) -> dict[str, Any]:
     import httpx2
 
     from loopact.errors import ModelFatalError
@@ -188,7 +201,7 @@ async def _self_test(cfg: LocalConfig, model_path: Path) -> dict[str, Any]:
         start_timeout_s=cfg.start_timeout_s,
         server_module="llama_cpp.server",
         max_restarts=0,
-        log_path=_logs_dir() / "local-brain-self-test.log",
+        log_path=log_path,
     )
     fail: dict[str, Any] = {"ok": False, "crash": False, "tokens": 0, "seconds": 0.0}
     try:
@@ -242,7 +255,7 @@ def install_and_test(cfg: LocalConfig, console: Console) -> tuple[str, Path, str
     done = self_test_result(folder, cpu)
     if done is not None and done.get("ok") and llama == "present":
         return llama, path, model, done
-    result = self_test(cfg, path, console)
+    result = self_test(cfg, path, console, profile.name)
     record_self_test(folder, cpu, result)
     if result["ok"]:
         return llama, path, model, result
@@ -262,7 +275,7 @@ def install_and_test(cfg: LocalConfig, console: Console) -> tuple[str, Path, str
     )
     llama = ensure_llama_cpp(cfg, console, safest)
     folder = build_folder(cfg.llama_cpp_version, cfg.llama_cpp_sha256, safest)
-    result = self_test(cfg, path, console)
+    result = self_test(cfg, path, console, safest.name)
     record_self_test(folder, cpu, result)
     if not result["ok"]:
         raise InstallError(
