@@ -259,14 +259,8 @@ async def test_restart_bound_ends_with_the_final_error(
         await brain.wait_ready(1)
 
 
-def test_cli_with_a_server_that_always_crashes_exits_1_with_the_final_error(
-    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
-) -> None:
-    scripts, env = fake_server
-    write(scripts, "default.json", [{"delay_s": 30, "text": "never"}], crash_on_request="SIGSEGV")
-    model = gguf(tmp_path / "m.gguf")
-    cfg = tmp_path / "loopact.yaml"
-    cfg.write_text(f"local:\n  model_path: {model}\n  prompt_cache: false\n")
+def _cli_env(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """The environment of a ``loopact run`` with no endpoint and its own cache folder."""
     full_env = {
         k: v
         for k, v in os.environ.items()
@@ -276,6 +270,18 @@ def test_cli_with_a_server_that_always_crashes_exits_1_with_the_final_error(
     full_env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     full_env["XDG_DATA_HOME"] = str(tmp_path / "data")
     full_env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    return full_env
+
+
+def test_cli_with_a_server_that_always_crashes_exits_1_with_the_final_error(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    scripts, env = fake_server
+    write(scripts, "default.json", [{"delay_s": 30, "text": "never"}], crash_on_request="SIGSEGV")
+    model = gguf(tmp_path / "m.gguf")
+    cfg = tmp_path / "loopact.yaml"
+    cfg.write_text(f"local:\n  model_path: {model}\n  prompt_cache: false\n")
+    full_env = _cli_env(tmp_path, env)
     proc = subprocess.run(
         [sys.executable, "-m", "loopact", "run", "--once", "hello", "--robot", "none"]
         + ["--config", str(cfg), "--no-web", "--workspace", str(tmp_path / "ws")],
@@ -337,3 +343,87 @@ async def test_a_server_that_stops_answering_is_killed_and_restarted(
         await brain.stop()
     assert len(lines) == 1 and "it stopped answering: no reply to /v1/models" in lines[0], lines
     assert "so it was killed" in lines[0] and "restarting it" in lines[0]
+
+
+async def _read_until(stream: asyncio.StreamReader, done: Any, seen: list[str]) -> None:
+    """Read lines into ``seen`` until ``done(line)`` is true (60 s at most, then fail)."""
+
+    async def read() -> None:
+        while True:
+            raw = await stream.readline()
+            assert raw, "the process ended its output early:\n" + "".join(seen)
+            seen.append(raw.decode())
+            if done(seen[-1]):
+                return
+
+    await asyncio.wait_for(read(), 60)
+
+
+async def test_a_second_loopact_run_gets_its_own_server_port_and_log(
+    tmp_path: Path, fake_server: tuple[Path, dict[str, str]]
+) -> None:
+    """Issue 13 "Bad input": a second ``loopact run`` while the first holds its local server.
+
+    Two real CLI processes with no endpoint: the first (a terminal chat) answers, the second
+    (``--once``) starts its own server on another port with its own log and answers, and
+    the first still answers from its own server afterwards.
+    """
+    scripts, env = fake_server
+    write(scripts, "gen1.json", [{"text": "A answers first."}, {"text": "A answers again."}])
+    write(scripts, "gen2.json", [{"text": "B answers."}])
+    cfg = tmp_path / "loopact.yaml"
+    cfg.write_text(f"local:\n  model_path: {gguf(tmp_path / 'm.gguf')}\n  prompt_cache: false\n")
+    full_env = _cli_env(tmp_path, env)
+    run = [sys.executable, "-m", "loopact", "run", "--robot", "none", "--config", str(cfg)]
+    first = await asyncio.create_subprocess_exec(
+        *run,
+        "--no-web",
+        "--workspace",
+        str(tmp_path / "ws-a"),
+        cwd=tmp_path,
+        env=full_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert first.stdin is not None and first.stdout is not None
+    seen: list[str] = []
+    try:
+        first.stdin.write(b"hello\n")
+        await _read_until(first.stdout, lambda ln: "A answers first." in ln, seen)
+        second = await asyncio.create_subprocess_exec(
+            *run,
+            "--once",
+            "hello",
+            "--no-web",
+            "--workspace",
+            str(tmp_path / "ws-b"),
+            cwd=tmp_path,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out_b, err_b = await asyncio.wait_for(second.communicate(), 120)
+        assert second.returncode == 0, err_b.decode()[-3000:]
+        assert "B answers." in out_b.decode()
+        # the first run's server was neither disturbed nor replaced by the second run
+        first.stdin.write(b"again\n")
+        await _read_until(first.stdout, lambda ln: "A answers again." in ln, seen)
+        first.stdin.write(b"/status\n")
+        await _read_until(first.stdout, lambda ln: ln.rstrip() == "}", seen)
+        first.stdin.write(b"/quit\n")
+        assert await asyncio.wait_for(first.wait(), 60) == 0
+    finally:
+        if first.returncode is None:
+            first.kill()
+            await first.wait()
+    status = json.loads("".join(seen)[("".join(seen)).index("{\n") :])
+    logs = tmp_path / "cache" / "loopact" / "logs"
+    log_a, log_b = logs / f"local-brain-{first.pid}.log", logs / f"local-brain-{second.pid}.log"
+    port_a = int(log_a.read_text().split("fake local server 1: pid ")[1].split()[2])
+    port_b = int(log_b.read_text().split("fake local server 2: pid ")[1].split()[2])
+    assert port_a != port_b
+    assert "fake local server 2" not in log_a.read_text()
+    assert status["backend"]["port"] == port_a and status["backend"]["log_path"] == str(log_a)
+    assert status["backend"]["state"] == "ready" and status["backend"]["model_file"] == "m.gguf"
+    assert not (scripts / "started-3").exists()  # no restart in either run
