@@ -1,28 +1,27 @@
 """The supervised local brain (issue 13): crash line, restart, retry, restart bound.
 
-The child process is a stand-in ``llama_cpp.server`` (on ``PYTHONPATH``) that serves loopact's
-scripted model server on the port it is given, so the real provider code talks real HTTP to a
-real process that really dies (SIGKILL from the test, or SIGSEGV by itself on its first chat
-request). Each start of the child reads its own script (``gen<N>.json``, else
-``default.json``), so a restarted server answers from its own turns.
+The child process is a stand-in ``llama_cpp.server`` (on ``PYTHONPATH``, tests/llm/local_fakes.py)
+that serves loopact's scripted model server on the port it is given, so the real provider code
+talks real HTTP to a real process that really dies (SIGKILL from the test, or SIGSEGV by itself
+on its first chat request). Each start of the child reads its own script (``gen<N>.json``,
+else ``default.json``), so a restarted server answers from its own turns.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
+from tests.llm.local_fakes import fake_server_files, gguf, write
 
 from loopact.agent import Agent, AgentOptions
 from loopact.channels.terminal import ProgressPrinter
@@ -34,57 +33,11 @@ from loopact.llm.local_process import BrainStatus, LocalBrain
 from loopact.tools.builtin import make_builtin_tools
 from loopact.tools.registry import ToolRegistry
 
-FAKE_MAIN = textwrap.dedent(
-    """
-    import json, os, signal, sys, time
-    from pathlib import Path
-    from loopact.testing import ScriptedModelServer
-    args = sys.argv[1:]
-    port = int(args[args.index("--port") + 1])
-    d = Path(os.environ["LOOPACT_FAKE_LOCAL_DIR"])
-    n = len(list(d.glob("started-*"))) + 1
-    (d / f"started-{n}").write_text(str(os.getpid()))
-    path = d / f"gen{n}.json"
-    script = json.loads((path if path.exists() else d / "default.json").read_text())
-    crash = script.pop("crash_on_request", None)
-    server = ScriptedModelServer(script, port=port).start()
-    print(f"fake local server {n}: pid {os.getpid()} port {port}", flush=True)
-    print("OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", ""), flush=True)
-    while True:
-        if crash and any(r.path == "/v1/chat/completions" for r in server.requests):
-            print("fake local server: crashing with", crash, flush=True)
-            os.kill(os.getpid(), getattr(signal, crash))
-        time.sleep(0.005)
-    """
-)
-
 
 @pytest.fixture
 def fake_server(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """(scripts folder, env): a stand-in ``llama_cpp.server`` serving scripted turns."""
-    pkgs = tmp_path / "fakepkgs"
-    server_pkg = pkgs / "llama_cpp" / "server"
-    server_pkg.mkdir(parents=True)
-    (pkgs / "llama_cpp" / "__init__.py").write_text("")
-    (server_pkg / "__init__.py").write_text("")
-    (server_pkg / "__main__.py").write_text(FAKE_MAIN)
-    for name in ("uvicorn", "fastapi", "sse_starlette", "pydantic_settings"):
-        if importlib.util.find_spec(name) is None:  # only so that server_installed() is true
-            (pkgs / name).mkdir()
-            (pkgs / name / "__init__.py").write_text("")
-    scripts = tmp_path / "scripts"
-    scripts.mkdir()
-    env = {"PYTHONPATH": str(pkgs), "LOOPACT_FAKE_LOCAL_DIR": str(scripts)}
-    return scripts, env
-
-
-def gguf(path: Path) -> Path:
-    path.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
-    return path
-
-
-def write(scripts: Path, name: str, turns: list[dict[str, Any]], **extra: Any) -> None:
-    (scripts / name).write_text(json.dumps({"turns": turns, **extra}))
+    return fake_server_files(tmp_path)
 
 
 def test_exit_descriptions_name_the_signal() -> None:
