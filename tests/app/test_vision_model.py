@@ -18,6 +18,7 @@ from typing import Any
 
 import pydantic
 import pytest
+from tests.llm.local_fakes import fake_server_files, gguf, write
 
 from loopact.app.robot import open_robot
 from loopact.app.vision import (
@@ -28,6 +29,7 @@ from loopact.app.vision import (
 )
 from loopact.config import Config, VisionModelConfig
 from loopact.errors import ConfigError
+from loopact.llm.local_process import LocalBrain
 from loopact.sim.describe import describe_world
 from loopact.sim.groundtruth import iou, object_bbox
 
@@ -185,3 +187,34 @@ async def test_a_vision_server_that_does_not_start_leaves_the_detector(
     async with AsyncExitStack() as stack:
         assert await start_local_vision(brain, vm, stack) is None
     assert not brain.running
+
+
+async def test_a_local_vision_server_logs_apart_from_the_local_brain(
+    tmp_path: Path, fake_llama: Path
+) -> None:
+    """Both servers in one loopact process: the vision server's log is its own, so starting
+    it does not truncate the brain's log that a crash line names (issue 13, SPEC B1)."""
+    fake_llama.joinpath("script.json").write_text("{broken json")  # the vision child dies
+    scripts, env = fake_server_files(tmp_path / "brain")
+    write(scripts, "default.json", [])
+    brain = LocalBrain(
+        model_path=gguf(tmp_path / "brain.gguf"),
+        start_timeout_s=60,
+        extra_env=env,
+        server_module="llama_cpp.server",
+    )
+    vm = VisionModelConfig(
+        model_path=_gguf(tmp_path / "vlm.gguf"),
+        mmproj_path=_gguf(tmp_path / "mmproj.gguf"),
+        start_timeout_s=30,
+    )
+    vision = local_vision_brain(vm)
+    async with brain:
+        async with AsyncExitStack() as stack:
+            assert await start_local_vision(vision, vm, stack) is None
+        assert brain.running and brain.log_path is not None and vision.log_path is not None
+        assert brain.log_path != vision.log_path
+        assert brain.log_path.parent == vision.log_path.parent == tmp_path / "cache" / "logs"
+        brain_log = brain.log_path.read_text()
+        assert "fake local server 1: pid" in brain_log and "JSONDecodeError" not in brain_log
+        assert "JSONDecodeError" in vision.log_path.read_text()

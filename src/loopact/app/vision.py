@@ -75,6 +75,7 @@ def local_vision_brain(vm: VisionModelConfig) -> LocalBrain:
         threads=vm.threads or 0,
         start_timeout_s=vm.start_timeout_s,
         server_module="llama_cpp.server",  # images differ every time: no prompt-prefix cache
+        log_name="local-vision",  # not the brain's log (issue 13)
     )
 
 

@@ -184,12 +184,21 @@ def port_free(port: int) -> bool:
     return True
 
 
-def default_log_path(keep: int = 10) -> Path:
-    """``<cache>/logs/local-brain-<pid>.log``; older logs beyond the newest ``keep`` go."""
+def default_log_path(keep: int = 10, name: str = "local-brain") -> Path:
+    """``<cache>/logs/<name>-<pid>.log``; older logs of that name beyond the newest ``keep`` go.
+
+    Per process (``<pid>``: loopact's own), so two ``loopact run`` at once log apart, and per
+    server kind (``name``: ``local-brain``, ``local-vision``), so the two servers of one run
+    log apart too (issue 13, SPEC B1).
+
+    Args:
+        keep: How many logs of ``name`` to keep, this one included.
+        name: The log's name before ``-<pid>.log``.
+    """
     logs = cache_dir() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    old = sorted(logs.glob("local-brain-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
+    old = sorted(logs.glob(f"{name}-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
     for path in old[keep - 1 :]:
         with contextlib.suppress(OSError):
             path.unlink()
-    return logs / f"local-brain-{os.getpid()}.log"
+    return logs / f"{name}-{os.getpid()}.log"

@@ -104,8 +104,10 @@ class LocalBrain:
             None for a text-only brain.
         start_timeout_s: How long to wait for ``/v1/models`` to answer, in seconds.
         python: Interpreter with ``llama_cpp`` installed.
-        log_path: Where the server's output goes (``<cache>/logs/local-brain-<pid>.log`` by
+        log_path: Where the server's output goes (``<cache>/logs/<log_name>-<pid>.log`` by
             default; restarts append to it).
+        log_name: The default log's name: ``local-brain``, or ``local-vision`` for the
+            vision model's server, so that two servers of one process log apart.
         extra_env: Environment variables added for the child process.
         server_module: The module run with ``python -m``: loopact's server with the prompt
             prefix cache (:mod:`loopact.llm.local_server`) or plain ``llama_cpp.server``.
@@ -129,6 +131,7 @@ class LocalBrain:
     start_timeout_s: float = 180.0
     python: str = sys.executable
     log_path: Path | None = None
+    log_name: str = "local-brain"
     extra_env: dict[str, str] | None = None
     port: int = 0
     server_module: str = SERVER_MODULE
@@ -252,7 +255,7 @@ class LocalBrain:
         if not self.port or not port_free(self.port):
             self.port = free_port()
         if self.log_path is None:
-            self.log_path = default_log_path()
+            self.log_path = default_log_path(name=self.log_name)
         cmd = server_command(
             self.model_path,
             self.port,
