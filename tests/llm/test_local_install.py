@@ -7,7 +7,8 @@ profile is "installed"; the self-test itself runs for real: :func:`local_install
 starts a child process (a stand-in ``llama_cpp.server`` on ``PYTHONPATH``), waits for
 ``/v1/models`` and sends its one ``/v1/completions`` request over HTTP. The stand-in reads
 which build is installed and, when that profile is listed in ``crash-profiles``, kills
-itself with SIGSEGV on that request, as the AMX build does on an Intel Xeon.
+itself with SIGSEGV on that request, as the AMX build does on an Intel Xeon, or with SIGILL
+while starting, as a build with instructions the CPU lacks does.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ FAKE_SERVER = textwrap.dedent(
     build = (d / "installed-profile").read_text()
     crashes = build in (d / "crash-profiles").read_text().split()
     print(f"fake llama.cpp server: build {build}, pid {os.getpid()}", flush=True)
+    if crashes and os.environ["LOOPACT_FAKE_CRASH_AT"] == "start":
+        print(f"fake llama.cpp server: {build} crashes while loading", flush=True)
+        os.kill(os.getpid(), signal.SIGILL)
 
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -127,10 +131,17 @@ def _recorded(cfg: LocalConfig, profile: BuildProfile) -> dict[str, Any] | None:
     return self_test_result(folder, cpu_signature())
 
 
+@pytest.mark.parametrize(
+    ("crash_at", "crash"), [("request", "signal 11 / SIGSEGV"), ("start", "signal 4 / SIGILL")]
+)
 def test_a_build_that_crashes_its_self_test_is_rebuilt_once_with_the_safest_profile(
     installer: tuple[FakeInstall, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    crash_at: str,
+    crash: str,
 ) -> None:
     fake, markers = installer
+    monkeypatch.setenv("LOOPACT_FAKE_CRASH_AT", crash_at)
     safest = safest_profile()
     assert safest != FIRST
     (markers / "crash-profiles").write_text(FIRST.name)
@@ -140,7 +151,7 @@ def test_a_build_that_crashes_its_self_test_is_rebuilt_once_with_the_safest_prof
     assert fake.calls == [FIRST.name, safest.name], printed  # rebuilt once, with the safest
     assert llama == "built and installed"
     crash_line = next(ln for ln in printed.splitlines() if f"The {FIRST.name} build crashed" in ln)
-    assert "signal 11 / SIGSEGV" in crash_line, printed
+    assert crash in crash_line, printed
     assert f"rebuilding with the safest options ({safest.name}) once" in crash_line
     passed = re.search(
         r"Self-test passed: 16 tokens in ([\d.]+) s \(([\d.]+) tokens/s, prompt included\)",
@@ -164,10 +175,14 @@ def test_a_build_that_crashes_its_self_test_is_rebuilt_once_with_the_safest_prof
 
 
 def test_when_the_safest_build_crashes_too_the_install_fails_and_nothing_is_verified(
-    installer: tuple[FakeInstall, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    installer: tuple[FakeInstall, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake, markers = installer
     safest = safest_profile()
+    monkeypatch.setenv("LOOPACT_FAKE_CRASH_AT", "request")
     (markers / "crash-profiles").write_text(f"{FIRST.name} {safest.name}")
     cfg = _cfg()
     with pytest.raises(InstallError) as info:

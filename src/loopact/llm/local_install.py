@@ -209,7 +209,11 @@ async def _self_test(cfg: LocalConfig, model_path: Path, log_path: Path) -> dict
     except ModelFatalError as exc:
         code = brain._proc.returncode if brain._proc is not None else None
         crashed = code is not None and code < 0
-        return {**fail, "crash": crashed, "detail": str(exc), "exit": describe_exit(code)}
+        # a crash in one line (it is printed inside a sentence); other failures with the
+        # log's last lines (a model that does not load says why there)
+        detail = f"it died ({describe_exit(code)}) while starting; log: {log_path}"
+        detail = detail if crashed else str(exc)
+        return {**fail, "crash": crashed, "detail": detail, "exit": describe_exit(code)}
     body = {"prompt": "A robot is a machine that", "max_tokens": 16, "temperature": 0.0}
     try:
         t0 = time.perf_counter()
@@ -221,9 +225,10 @@ async def _self_test(cfg: LocalConfig, model_path: Path, log_path: Path) -> dict
     except (httpx2.HTTPError, ValueError) as exc:
         died = await brain.exited(brain.generation, grace_s=3.0)
         code = brain._proc.returncode if brain._proc is not None else None
-        detail = f"{type(exc).__name__}: {exc}; the server {describe_exit(code)}; log: "
+        how = f"died ({describe_exit(code)})" if died else "kept running"
         await brain.stop()
-        return {**fail, "crash": died, "detail": detail + str(brain.log_path)}
+        detail = f"{type(exc).__name__}: {exc}; the server {how}; log: {log_path}"
+        return {**fail, "crash": died, "detail": detail}
     await brain.stop()
     return {
         "ok": tokens > 0,
