@@ -43,9 +43,8 @@ def all_of(*graders: Grader) -> Grader:
     def grade(ev: Evidence) -> Verdict:
         verdicts = [g(ev) for g in graders]
         failed = [v.why for v in verdicts if not v.passed]
-        if failed:
-            return Verdict(False, "; ".join(failed))
-        return Verdict(True, "; ".join(v.why for v in verdicts))
+        passed = [v.why for v in verdicts if v.passed]
+        return Verdict(not failed, "; ".join([*failed, *passed]))
 
     return grade
 

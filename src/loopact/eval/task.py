@@ -5,7 +5,9 @@ left behind is gathered into :class:`Evidence` (the simulator's pose log, the wo
 description, the trace, the files written, the messages a subscriber received) and the task's
 grader turns that into a :class:`Verdict`. Graders read ground truth only: where the robot
 really was, what was really in view, what was really written or sent; never what the model or
-a tool said happened (a tool result in the trace is not evidence of motion).
+a tool said happened (a tool result in the trace is not evidence of motion). The refusal
+graders (:mod:`loopact.eval.refusal`) read the trace and the reply as well, for whether a
+motion was refused or clamped and the user told: on top of ground truth, never instead of it.
 """
 
 from __future__ import annotations
