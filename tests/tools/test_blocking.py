@@ -9,11 +9,14 @@ threads come back.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import queue
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -203,11 +206,25 @@ LAUNCHER = textwrap.dedent(
 )
 
 
+REPLY_WITHIN_S = 60.0
+"""Bound on the process's start-up and its task (the tool's 0.5 s timeout, two scripted model
+rounds), seconds: only so that a broken start fails instead of hanging."""
+EXIT_AFTER_REPLY_S = 5.0
+"""How long the process may take from printing its reply to exiting, seconds. Issue 22 item 8
+asks for less than a second. In between, the agent, the model's HTTP client and the trace are
+closed and the interpreter shuts down; it joins no daemon thread, so the stuck worker costs
+nothing: about 0.1-0.2 s here. Five times the one-second budget covers a shared, loaded 2-core
+machine. A process that waits on the stuck worker never exits within any bound: its FIFO is
+released only after the test."""
+
+
 def test_once_exits_after_its_reply_while_a_tool_is_stuck(
     scripted_server: Factory, tmp_path: Path, fifo: Path
 ) -> None:
-    """The real CLI in its own process: the stuck tool times out, the model answers, and
-    the process exits (before: interpreter shutdown waited on the stuck thread for good)."""
+    """The real CLI in its own process: the stuck tool times out, the model answers, the reply
+    is printed, and the process exits with code 0 (a reply, README) within
+    :data:`EXIT_AFTER_REPLY_S` of it while the tool's thread is still blocked in ``open()``
+    (before: interpreter shutdown waited on the stuck thread for good)."""
     server = scripted_server(
         [
             {"tool_calls": [{"id": "g1", "name": "read_gauge", "arguments": {}}]},
@@ -218,6 +235,7 @@ def test_once_exits_after_its_reply_while_a_tool_is_stuck(
     launcher.write_text(LAUNCHER)
     env = cli_env(tmp_path)
     env["GAUGE_FIFO"] = str(fifo)
+    env["PYTHONUNBUFFERED"] = "1"  # the reply reaches the pipe when printed, not at exit
     args = [
         "run",
         "--once",
@@ -234,14 +252,45 @@ def test_once_exits_after_its_reply_while_a_tool_is_stuck(
         "--no-web",
         "--workspace",
         str(tmp_path / "ws"),
+        "--trace",
+        str(tmp_path / "trace.jsonl"),
     ]
-    proc = subprocess.run(
-        [sys.executable, str(launcher), *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,  # generous: a hang is the failure; the exit itself takes well under 1 s
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "The gauge did not answer in time."
+    stderr = tmp_path / "stderr.txt"
+    with stderr.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(launcher), *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    pump = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
+    pump.start()
+    try:
+        reply = lines.get(timeout=REPLY_WITHIN_S)  # the observable event: the reply printed
+        assert reply.strip() == "The gauge did not answer in time.", stderr.read_text()
+        replied = time.monotonic()
+        try:
+            code = proc.wait(timeout=EXIT_AFTER_REPLY_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"no exit {EXIT_AFTER_REPLY_S} s after the reply: {stderr.read_text()}")
+        exit_s = time.monotonic() - replied
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert code == 0, stderr.read_text()
+    assert "Traceback" not in stderr.read_text()
+    results = [
+        json.loads(line)
+        for line in (tmp_path / "trace.jsonl").read_text().splitlines()
+        if '"tool_result"' in line
+    ]
+    assert [r["name"] for r in results] == ["read_gauge"]
+    assert "timed out" in results[0]["error"]
+    # Nothing opened the FIFO for writing before this point: the worker was still blocked in
+    # open() when the process exited.
+    print(f"exited {exit_s:.2f} s after its reply")  # shown with -s
