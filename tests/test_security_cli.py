@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.agent.helpers import call
 from tests.test_cli import run_cli
 
@@ -237,6 +238,73 @@ def test_files_the_config_names_are_out_of_reach(scripted_server: Any, tmp_path:
     assert "the MCP config file in use" in results["w3"]["error"]
     assert "the robot profile file in use" in results["r1"]["error"]
     assert {p: p.read_text(encoding="utf-8") for p in before} == before
+
+
+@pytest.mark.parametrize("override", [False, True], ids=["user-cache", "LOOPACT_CACHE_DIR"])
+def test_the_local_brain_cache_is_out_of_reach(
+    scripted_server: Any, tmp_path: Path, override: bool
+) -> None:
+    """Item 1's list: the local-brain cache holds the llama.cpp build loopact runs and the
+    model it loads; a workspace around it (``--workspace ~``) must neither read, change nor
+    look into it, by name or through a link, whether it is the user cache folder or
+    ``LOOPACT_CACHE_DIR``."""
+    cache = tmp_path / ("brain-cache" if override else "xdg-cache/loopact")  # cli_env's XDG
+    (cache / "models").mkdir(parents=True)
+    (cache / "wheels").mkdir()
+    model = cache / "models" / "local-brain-0123456789abcdef.gguf"
+    model.write_bytes(b"GGUF pinned weights")
+    (tmp_path / "brain").symlink_to(cache)
+    rel = cache.relative_to(tmp_path)
+    server = scripted_server(
+        [
+            {
+                "tool_calls": [
+                    call("file_read", {"path": f"{rel}/models/{model.name}"}, "r1"),
+                    call(
+                        "file_write", {"path": f"{rel}/models/{model.name}", "content": "x"}, "w1"
+                    ),
+                    call("file_write", {"path": f"{rel}/wheels/llama.whl", "content": "x"}, "w2"),
+                    call("file_list", {"path": f"{rel}/models"}, "l1"),
+                    call("file_read", {"path": f"brain/models/{model.name}"}, "r2"),
+                    call("file_list", {"path": str(rel.parent)}, "l2"),
+                    call("file_list", {"path": "."}, "l3"),
+                ]
+            },
+            {"text": "Done."},
+        ]
+    )
+    env = {"LOOPACT_CACHE_DIR": str(cache)} if override else {}
+    proc = run_cli(
+        [
+            "run",
+            "--robot",
+            "none",
+            "--once",
+            "tidy the cache",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m",
+            "--trace",
+            str(tmp_path / "t.jsonl"),
+            "--workspace",
+            ".",
+            "--yes",
+        ],
+        tmp_path,
+        env={"LOOPACT_API_KEY": "sk-env-secret", **env},
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = _results(tmp_path)
+    for call_id in ("r1", "w1", "w2", "l1", "r2"):
+        assert results[call_id]["ok"] is False, results[call_id]
+        assert "the local-brain cache folder" in results[call_id]["error"], results[call_id]
+    assert model.read_bytes() == b"GGUF pinned weights"
+    assert not (cache / "wheels" / "llama.whl").exists()
+    listed = {e["name"]: e["type"] for e in results["l2"]["data"]["entries"]}
+    assert listed[cache.name] == "protected"
+    listed = {e["name"]: e["type"] for e in results["l3"]["data"]["entries"]}
+    assert listed["brain"] == "protected"
 
 
 def test_a_local_memory_remote_is_out_of_reach(tmp_path: Path, monkeypatch: Any) -> None:
