@@ -20,12 +20,13 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from loopact.errors import ProtocolError
+from loopact._compat import wait_within
+from loopact.errors import ProtocolError, ToolError
 from loopact.nodes.connector import Connector, ImageData
 from loopact.nodes.protocol import (
     DEFAULT_AGENT_NAME,
@@ -38,6 +39,7 @@ from loopact.nodes.protocol import (
     input_data_topic,
     input_info_topic,
 )
+from loopact.tools.blocking import BlockingExecutor
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +197,10 @@ class InputSource:
         kind: ``text``, ``image`` or ``json``.
         inject: Inject latest-mode data into snapshots.
         period_s: Polling period in seconds for plain functions.
+        timeout_s: Longest wait for one poll of the function, in seconds; a poll that takes
+            longer is abandoned (a plain function's thread runs on as a daemon, so it neither
+            holds a worker of the default pool nor blocks exit: SPEC A2, issue 22 item 8) and
+            the next poll follows after ``period_s``.
     """
 
     fn: Callable[[], Any]
@@ -204,6 +210,11 @@ class InputSource:
     kind: InputKind = "text"
     inject: bool = False
     period_s: float = 1.0
+    timeout_s: float = 30.0
+    _blocking: BlockingExecutor = field(
+        default_factory=lambda: BlockingExecutor(max_workers=1, max_stuck=4, name="loopact-input"),
+        repr=False,
+    )
 
     async def run(self, node: InputNode) -> None:
         """Publish the function's values on ``node`` until cancelled (errors are logged)."""
@@ -213,16 +224,31 @@ class InputSource:
                 await self._publish(node, value)
             return
         while True:
-            try:
-                if inspect.iscoroutinefunction(self.fn):
-                    value = await self.fn()
-                else:
-                    value = await asyncio.to_thread(self.fn)
-            except Exception as exc:
-                logger.warning("input %s: the source function failed: %r", self.name, exc)
-                value = None
-            await self._publish(node, value)
+            await self._publish(node, await self.poll())
             await asyncio.sleep(self.period_s)
+
+    async def poll(self) -> Any:
+        """One value of the function, or None when it failed or took over ``timeout_s``.
+
+        A plain function runs on a daemon thread of its own (:class:`BlockingExecutor`), never
+        on asyncio's default executor: a poll stuck in a hung device read would hold a worker
+        of that pool for good and keep ``loopact node`` from exiting on Ctrl-C.
+        """
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                return await wait_within(self.fn(), self.timeout_s)
+            return await wait_within(self._blocking.run(self.fn), self.timeout_s)
+        except asyncio.TimeoutError:
+            logger.warning(
+                "input %s: the source function did not return within %g s; abandoned it",
+                self.name,
+                self.timeout_s,
+            )
+        except ToolError as exc:  # too many earlier polls are still stuck
+            logger.warning("input %s: %s", self.name, exc)
+        except Exception as exc:
+            logger.warning("input %s: the source function failed: %r", self.name, exc)
+        return None
 
     async def _publish(self, node: InputNode, value: Any) -> None:
         if value is None:
@@ -241,6 +267,7 @@ def input_source(
     kind: InputKind = "text",
     inject: bool = False,
     period_s: float = 1.0,
+    timeout_s: float = 30.0,
 ) -> Callable[[Callable[[], Any]], InputSource]:
     """Declare an input for ``loopact node FILE.py`` (SPEC C3).
 
@@ -251,6 +278,8 @@ def input_source(
         kind: ``text``, ``image`` or ``json``.
         inject: Inject latest-mode data into snapshots.
         period_s: Polling period in seconds (plain functions).
+        timeout_s: Longest wait for one poll, in seconds; a poll that takes longer is
+            abandoned and logged (:attr:`InputSource.timeout_s`).
     """
 
     def wrap(fn: Callable[[], Any]) -> InputSource:
@@ -263,6 +292,7 @@ def input_source(
             kind=kind,
             inject=inject,
             period_s=period_s,
+            timeout_s=timeout_s,
         )
 
     return wrap
