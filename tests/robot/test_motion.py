@@ -79,7 +79,8 @@ async def test_drive_is_clamped_and_reported(rig: Rig) -> None:
         ("move_forward", {"distance_m": float("nan")}, "finite"),
         ("move_forward", {"distance_m": 1, "speed_mps": float("inf")}, "finite"),
         ("move_forward", {"distance_m": 1, "speed_mps": 0}, "speed_mps must be > 0"),
-        ("move_forward", {"distance_m": 50}, "split it"),
+        ("move_forward", {"distance_m": 50}, "outside the geofence"),
+        ("move_forward", {"distance_m": 2, "speed_mps": 0.05}, "split it"),  # 40 s > 30 s
         ("turn_left", {"angle_deg": -90}, "angle_deg must be in"),
         ("turn_right", {"angle_deg": float("nan")}, "finite"),
         ("drive", {"linear_mps": float("nan"), "angular_dps": 0, "duration_s": 1}, "finite"),

@@ -85,6 +85,11 @@ async def test_geofence_holds() -> None:
         assert not res.ok and "geofence" in (res.error or "")
         assert res.metadata["achieved"]["stopped_by"] == "geofence"
         assert all(t.is_zero for _, t in rig.robot.twists)
+        # a move longer than one motion may last is refused for the fence, not for its
+        # duration (which advised splitting it into shorter moves towards the fence)
+        res = await rig.call("move_forward", distance_m=20.0)
+        assert not res.ok and "geofence" in (res.error or ""), res.error
+        assert "split it" not in (res.error or "")
         res = await rig.call("navigation", waypoint="out")
         assert not res.ok and "geofence" in (res.error or "")
         res = await rig.call("drive", linear_mps=0.5, angular_dps=0, duration_s=10)

@@ -210,6 +210,15 @@ async def straight(
             )
         clamped: dict[str, Any] = {}
         v = _speed("speed_mps", speed_mps, env.profile.limits.max_linear_mps, clamped)
+        # the geofence first: a move that leaves it is refused for that, never with advice
+        # to split it into shorter moves towards the wall (issue 20's refusal tasks)
+        start = await env.pose()
+        ex = start.x_m + sign * distance_m * math.cos(start.yaw_rad)
+        ey = start.y_m + sign * distance_m * math.sin(start.yaw_rad)
+        if not env.site.contains(ex, ey) and env.site.contains(start.x_m, start.y_m):
+            return failed(
+                f"refused: the end point ({ex:.2f}, {ey:.2f}) is outside the geofence", "geofence"
+            )
         need_s = distance_m / v
         max_s = env.profile.limits.max_motion_duration_s
         if need_s > max_s:
@@ -217,13 +226,6 @@ async def straight(
                 f"moving {distance_m} m at {v} m/s takes {need_s:.0f} s, more than the "
                 f"{max_s:.0f} s allowed per motion; split it into moves of at most "
                 f"{v * max_s * 0.9:.1f} m"
-            )
-        start = await env.pose()
-        ex = start.x_m + sign * distance_m * math.cos(start.yaw_rad)
-        ey = start.y_m + sign * distance_m * math.sin(start.yaw_rad)
-        if not env.site.contains(ex, ey) and env.site.contains(start.x_m, start.y_m):
-            return failed(
-                f"refused: the end point ({ex:.2f}, {ey:.2f}) is outside the geofence", "geofence"
             )
     except (ToolArgumentError, RobotError) as exc:
         return failed(str(exc))
