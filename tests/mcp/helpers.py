@@ -20,10 +20,19 @@ RAW = SERVERS / "raw.py"
 FAST = {"ping_interval_s": 0.5, "ping_timeout_s": 1.0, "backoff_base_s": 0.2, "backoff_max_s": 1.0}
 
 
-def toy(marker_dir: Path, **extra: Any) -> McpServerConfig:
-    """The SDK-written test server over stdio."""
-    args = [str(TOY), "--marker-dir", str(marker_dir)]
+def toy(marker_dir: Path, *flags: str, **extra: Any) -> McpServerConfig:
+    """The SDK-written test server over stdio (``flags``: its options, see ``servers/toy.py``)."""
+    args = [str(TOY), "--marker-dir", str(marker_dir), *flags]
     return McpServerConfig(command=sys.executable, args=args, **extra)
+
+
+#: How a toy server announces a tool-list change (hot-plug, issue 18), and the protocol it
+#: then speaks: a 2025-era server (most servers today) sends only
+#: ``notifications/tools/list_changed``; a 2026-era one only a ``subscriptions/listen`` event.
+SIGNALS = {
+    "list_changed": (("--legacy", "--signals", "list_changed"), "2025-11-25"),
+    "listen": (("--signals", "listen"), "2026-07-28"),
+}
 
 
 def raw(mode: str, **extra: Any) -> McpServerConfig:

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 from tests.agent.helpers import call, make_agent
-from tests.mcp.helpers import FAST, TOY, free_port, raw, toy, until
+from tests.mcp.helpers import FAST, SIGNALS, TOY, free_port, raw, toy, until
 
 from loopact.config import McpServerConfig
 from loopact.events import Event, EventBus
 from loopact.llm.messages import ToolCall
+from loopact.mcp.client import McpServerLink
 from loopact.mcp.hub import McpHub
 from loopact.tools.base import FunctionTool, ToolContext
 from loopact.tools.registry import ToolRegistry
@@ -53,11 +54,17 @@ async def _hub(
 
 
 # ---------------------------------------------------------------------- acceptance 1
+@pytest.mark.parametrize("announce", list(SIGNALS))
 async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dying(
-    scripted_server: Any, tmp_path: Path
+    scripted_server: Any, tmp_path: Path, announce: str
 ) -> None:
     """Acceptance 1: call -> result in the next request; list_changed -> offered in the next
-    request; server killed -> tool dropped, the agent keeps running (and it comes back)."""
+    request; server killed -> tool dropped, the agent keeps running (and it comes back).
+
+    Run once per way a server announces a change (``SIGNALS``): a 2025-era server that sends
+    only ``notifications/tools/list_changed``, and a 2026-era one that sends only a
+    ``subscriptions/listen`` event; each passes only through its own handler."""
+    flags, protocol = SIGNALS[announce]
     server = scripted_server(
         [
             {"tool_calls": [call("echo", {"text": "hello from mcp"})]},
@@ -68,7 +75,7 @@ async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dy
     )
     agent, rec = make_agent(server, tmp_path)
     hub = McpHub(
-        {"toy": toy(tmp_path, trust=True, safety={"picture": "read_only"})},
+        {"toy": toy(tmp_path, *flags, trust=True, safety={"picture": "read_only"})},
         agent.registry,
         bus=agent.bus,
         log_dir=tmp_path / "logs",
@@ -77,6 +84,8 @@ async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dy
     await hub.start(wait=True)
     try:
         assert "echo" in agent.registry and "shout" not in agent.registry
+        up = [e for e in rec.events if e.type == "mcp_server" and e.data["state"] == "connected"]
+        assert up[0].data["protocol"] == protocol
         outcome = await agent.run_task("say hello through the echo tool")
         assert outcome.status == "completed", outcome
         first, second = server.requests[0].body, server.requests[1].body
@@ -108,6 +117,33 @@ async def test_agent_calls_an_mcp_tool_sees_a_new_one_and_survives_the_server_dy
         await hub.stop()
         await agent.close()
     assert agent.registry.get("echo") is None
+
+
+@pytest.mark.parametrize("announce", list(SIGNALS))
+async def test_a_tool_added_by_the_first_call_after_connecting_is_offered_at_once(
+    tmp_path: Path, announce: str
+) -> None:
+    """The very first call right after the connection is up grows ``shout``: it is offered
+    when the call's result is back. (A 2026-era server's ``subscriptions/listen`` stream has
+    no replay: opened after the first ``tools/list``, it missed this change for good.)"""
+    flags, protocol = SIGNALS[announce]
+    offered: list[list[str]] = []
+    link = McpServerLink(
+        "toy",
+        toy(tmp_path, *flags),
+        on_tools=lambda _link, tools: offered.append([t.name for t in tools]),
+        on_status=lambda _status: None,
+        **FAST,
+    )
+    link.start()
+    try:
+        await link.wait_first_attempt()
+        assert link.connected and "shout" not in offered[-1]
+        result, _ = await link.call("echo", {"text": "a"}, 10.0)  # at once: no model turn first
+        assert result.content[0].text == "a"  # type: ignore[union-attr]
+        assert "shout" in offered[-1], (protocol, offered)
+    finally:
+        await link.stop()
 
 
 async def test_cancelling_the_task_cancels_the_mcp_request(

@@ -30,6 +30,7 @@ from typing import Any
 import mcp.types as mt
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from loopact._compat import timeout_after, wait_within
@@ -416,6 +417,9 @@ class McpServerLink:
                         cache=None,
                     )
                     await stack.enter_async_context(client)
+                    listener = await self._listener(client)
+                    if listener is not None:  # closed before the session it listens on
+                        stack.push_async_callback(_stop, listener)
                     tools = await self._list(client)
             except (TimeoutError, asyncio.TimeoutError):
                 return self._not_ready(eof)
@@ -429,9 +433,6 @@ class McpServerLink:
                 protocol=client.protocol_version,
             )
             self._first_attempt.set()
-            listener = None
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                listener = asyncio.ensure_future(self._listen(client))
             try:
                 conn.reason = await self._serve(client, eof)
             finally:
@@ -440,10 +441,6 @@ class McpServerLink:
                 conn.lost.set()
                 self._conn = None
                 self._listed.set()
-                if listener is not None:
-                    listener.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await listener
                 self._publish([])
                 with contextlib.suppress(Exception):
                     async with timeout_after(CLOSE_TIMEOUT_S):
@@ -512,20 +509,40 @@ class McpServerLink:
                 break
         return tools
 
-    async def _listen(self, client: Client) -> None:
-        """2026-era servers announce list changes on a ``subscriptions/listen`` stream."""
+    async def _listener(self, client: Client) -> asyncio.Future[None] | None:
+        """On a 2026-era connection, open the ``subscriptions/listen`` stream before the first
+        ``tools/list``: the stream has no replay, so a change announced between that list and
+        the subscription's ack would be lost (a tool added at once stayed unknown)."""
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return None  # 2025-era: notifications/tools/list_changed (:meth:`_on_message`)
+        ready = asyncio.Event()
+        listener = asyncio.ensure_future(self._listen(client, ready))
+        await ready.wait()
+        return listener
+
+    async def _listen(self, client: Client, ready: asyncio.Event) -> None:
+        """2026-era servers announce list changes on a ``subscriptions/listen`` stream;
+        ``ready`` is set once the server acknowledged it (or refused it)."""
         try:
             async with client.listen(tools_list_changed=True) as sub:
+                ready.set()
                 async for _event in sub:
                     self.request_refresh()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.info("MCP server %s: no list-change subscription (%r)", self.name, exc)
+        finally:
+            ready.set()
 
     async def _on_message(self, message: Any) -> None:
+        """``notifications/tools/list_changed`` of a 2025-era server re-reads the list. The SDK
+        also hands this handler the events of a ``subscriptions/listen`` stream (stamped with
+        its subscription id): :meth:`_listen` handles those."""
         if isinstance(message, mt.ToolListChangedNotification):
-            self.request_refresh()
+            meta = message.params.meta if message.params is not None else None
+            if not meta or SUBSCRIPTION_ID_META_KEY not in meta:
+                self.request_refresh()
         elif isinstance(message, Exception):
             log.debug("MCP server %s: %r", self.name, message)
 
@@ -563,6 +580,12 @@ async def _probe(client: Client) -> None:
         await client.session.send_discover(version)
     else:
         await client.session.send_ping()
+
+
+async def _stop(task: asyncio.Future[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 async def _abandon(*futures: asyncio.Future[Any]) -> None:

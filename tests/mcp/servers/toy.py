@@ -1,9 +1,19 @@
 """A small MCP server written with the official SDK, run as a process by the tests (issue 18).
 
-Usage: ``python toy.py [--marker-dir DIR] [--http PORT]``. Tools:
+Usage: ``python toy.py [--marker-dir DIR] [--http PORT] [--signals WHICH] [--legacy]``.
+
+- ``--signals``: how a tool-list change is announced (hot-plug, issue 18): ``list_changed``
+  (``notifications/tools/list_changed``, what 2025-era servers send), ``listen`` (an event on
+  the 2026-era ``subscriptions/listen`` stream only; the server has no other way to say it),
+  or ``both`` (the default).
+- ``--legacy`` (stdio): serve the ``initialize`` handshake era only, as servers written before
+  the 2026 protocol do: ``server/discover`` is refused, a client in ``auto`` mode falls back
+  to the handshake (protocol 2025-11-25), and there is no ``subscriptions/listen``.
+
+Tools:
 
 - ``echo(text)``: returns ``text``; announced read-only. Its first call adds ``shout`` and
-  sends ``notifications/tools/list_changed`` before answering (hot-plug).
+  announces the change (``--signals``) before answering (hot-plug).
 - ``shout(text)``: added at run time; returns ``text`` in capitals.
 - ``picture()``: a PNG image, an embedded text resource, a binary resource, audio and a
   resource link (to ``note://hello``, readable).
@@ -31,12 +41,15 @@ from typing import Any
 import anyio
 import mcp.types as mt
 from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 ARGS = argparse.ArgumentParser()
 ARGS.add_argument("--marker-dir", type=Path, default=None)
 ARGS.add_argument("--http", type=int, default=None)
+ARGS.add_argument("--signals", choices=["both", "list_changed", "listen"], default="both")
+ARGS.add_argument("--legacy", action="store_true")
 OPTS = ARGS.parse_args()
 
 BUS = InMemorySubscriptionBus()
@@ -124,11 +137,13 @@ async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolRe
     if name == "echo":
         if not STATE["grown"]:
             STATE["grown"] = True
-            try:
-                await ctx.session.send_tool_list_changed()
-            except Exception:
-                pass
-            await BUS.publish(ToolsListChanged())
+            if OPTS.signals in ("both", "list_changed"):
+                try:
+                    await ctx.session.send_tool_list_changed()
+                except Exception:  # no channel for it on this protocol: only listen tells
+                    pass
+            if OPTS.signals in ("both", "listen"):
+                await BUS.publish(ToolsListChanged())
         return _text(str(args.get("text", "")))
     if name == "shout":
         return _text(str(args.get("text", "")).upper())
@@ -217,7 +232,11 @@ async def main() -> None:
         await uvicorn.Server(config).serve()
         return
     async with stdio_server() as (read, write):
-        await SERVER.run(read, write, options)
+        if not OPTS.legacy:
+            await SERVER.run(read, write, options)
+            return
+        async with SERVER.lifespan(SERVER) as state:  # the handshake era only
+            await serve_loop(SERVER, read, write, lifespan_state=state, init_options=options)
 
 
 if __name__ == "__main__":
