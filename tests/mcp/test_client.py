@@ -384,12 +384,16 @@ async def test_garbage_on_stdout_is_reported_and_ignored(
 
 # ---------------------------------------------------------------------- streamable HTTP
 async def test_streamable_http_server_with_headers(tmp_path: Path) -> None:
+    """The configured ``headers`` go with every request: the server answers 401 without its
+    ``Authorization`` header, so a header loopact dropped would keep it from connecting."""
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         str(TOY),
         "--http",
         str(port),
+        "--require-header",
+        "Authorization: Bearer test-token",
         stderr=asyncio.subprocess.DEVNULL,
     )
     try:
@@ -416,6 +420,17 @@ async def test_streamable_http_server_with_headers(tmp_path: Path) -> None:
             assert "19900000 more characters" in " ".join(huge.metadata["notes"])
             after = await registry.execute(ToolCall("3", "echo", {"text": "x"}), _ctx(tmp_path), 10)
             assert after.ok  # the server is still connected
+        finally:
+            await hub.stop()
+        # The same server with a wrong token: refused, so nothing is offered.
+        wrong = cfg.model_copy(update={"headers": {"Authorization": "Bearer other-token"}})
+        hub, registry, events = await _hub({"lab": wrong}, tmp_path)
+        try:
+            assert len(registry) == 0
+            note = next(e.data for e in events if e.data.get("state") == "restarting")
+            assert "HTTP 401 Unauthorized from http://127.0.0.1:" in note["detail"], note
+            assert "check the server's `headers`" in note["detail"], note
+            assert "other-token" not in note["detail"]  # a header's value is never shown
         finally:
             await hub.stop()
     finally:

@@ -119,10 +119,25 @@ async def _open(cfg: McpServerConfig, errlog: TextIO | None) -> AsyncIterator[tu
         return
     assert cfg.url is not None
     http = httpx2.AsyncClient(
-        headers=dict(cfg.headers), timeout=httpx2.Timeout(cfg.connect_timeout_s, read=300.0)
+        headers=dict(cfg.headers),
+        timeout=httpx2.Timeout(cfg.connect_timeout_s, read=300.0),
+        event_hooks={"response": [_refused]},
     )
     async with http, streamable_http_client(cfg.url, http_client=http) as streams:
         yield streams
+
+
+async def _refused(response: httpx2.Response) -> None:
+    """Raise on 401 and 403 so the note names them (the SDK says only "Server returned an
+    error response"): a missing or wrong ``headers`` entry, such as the token."""
+    if response.status_code in (401, 403):
+        url = response.url.copy_with(query=None, fragment=None, userinfo=b"")  # no secrets
+        raise httpx2.HTTPStatusError(
+            f"HTTP {response.status_code} {response.reason_phrase} from {url}: "
+            "check the server's `headers` (its token)",
+            request=response.request,
+            response=response,
+        )
 
 
 def open_log(path: Path, stack: AsyncExitStack, what: str) -> TextIO | None:

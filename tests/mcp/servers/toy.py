@@ -1,6 +1,7 @@
 """A small MCP server written with the official SDK, run as a process by the tests (issue 18).
 
-Usage: ``python toy.py [--marker-dir DIR] [--http PORT] [--signals WHICH] [--legacy]``.
+Usage: ``python toy.py [--marker-dir DIR] [--http PORT] [--signals WHICH] [--legacy]
+[--require-header "Name: value"]``.
 
 - ``--signals``: how a tool-list change is announced (hot-plug, issue 18): ``list_changed``
   (``notifications/tools/list_changed``, what 2025-era servers send), ``listen`` (an event on
@@ -9,6 +10,7 @@ Usage: ``python toy.py [--marker-dir DIR] [--http PORT] [--signals WHICH] [--leg
 - ``--legacy`` (stdio): serve the ``initialize`` handshake era only, as servers written before
   the 2026 protocol do: ``server/discover`` is refused, a client in ``auto`` mode falls back
   to the handshake (protocol 2025-11-25), and there is no ``subscriptions/listen``.
+- ``--require-header``: over HTTP, answer 401 to every request without that exact header.
 
 Tools:
 
@@ -50,6 +52,7 @@ ARGS.add_argument("--marker-dir", type=Path, default=None)
 ARGS.add_argument("--http", type=int, default=None)
 ARGS.add_argument("--signals", choices=["both", "list_changed", "listen"], default="both")
 ARGS.add_argument("--legacy", action="store_true")
+ARGS.add_argument("--require-header", default=None)
 OPTS = ARGS.parse_args()
 
 BUS = InMemorySubscriptionBus()
@@ -220,6 +223,22 @@ SERVER = Server(
 )
 
 
+def _guarded(app: Any, header: str) -> Any:
+    """``app`` behind a check: a request without the exact ``Name: value`` header gets 401."""
+    name, _, value = header.partition(":")
+    want = (name.strip().lower().encode(), value.strip().encode())
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and want not in list(scope.get("headers") or []):
+            sys.stderr.write(f"toy: refused a request without {name.strip()}\n")
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"missing or wrong header"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 async def main() -> None:
     if OPTS.marker_dir is not None:
         (OPTS.marker_dir / "pid").write_text(str(os.getpid()))
@@ -228,6 +247,8 @@ async def main() -> None:
         import uvicorn
 
         app = SERVER.streamable_http_app()
+        if OPTS.require_header is not None:
+            app = _guarded(app, OPTS.require_header)
         config = uvicorn.Config(app, host="127.0.0.1", port=OPTS.http, log_level="warning")
         await uvicorn.Server(config).serve()
         return
