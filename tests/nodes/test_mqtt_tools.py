@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -67,15 +68,18 @@ class Device:
     def __init__(self, broker: MqttBroker) -> None:
         self.link = MqttLink(MqttSettings(broker=broker.url), "device")
         self.got: list[tuple[str, str]] = []
+        self.at: list[float] = []  # time.monotonic() when each message of `got` arrived
 
     async def start(self, listen: str | None = None) -> Device:
         await self.link.start(require=True)
         if listen:
-            sub = self.link.subscribe(
-                listen, lambda t, p, r: self.got.append((t, p.decode())), depth=1000
-            )
+            sub = self.link.subscribe(listen, self._got, depth=1000)
             await self.link.acked(sub, 5)
         return self
+
+    def _got(self, topic: str, payload: bytes, _retained: Any) -> None:
+        self.at.append(time.monotonic())
+        self.got.append((topic, payload.decode()))
 
     def send(self, topic: str, payload: str) -> None:
         self.link.publish(topic, payload.encode(), 1)
@@ -133,7 +137,7 @@ async def test_tools_subscribe_filter_receive_history_and_publish(
     first = await tools["mqtt_publish"].invoke({"topic": "home/lamp/set", "payload": "on"}, c)
     second = await tools["mqtt_publish"].invoke({"topic": "home/lamp/set", "payload": "off"}, c)
     assert first.ok and first.metadata["acknowledged"] and first.metadata["waited_ms"] == 0
-    assert second.ok and second.metadata["waited_ms"] > 0
+    assert second.ok and second.metadata["since_previous_ms"] >= 100
     await wait_until(lambda: len(device.got) == 2, what="the device to get both")
     assert device.got == [("home/lamp/set", "on"), ("home/lamp/set", "off")]
     # refusals: outside the allow-list, the node protocol's topics, too big, wildcards
@@ -154,6 +158,44 @@ async def test_tools_subscribe_filter_receive_history_and_publish(
     res = await tools["mqtt_disconnect"].invoke({}, c)
     assert res.ok and state.link is None
     await device.link.stop()
+
+
+@needs_broker
+async def test_publishes_on_one_topic_go_out_at_least_100_ms_apart(
+    mqtt_broker: MqttBroker, tmp_path: Path
+) -> None:
+    """``mqtt_publish`` (SPEC C7, issue 17): the next publish on a topic leaves no sooner than
+    100 ms after the previous one, also for calls made at once; other topics do not wait.
+
+    Two measures: the tool's own clock (taken right before each message is handed to the
+    client), and a real subscriber's receipt times, which no message can beat: the second
+    message cannot arrive before 100 ms after the first call began, the third 200 ms. (How
+    long a call waited is no measure: under load its turn may come late anyway.)"""
+    state = tools_for(mqtt_broker, allow_publish=("home/+/set",))
+    publish = {t.name: t for t in state.tools()}["mqtt_publish"]
+    c = ctx(tmp_path)
+    device = await Device(mqtt_broker).start(listen="home/+/set")
+    try:
+        assert (await publish.invoke({"topic": "home/hall/set", "payload": "0"}, c)).ok  # connect
+        began = time.monotonic()
+        first, second, third, other = await asyncio.gather(
+            publish.invoke({"topic": "home/lamp/set", "payload": "1"}, c),
+            publish.invoke({"topic": "home/lamp/set", "payload": "2"}, c),
+            publish.invoke({"topic": "home/lamp/set", "payload": "3"}, c),
+            publish.invoke({"topic": "home/fan/set", "payload": "4"}, c),
+        )
+        assert all(r.ok and r.metadata["acknowledged"] for r in (first, second, third, other))
+        assert first.metadata["since_previous_ms"] is None and first.metadata["waited_ms"] == 0
+        assert second.metadata["since_previous_ms"] >= 100
+        assert third.metadata["since_previous_ms"] >= 100
+        assert other.metadata["since_previous_ms"] is None and other.metadata["waited_ms"] == 0
+        await wait_until(lambda: len(device.got) == 5, what="the device to get all five")
+        # in the order of the calls on one topic; the other topic's did not wait for them
+        assert [p for _, p in device.got] == ["0", "1", "4", "2", "3"]
+        assert device.at[3] - began >= 0.1 and device.at[4] - began >= 0.2
+    finally:
+        await state.disconnect()
+        await device.link.stop()
 
 
 @needs_broker

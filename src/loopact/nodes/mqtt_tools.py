@@ -153,7 +153,8 @@ class MqttTools:
         self.unread: deque[MqttMessage] = deque(maxlen=MAX_UNREAD)
         self.pending = _Pending()
         self._arrived = asyncio.Event()
-        self._next_publish: dict[str, float] = {}
+        self._last_publish: dict[str, float] = {}
+        self._publish_turn: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ connection
     async def connect(self, broker: str | None = None) -> MqttLink:
@@ -323,6 +324,13 @@ class MqttTools:
     async def publish(self, topic: str, payload: str, retain: bool, qos: int) -> dict[str, Any]:
         """Publish after the per-topic interval (see the module docstring).
 
+        Calls on one topic take turns (first come, first served); each hands its message to
+        the client no sooner than ``min_interval_s`` after the previous one on that topic was
+        handed over (monotonic clock, taken right before each hand-over). Returns
+        ``{topic, bytes, acknowledged, waited_ms, since_previous_ms}``: ``waited_ms`` is how
+        long this call waited for its turn, ``since_previous_ms`` (rounded down; None for the
+        first publish on the topic) how long after the previous publish it went out.
+
         Raises:
             ValueError: A bad topic, QoS or payload size, or a topic outside ``allow_publish``.
             ConfigError / NodeError: See :meth:`connect`.
@@ -350,12 +358,16 @@ class MqttTools:
                 f"{self.policy.max_publish_bytes} (mqtt.max_publish_bytes)"
             )
         link = await self.connect(None) if self.link is None else self.link
-        now = time.monotonic()
-        slot = max(now, self._next_publish.get(topic, 0.0))
-        self._next_publish[topic] = slot + self.policy.min_interval_s
-        if slot > now:
-            await asyncio.sleep(slot - now)
-        info = link.publish(topic, data, qos, retain)
+        called = time.monotonic()
+        async with self._publish_turn.setdefault(topic, asyncio.Lock()):
+            previous = self._last_publish.get(topic)
+            if previous is not None:
+                left = previous + self.policy.min_interval_s - time.monotonic()
+                if left > 0:  # asyncio's timers fire at most its clock resolution (1 ns) early
+                    await asyncio.sleep(left)
+            sent = time.monotonic()
+            info = link.publish(topic, data, qos, retain)
+            self._last_publish[topic] = sent
         if info is not None and qos == 1:
             with contextlib.suppress(Exception):
                 await wait_within(asyncio.to_thread(info.wait_for_publish, 2.0), 3.0)
@@ -363,7 +375,8 @@ class MqttTools:
             "topic": topic,
             "bytes": len(data),
             "acknowledged": bool(info is not None and info.is_published()),
-            "waited_ms": round(max(0.0, slot - now) * 1000),
+            "waited_ms": round((sent - called) * 1000),
+            "since_previous_ms": None if previous is None else _floor_ms(sent - previous),
         }
 
     async def receive(self, topic: str, timeout_s: float, max_messages: int) -> list[MqttMessage]:
@@ -392,6 +405,12 @@ class MqttTools:
     def tools(self) -> list[Tool]:
         """The six MQTT tools bound to this state."""
         return make_mqtt_tools(self)
+
+
+def _floor_ms(seconds: float) -> int:
+    """Whole milliseconds, rounded down after rounding to a microsecond (so the float noise of
+    ``previous + interval - previous`` does not turn 100 ms into 99)."""
+    return int(round(seconds * 1e3, 3))
 
 
 def _failed(exc: Exception) -> ToolResult:
