@@ -1,4 +1,5 @@
-"""Served calls meet the safety governor as the agent's own do: the emergency stop (X3, issue 18).
+"""Served calls meet the safety governor as the agent's own do: emergency stop, watchdog and
+deadline (X3, issue 18).
 
 The latch belongs to the base's governor (``loopact base`` next to a ROS 2 robot); here the
 real MuJoCo robot, its governor and the robot tools run in this process and are served by
@@ -19,6 +20,7 @@ from mcp import Client
 from tests.robot.rig import make_rig
 
 from loopact.mcp.server import Decision, ToolServer
+from loopact.robot.interface import Twist
 from loopact.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.sim
@@ -66,6 +68,86 @@ async def test_a_latched_emergency_stop_halts_and_refuses_served_motion(tmp_path
             moved = await client.call_tool("move_forward", {"distance_m": 0.3})
             assert not moved.is_error, _body(moved)
             assert abs((await rig.pose()).x_m - x0 - 0.3) <= 0.05
+    finally:
+        await rig.governor.close()
+        await rig.robot.close()
+
+
+async def test_a_served_motion_whose_commands_stop_is_zeroed_by_the_watchdog(
+    tmp_path: Path,
+) -> None:
+    """The served motion's control loop stalls (its odometry read hangs): the governor's
+    watchdog zeroes the base after ``limits.command_timeout_s`` without a command, and the
+    client's result says so (SPEC X3, issue 18), as for the agent's own calls."""
+    rig = await make_rig()
+    stalled, resume = asyncio.Event(), asyncio.Event()
+    read_pose = rig.robot.get_pose
+
+    async def get_pose() -> Any:
+        if stalled.is_set():
+            await resume.wait()
+        return await read_pose()
+
+    rig.robot.get_pose = get_pose  # type: ignore[method-assign]
+    try:
+        served = ToolServer(ToolRegistry(rig.tools.values()), confirm=_nobody, workspace=tmp_path)
+        async with Client(served.server, cache=None) as client:
+            args = {"linear_mps": 0.0, "angular_dps": 30.0, "duration_s": 20.0}
+            motion = asyncio.ensure_future(client.call_tool("drive", args))
+
+            async def turning() -> bool:
+                return not rig.robot.commanded.is_zero
+
+            await rig.wait_for(turning)
+            stalled.set()
+
+            async def zeroed() -> bool:
+                return rig.robot.commanded.is_zero
+
+            await rig.wait_for(zeroed, 5.0)
+            last_cmd = max(t for t, tw in rig.robot.twists if not tw.is_zero)
+            assert rig.robot.twists[-1][0] - last_cmd >= rig.profile.limits.command_timeout_s
+            assert rig.governor.watchdog_trips == 1
+            resume.set()
+            halted = await asyncio.wait_for(motion, 10)
+            assert halted.is_error
+            body = _body(halted)
+            assert body["metadata"]["achieved"]["stopped_by"] == "watchdog", body
+            assert "drive stopped early by watchdog: no command for" in body["error"]
+            assert rig.robot.commanded.is_zero
+    finally:
+        resume.set()
+        await rig.governor.close()
+        await rig.robot.close()
+
+
+async def test_a_served_motion_that_overruns_is_stopped_at_its_deadline(
+    tmp_path: Path,
+) -> None:
+    """A served turn on a base that turns at a fifth of the commanded rate does not reach
+    its angle: the governor stops it at the motion's deadline (SPEC X3, issue 18)."""
+    rig = await make_rig()
+    send = rig.robot.inner.send_twist
+
+    async def sluggish(twist: Twist) -> None:
+        await send(Twist(twist.linear_mps * 0.2, twist.angular_radps * 0.2))
+
+    rig.robot.inner.send_twist = sluggish
+    try:
+        served = ToolServer(ToolRegistry(rig.tools.values()), confirm=_nobody, workspace=tmp_path)
+        async with Client(served.server, cache=None) as client:
+            t0 = rig.robot.clock.now()
+            halted = await asyncio.wait_for(
+                client.call_tool("turn_left", {"angle_deg": 90, "speed_dps": 45}), 60
+            )
+            assert halted.is_error
+            body = _body(halted)
+            assert body["metadata"]["achieved"]["stopped_by"] == "deadline", body
+            assert "turn_left stopped early by deadline" in body["error"]
+            assert body["metadata"]["achieved"]["angle_deg"] < 90
+            # the deadline of a 90 deg turn at 45 deg/s: 2 s x 1.5 + 3 s of margin
+            assert rig.robot.clock.now() - t0 >= 6.0
+            assert rig.robot.commanded.is_zero
     finally:
         await rig.governor.close()
         await rig.robot.close()
