@@ -167,7 +167,14 @@ async def bench_calls(broker: MqttBroker, n: int, work: Path) -> dict[str, float
     remote = await remote_process_latency(broker, work, n)
     res["process_p50_ms"] = statistics.median(remote)
     res["process_p99_ms"] = pct(remote, 0.99)
+    res["process_added_p50_ms"] = res["process_p50_ms"] - res["local_p50_ms"]
+    res["process_added_p99_ms"] = res["process_p99_ms"] - res["local_p99_ms"]
     return res
+
+
+def load() -> str:
+    """The 1-minute load average (the machine is shared: latency figures depend on it)."""
+    return f"load average {os.getloadavg()[0]:.1f}"
 
 
 class Child:
@@ -387,7 +394,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         broker = MqttBroker(work / "broker", kind=a.broker).start()
-        print(f"broker: {broker.kind} on {broker.url}; {time.strftime('%Y-%m-%d')}")
+        print(f"broker: {broker.kind} on {broker.url}; {time.strftime('%Y-%m-%d')}; {load()}")
         try:
             if a.only_fleet:
                 r = await bench_fleet(broker, work, a.nodes)
@@ -400,7 +407,8 @@ async def main() -> None:
                 f"{r['mqtt_p50_ms']:.3f} ms p99 {r['mqtt_p99_ms']:.3f} ms; added p50 "
                 f"{r['added_p50_ms']:.3f} ms (target < 5), p99 {r['added_p99_ms']:.3f} ms "
                 f"(target < 20); node in its own process: p50 {r['process_p50_ms']:.3f} ms "
-                f"p99 {r['process_p99_ms']:.3f} ms"
+                f"p99 {r['process_p99_ms']:.3f} ms (added p50 {r['process_added_p50_ms']:.3f} "
+                f"ms, p99 {r['process_added_p99_ms']:.3f} ms); {load()}"
             )
             r = await bench_drop_restart(broker, work, a.runs)
             print(

@@ -10,9 +10,10 @@ For a served endpoint ``/<agent>/output/<name>`` (MQTT ``<p>/<agent>/output/<nam
   heartbeat ("" for any). Cancel and status share the request topic so that they can never
   overtake the call they refer to.
 - ``.../response`` (QoS 1; progress QoS 0), JSON with the same ``id`` and a ``state``:
-    - ``accepted`` (at once), ``progress`` (``text``), ``running`` / ``unknown`` (status
-      answers), and ``done`` with ``output_json``, ``exit_code`` (0 = success) and
-      ``cancelled``.
+    - ``accepted`` (for a call still running :data:`ACCEPT_AFTER_S` after its request; a
+      quicker call gets only its ``done``, which the caller takes as acceptance too),
+      ``progress`` (``text``), ``running`` / ``unknown`` (status answers), and ``done`` with
+      ``output_json``, ``exit_code`` (0 = success) and ``cancelled``.
 
 The server runs each ``id`` at most once: a duplicate request (a QoS 1 redelivery, a caller
 retrying after a reconnect) gets the cached reply (``accepted`` while running, the ``done``
@@ -46,6 +47,11 @@ MAX_REMEMBERED = 1000
 
 RESULT_GRACE_S = 30.0
 """A caller waits at most the call's timeout plus this for its result."""
+
+ACCEPT_AFTER_S = 0.02
+"""A call still running this long after its request came gets an ``accepted`` message; one
+that ends sooner gets only its ``done``, which the caller takes as acceptance too (one
+message less each way for the quick calls that are most calls)."""
 
 
 _JSON_TYPES = {dict: "object", list: "array", int: "number", float: "number", bool: "boolean"}
@@ -87,6 +93,7 @@ class _Run:
     task: asyncio.Task[CallReply] | None = None
     final: bytes | None = None
     cancelled_early: bool = False
+    accept_timer: asyncio.TimerHandle | None = None
 
 
 @dataclass(eq=False)
@@ -185,7 +192,6 @@ class CallServer:
             timeout_s = -1.0
         run = _Run()
         self._remember(ep, call_id, run)
-        self._send(ep, {"id": call_id, "state": "accepted", "instance": ep.instance})
         problem = (
             "timeout_s must be a number"
             if timeout_s < 0
@@ -207,10 +213,20 @@ class CallServer:
             ep.handler(input_json, timeout_s, progress), name=f"loopact-mqtt-call-{call_id}"
         )
         run.task.add_done_callback(lambda t: self._finished(ep, call_id, run, t))
+        run.accept_timer = loop.call_later(ACCEPT_AFTER_S, self._accept, ep, call_id, run)
+
+    def _accept(self, ep: _Endpoint, call_id: str, run: _Run) -> None:
+        """Say ``accepted`` for a call still running :data:`ACCEPT_AFTER_S` after it came."""
+        run.accept_timer = None
+        if run.final is None and not ep.closed:
+            self._send(ep, {"id": call_id, "state": "accepted", "instance": ep.instance})
 
     def _finished(
         self, ep: _Endpoint, call_id: str, run: _Run, task: asyncio.Task[CallReply]
     ) -> None:
+        if run.accept_timer is not None:  # done first: "done" is its acceptance too
+            run.accept_timer.cancel()
+            run.accept_timer = None
         if task.cancelled():
             reply = CallReply(_failure_json("cancelled"), 1, cancelled=True)
         elif task.exception() is not None:
