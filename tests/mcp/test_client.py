@@ -146,6 +146,31 @@ async def test_a_tool_added_by_the_first_call_after_connecting_is_offered_at_onc
         await link.stop()
 
 
+async def test_a_listen_stream_acknowledged_late_still_brings_a_change_made_before(
+    tmp_path: Path,
+) -> None:
+    """A 2026-era server that acknowledges ``subscriptions/listen`` only after the client
+    stopped waiting (``ping_timeout_s``, 1 s here): the connection goes on without it, a change
+    made meanwhile is lost on the stream (no replay), and the late ack re-reads the list."""
+    offered: list[list[str]] = []
+    link = McpServerLink(
+        "toy",
+        toy(tmp_path, "--signals", "listen", "--listen-ack-delay", "3"),
+        on_tools=lambda _link, tools: offered.append([t.name for t in tools]),
+        on_status=lambda _status: None,
+        **FAST,
+    )
+    link.start()
+    try:
+        await link.wait_first_attempt()
+        assert link.connected and "shout" not in offered[-1]
+        result, _ = await link.call("echo", {"text": "a"}, 10.0)  # grows shout, unannounced
+        assert not result.is_error
+        await until(lambda: "shout" in offered[-1], 20, "the list re-read after the late ack")
+    finally:
+        await link.stop()
+
+
 async def test_cancelling_the_task_cancels_the_mcp_request(
     scripted_server: Any, tmp_path: Path
 ) -> None:

@@ -510,14 +510,15 @@ class McpServerLink:
         return tools
 
     async def _listener(self, client: Client) -> asyncio.Future[None] | None:
-        """On a 2026-era connection, open the ``subscriptions/listen`` stream before the first
-        ``tools/list``: the stream has no replay, so a change announced between that list and
-        the subscription's ack would be lost (a tool added at once stayed unknown)."""
+        """On a 2026-era connection, open the ``subscriptions/listen`` stream (no replay) before
+        the first ``tools/list``, so no change between the two is lost; its ack is awaited for
+        ``ping_timeout_s`` at most (a later ack re-reads the list)."""
         if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return None  # 2025-era: notifications/tools/list_changed (:meth:`_on_message`)
         ready = asyncio.Event()
         listener = asyncio.ensure_future(self._listen(client, ready))
-        await ready.wait()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await wait_within(ready.wait(), self.ping_timeout_s)
         return listener
 
     async def _listen(self, client: Client, ready: asyncio.Event) -> None:
@@ -526,6 +527,8 @@ class McpServerLink:
         try:
             async with client.listen(tools_list_changed=True) as sub:
                 ready.set()
+                if self._conn is not None:  # acknowledged after the first list
+                    self.request_refresh()
                 async for _event in sub:
                     self.request_refresh()
         except asyncio.CancelledError:

@@ -10,6 +10,7 @@ Usage: ``python toy.py [--marker-dir DIR] [--http PORT] [--signals WHICH] [--leg
 - ``--legacy`` (stdio): serve the ``initialize`` handshake era only, as servers written before
   the 2026 protocol do: ``server/discover`` is refused, a client in ``auto`` mode falls back
   to the handshake (protocol 2025-11-25), and there is no ``subscriptions/listen``.
+- ``--listen-ack-delay SECONDS``: acknowledge a ``subscriptions/listen`` only after that long.
 - ``--require-header``: over HTTP, answer 401 to every request without that exact header.
 
 Tools:
@@ -52,6 +53,7 @@ ARGS.add_argument("--marker-dir", type=Path, default=None)
 ARGS.add_argument("--http", type=int, default=None)
 ARGS.add_argument("--signals", choices=["both", "list_changed", "listen"], default="both")
 ARGS.add_argument("--legacy", action="store_true")
+ARGS.add_argument("--listen-ack-delay", type=float, default=0.0)
 ARGS.add_argument("--require-header", default=None)
 OPTS = ARGS.parse_args()
 
@@ -212,6 +214,14 @@ async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.Re
     )
 
 
+LISTEN = ListenHandler(BUS)
+
+
+async def _listen(ctx: Any, params: Any) -> Any:
+    await anyio.sleep(OPTS.listen_ack_delay)  # a slow server: its ack comes late
+    return await LISTEN(ctx, params)
+
+
 SERVER = Server(
     "toy",
     version="1.0",
@@ -219,7 +229,7 @@ SERVER = Server(
     on_call_tool=call_tool,
     on_list_resources=list_resources,
     on_read_resource=read_resource,
-    on_subscriptions_listen=ListenHandler(BUS),
+    on_subscriptions_listen=_listen,
 )
 
 
