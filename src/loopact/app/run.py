@@ -458,10 +458,10 @@ async def _run_once(agent: Agent, text: str, lang: str) -> int:
     outcome = await agent.run_task(text)
     mask = agent.bus.redactor.text  # the reply is printed as it is, not as an event (issue 21)
     if outcome.status == "completed":
-        print(mask(outcome.reply))
+        print(mask(outcome.reply), flush=True)
         return 0
     if outcome.status == "bounded":
-        print(mask(outcome.reply))
+        print(mask(outcome.reply), flush=True)
         return 3
     # an error event was printed already, and a preempted task's end says "(Stopped.)"
     if not printer.errors_shown and outcome.status != "preempted":
