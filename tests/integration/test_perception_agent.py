@@ -6,6 +6,7 @@ answers badly."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,70 @@ async def test_visual_positioning_red_box_with_a_vision_model_that_answers_prose
     assert gt is not None and iou(gt, box) >= 0.5
     shown = [e for e in rec.of("tool_image") if e.data["id"] == "vp1"]
     assert len(shown) == 1 and shown[0].data["width_px"] == 640  # the overlay, for people
+
+
+async def test_a_vision_model_box_on_bare_floor_is_refused_and_an_unchecked_one_is_flagged(
+    scripted_server: Any, robot: RobotSession, tmp_path: Path
+) -> None:
+    """Issue 15 bad input "a box for a different object" beyond colour: a box on bare floor is
+    refused with the reason, the retry's box is snapped to the detector's red box (graded by
+    ground truth); a phrase the detector cannot check keeps the model's box, confidence told."""
+    await robot.robot.teleport(1.0, -0.5, -0.6)  # type: ignore[attr-defined]
+    pose, head = await robot.robot.get_pose(), await robot.robot.get_head()
+    cube = next(o for o in describe_world()["objects"] if o["name"] == "red_cube")
+    gt = object_bbox(
+        cube, (pose.x_m, pose.y_m, pose.yaw_rad), (head.pan_rad, head.tilt_rad), 640, 480
+    )
+    assert gt is not None
+    loose = [round(gt[0]) - 12, round(gt[1]) - 6, round(gt[2]) + 4, round(gt[3]) + 15]
+    floor, table = [60, 300, 200, 420], [130, 55, 260, 170]  # bare floor; the table's legs
+
+    def box_answer(bbox: list[int], target: str, confidence: float) -> dict[str, str]:
+        body = {"found": True, "target": target, "bbox": bbox, "confidence": confidence}
+        return {"text": json.dumps({**body, "reason": "seen"})}
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("visual_positioning", {"target": "red box"}, "vp1")]},
+            box_answer(floor, "red box", 0.9),  # box request 1: bare floor
+            box_answer(loose, "red box", 0.8),  # box request 2: the red box, loosely drawn
+            {
+                "tool_calls": [
+                    call("visual_positioning", {"target": "the thing on the left"}, "vp2")
+                ]
+            },
+            box_answer(table, "a wooden table", 0.4),
+            {"text": "The red box is ahead; maybe a table on the left, I am not sure."},
+        ]
+    )
+    agent, rec = robot_agent(server, robot, tmp_path)
+    from loopact.llm.openai_chat import OpenAIChatModel
+
+    robot.perception.vision = VisionModel(OpenAIChatModel("vlm", server.base_url, "k"))
+    try:
+        outcome = await asyncio.wait_for(agent.run_task("where is the red box?"), 120)
+    finally:
+        robot.perception.vision = None
+        await agent.close()
+    assert outcome.status == "completed"
+    results = {e.data["id"]: e.data for e in rec.of("tool_result")}
+    first = results["vp1"]
+    assert first["metadata"]["source"] == "openai/vlm"
+    refused = first["metadata"]["model_refused"]
+    assert len(refused) == 1 and refused[0].startswith(
+        f"bbox {floor} covers no detected object (IoU < 0.3 with each candidate); 'red box' asks"
+        " for a red, box-shaped object; the candidates that fit: the red box at ["
+    )
+    box = first["data"]["bbox"]
+    assert box != loose and iou(gt, box) >= 0.8 > iou(gt, loose)  # snapped to the object
+    assert first["data"]["reason"].startswith("the vision model chose the red box at ")
+    second = results["vp2"]
+    assert second["data"]["bbox"] == table and second["metadata"]["low_confidence"] is True
+    assert second["data"]["reason"] == (
+        "low confidence (0.40): the vision model's box, unchecked (the phrase names no colour or"
+        " shape the detector could check), model confidence 0.40; seen; tell the user you are"
+        " not sure this is the right object"
+    )
 
 
 async def test_low_confidence_is_told_to_the_model_which_carries_on_with_text(

@@ -4,7 +4,8 @@ The result's ``data`` is strict JSON ``{found, target, bbox: [x1, y1, x2, y2], c
 reason}`` in pixels of the frame it used; ``metadata.frame`` gives that frame's width, height
 and timestamp. With a vision model (:attr:`PerceptionOptions.vision`) the box comes from a
 box-selection request whose answer is validated (:func:`loopact.vision.model.validate_box_answer`)
-with the colour detector's candidates offered; a refused answer falls back to the detector.
+and checked against the colour detector's candidates, which are offered to choose from
+(:func:`loopact.vision.model.check_box`); a refused answer falls back to the detector.
 Offline the detector alone chooses (:func:`loopact.vision.scene.select_target`). This box is
 the only source of coordinates for ``track``: the frame is kept so that ``track`` starts its
 tracker on the image the coordinates refer to.

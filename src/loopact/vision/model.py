@@ -4,9 +4,11 @@
 (the main brain when it has vision, or the separate ``vision.model``). Box selection asks for
 strict JSON ``{found, target, bbox: [x1, y1, x2, y2], confidence, reason}`` with the colour
 detector's candidates offered to choose from; the answer is repaired (json-repair) or refused,
-never trusted blindly (:func:`validate_box_answer`): a box outside the frame, with ``x2 <= x1``
-or on an object of another colour than the one named is an error, and the model gets one more
-try with the error before the tool falls back to the detector.
+never trusted blindly (:func:`validate_box_answer`): a box outside the frame or with ``x2 <= x1``
+is an error, and the box is checked against the candidates (:func:`check_box`: the model
+chooses which object, the detector knows where the objects are and what colour and shape they
+have). A refused answer gets one more try with the reason before the tool falls back to the
+detector.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from loopact.errors import BoxAnswerError, ModelError, ModelRetryableError
 from loopact.llm.base import Model, ModelRequest, TextDelta
 from loopact.llm.messages import Image, Message
 from loopact.vision.detect import Detection
-from loopact.vision.scene import LINE_COLOR, TargetQuery
+from loopact.vision.scene import LINE_COLOR, TargetQuery, noun, shape_of
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,14 @@ BOX_SCHEMA: dict[str, Any] = {
     },
 }
 """JSON Schema of a box-selection answer (SPEC D5); ``bbox`` is null only when not found."""
+
+MATCH_IOU = 0.3
+"""A model's box is *on* a detector candidate when their IoU is at least this. Two boxes of one
+object overlap far more (a box a quarter larger than the object, or shifted by a fifth of its
+width, still has IoU >= 0.5), while boxes of two objects side by side, or a box of bare floor
+next to an object, stay below it."""
+
+_SHAPE_KIND = {"round": "round object", "boxy": "box-shaped object"}
 
 _SYSTEM = "You are the robot's vision. Answer only with what the image shows. Never invent objects."
 
@@ -82,11 +92,13 @@ def validate_box_answer(
         candidates: The detector's blobs in the same frame.
 
     Returns:
-        The answer as a dict matching :data:`BOX_SCHEMA`, bbox as integer pixels.
+        The answer as a dict matching :data:`BOX_SCHEMA`, bbox as integer pixels (snapped to
+        the detector's box of the object chosen, :func:`check_box`); ``reason`` starts with
+        how the box was checked.
 
     Raises:
         BoxAnswerError: Prose instead of JSON, a schema violation, a box outside the frame or
-            with no area, or a box on an object of another colour than the phrase names.
+            with no area, or a box the detector's candidates contradict (:func:`check_box`).
     """
     stripped = text.strip()
     if "{" not in stripped:
@@ -114,21 +126,100 @@ def validate_box_answer(
             f"bbox {data['bbox']} is outside the {width_px}x{height_px} frame "
             f"(0 <= x1 < x2 <= {width_px}, 0 <= y1 < y2 <= {height_px})"
         )
-    box = [round(x1), round(y1), round(x2), round(y2)]
-    if query.color is not None:
-        hits = [d for d in candidates if iou(box, d.bbox) > 0.3]
-        if hits and all(d.color != query.color for d in hits):
-            seen = ", ".join(sorted({d.color for d in hits}))
-            raise BoxAnswerError(
-                f"bbox {box} is on a {seen} object, not on a {query.color} one ({query.text!r})"
-            )
-    return {**data, "bbox": box}
+    box, note = check_box([round(x1), round(y1), round(x2), round(y2)], query, candidates)
+    note += f", model confidence {float(data['confidence']):.2f}"
+    reason = f"{note}; {data['reason']}" if data["reason"] else note
+    return {**data, "bbox": box, "reason": reason}
+
+
+def _fits(query: TargetQuery, candidates: list[Detection]) -> list[Detection]:
+    """The candidates that have the phrase's colour and shape. The shape is a soft word, as in
+    :func:`~loopact.vision.scene.select_target` (a blob's outline is only a guess at it): when
+    nothing of that colour has that shape ("the red ball" with only a red box in view), the
+    colour alone decides."""
+    by_color = [d for d in candidates if query.color is None or d.color == query.color]
+    shaped = [d for d in by_color if query.shape is None or shape_of(d) == query.shape]
+    return shaped or by_color
+
+
+def _named(d: Detection) -> str:
+    return f"the {noun(d)} at {list(d.bbox)}"
+
+
+def check_box(
+    box: list[int], query: TargetQuery, candidates: list[Detection]
+) -> tuple[list[int], str]:
+    """Check a model's box against the colour detector's candidates (SPEC D5, issue 15).
+
+    The rule, with *on* meaning IoU >= :data:`MATCH_IOU` and the candidates that *fit* being
+    those of the phrase's colour and shape (:func:`_fits`):
+
+    1. The phrase names a colour or a shape, and some candidate fits: the box must be on one
+       of them; it is then snapped to that candidate's box (the model chose the object, the
+       detector's pixels say where it is). A box on another object (a red ball for "the red
+       box") or on none (bare floor) is refused, naming what it is on and the candidates
+       that fit.
+    2. The phrase names a colour or a shape and nothing fits: a box on a detected object is
+       refused (the detector knows that object's colour and shape); a box on no detected
+       object is kept, and the reason says that the detector does not confirm it.
+    3. The phrase names neither ("the thing on the left", "the chair"): the box is kept as
+       the model drew it, and the reason says it is unchecked (:func:`validate_box_answer`
+       adds the model's confidence to every note).
+
+    Args:
+        box: ``[x1, y1, x2, y2]`` in pixels, already inside the frame with positive area.
+        query: The parsed target phrase.
+        candidates: The detector's blobs in the same frame (the floor line counts only when
+            the phrase names its colour).
+
+    Returns:
+        ``(box, note)``: the box to use and one sentence saying how it was checked.
+
+    Raises:
+        BoxAnswerError: The box is refused (rules 1 and 2); the message names why.
+    """
+    cands = [d for d in candidates if d.color != LINE_COLOR or query.color == LINE_COLOR]
+    on = sorted(
+        (d for d in cands if iou(box, d.bbox) >= MATCH_IOU), key=lambda d: -iou(box, d.bbox)
+    )
+    if query.color is None and query.shape is None:
+        return box, (
+            "the vision model's box, unchecked (the phrase names no colour or shape the "
+            "detector could check)"
+        )
+    shape = _SHAPE_KIND.get(query.shape or "")
+    wanted = ", ".join(w for w in (query.color, shape) if w) + ("" if shape else " object")
+    fits = _fits(query, cands)
+    fit_on = [d for d in on if d in fits]
+    if fit_on:
+        best = fit_on[0]
+        return list(best.bbox), (
+            f"the vision model chose {_named(best)} (IoU {iou(box, best.bbox):.2f} with its "
+            f"box {box})"
+        )
+    where = (
+        f"is on {_named(on[0])}"
+        if on
+        else f"covers no detected object (IoU < {MATCH_IOU:g} with each candidate)"
+    )
+    article = "an" if wanted[0] in "aeiou" else "a"
+    asks = f"bbox {box} {where}; {query.text!r} asks for {article} {wanted}"
+    if fits:
+        listed = "; ".join(_named(d) for d in fits[:6])
+        raise BoxAnswerError(f"{asks}; the candidates that fit: {listed}")
+    if on:
+        raise BoxAnswerError(f"{asks}; the detector sees none in this frame")
+    return box, (
+        f"the vision model's box, not confirmed by the colour detector (it sees no {wanted} "
+        "in this frame)"
+    )
 
 
 def candidates_text(candidates: list[Detection]) -> str:
     """The detector's candidates as JSON lines for the prompt."""
     rows = [
         {
+            "object": noun(d),
             "color": d.color,
             "bbox": list(d.bbox),
             "distance_m": None if d.distance_m is None else round(d.distance_m, 2),
@@ -244,7 +335,8 @@ class VisionModel:
             f"Find {query.text!r} in this {width_px}x{height_px} image. Reply with JSON only, "
             'exactly: {"found": true|false, "target": "<what you found>", "bbox": [x1, y1, x2, '
             'y2] in pixels (or null if not found), "confidence": 0..1, "reason": "<short>"}. '
-            f"Candidate boxes from a colour detector (prefer one of these): "
+            "Candidate boxes from a colour detector (choose one of these when one fits; a box "
+            "on another object, or on bare floor while one fits, is refused): "
             f"{candidates_text(candidates)}"
         )
         problems: list[str] = []
