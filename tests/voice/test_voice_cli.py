@@ -148,3 +148,53 @@ def test_spoken_stop_during_a_long_reply_stops_playback_and_the_base(
     played = [e for e in outs if e["state"] == "playing" and e["task_id"] == first_end["task_id"]]
     assert len(played) < 8
     assert proc.stdout.strip().splitlines()[-1] == "I see a red box."
+
+
+def test_a_spoken_command_preempts_the_running_motion_like_a_typed_one(
+    scripted_server: Any, spoken: Callable[..., Path], tmp_path: Path
+) -> None:
+    """SPEC A6 for voice (issue 16): "turn left ninety degrees" spoken while a 3 m
+    move_forward runs ends that task preempted and runs the turn; graded by the simulator's
+    pose log and the trace."""
+    server = scripted_server(
+        [
+            {"tool_calls": [call("move_forward", {"distance_m": 3.0}, "fwd")]},
+            {
+                "tool_calls": [call("turn_left", {"angle_deg": 90}, "left")],
+                "expect": {"last_user_contains": "left"},
+            },
+            {"text": "I turned left."},
+        ]
+    )
+    audio = spoken(
+        [0.5, "move forward three meters", 5.0, "turn left ninety degrees", 0.2], "preempt"
+    )
+    proc = _voice_run(server, tmp_path, audio)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "I turned left."
+    events = list(read_trace(tmp_path / "t.jsonl"))
+    texts = [e["text"].lower() for e in events if e["type"] == "transcript"]
+    assert len(texts) == 2 and "left" in texts[1], texts
+    starts = [e for e in events if e["type"] == "task_start"]
+    assert [e["source"] for e in starts] == ["voice", "voice"]
+    ends = {e["task_id"]: e["status"] for e in events if e["type"] == "task_end"}
+    assert [ends[s["task_id"]] for s in starts] == ["preempted", "completed"]
+    assert not any(e["type"] == "stop" for e in events)  # a command, not the stop path
+    results = {e["id"]: e for e in events if e["type"] == "tool_result"}
+    assert not results["fwd"]["ok"] and results["left"]["ok"], results
+    # the second utterance's transcript came before the first task ended, and the turn's
+    # model request only after it
+    second = [e for e in events if e["type"] == "transcript"][1]
+    first_end = next(e for e in events if e["type"] == "task_end")
+    turn_request = next(
+        e for e in events if e["type"] == "model_request" and e["task_id"] == starts[1]["task_id"]
+    )
+    assert second["ts"] <= first_end["ts"] <= turn_request["ts"]
+    # ground truth: the 3 m motion ended early and the robot then turned left 90 degrees
+    # in place
+    poses = list(read_sim_log(tmp_path / "poses.jsonl"))
+    last = poses[-1]
+    assert 0.05 < last["x_m"] < 2.7 and abs(last["y_m"]) < 0.05, last
+    assert abs(last["yaw_deg"] - 90.0) < 5.0, last
+    turning = next(p for p in poses if p["yaw_deg"] > 2.0)
+    assert abs(last["x_m"] - turning["x_m"]) < 0.1, (turning, last)  # no more driving
