@@ -132,12 +132,22 @@ def rms(samples: np.ndarray) -> float:
     return float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
 
 
+def lowpass_taps(cutoff: float, taps: int = 63) -> np.ndarray:
+    """A windowed-sinc low-pass FIR filter, unity gain at 0 Hz.
+
+    Args:
+        cutoff: The cut-off frequency as a fraction of the sample rate (0..0.5).
+        taps: Filter length (odd: the delay is ``(taps - 1) / 2`` samples).
+    """
+    n = np.arange(taps) - (taps - 1) / 2
+    h: np.ndarray = np.sinc(2 * cutoff * n) * np.hamming(taps)
+    normalised: np.ndarray = h / h.sum()
+    return normalised
+
+
 def _lowpass(x: np.ndarray, cutoff: float, taps: int = 63) -> np.ndarray:
     """Windowed-sinc low-pass of ``x`` (float); ``cutoff`` as a fraction of its sample rate."""
-    n = np.arange(taps) - (taps - 1) / 2
-    h = np.sinc(2 * cutoff * n) * np.hamming(taps)
-    h /= h.sum()
-    return np.convolve(x, h, mode="same")
+    return np.convolve(x, lowpass_taps(cutoff, taps), mode="same")
 
 
 def resample(samples: np.ndarray, rate_hz: int, to_hz: int = SAMPLE_RATE) -> np.ndarray:
@@ -150,6 +160,49 @@ def resample(samples: np.ndarray, rate_hz: int, to_hz: int = SAMPLE_RATE) -> np.
     t_out = np.arange(n_out) * (rate_hz / to_hz)
     out: np.ndarray = np.interp(t_out, np.arange(samples.size), samples)
     return out
+
+
+class StreamResampler:
+    """:func:`resample` for a stream cut into blocks (a sound card's callbacks): the filter's
+    history and the interpolation phase carry over from block to block, so the output is the
+    same as resampling the whole stream at once, without clicks at block edges.
+
+    Downsampling low-passes first (the same filter as :func:`resample`, delay 31 input
+    samples); both ways interpolate linearly.
+
+    Args:
+        from_hz: Input sample rate (Hz).
+        to_hz: Output sample rate (Hz).
+    """
+
+    def __init__(self, from_hz: int, to_hz: int) -> None:
+        self.from_hz, self.to_hz = from_hz, to_hz
+        self._step = from_hz / to_hz
+        self._taps = lowpass_taps(0.5 * to_hz / from_hz * 0.9) if to_hz < from_hz else None
+        self._history = np.zeros(0 if self._taps is None else self._taps.size - 1)
+        self._prev = 0.0
+        self._pos = 1.0  # where the next output sample lies; index 0 is the previous input
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        """Resample the next block (int16 or float samples); returns float samples."""
+        x = samples.astype(np.float64)
+        if self._taps is not None:
+            joined = np.concatenate([self._history, x])
+            self._history = joined[joined.size - self._history.size :]
+            x = np.convolve(joined, self._taps, mode="valid")
+        buf = np.concatenate([[self._prev], x])
+        last = buf.size - 1
+        n = int((last - self._pos) // self._step) + 1 if self._pos <= last else 0
+        at = self._pos + np.arange(n) * self._step
+        out: np.ndarray = np.interp(at, np.arange(buf.size), buf)
+        self._pos += n * self._step - last
+        self._prev = float(buf[-1])
+        return out
+
+
+def to_pcm16(samples: np.ndarray) -> bytes:
+    """Float samples to 16-bit little-endian PCM (rounded, clipped to the int16 range)."""
+    return np.clip(np.round(samples), -32768, 32767).astype("<i2").tobytes()
 
 
 def to_mono16k(data: np.ndarray, rate_hz: int, channels: int = 1) -> tuple[bytes, list[str]]:
