@@ -105,3 +105,14 @@ def test_a_line_beside_the_robot_is_not_where_the_lap_starts() -> None:
     for i, (x, y) in enumerate(loop):
         f.step(_band(0.0), Pose(x, y, math.pi / 2), float(i + 2))
     assert f.laps == 1
+
+
+def test_the_time_limit_follows_the_laps_when_no_duration_is_given() -> None:
+    """A fixed 120 s default stopped "沿着线跑三圈" (31 m at 0.25 m/s) before its third lap."""
+    from loopact.robot.follow_line import MAX_DURATION_S, time_limit
+
+    assert time_limit(0.0, 0) == 120.0  # no laps, no duration: the old default
+    assert time_limit(0.0, 3) == 540.0  # three laps: 180 s each
+    assert time_limit(0.0, 50) == MAX_DURATION_S
+    assert time_limit(45.0, 3) == 45.0  # a duration the caller gave wins
+    assert time_limit(-1.0, 0) == -1.0  # and is checked (refused) as it is
