@@ -125,7 +125,7 @@ FAKE_CLI = textwrap.dedent(
     """
     from types import SimpleNamespace
     NAMES = ["model", "model_alias", "host", "n_ctx", "n_threads", "n_threads_batch",
-             "n_gpu_layers", "chat_format", "clip_model_path"]
+             "n_gpu_layers", "chat_format", "clip_model_path", "logits_all"]
 
     def add_args_from_model(parser, settings):
         for name in NAMES:
@@ -134,6 +134,8 @@ FAKE_CLI = textwrap.dedent(
 
     def parse_model_from_args(cls, args):
         values = vars(args)
+        # loopact never lets the server keep every token's logits (local_launch.SERVER_OPTIONS)
+        assert values["logits_all"] == "false", values["logits_all"]
         return SimpleNamespace(
             host=values["host"], port=values["port"], n_ctx=int(values["n_ctx"]),
             model=values["model"], chat_format=values["chat_format"],

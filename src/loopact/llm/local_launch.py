@@ -25,6 +25,16 @@ SERVER_MODULE = "loopact.llm.local_server"
 #: on 2 cores beside other work, generation fell to 0.5-0.6 tokens/s with it and ran at
 #: 13-25 tokens/s with passive waiting (docs/local-brain.md, issue 13).
 SERVER_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: llama-cpp-python server options loopact always sets. ``--logits_all false``: the server's
+#: own default (true, so that completions can return logprobs, which loopact never asks
+#: for) computes the output layer for every token it evaluates and copies each one's logits
+#: (151,936 floats) into an n_ctx-row array (5 GB of address space at 8,192 tokens). On the
+#: 2-core Intel Xeon with AMX (2026-12-05, a 5,200-token prefix): a 9-token batch took
+#: 1,088 ms with it and 178 ms without, a decode step 187 ms and 78 ms, reading the prefix
+#: 155 s and 55 s. Sampling reads the logits from the context, and the batches of guessed
+#: tokens that need logits at each position ask for them themselves
+#: (:func:`loopact.llm.local_draft.eval_all_logits`). Part of the prompt-state key.
+SERVER_OPTIONS = ("--logits_all", "false")
 #: Its health route, answered without waiting for the model.
 HEALTH_PATH = "/loopact/health"
 _STDERR_TAIL_LINES = 25
@@ -84,6 +94,7 @@ def server_command(
         str(threads),
         "--n_gpu_layers",
         "0",
+        *SERVER_OPTIONS,
     ]
     if chat_format:
         cmd += ["--chat_format", chat_format]

@@ -32,6 +32,7 @@ import httpx2
 
 from loopact.errors import ModelError, ModelRetryableError
 from loopact.llm.base import Model, ModelEvent, ModelRequest
+from loopact.llm.local_launch import SERVER_OPTIONS
 from loopact.llm.local_process import LocalBrain
 from loopact.llm.messages import Message
 
@@ -174,6 +175,7 @@ class LocalBrainModel:
             self.brain.context_tokens,
             self.brain.chat_format,
             system_message,
+            *SERVER_OPTIONS,  # the context's output buffer is part of the saved state
         ]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()[:32]
