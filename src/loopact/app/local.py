@@ -42,6 +42,8 @@ async def start_local_brain(
     """
     if cfg.endpoint_configured:
         return cfg, None
+    for note in local_brain_notes(cfg):
+        log.warning("%s", note)
     brain = LocalBrain.from_config(cfg.local)
 
     def on_status(status: BrainStatus) -> None:
@@ -51,6 +53,24 @@ async def start_local_brain(
     stack.push_async_callback(brain.stop)
     await brain.start()
     return use_local_brain(cfg, brain)
+
+
+def local_brain_notes(cfg: Config) -> list[str]:
+    """What a user of the offline brain should know about the modes they chose (H2).
+
+    The 0.5B model writes no usable JSON plan, even with a grammar that allows only the
+    tools' names (measured 2026-12-05: "turn left 90 degrees, then nod" became one step
+    ``turn_left`` with invented parameters; "go to the kitchen" became ``move_forward 10``);
+    sequences run clause by clause in the default mode instead (docs/local-brain.md).
+    """
+    notes = []
+    if cfg.agent.mode == "plan":
+        notes.append(
+            "--mode plan with the local brain: the small offline model rarely writes a "
+            "usable plan; without --mode plan it runs 'do A, then B' one step at a time "
+            "(docs/local-brain.md). Point loopact at a hosted model for plan mode."
+        )
+    return notes
 
 
 def use_local_brain(cfg: Config, brain: LocalBrain) -> tuple[Config, LocalBrain]:
