@@ -186,6 +186,57 @@ def test_an_empty_trace_is_a_usage_error(tmp_path: Path) -> None:
         assert not (tmp_path / "replay.json").exists()
 
 
+def test_json_lines_that_are_not_a_trace_are_refused(tmp_path: Path) -> None:
+    """Newcomer report: a --sim-log pose file or ``{"a": 1}`` printed a line of ``?`` per line
+    and exited 0; a file none of whose lines has an event's ``ts`` and ``type`` is refused."""
+    pose = {"t_s": 0.05, "x_m": 0.01, "y_m": 0.0, "yaw_deg": 0.0, "head": {}, "objects": {}}
+    cases: list[tuple[list[Any], str]] = [
+        (
+            [pose, {**pose, "t_s": 0.1}],
+            "line 1 has no 'ts' or 'type' (its keys: t_s, x_m, y_m, yaw_deg, head, objects); "
+            "a --sim-log pose file? use loopact sim --snapshot DIR --sim-log {trace}",
+        ),
+        (
+            [{"a": 1}, {"a": 2}],
+            "line 1 has no 'ts' or 'type' (its keys: a); "
+            "loopact trace reads the files loopact run --trace writes",
+        ),
+        ([{"ts": 1.0}], "line 1 has no 'type' (its keys: ts);"),
+        ([{}, {"type": "reply"}], "line 1 has no 'ts' or 'type' (it is an empty object);"),
+    ]
+    trace = tmp_path / "other.jsonl"
+    for lines, expected in cases:
+        trace.write_text("\n" + _jsonl(lines))  # a blank first line is not line 1
+        expected = expected.replace("line 1", "line 2").format(trace=trace)
+        for proc in _read_both(trace, tmp_path):
+            assert (proc.returncode, proc.stdout) == (2, ""), (lines, proc.stderr)
+            assert proc.stderr.startswith(
+                f"loopact: cannot read trace: {trace} is not a loopact trace: {expected}"
+            ), proc.stderr
+            assert len(proc.stderr.splitlines()) == 1, proc.stderr  # no traceback
+        assert not (tmp_path / "replay.json").exists()
+
+
+def test_a_trace_with_a_few_odd_lines_is_read(tmp_path: Path) -> None:
+    """A line without ``ts`` or ``type`` among events is shown with ``?`` (docs/trace.md: a
+    missing field is not an error), also when it comes first, and a cut-off last line is
+    still skipped with its warning."""
+    trace = tmp_path / "odd.jsonl"
+    odd = {"note": "by hand"}
+    trace.write_text(_jsonl([odd, *_VALID[:-1], {"type": "x"}]) + '{"ts": 1')
+    shown, converted = _read_both(trace, tmp_path)
+    warning = f"loopact: {trace}:{len(_VALID) + 2}: the last line is incomplete"
+    assert shown.returncode == 0 and shown.stderr.startswith(warning), shown.stderr
+    # times count from the first line that has one, not from 0 for the odd first line
+    assert shown.stdout == (
+        '+   0.000s  -         ?               {"note": "by hand"}\n'
+        + "".join(_VALID_TIMELINE.splitlines(True)[:-1])
+        + "+   0.000s  -         x               {}\n"
+    )
+    assert converted.returncode == 0 and converted.stderr.startswith(warning)
+    assert json.loads((tmp_path / "replay.json").read_text()) == _VALID_SCRIPT
+
+
 def test_scripted_server_refuses_a_port_out_of_range_or_in_use(
     scripted_server: Any, tmp_path: Path
 ) -> None:

@@ -121,7 +121,9 @@ def load_trace(path: Path) -> Trace:
 
     Raises:
         ValueError: A line is not UTF-8, not JSON, or not an event of the documented shape
-            (the message names the file, the line and what is wrong).
+            (the message names the file, the line and what is wrong); or no line has the
+            ``ts`` and ``type`` of an event (JSON Lines of something else, such as a
+            ``--sim-log`` pose file).
         OSError: The file cannot be read.
     """
     warnings: list[str] = []
@@ -140,7 +142,8 @@ def read_trace(path: Path) -> Iterator[dict[str, Any]]:
     A last line cut off mid-write is skipped silently (:func:`load_trace` reports it).
 
     Raises:
-        ValueError: A line is not JSON or not an event (names the line number).
+        ValueError: A line is not JSON or not an event (names the line number); or, once
+            every line is read, none had the ``ts`` and ``type`` of an event.
         OSError: The file cannot be read.
     """
     for _n, event in _scan(path, []):
@@ -148,7 +151,13 @@ def read_trace(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _scan(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, event)`` of every non-blank line; a cut-off last line goes to warnings."""
+    """``(line number, event)`` of every non-blank line; a cut-off last line goes to warnings.
+
+    Raises ``ValueError`` at the end (:func:`_not_a_trace`) when lines were read but none of
+    them is an event: the file is JSON Lines of something else.
+    """
+    seen_event = False
+    first: tuple[int, dict[str, Any]] | None = None  # the first line, for the refusal
     with path.open("rb") as f:
         for n, raw in enumerate(f, 1):
             where = f"{path}:{n}"
@@ -164,8 +173,35 @@ def _scan(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]
                 warnings.append(
                     f"{where}: the last line is incomplete (the run was cut off); ignored"
                 )
-                return
-            yield n, check_event(value, where)
+                break
+            event = check_event(value, where)
+            seen_event = seen_event or _is_event(event)
+            first = first or (n, event)
+            yield n, event
+    if first is not None and not seen_event:
+        raise ValueError(_not_a_trace(path, *first))
+
+
+def _is_event(line: dict[str, Any]) -> bool:
+    """Whether a checked line has what every event has: ``ts`` (a number) and ``type``."""
+    return "ts" in line and "type" in line
+
+
+def _not_a_trace(path: Path, n: int, line: dict[str, Any]) -> str:
+    """Why a file none of whose lines is an event is refused, from its first line ``n``.
+
+    Names what the line lacks and what it holds; a ``--sim-log`` pose file (``t_s``,
+    ``x_m``, ...: the JSON Lines file most often mistaken for a trace) is named as one.
+    """
+    lacks = " or ".join(repr(k) for k in ("ts", "type") if k not in line)
+    keys = ", ".join(list(line)[:6]) + (", ..." if len(line) > 6 else "")
+    holds = f"its keys: {keys}" if line else "it is an empty object"
+    hint = (
+        f"a --sim-log pose file? use loopact sim --snapshot DIR --sim-log {path}"
+        if "t_s" in line and "x_m" in line
+        else "loopact trace reads the files loopact run --trace writes"
+    )
+    return f"{path} is not a loopact trace: line {n} has no {lacks} ({holds}); {hint}"
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -312,7 +348,8 @@ def timeline(events: Sequence[dict[str, Any]]) -> list[str]:
     """
     if not events:
         return []
-    t0 = float(events[0].get("ts", 0.0))
+    # times count from the first line that has one (a line without is shown at +0)
+    t0 = float(next((ev["ts"] for ev in events if "ts" in ev), 0.0))
     lines = []
     for ev in events:
         typ = ev.get("type", "?")
