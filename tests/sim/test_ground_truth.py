@@ -193,6 +193,46 @@ def test_snapshot_draws_the_logged_trajectory(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "holds no poses" in proc.stderr, proc.stderr
 
 
+def test_a_file_of_other_json_lines_is_not_drawn_as_a_trajectory(tmp_path: Path) -> None:
+    """Newcomer report: a trace given as --sim-log drew a wrong trajectory ("0.0 s, 5.88 m
+    driven (11 poses)") and exited 0; every line must be a pose sample, else it is refused
+    at its first bad line, saying what that line looks like."""
+    pose = {"t_s": 0.0, "x_m": 0.0, "y_m": 0.0, "yaw_deg": 0.0, "objects": {}}
+    trace_start = {"ts": 100.0, "type": "trace_start", "task_id": None, "schema": 1}
+    state = {"ts": 101.0, "type": "robot_state", "x_m": 1.0, "y_m": 0.0, "yaw_rad": 0.3}
+    need = "not a pose sample (an object with t_s, x_m, y_m and yaw_deg numbers)"
+    log = tmp_path / "t.jsonl"
+    cases: list[tuple[list[Any], str]] = [
+        (
+            [trace_start, state],
+            f"{log}:1: {need}: a loopact trace event ('trace_start'); "
+            f"a trace is read with loopact trace {log}",
+        ),
+        (
+            [pose, {"t_s": 1.0, "x_m": 1.0, "y_m": 0.0, "yaw_rad": 0.3}],
+            f"{log}:2: {need}: no yaw_deg (its keys: t_s, x_m, y_m, yaw_rad)",
+        ),
+        ([pose, {"a": 1}], f"{log}:2: {need}: no t_s, x_m, y_m, yaw_deg (its keys: a)"),
+        ([[1, 2], pose], f"{log}:1: {need}: an array"),
+        ([{**pose, "x_m": "1.0"}], f"{log}:1: not a pose sample: x_m is '1.0', not a number"),
+        ([{**pose, "t_s": True}], f"{log}:1: not a pose sample: t_s is True, not a number"),
+        (
+            [pose, {**pose, "objects": {"ball": {"x_m": 1}}}],
+            f"{log}:2: not a pose sample: objects must map names to x_m, y_m numbers",
+        ),
+    ]
+    out = tmp_path / "snap"
+    for lines, expected in cases:
+        log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        with pytest.raises(ValueError) as raised:
+            list(read_sim_log(log))
+        assert str(raised.value) == expected
+        proc = run_cli(["sim", "--snapshot", str(out), "--sim-log", str(log)], tmp_path)
+        assert proc.returncode == 2, (lines, proc.stderr)
+        assert proc.stderr == f"loopact: cannot read the sim log: {expected}\n"
+        assert not out.exists()  # refused before anything is drawn
+
+
 def test_config_knows_every_scenario() -> None:
     from typing import get_args
 

@@ -105,9 +105,13 @@ class SimLog:
 def read_sim_log(path: Path) -> Iterator[dict[str, Any]]:
     """The samples of a sim log, in order (a torn last line is skipped).
 
+    Every line is checked by :func:`check_sample`, so a file of something else (a trace
+    written by ``--trace``, any JSON Lines) is refused at its first line, not drawn or graded.
+
     Raises:
         OSError: The file cannot be read.
-        ValueError: A line other than the last is not JSON (names the line).
+        ValueError: A line other than the last is not JSON, or a line is not a pose sample
+            (names the line and what it looks like).
     """
     with Path(path).open(encoding="utf-8") as f:
         lines = f.readlines()
@@ -115,8 +119,65 @@ def read_sim_log(path: Path) -> Iterator[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             if n == len(lines):
                 return  # being written, or cut by a crash
             raise ValueError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
+        yield check_sample(value, f"{path}:{n}")
+
+
+POSE_FIELDS = ("t_s", "x_m", "y_m", "yaw_deg")
+"""The fields every sample has, each a number (s, m, m, deg)."""
+
+
+def check_sample(value: Any, where: str) -> dict[str, Any]:
+    """Check one parsed line of a sim log: a pose sample as :func:`sample` writes it.
+
+    Args:
+        value: The parsed JSON of one line.
+        where: ``FILE:LINE`` for the message.
+
+    Returns:
+        ``value``: an object with :data:`POSE_FIELDS` as numbers, and ``objects`` (when
+        present) a mapping of names to ``{x_m, y_m}`` numbers.
+
+    Raises:
+        ValueError: ``FILE:LINE: not a pose sample (...): ...``, saying what is missing or
+            wrong and what the line looks like (a trace event is named as one).
+    """
+    need = "an object with t_s, x_m, y_m and yaw_deg numbers"
+    if not isinstance(value, dict):
+        what = "an array" if isinstance(value, list) else f"the JSON value {value!r}"[:60]
+        raise ValueError(f"{where}: not a pose sample ({need}): {what}")
+    if isinstance(value.get("type"), str) and "ts" in value:
+        trace = where.rsplit(":", 1)[0]
+        raise ValueError(
+            f"{where}: not a pose sample ({need}): a loopact trace event "
+            f"({value['type']!r}); a trace is read with loopact trace {trace}"
+        )
+    missing = [k for k in POSE_FIELDS if k not in value]
+    if missing:
+        keys = ", ".join(list(value)[:6]) + (", ..." if len(value) > 6 else "")
+        holds = f"its keys: {keys}" if value else "an empty object"
+        raise ValueError(f"{where}: not a pose sample ({need}): no {', '.join(missing)} ({holds})")
+    for key in POSE_FIELDS:
+        if not _is_number(value[key]):
+            raise ValueError(f"{where}: not a pose sample: {key} is {value[key]!r}, not a number")
+    objects = value.get("objects", {})
+    if not isinstance(objects, dict) or not all(
+        isinstance(p, dict) and _is_number(p.get("x_m")) and _is_number(p.get("y_m"))
+        for p in objects.values()
+    ):
+        raise ValueError(f"{where}: not a pose sample: objects must map names to x_m, y_m numbers")
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    """A finite JSON number that fits a float (not true/false, not a 400-digit integer)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -57,11 +57,12 @@ def write_snapshot(
         RobotError: MuJoCo or the GL context is unavailable, or rendering failed.
         ConfigError: Unknown scenario.
         OSError: The directory or files cannot be written, or the sim log cannot be read.
-        ValueError: The sim log is not JSON Lines of poses, or holds none.
+        ValueError: A line of the sim log is not a pose sample (a trace, say: named with
+            its line), or the log holds none.
     """
     directory = Path(directory)
-    samples = list(read_sim_log(sim_log)) if sim_log is not None else None
-    if samples is not None and not any("x_m" in s and "y_m" in s for s in samples):
+    samples = list(read_sim_log(sim_log)) if sim_log is not None else None  # checked poses
+    if samples is not None and not samples:
         raise ValueError(f"{sim_log} holds no poses (JSON Lines with t_s, x_m, y_m, yaw_deg)")
     directory.mkdir(parents=True, exist_ok=True)
     sim = Simulator(speed=speed, width=width, height=height, scenario=scenario)
@@ -104,7 +105,8 @@ def draw_trajectory(
 
     Args:
         top: The top-down render (RGB, :data:`~loopact.sim.render.TOPDOWN_SIZE`).
-        samples: ``--sim-log`` lines (``x_m``, ``y_m``, ``yaw_deg``, ``objects``).
+        samples: ``--sim-log`` lines as :func:`~loopact.sim.simlog.read_sim_log` checked
+            them (``x_m``, ``y_m`` in m, ``yaw_deg``, ``objects``).
 
     Returns:
         A new RGB image: the robot's path in orange with a green start dot and a red end
@@ -115,7 +117,7 @@ def draw_trajectory(
     import cv2
 
     img = np.ascontiguousarray(top.copy())
-    poses = [(float(s["x_m"]), float(s["y_m"])) for s in samples if "x_m" in s and "y_m" in s]
+    poses = [(float(s["x_m"]), float(s["y_m"])) for s in samples]
     movers: dict[str, list[tuple[float, float]]] = {}
     for s in samples:
         for name, p in (s.get("objects") or {}).items():
