@@ -136,6 +136,27 @@ def test_not_a_wav_file_is_a_clear_error(tmp_path: Path) -> None:
         read_wav(b"", name="reply")
 
 
+def test_a_file_that_is_not_wav_says_why(tmp_path: Path) -> None:
+    """Newcomer report: a text file or a 30-byte cut of a WAV read 'not a PCM WAV file ()'
+    (``wave`` raises a bare EOFError); the message now gives the reason, from a path or bytes."""
+    good = wav_bytes(silence(0.1))
+    cases = [
+        (b"these are not samples\n", 'it starts with "these ar", not with a RIFF/WAVE header'),
+        (b"ab\x01", 'it starts with "ab\\x01", not with a RIFF/WAVE header'),
+        (good[:30], "truncated: the file ends inside its header, after 30 bytes"),
+        (good[:6], "truncated: the file ends inside its header, after 6 bytes"),
+        (good[:40], "fmt chunk and/or data chunk missing; the file is 40 bytes"),
+        (b"RIFF\x10\x00\x00\x00AVI LIST", 'a RIFF file of type "AVI ", not WAVE'),
+    ]
+    path = tmp_path / "in.wav"
+    for raw, why in cases:
+        path.write_bytes(raw)
+        for source, name in ((path, str(path)), (raw, "audio")):
+            with pytest.raises(AudioFormatError) as raised:
+                read_wav(source)
+            assert str(raised.value) == f"{name}: not a PCM WAV file ({why})"
+
+
 @needs_espeak
 def test_a_truncated_wav_is_said_to_be_cut_short_and_what_is_there_is_used(
     tmp_path: Path,

@@ -114,6 +114,14 @@ def test_an_unreadable_audio_file_and_once_with_audio_in(
     (tmp_path / "bad.wav").write_text("not audio")
     proc = run_cli(_args(server, tmp_path, "--audio-in", "bad.wav"), tmp_path)
     assert proc.returncode == 2 and "bad.wav: not a PCM WAV file" in proc.stderr
+    assert 'starts with "not audi", not with a RIFF/WAVE header' in proc.stderr, proc.stderr
+    (tmp_path / "cut.wav").write_bytes(wav_bytes(silence(0.5))[:30])  # was "... file ()"
+    proc = run_cli(_args(server, tmp_path, "--audio-in", "cut.wav"), tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        "cut.wav: not a PCM WAV file (truncated: the file ends inside its header, after 30 bytes)"
+        in proc.stderr
+    ), proc.stderr
     (tmp_path / "empty.wav").write_bytes(b"")  # said to be empty, not "not a PCM WAV file ()"
     proc = run_cli(_args(server, tmp_path, "--audio-in", "empty.wav"), tmp_path)
     assert proc.returncode == 2 and "empty.wav: the file is empty (0 bytes)" in proc.stderr

@@ -277,13 +277,15 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
     if _is_empty(source, stream):
         stream.close()
         raise AudioFormatError(f"{name}: the file is empty (0 bytes)")
+    head, size = _head(source, stream)
     try:
         with stream, wave.open(stream, "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
             claimed = wav.getnframes()
             raw = wav.readframes(claimed)
     except (wave.Error, EOFError) as exc:
-        raise AudioFormatError(f"{name}: not a PCM WAV file ({exc})") from None
+        why = _why_not_wav(exc, head, size)
+        raise AudioFormatError(f"{name}: not a PCM WAV file ({why})") from None
     present = len(raw) // (width * channels)
     raw = raw[: present * width * channels]  # a file cut inside a frame
     notes = _cut_short(claimed, present, rate, width * channels)
@@ -300,6 +302,44 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
     except AudioFormatError as exc:
         raise AudioFormatError(f"{name}: {exc}") from None
     return pcm, notes + converted
+
+
+_RIFF_HEADER_BYTES = 12
+"""``RIFF``, the size, ``WAVE``: how every WAV file starts."""
+
+
+def _head(source: str | Path | bytes, stream: BinaryIO) -> tuple[bytes, int | None]:
+    """The first bytes of the audio (up to :data:`_RIFF_HEADER_BYTES`; fewer from a pipe that
+    has not written them yet) and its size in bytes when known (not for a pipe)."""
+    if isinstance(source, bytes):
+        return source[:_RIFF_HEADER_BYTES], len(source)
+    peek = getattr(stream, "peek", None)
+    head = peek(_RIFF_HEADER_BYTES)[:_RIFF_HEADER_BYTES] if peek is not None else b""
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return head, None
+    return head, st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _why_not_wav(exc: Exception, head: bytes, size: int | None) -> str:
+    """Why :mod:`wave` refused a file, for people (``wave`` raises a bare ``EOFError`` when
+    the file ends inside its header, and speaks of chunks otherwise)."""
+    if not head:
+        return "no bytes at all"
+    if head[:4] != b"RIFF"[: len(head)]:
+        return f"it starts with {_shown(head[:8])}, not with a RIFF/WAVE header"
+    if len(head) >= _RIFF_HEADER_BYTES and head[8:12] != b"WAVE":
+        return f"a RIFF file of type {_shown(head[8:12])}, not WAVE"
+    if isinstance(exc, EOFError) or not str(exc):
+        why = "truncated: the file ends inside its header"
+        return why if size is None else f"{why}, after {size} bytes"
+    return str(exc) if size is None else f"{exc}; the file is {size} bytes"
+
+
+def _shown(raw: bytes) -> str:
+    """Bytes of a header as a person reads them, quoted: ``"not audi"``, ``"\\x00RIF"``."""
+    return '"' + "".join(chr(b) if 32 <= b < 127 else f"\\x{b:02x}" for b in raw) + '"'
 
 
 _STREAMED_BYTES = 0x7FFF_0000
