@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.logging import RichHandler
 
@@ -29,6 +30,30 @@ EXIT_TERMINATED = 143
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 """Where every command's messages for people go (stderr; stdout carries results)."""
+
+
+def _flags_without_type(params: list[Any]) -> list[Any]:
+    """``params`` with every flag's metavar set to "": typer 0.29 (not 0.27) prints
+    ``<bool>`` beside options that take no value (``--yes``, ``--help``); an explicit
+    metavar is kept."""
+    for param in params:
+        if isinstance(param, typer.core.TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class Command(typer.core.TyperCommand):
+    """A ``loopact`` command: its help lists flags without a ``<bool>`` type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_type(super().get_params(ctx))
+
+
+class Group(typer.core.TyperGroup):
+    """The ``loopact`` command group: its help lists flags without a ``<bool>`` type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_type(super().get_params(ctx))
 
 
 def setup_logging(verbose: bool) -> None:

@@ -60,7 +60,7 @@ def sim(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Work with the simulated robot: ``--describe``, ``--snapshot DIR``, ``--ros2``."""
+    """The built-in MuJoCo simulated robot: --describe, --snapshot DIR or --ros2."""
     from loopact.sim.scenarios import SCENARIOS
 
     if scenario not in SCENARIOS:
@@ -134,7 +134,8 @@ def node(
     config: Path | None = typer.Option(None, "--config", help="Config file (mqtt.* keys)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Serve a file's tools and inputs as nodes for running agents (ROS 2 or MQTT; C2-C4)."""
+    """Serve a file's tools and inputs as nodes for running agents (ROS 2 or MQTT)."""
+    # The docstring is the --help text; SPEC C2-C4.
     setup_logging(verbose)
     from loopact.nodes.protocol import SHARED_AGENT
     from loopact.nodes.runner import serve_file
@@ -173,7 +174,8 @@ def base(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """Run the safety governor as a ROS 2 node next to the base (SPEC X3)."""
+    """Run the safety governor as a ROS 2 node next to the base."""
+    # The docstring is the --help text; SPEC X3.
     setup_logging(verbose)
     from loopact.robot.base_node import run_base
 
