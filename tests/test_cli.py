@@ -366,7 +366,11 @@ def test_console_beyond_loopback_needs_a_token(scripted_server: Any, tmp_path: P
     server = scripted_server([])
     proc = _chat(server, tmp_path, "/quit\n", "--web-host", "0.0.0.0", "--web-port", "0")
     assert proc.returncode == 2
-    assert "web.token" in proc.stderr
+    # a sentence with its full stop, as every other configuration error is (a newcomer audit)
+    assert proc.stderr.endswith(
+        "loopact: web.token is required to bind the console to 0.0.0.0; "
+        "set --web-token or web.token.\n"
+    ), proc.stderr
 
 
 def test_bad_input_gives_clear_errors_not_tracebacks(tmp_path: Path) -> None:

@@ -351,6 +351,7 @@ def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> Non
     proc = run_cli(["mcp", "--robot", "none", "--http", "0.0.0.0:0"], tmp_path, env={})
     assert proc.returncode == 2
     assert "--token" in proc.stderr and "beyond loopback" in proc.stderr
+    assert proc.stderr.endswith("which every client must send as a bearer token.\n")
     bad = run_cli(["mcp", "--robot", "none", "--http", "localhost:port"], tmp_path)
     assert bad.returncode == 2 and "is not HOST:PORT" in bad.stderr
     weak = run_cli(
@@ -358,8 +359,9 @@ def test_beyond_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> Non
     )
     assert weak.returncode == 2, weak.stderr  # issue 21 item 12: a short token can be guessed
     assert "--token must be at least 16 characters without spaces (got 6)" in weak.stderr
-    suggested = re.search(r"newly generated one: (\S+)", weak.stderr)
+    suggested = re.search(r"newly generated one: (\S+)\.\n$", weak.stderr)
     assert suggested and len(suggested.group(1)) >= 16, weak.stderr
+    assert "." not in suggested.group(1)  # the full stop is not part of the token
     # a long token with a space is named for its space, not its length (a newcomer audit)
     spaced = check_token("abcdefgh ijklmnopq", "--token") or ""
     assert "(it has 1 space or other blank characters)" in spaced

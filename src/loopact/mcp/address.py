@@ -54,13 +54,13 @@ def check_access(host: str, token: str | None) -> None:
         ConfigError: Key ``--token``.
     """
     if token is not None and not token.strip():
-        raise ConfigError("--token is empty; give a non-empty token or none", key="--token")
+        raise ConfigError("--token is empty; give a non-empty token or none.", key="--token")
     weak = check_token(token, "--token")  # a short token can be guessed
     if weak is not None:
-        raise ConfigError(weak, key="--token")
+        raise ConfigError(f"{weak}.", key="--token")
     if not is_loopback(host) and not token:
         raise ConfigError(
             f"loopact mcp --http {host}:PORT listens beyond loopback: give --token SECRET "
-            "(or LOOPACT_MCP_TOKEN), which every client must send as a bearer token",
+            "(or LOOPACT_MCP_TOKEN), which every client must send as a bearer token.",
             key="--token",
         )

@@ -145,13 +145,13 @@ async def serve_console(
     if token is not None:
         settings.token = token
     if settings.token is not None and not settings.token.strip():
-        raise ConfigError("web.token is empty; set a non-empty token or none", key="web.token")
+        raise ConfigError("web.token is empty; set a non-empty token or none.", key="web.token")
     weak = check_token(settings.token, "web.token")  # issue 21: a short token can be guessed
     if weak is not None:
-        raise ConfigError(weak, key="web.token")
+        raise ConfigError(f"{weak}.", key="web.token")  # a sentence, as load_config's
     if not is_loopback(host) and not settings.token:
         raise ConfigError(
-            f"web.token is required to bind the console to {host}; set --web-token or web.token",
+            f"web.token is required to bind the console to {host}; set --web-token or web.token.",
             key="web.token",
         )
     sock = _bind(host, port)
