@@ -6,6 +6,7 @@ import asyncio
 import io
 import math
 import os
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,9 +181,26 @@ async def test_one_lap_from_beside_the_line_counts_the_lap(line_rig: LineRig) ->
     two laps and stopped at its 120 s limit with laps 0. Graded by the ground-truth log."""
     await line_rig.robot.teleport(1.0, 0.0, math.pi / 2)
     t0 = line_rig.robot.clock.now()
-    res: Any = await line_rig.tools["follow_line"](color="purple", laps=1, duration_s=150.0)
+    notes: list[str] = []
+    captions: list[str] = []
+    ctx = ToolContext(
+        "t", "c1", Path.cwd(), progress=notes.append, show_image=lambda _i, c: captions.append(c)
+    )
+    res: Any = await line_rig.tools["follow_line"].invoke(
+        {"color": "purple", "laps": 1, "duration_s": 150.0}, ctx
+    )
     assert res.ok, res.error
     assert res.data["laps"] == 1 and res.data["stopped_by"] == "laps", res.data
+    # a newcomer read "1 laps": the result, the progress lines and the captions count in words
+    assert re.fullmatch(
+        r"followed the purple line for \d+ s: [\d.]+ m, 1 lap, on the line \d+ s; stopped by laps",
+        res.data["result"],
+    ), res.data["result"]
+    # (it stops at the lap, so every progress line came before it)
+    assert all(re.fullmatch(r"follow_line: \w+, [\d.]+ m, 0 laps", n) for n in notes), notes
+    last = r"follow_line: stopped: laps, line (not in the band|offset [+-][\d.]+ m), 1 lap"
+    assert re.fullmatch(last, captions[-1]), captions
+    assert not [t for t in (res.data["result"], *notes, *captions) if "1 laps" in t]
     samples = [s for s in read_sim_log(line_rig.log) if s["t_s"] >= t0]
     driven = sum(
         math.hypot(b["x_m"] - a["x_m"], b["y_m"] - a["y_m"]) for a, b in zip(samples, samples[1:])

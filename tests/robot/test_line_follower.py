@@ -116,3 +116,10 @@ def test_the_time_limit_follows_the_laps_when_no_duration_is_given() -> None:
     assert time_limit(0.0, 50) == MAX_DURATION_S
     assert time_limit(45.0, 3) == 45.0  # a duration the caller gave wins
     assert time_limit(-1.0, 0) == -1.0  # and is checked (refused) as it is
+
+
+def test_laps_are_counted_in_words() -> None:
+    """A newcomer read "1 laps" in follow_line's result (the words of every count it says)."""
+    from loopact.robot.follow_line import laps_text
+
+    assert [laps_text(n) for n in (0, 1, 2, 3)] == ["0 laps", "1 lap", "2 laps", "3 laps"]

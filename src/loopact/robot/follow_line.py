@@ -57,9 +57,14 @@ def time_limit(duration_s: float, laps: int) -> float:
     return min(MAX_DURATION_S, DEFAULT_LAP_S * laps) if laps > 0 else DEFAULT_DURATION_S
 
 
+def laps_text(laps: int) -> str:
+    """``laps`` counted in words for people: ``0 laps``, ``1 lap``, ``2 laps``."""
+    return f"{laps} lap" if laps == 1 else f"{laps} laps"
+
+
 def _caption(view: LineView, state: str, laps: int) -> str:
     where = "not in the band" if view.offset_m is None else f"offset {view.offset_m:+.2f} m"
-    return f"follow_line: {state}, line {where}, laps {laps}"
+    return f"follow_line: {state}, line {where}, {laps_text(laps)}"
 
 
 async def _aim_head(env: RobotEnv) -> float:
@@ -203,7 +208,7 @@ class _LineRun:
             if self.ctx is not None and now >= self.next_report:
                 self.next_report += 1.0
                 self.ctx.progress(
-                    f"follow_line: {cmd.state}, {follower.path_m:.1f} m, laps {follower.laps}"
+                    f"follow_line: {cmd.state}, {follower.path_m:.1f} m, {laps_text(follower.laps)}"
                 )
             await clock.sleep(CONTROL_PERIOD_S)
 
@@ -246,7 +251,7 @@ class _LineRun:
         }
         data["result"] = (
             f"followed the {self.key} line for {elapsed:.0f} s: {follower.path_m:.1f} m, "
-            f"{follower.laps} laps, on the line {data['time_on_line_s']:.0f} s; "
+            f"{laps_text(follower.laps)}, on the line {data['time_on_line_s']:.0f} s; "
             f"stopped by {stopped_by}" + (f" ({detail})" if detail else "")
         )
         meta = {"frames": self.frames, "state": follower.state}
