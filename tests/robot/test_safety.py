@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -49,6 +50,30 @@ async def test_drive_toward_wall_stops_short(open_rig: Rig) -> None:
     res = await rig.call("move_forward", distance_m=0.5)
     assert not res.ok and "obstacle" in (res.error or "")
     assert res.metadata["achieved"]["stopped_by"] == "obstacle"
+
+
+async def test_a_motion_stopped_early_says_so_without_its_own_name() -> None:
+    """A newcomer read "move_forward: move_forward stopped early by obstacle ...": every
+    reader puts the tool's name before its error, so the error does not name it again; a
+    navigation's error names where it was going."""
+    site = SiteMap(waypoints={"window": {"x_m": 7.0, "y_m": 0.0}})  # type: ignore[dict-item]
+    rig = await make_rig(site=site)  # the window is beyond the +x wall
+    achieved = r"; achieved \d+\.\d\d m, -?\d+\.\d deg"
+    try:
+        for tool, args in (
+            ("move_forward", {"distance_m": 3.0, "speed_mps": 0.4}),
+            ("drive", {"linear_mps": 0.4, "angular_dps": 0, "duration_s": 10}),
+            ("navigation", {"waypoint": "window"}),
+        ):
+            await rig.robot.teleport(4.0, 0.0, 0.0)
+            res = await rig.call(tool, **args)
+            assert not res.ok and res.metadata["achieved"]["stopped_by"] == "obstacle"
+            where = " on the way to the window" if tool == "navigation" else ""
+            expected = f"stopped early by obstacle{where}: obstacle [\\d.]+ m ahead of the robot"
+            assert re.fullmatch(expected + achieved, res.error or ""), (tool, res.error)
+    finally:
+        await rig.governor.close()
+        await rig.robot.close()
 
 
 async def test_move_forward_stops_before_red_cube(rig: Rig) -> None:

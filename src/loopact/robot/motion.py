@@ -81,18 +81,22 @@ def achieved(distance_m: float, angle_deg: float, stopped_by: str) -> dict[str, 
 
 
 def motion_result(
-    what: str,
     lease: MotionLease,
     distance_m: float,
     angle_deg: float,
     pose: Pose,
     clamped: dict[str, Any],
     summary: str,
+    goal: str = "",
 ) -> ToolResult:
     """Build the result of a finished motion: ok only when it reached its target.
 
+    The error of a motion stopped early does not name the tool: every reader shows the
+    error after the tool's name already (the terminal's ``✗ move_forward: ...``, a step's
+    "did not succeed (move_forward: ...)"), which read ``move_forward: move_forward stopped
+    early ...`` while the error began with it.
+
     Args:
-        what: The motion's name for messages (``"move_forward"``, ``"navigation to door"``).
         lease: The finished motion's lease (``stopped_by``, ``detail``, ``clamped``).
         distance_m: Distance achieved, metres (signed for straight motions).
         angle_deg: Angle turned, degrees, left positive.
@@ -102,6 +106,8 @@ def motion_result(
             forward 0.998 m and reached the target"). Models, small ones above all, retell
             it; with a bare "move_forward done" the 0.5B local brain told users the robot had
             "stopped for obstacles" (issue 6).
+        goal: Where the motion was going, for the error (``"door"``: "stopped early by
+            obstacle on the way to the door: ..."); empty for a motion by distance or angle.
     """
     stopped_by = lease.stopped_by or "target"
     meta: dict[str, Any] = {"achieved": achieved(distance_m, angle_deg, stopped_by)}
@@ -126,8 +132,8 @@ def motion_result(
         ok=False,
         data=data,
         metadata=meta,
-        error=f"{what} stopped early by {stopped_by}: {lease.detail}; "
-        f"achieved {distance_m:.2f} m, {angle_deg:.1f} deg",
+        error=f"stopped early by {stopped_by}{f' on the way to the {goal}' if goal else ''}: "
+        f"{lease.detail}; achieved {distance_m:.2f} m, {angle_deg:.1f} deg",
     )
 
 
@@ -254,7 +260,7 @@ async def straight(
     turned = math.degrees(normalize_angle(pose.yaw_rad - start.yaw_rad))
     way = "forward" if sign > 0 else "backward"
     summary = f"moved {way} {abs(travelled):.2f} m and reached the target"
-    return motion_result(name, lease, travelled, turned, pose, clamped, summary)
+    return motion_result(lease, travelled, turned, pose, clamped, summary)
 
 
 async def rotate(
@@ -311,7 +317,7 @@ async def rotate(
     moved = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
     way = "left" if sign > 0 else "right"
     summary = f"turned {way} {abs(math.degrees(turned)):.1f} degrees and reached the target"
-    return motion_result(name, lease, moved, sign * math.degrees(turned), pose, clamped, summary)
+    return motion_result(lease, moved, sign * math.degrees(turned), pose, clamped, summary)
 
 
 async def drive_for(
@@ -369,7 +375,6 @@ async def drive_for(
     if lease.stopped_by == "deadline" and t_end is not None and clock.now() >= t_end:
         lease.stopped_by = "target"
     return motion_result(
-        "drive",
         lease,
         math.copysign(path, twist.linear_mps or 1.0),
         math.degrees(turned),

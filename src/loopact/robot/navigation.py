@@ -206,9 +206,7 @@ async def _seek(env: RobotEnv, key: str, start: Pose, progress: Progress | None)
     turned += normalize_angle(pose.yaw_rad - last_yaw)
     travelled = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
     summary = f"reached the {key} after {travelled:.2f} m"
-    result = motion_result(
-        f"navigation to {key}", lease, travelled, math.degrees(turned), pose, {}, summary
-    )
+    result = motion_result(lease, travelled, math.degrees(turned), pose, {}, summary, goal=key)
     if result.ok:
         result.data.update(_place_names(env.site, key))
     result.metadata["goal"] = {"waypoint": key, "x_m": wp.x_m, "y_m": wp.y_m}
