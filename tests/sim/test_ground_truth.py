@@ -193,6 +193,29 @@ def test_snapshot_draws_the_logged_trajectory(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "holds no poses" in proc.stderr, proc.stderr
 
 
+def test_the_trajectory_caption_is_legible() -> None:
+    """A newcomer could not read the caption of trajectory.png: a thick black copy of the text
+    under a thin white one, on the light margin. The caption's glyphs must stand on a dark
+    ground, white on it (contrast of relative luminance >= 7, WCAG's AAA)."""
+    from loopact.sim.render import TOPDOWN_SIZE
+    from loopact.sim.snapshot import draw_trajectory
+
+    w, h = TOPDOWN_SIZE
+    top = np.full((h, w, 3), 236, dtype=np.uint8)  # as light as the margin and the floor
+    samples = [{"t_s": i * 0.5, "x_m": i * 0.1, "y_m": 0.0, "yaw_deg": 0.0} for i in range(11)]
+    traj = draw_trajectory(top, samples).astype(int)
+    strip = slice(0, 40)  # the caption's rows; the path is in the middle of the room
+    ink = np.abs(traj[strip] - top[strip].astype(int)).sum(axis=2) > 30
+    rows, cols = np.nonzero(ink)
+    assert cols.size, "no caption drawn"
+    box = traj[strip][rows.min() : rows.max() + 1, cols.min() : cols.max() + 1] / 255.0
+    linear = np.where(box <= 0.04045, box / 12.92, ((box + 0.055) / 1.055) ** 2.4)
+    lum = linear @ np.array([0.2126, 0.7152, 0.0722])
+    ground, glyphs = float(np.median(lum)), float(np.percentile(lum, 99))
+    assert (glyphs + 0.05) / (ground + 0.05) >= 7, (ground, glyphs)
+    assert 0.03 < float((lum > 0.5).mean()) < 0.4  # white strokes of text, not a white box
+
+
 def test_a_file_of_other_json_lines_is_not_drawn_as_a_trajectory(tmp_path: Path) -> None:
     """Newcomer report: a trace given as --sim-log drew a wrong trajectory ("0.0 s, 5.88 m
     driven (11 poses)") and exited 0; every line must be a pose sample, else it is refused

@@ -145,9 +145,34 @@ def draw_trajectory(
         )
         length = sum(math.dist(p, q) for p, q in zip(poses, poses[1:], strict=False))
         t0, t1 = float(samples[0].get("t_s", 0.0)), float(samples[-1].get("t_s", 0.0))
-        text = f"{t1 - t0:.1f} s, {length:.2f} m driven ({len(poses)} poses)"
-        cv2.putText(img, text, (10, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 2, cv2.LINE_AA)
-        cv2.putText(
-            img, text, (10, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA
-        )
+        _caption(img, f"{t1 - t0:.1f} s, {length:.2f} m driven ({len(poses)} poses)")
     return img
+
+
+_CAPTION_SCALE = 0.6  # of cv2's FONT_HERSHEY_SIMPLEX: about 13 px tall
+_CAPTION_PAD_PX = 6
+_CAPTION_AT_PX = (6, 4)  # top-left corner of the caption's box
+_CAPTION_BOX_RGB = (32, 32, 32)
+
+
+def _caption_box(text: str) -> tuple[int, int, int, int]:
+    """``(left, top, right, bottom)`` pixels of the dark box :func:`draw_trajectory` writes
+    its caption ``text`` in (top left of the image)."""
+    import cv2
+
+    (w, h), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, _CAPTION_SCALE, 1)
+    left, top = _CAPTION_AT_PX
+    return left, top, left + w + 2 * _CAPTION_PAD_PX, top + h + base + 2 * _CAPTION_PAD_PX
+
+
+def _caption(img: npt.NDArray[np.uint8], text: str) -> None:
+    """White text on a dark box, legible over the light margin, the wall or the path (a
+    thick black copy under a thin white one, on the light margin, read as a smudge)."""
+    import cv2
+
+    left, top, right, bottom = _caption_box(text)
+    base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, _CAPTION_SCALE, 1)[1]
+    cv2.rectangle(img, (left, top), (right, bottom), _CAPTION_BOX_RGB, -1)
+    origin = (left + _CAPTION_PAD_PX, bottom - _CAPTION_PAD_PX - base)  # the text's baseline
+    white = (255, 255, 255)
+    cv2.putText(img, text, origin, cv2.FONT_HERSHEY_SIMPLEX, _CAPTION_SCALE, white, 1, cv2.LINE_AA)
