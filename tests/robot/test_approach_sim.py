@@ -136,6 +136,8 @@ async def test_a_target_that_is_not_there_fails_after_a_full_turn(arig: Approach
     res = await arig.call("approach", target="cyan ball")
     assert not res.ok
     assert "'cyan ball'" in res.error and "full turn" in res.error, res.error
+    # every reader puts the tool's name before its error: it does not say it again
+    assert res.error.startswith("no 'cyan ball' in view after a full turn"), res.error
     assert "red box" in res.error  # what it saw on the way
     assert res.data["found"] is False
     await arig.stopped()
@@ -149,6 +151,7 @@ async def test_a_target_that_is_not_there_fails_after_a_full_turn(arig: Approach
     for target, words in (("orange ball", "no HSV range"), ("the unicorn", "cannot tell")):
         refused = await arig.tools["face"].invoke({"target": target}, ToolContext("t", "c", Path()))
         assert not refused.ok and words in (refused.error or ""), refused.error
+        assert not refused.error.startswith("face"), refused.error
 
 
 async def test_a_stop_or_a_preemption_mid_approach_leaves_the_base_stopped(

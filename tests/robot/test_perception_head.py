@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import math
 import re
@@ -132,6 +133,33 @@ async def test_head_tools(rig: Rig) -> None:
     assert abs(math.degrees(head.pan_rad)) < 2.5
     assert abs(math.degrees(head.tilt_rad) - rig.profile.head.home_tilt_deg) < 2.5
     assert all(t.is_zero for _, t in rig.robot.twists)  # the base never moved
+
+
+async def test_a_stopped_head_move_does_not_name_its_tool_in_its_error(rig: Rig) -> None:
+    """Every reader puts a tool's name before its error ("servo_move: ..."); the head's
+    error said "servo_move interrupted: ..." after it (the newcomer's "move_forward:
+    move_forward stopped early ..." in the head)."""
+    moving = asyncio.ensure_future(rig.call("servo_move", pan_deg=85, tilt_deg=0))
+
+    async def turning() -> bool:
+        return abs(math.degrees((await rig.robot.get_head()).pan_rad)) > 5
+
+    await rig.wait_for(turning)
+    await rig.governor.stop_all("the test's stop")
+    res = await asyncio.wait_for(moving, 10)
+    assert not res.ok
+    assert res.error == "interrupted: the test's stop", res.error
+    # observe_surroundings, stopped while it turns to its second view
+    looking = asyncio.ensure_future(rig.call("observe_surroundings"))
+
+    async def base_turning() -> bool:
+        return abs(math.degrees((await rig.pose()).yaw_rad)) > 10
+
+    await rig.wait_for(base_turning)
+    await rig.governor.stop_all("the test's stop")
+    res = await asyncio.wait_for(looking, 30)
+    assert not res.ok
+    assert res.error.startswith("turning failed: stopped early by "), res.error
 
 
 async def test_tool_safety_classes(rig: Rig) -> None:

@@ -80,12 +80,12 @@ def _data(
     }
 
 
-def _not_found(target: str, found: Search, what: str) -> ToolResult:
+def _not_found(target: str, found: Search) -> ToolResult:
     if found.stopped is not None:
         return found.stopped
     seen = "; saw " + ", ".join(found.seen) if found.seen else "; saw no coloured objects"
     return ToolResult.failure(
-        f"{what}: no {target!r} in view after a full turn ({found.reason}){seen}",
+        f"no {target!r} in view after a full turn ({found.reason}){seen}",
         data={"found": False, "target": target, "seen": found.seen},
     )
 
@@ -122,11 +122,11 @@ async def _start(
     query = parse_target(target.strip(), opts.colors.names)
     problem = query_problem(query, opts)
     if problem:
-        return query, None, ToolResult.failure(f"{name}: {problem}")
+        return query, None, ToolResult.failure(problem)
     await _centre_head(env, name)
     found = await search(env, opts, query, name, progress=ctx.progress if ctx else None)
     if found.sighting is None:
-        return query, None, _not_found(target.strip(), found, name)
+        return query, None, _not_found(target.strip(), found)
     return query, found, None
 
 
@@ -149,14 +149,14 @@ async def turn_to(
         again, _dets, reason = await sight(env, opts, query, near=s)
         if again is None:
             return s, ToolResult.failure(
-                f"{name}: lost sight of the {s.name} after turning ({reason})",
+                f"lost sight of the {s.name} after turning ({reason})",
                 data={"found": False, "target": s.name},
             )
         s = again
     if abs(s.bearing_deg) <= tol_deg:
         return s, None
     return s, ToolResult.failure(
-        f"{name}: the {s.name} is still {s.bearing_deg:+.1f} deg off after {FACE_TRIES} turns",
+        f"the {s.name} is still {s.bearing_deg:+.1f} deg off after {FACE_TRIES} turns",
         data=_data(s, query.text, env, s.pose, 0.0),
     )
 
@@ -168,12 +168,12 @@ async def face_target(
     try:
         query, found, failure = await _start(env, opts, target, "face", ctx)
         if failure is not None or found is None or found.sighting is None:
-            return failure or ToolResult.failure("face: not found")
+            return failure or ToolResult.failure("not found")
         s, failure = await turn_to(env, opts, query, found.sighting, "face", FACE_TOL_DEG)
         if failure is not None:
             return failure
     except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(f"face: {exc}")
+        return ToolResult.failure(str(exc))
     data = _data(s, query.text, env, s.pose, 0.0)
     data["result"] = (
         f"now facing the {query.text}: {data['bearing_deg']:+.1f} deg off straight ahead"
@@ -201,12 +201,10 @@ async def approach_target(
     try:
         query, found, failure = await _start(env, opts, target, "approach", ctx)
         if failure is not None or found is None or found.sighting is None:
-            return failure or ToolResult.failure("approach: not found")
+            return failure or ToolResult.failure("not found")
         s = found.sighting
         if s.gap_m is None:
-            return ToolResult.failure(
-                f"approach: no depth for the {s.name}; approach needs the depth camera"
-            )
+            return ToolResult.failure(f"no depth for the {s.name}; approach needs the depth camera")
         if s.gap_m > stop_at_m:
             s, failure = await turn_to(env, opts, query, s, "approach", DRIVE_TOL_DEG)
             if failure is not None:
@@ -216,7 +214,7 @@ async def approach_target(
             await run.drive()
         return await run.outcome(meta)
     except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(f"approach: {exc}", **meta)
+        return ToolResult.failure(str(exc), **meta)
 
 
 class _Drive:

@@ -50,9 +50,9 @@ async def _sequence(
         "tilt_deg": round(math.degrees(head.tilt_rad), 1),
     }
     if lease.stopped_by not in (None, "target") and lease.detail != "finished":
-        return ToolResult.failure(f"{name} interrupted: {lease.detail}", data=data)
+        return ToolResult.failure(f"interrupted: {lease.detail}", data=data)
     if not reached:
-        return ToolResult.failure(f"{name}: the head did not reach its target in time", data=data)
+        return ToolResult.failure("the head did not reach its target in time", data=data)
     data["result"] = summary or looks(float(data["pan_deg"]), float(data["tilt_deg"]))
     return ToolResult.success(data)
 

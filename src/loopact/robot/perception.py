@@ -367,7 +367,7 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
                     turned = await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
                     if not turned.ok:
                         return ToolResult.failure(
-                            f"observe_surroundings: turning failed: {turned.error}",
+                            f"turning failed: {turned.error}",
                             data={"views": views},
                         )
                 view, imgs = await _view(env, col, label, ctx, turned_deg=90.0 * i)
