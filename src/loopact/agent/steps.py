@@ -12,8 +12,9 @@ punctuation between actions, in English and Chinese:
 - English: ``then``, ``and then``, ``after that``, ``afterwards``, ``next``, ``finally``,
   ``first ... then``, a semicolon, and a comma or ``and`` when an action verb follows it
   ("move backward 0.5 meters and nod", "move forward 1 m, turn left 45 degrees");
-- Chinese: 然后, 接着, 之后, 随后, 最后, ``先 ... 再``, and a comma (，、；) when a sequencing
-  word or an action verb follows it ("先前进一米，再左转90度", "后退一米，接着左转30度").
+- Chinese: 然后, 接着, 之后, 随后, 最后, 并且, ``先 ... 再`` (再, 再次), with or without a comma
+  before them ("先前进一米再左转90度"), and a comma (，、；) when a sequencing word or an action
+  verb follows it ("先前进一米，再左转90度", "后退一米，接着左转30度").
 
 A route written with arrows ("patrol charger -> window -> door", "巡逻 充电桩 → 窗户 → 门")
 is one clause per stop: the first keeps its verb, each later stop without a verb of its own
