@@ -89,9 +89,12 @@ async def action_body(run: TaskRounds) -> str:
 
 async def _check_rounds(run: TaskRounds, n: int) -> None:
     """:meth:`TaskRounds.check_rounds`, with the action lines of the final answer left out
-    of the bound's text: they were not run, and the user should not read them as done."""
+    of the bound's text: they were not run, and the user should not read them as done.
+    (With ``split_steps`` the text is the runtime's, built from what ran: kept whole.)"""
     try:
         await run.check_rounds(n, run.bounds.max_rounds)
     except BoundReached as exc:
+        if run.env.options.split_steps:
+            raise
         text = parse_actions(exc.text, run.env.tool_specs()).progress
         raise BoundReached(exc.name, text or exc.text) from None

@@ -37,6 +37,7 @@ from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
+from loopact.agent.steps import ClauseResult, bounded_reply, is_chinese
 from loopact.agent.stream import (
     OutputLimitReached,
     RoundState,
@@ -111,6 +112,10 @@ class TaskRounds:
         rounds: Model requests made so far (final, plan and summary requests included).
         quiet_answer: The model's answer is not the reply (a step's, or one after a failed
             call with ``split_steps``): its text is not streamed.
+        ran: Every ``(call, result)`` pair the task ran or refused, in call order.
+        clause_marks: ``(clause, index in ran)`` at the start of each clause the task
+            started (one for the whole instruction unless it is split, ``split_steps``).
+        clauses: The clauses of the instruction (one unless it is split).
     """
 
     def __init__(self, env: TaskEnv, task_id: str, text: str, images: tuple[Image, ...]) -> None:
@@ -124,6 +129,9 @@ class TaskRounds:
         self.bounds = env.options.bounds
         self.lang = env.options.lang
         self.quiet_answer = False
+        self.ran: Outcomes = []
+        self.clause_marks: list[tuple[str, int]] = [(text, 0)]
+        self.clauses: list[str] = [text]
 
     # ----------------------------------------------------------------- bounds (A2, A3)
 
@@ -153,14 +161,16 @@ class TaskRounds:
         limit = self.bounds.token_budget
         if self.state.tokens > limit:
             self.bound_event("tokens", limit)
-            raise BoundReached(
-                "tokens", t("bound.tokens", self.lang, used=self.state.tokens, limit=limit)
-            )
+            notice = t("bound.tokens", self.lang, used=self.state.tokens, limit=limit)
+            raise BoundReached("tokens", self.bounded_text(notice))
 
     async def _final_answer(self, name: str, limit: int) -> NoReturn:
-        """One last request without tools asking for a final answer (SPEC A2)."""
+        """One last request without tools asking for a final answer (SPEC A2); with
+        ``split_steps``, what ran instead (:meth:`bounded_text`: no request is made)."""
         self.bound_event(name, limit)
         notice = t(f"bound.{name}", self.lang, limit=limit)
+        if self.env.options.split_steps:
+            raise BoundReached(name, self.bounded_text(notice))
         ask = Message.user(t("final.ask", self.lang))
         self.rounds += 1
         try:
@@ -169,7 +179,32 @@ class TaskRounds:
         except ModelError as exc:
             log.info("final answer request failed: %s", exc)
             answer = ""
-        raise BoundReached(name, f"{notice}\n\n{answer}" if answer else notice)
+        raise BoundReached(name, self.bounded_text(notice, answer))
+
+    def bounded_text(self, notice: str, said: str = "") -> str:
+        """The reply of a task that ended on a bound (SPEC A2): the bound's ``notice``, then
+        what the task did.
+
+        With ``split_steps`` (the local brain) that is what ran, built from the results
+        (:func:`~loopact.agent.steps.bounded_reply`), or that nothing ran: a small model's
+        words after a bound claim what never happened (its final answer to a ``turn_left``
+        that did not parse listed the skills of its system prompt as done, 2026-12-05).
+        Otherwise ``said``, the model's own words (a hosted model's final answer, which sees
+        every result in the history; the start of a cut answer), when there are any.
+        """
+        if self.env.options.split_steps:
+            done = [
+                ClauseResult.of(text, "", self.ran[start:end])
+                for (text, start), end in zip(
+                    self.clause_marks,
+                    [*(start for _, start in self.clause_marks[1:]), len(self.ran)],
+                    strict=True,
+                )
+            ]
+            skipped = self.clauses[len(self.clause_marks) :]
+            said = bounded_reply(done, skipped, zh=is_chinese(self.text))
+            said = said or t("bound.nothing_ran", self.lang)
+        return f"{notice}\n\n{said}" if said else notice
 
     def bound_event(self, name: str, limit: int) -> None:
         """Emit ``bound {name, limit}`` (docs/trace.md)."""
@@ -191,10 +226,11 @@ class TaskRounds:
         dispatcher = self.env.new_dispatcher(self.state)
         dispatcher.add(call, planned=planned)
         try:
-            ((_, result),) = await dispatcher.gather()
+            ((ran, result),) = await dispatcher.gather()
         except BaseException:
             await dispatcher.cancel()
             raise
+        self.ran.append((ran, result))
         if result.images:
             self.conv.remember_images(call.id, list(result.images))
         return result, dispatcher.invalid
@@ -210,6 +246,7 @@ class TaskRounds:
         dispatcher = self.env.new_dispatcher(self.state)
         dispatcher.add_refused(call, error)
         ((_, result),) = await dispatcher.gather()
+        self.ran.append((call, result))
         return result
 
     def system_with(self, section: str) -> Message:
@@ -465,7 +502,7 @@ class TaskRounds:
         said = "".join(rs.text).strip()
         if len(said) > _SAID_CHARS:
             said = said[:_SAID_CHARS].rstrip() + " ..."
-        return BoundReached(exc.name, f"{notice}\n\n{said}" if said else notice)
+        return BoundReached(exc.name, self.bounded_text(notice, said))
 
     async def _finish_calls(self, done: ResponseDone, rs: RoundState) -> Outcomes:
         """Add the calls the stream did not start, wait for every result, commit the round."""
@@ -495,6 +532,7 @@ class TaskRounds:
     def _commit_round(self, message: Message, outcomes: Outcomes) -> None:
         """Append the assistant message and one tool message per call, in call order."""
         calls = tuple(call for call, _ in outcomes)
+        self.ran.extend(outcomes)
         self.conv.append(dataclasses.replace(message, tool_calls=calls))
         for call, result in outcomes:
             outcome = ToolOutcome(result.ok, result.metadata.get("error_kind"))

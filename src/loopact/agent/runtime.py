@@ -432,9 +432,8 @@ class Agent:
         except asyncio.TimeoutError:
             limit = self.options.bounds.task_timeout_s
             bus.emit("bound", cmd.id, name="wall_clock", limit=limit)
-            outcome = TaskOutcome(
-                cmd.id, "bounded", reply=t("bound.wall_clock", lang, limit=f"{limit:g}")
-            )
+            notice = t("bound.wall_clock", lang, limit=f"{limit:g}")
+            outcome = TaskOutcome(cmd.id, "bounded", reply=run.bounded_text(notice))
         except asyncio.CancelledError:
             outcome = TaskOutcome(cmd.id, "preempted")
         except TaskFailed as exc:

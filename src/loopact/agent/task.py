@@ -154,12 +154,15 @@ class TaskRun(TaskRounds):
         """One single-step task per clause, in order (:func:`~loopact.agent.steps.
         run_clauses`); each clause's rounds are ReAct rounds on this task's history."""
         self.quiet_answer = True  # a step's own answer is not the reply
+        self.clauses, self.clause_marks = list(clauses), []  # for a bound's reply
 
         async def clause_rounds(text: str, act_first: bool) -> tuple[str, Outcomes]:
             self.conv.append(Message.user(text))
             return await self._react(act_first=act_first)
 
         def emit(typ: str, **data: Any) -> None:
+            if typ == "clause_start":
+                self.clause_marks.append((str(data["text"]), len(self.ran)))
             self.env.bus.emit(typ, self.task_id, **data)
 
         return await run_clauses(clauses, clause_rounds, emit, zh=is_chinese(self.text))

@@ -54,6 +54,8 @@ agent:
   # system_prompt: "..."      # extra instructions appended to the built-in prompt
   bounds:
     max_rounds: 6             # tool rounds per task, then one final answer without tools
+                              # (the local brain, local.split_steps: a reply built from
+                              # what ran instead, docs/local-brain.md)
     max_tries: 3              # tries per model request (429/5xx/connection errors)
     request_timeout_s: 60
     stream_idle_timeout_s: 30
