@@ -136,3 +136,23 @@ async def test_a_hosted_model_keeps_its_final_answer_after_a_bound(
     assert outcome.status == "bounded", outcome
     assert outcome.reply.endswith("\n\nI turned left 90 degrees."), outcome.reply
     assert turns == [90]
+
+
+async def test_an_action_text_motion_is_told_from_its_result(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """After ``turn_left(90 degrees)`` ran, the 0.5B brain answered with its result echoed as
+    JSON, which was the reply (2026-12-05); with split_steps the reply is what ran, as in
+    native mode."""
+    echo = '{"ok": true, "data": {"result": "turned left 90.0 degrees and reached the target"}}'
+    server = scripted_server([{"text": "turn_left(90 degrees)"}, {"text": echo}])
+    turns: list[float] = []
+    agent, rec = agent_for(server, tmp_path, turns, tool_calling="text", split_steps=True)
+    outcome = await asyncio.wait_for(agent.run_task("turn left 90 degrees"), 60)
+    await agent.close()
+    assert (outcome.status, outcome.reply) == (
+        "completed",
+        "Turned left 90.0 degrees and reached the target.",
+    )
+    assert turns == [90]
+    assert not [e for e in rec.of("text_delta") if "ok" in e.data["text"]]  # never streamed

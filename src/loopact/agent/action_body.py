@@ -9,6 +9,8 @@ An answer with nothing to run is the reply, unless it wrote an unknown action, a
 arguments cannot be used (answered with a failed result) or an action only inside a sentence:
 then the model is told and the round counts as invalid (SPEC A3), so a model that keeps doing
 it ends on the ``invalid_rounds`` bound, never with its broken text as a "completed" reply.
+With ``split_steps`` (the local brain) the task body says what ran instead of that answer after
+a motion, a write or a failed last call, as in the other modes.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ async def action_body(run: TaskRounds) -> str:
             )
             raise
         run.state.invalid_streak = run.state.invalid_streak + 1 if invalid else 0
+        if run.answers_from_results(run.ran, ""):
+            run.quiet_answer = True  # the reply will say what ran: the words are not streamed
         text = observation_text(call, result.ok, result_text(result), parse)
         run.conv.append(Message.user(text, result.images))
         run.check_tokens()

@@ -37,7 +37,13 @@ from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
-from loopact.agent.steps import ClauseResult, bounded_reply, is_chinese
+from loopact.agent.steps import (
+    ClauseResult,
+    answered_from_results,
+    bounded_reply,
+    chinese_from_results,
+    is_chinese,
+)
 from loopact.agent.stream import (
     OutputLimitReached,
     RoundState,
@@ -180,6 +186,16 @@ class TaskRounds:
             log.info("final answer request failed: %s", exc)
             answer = ""
         raise BoundReached(name, self.bounded_text(notice, answer))
+
+    def answers_from_results(self, ran: Outcomes, reply: str) -> bool:
+        """Whether the reply is built from ``ran`` rather than the model's ``reply``: with
+        ``split_steps``, :func:`~loopact.agent.steps.answered_from_results` (the last call
+        failed, or a motion or a write was dispatched) or
+        :func:`~loopact.agent.steps.chinese_from_results`."""
+        acted = self.state.state_version > 0  # a motion or a write was dispatched
+        return self.env.options.split_steps and (
+            answered_from_results(ran, acted) or chinese_from_results(self.text, reply, ran)
+        )
 
     def bounded_text(self, notice: str, said: str = "") -> str:
         """The reply of a task that ended on a bound (SPEC A2): the bound's ``notice``, then
