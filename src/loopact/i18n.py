@@ -173,6 +173,10 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "The model request failed: {error}",
         "zh": "模型请求失败：{error}",
     },
+    "model.not_sent": {
+        "en": "Not sent to the model: {error}",
+        "zh": "未发送给模型：{error}",
+    },
     "task.done": {"en": "Done.", "zh": "完成。"},
     "task.stopped": {
         "en": "Stopped.",

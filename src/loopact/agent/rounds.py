@@ -32,13 +32,12 @@ from loopact.agent.compress import (
     summary_request_messages,
 )
 from loopact.agent.compress import estimate_tokens as estimate_history_tokens
-from loopact.agent.context import ContextManager
+from loopact.agent.context import ContextManager, prompt_too_long
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
 from loopact.agent.steps import (
-    ClauseResult,
     answered_from_results,
     bounded_reply,
     chinese_from_results,
@@ -48,7 +47,6 @@ from loopact.agent.stream import (
     OutputLimitReached,
     RoundState,
     cut_response,
-    estimate_tokens,
     result_text,
     retry_delay_s,
     stream_response,
@@ -59,12 +57,12 @@ from loopact.errors import (
     ContextOverflow,
     ModelError,
     ModelRetryableError,
-    PromptTooLong,
 )
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import Image, Message, ToolCall, ToolOutcome, Usage
+from loopact.llm.tokens import estimate_prompt_tokens
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
@@ -209,16 +207,8 @@ class TaskRounds:
         every result in the history; the start of a cut answer), when there are any.
         """
         if self.env.options.split_steps:
-            done = [
-                ClauseResult.of(text, "", self.ran[start:end])
-                for (text, start), end in zip(
-                    self.clause_marks,
-                    [*(start for _, start in self.clause_marks[1:]), len(self.ran)],
-                    strict=True,
-                )
-            ]
-            skipped = self.clauses[len(self.clause_marks) :]
-            said = bounded_reply(done, skipped, zh=is_chinese(self.text))
+            zh = is_chinese(self.text)
+            said = bounded_reply(self.ran, self.clause_marks, self.clauses, zh)
             said = said or t("bound.nothing_ran", self.lang)
         return f"{notice}\n\n{said}" if said else notice
 
@@ -286,24 +276,24 @@ class TaskRounds:
         await self._maybe_compress(ctx, reason="overflow")
         return estimate_history_tokens(self.conv.history) < before
 
-    async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> None:
+    async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> str | None:
         """Compress the history when the prompt has passed the threshold (SPEC E1).
-
-        Raises:
-            PromptTooLong: Even compressed, the prompt is longer than the model's context
-                window (one instruction or tool result is): it is not sent, since no retry
-                could make it fit.
 
         Args:
             ctx: The context manager of this request.
-            reason: ``threshold`` (before a request) or ``overflow`` (the server refused
-                the prompt as too long); written to the ``context_compressed`` event.
+            reason: ``threshold`` (before a request) or ``overflow`` (the request does not
+                fit the window, or the server refused it as too long); written to the
+                ``context_compressed`` event.
+
+        Returns:
+            How: ``summary``, ``trim`` or ``kept`` (nothing older could be compressed); None
+            when the prompt is below the threshold.
         """
         history = self.conv.history
         threshold = ctx.threshold
         before = ctx.prompt_tokens(history)
         if threshold is None or before <= threshold:
-            return
+            return None
         method = "kept"
         plan = plan_compression(history, ctx.keep_recent_turns)
         new_history = None if plan is None else await self._summarised(ctx, plan)
@@ -327,17 +317,44 @@ class TaskRounds:
             limit=threshold,
             reason=reason,
         )
-        window = ctx.context_tokens
-        if window is not None and after > window:
-            raise PromptTooLong(
-                f"the prompt is about {after} tokens even after compression, more than the "
-                f"model's context window of {window} tokens: the instruction or a tool result "
-                "is too long for this model. Shorten it, or use a model with a larger context "
-                "(the window is model.capabilities.context_tokens, or local.context_tokens "
-                "for the local brain)",
-                after,
-                window,
+        return method
+
+    async def _fitted(
+        self,
+        ctx: ContextManager,
+        request: ModelRequest,
+        compressed: str | None,
+        rebuild: tuple[tuple[Message, ...], Message | None],
+    ) -> ModelRequest:
+        """``request`` when its whole prompt fits the model's context window (SPEC E1).
+
+        The estimate counts what the model is sent (:func:`~loopact.llm.tokens.
+        estimate_prompt_tokens`): the system prompt, the tools or the catalogue that describes
+        them, the history and the instruction. The local brain's catalogue alone is about
+        5,000 tokens of its 8,192: left out, a 20 kB instruction was counted 5,301 tokens and
+        sent, and the server refused its 9,251. A request that does not fit is compressed to
+        fit (unless this round's compression found nothing older to compress) and measured
+        again; ``rebuild`` is the ``(extra, system)`` the request's messages were made with
+        (:meth:`_prompt`).
+
+        Raises:
+            PromptTooLong: It cannot fit: it is not sent (no retry could make it fit).
+        """
+        window, model = ctx.context_tokens, self.env.model()
+        need = estimate_prompt_tokens(model, request)
+        if window is None or need <= window:
+            return request
+        before = estimate_history_tokens(self.conv.history)
+        if compressed != "kept" and before > need - window:
+            tight = before - (need - window)
+            await self._maybe_compress(
+                dataclasses.replace(ctx, limit_tokens=tight, hard_limit_tokens=tight), "overflow"
             )
+            request = dataclasses.replace(request, messages=self._prompt(*rebuild))
+            need = estimate_prompt_tokens(model, request)
+            if need <= window:
+                return request
+        raise prompt_too_long(model, request, need, window, self.text)
 
     async def _checkpoint(self, ctx: ContextManager) -> None:
         """Write the task's state to memory before the history loses turns (SPEC E1, E2)."""
@@ -415,10 +432,11 @@ class TaskRounds:
         """One try of :meth:`run_round`."""
         commit = messages is None
         ctx = self.env.context() if commit else None
+        compressed = None
         if commit:
             self.conv.inject_inputs(self.task_id)
             if ctx is not None:
-                await self._maybe_compress(ctx)
+                compressed = await self._maybe_compress(ctx)
         if messages is None:
             messages = self._prompt(extra, system)
         request = ModelRequest(
@@ -429,14 +447,17 @@ class TaskRounds:
             task=self.text,
             tool_choice=tool_choice if specs else "auto",
         )
+        if ctx is not None:
+            request = await self._fitted(ctx, request, compressed, (extra, system))
         fields = request_event(round_no, request, self.env.options.trace_full)
         self.env.bus.emit("model_request", self.task_id, **fields)
         done, rs = await self._respond(request)
         usage = done.usage
         if ctx is not None:
             ctx.note_usage(request.messages, usage.input_tokens)
-        if usage.total_tokens == 0:
-            usage = Usage(estimate_tokens(request.messages), estimate_tokens([done.message]))
+        if usage.total_tokens == 0:  # the endpoint reported none
+            said = estimate_history_tokens([done.message])
+            usage = Usage(estimate_prompt_tokens(self.env.model(), request), said)
         self.state.tokens += usage.total_tokens
         self.env.bus.emit("model_response", self.task_id, **response_event(round_no, done, usage))
         if rs.dispatcher is None:

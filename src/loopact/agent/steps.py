@@ -352,7 +352,12 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
     return "".join(parts).strip()
 
 
-def bounded_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool = False) -> str:
+def bounded_reply(
+    ran: Sequence[tuple[Any, Any]],
+    marks: Sequence[tuple[str, int]],
+    clauses: Sequence[str],
+    zh: bool = False,
+) -> str:
     """What ran, for the reply after a bound (SPEC A2): never the model's words (issue 13).
 
     A bound ends a task the model did not finish; the final answer a small model then writes
@@ -364,14 +369,17 @@ def bounded_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
     what failed and why; a clause that ran no call is among the ones not done.
 
     Args:
-        done: The clauses started, in order, with the results of their calls (their
-            ``answer`` is ignored).
-        skipped: The clauses never started.
+        ran: The task's ``(ToolCall, ToolResult)`` pairs, in call order.
+        marks: ``(clause, index in ran)`` where each started clause began.
+        clauses: Every clause of the instruction (those after the started ones never ran).
         zh: The instruction was Chinese.
 
     Returns:
         The sentences, or "" when no call ran at all (the caller says that nothing ran).
     """
+    ends = [*(start for _, start in marks[1:]), len(ran)]
+    done = [ClauseResult.of(c, "", ran[a:b]) for (c, a), b in zip(marks, ends, strict=True)]
+    skipped = clauses[len(marks) :]
     told: list[ClauseResult] = []
     for clause in done:
         succeeded = [r for r in clause.results if r[1]]
