@@ -46,6 +46,10 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         ),
         "zh": "已暂停：每小时预算（{rounds} 轮模型请求、{tokens} 个 token）已用完，等待中的消息将在预算恢复后处理。",
     },
+    "bound.nothing_ran": {
+        "en": "Nothing was done: no action ran.",
+        "zh": "什么也没有做：没有执行任何动作。",
+    },
     "bound.no_answer": {
         "en": "I could not produce a final answer.",
         "zh": "我没能给出最终答复。",
@@ -168,6 +172,10 @@ _CATALOGUE: dict[str, dict[str, str]] = {
     "model.failed": {
         "en": "The model request failed: {error}",
         "zh": "模型请求失败：{error}",
+    },
+    "model.not_sent": {
+        "en": "Not sent to the model: {error}",
+        "zh": "未发送给模型：{error}",
     },
     "task.done": {"en": "Done.", "zh": "完成。"},
     "task.stopped": {

@@ -314,3 +314,60 @@ def test_mentions_do_not_count_next_to_an_action_line() -> None:
     p = parse_actions("I did seewhat() before.\nmove_forward(0.5)", SPECS)
     assert p.call is not None and p.call.arguments == {"distance_m": 0.5}
     assert p.progress == "I did seewhat() before."
+
+
+TURN = ToolSpec(
+    "turn_left",
+    "Turn left in place.",
+    {
+        "type": "object",
+        "properties": {"angle_deg": {"type": "number"}, "speed_dps": {"type": "number"}},
+        "required": ["angle_deg"],
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "arguments"),
+    [
+        ("turn_left(90 degrees)", {"angle_deg": 90}),
+        ("turn_left(-45°)", {"angle_deg": -45}),
+        ("turn_left(angle_deg=90 deg, speed_dps=30 deg/s)", {"angle_deg": 90, "speed_dps": 30}),
+        ("turn_left(90度)", {"angle_deg": 90}),
+        ("move_forward(1 m)", {"distance_m": 1}),
+        ("move_forward(1m)", {"distance_m": 1}),
+        ("move_forward(2 meters, 0.3 m/s)", {"distance_m": 2, "speed_mps": 0.3}),
+        ("move_forward(50 cm)", {"distance_m": 0.5}),  # the unit the name declares
+    ],
+)
+def test_a_number_with_its_unit_is_the_number_in_the_arguments_unit(
+    line: str, arguments: dict[str, float]
+) -> None:
+    """The 0.5B brain wrote "turn left 90 degrees" as ``turn_left(90 degrees)``; Python's
+    syntax refused it, the turn never ran and the task ended on a bound (2026-12-05)."""
+    p = parse_actions(line, [*SPECS, TURN])
+    assert p.call is not None and p.call.error is None, p.call
+    assert p.call.arguments == arguments
+    assert p.call.raw_arguments == line  # the source as written
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("move_forward(90 degrees)", '"90 degrees" is an angle, but distance_m takes a length'),
+        ("say(5 m, true)", '"5 m" is a length, but text takes no unit'),
+    ],
+)
+def test_a_unit_of_another_kind_is_a_failed_call_that_says_so(line: str, why: str) -> None:
+    p = parse_actions(line, [*SPECS, TURN])
+    assert p.call is not None and p.call.error is not None, p.call
+    assert why in p.call.error, p.call.error
+    assert p.call.arguments == {}
+
+
+def test_units_inside_strings_stay_text() -> None:
+    p = parse_actions('say("walk 5 m north", loud=1 m)', SPECS)
+    assert p.call is not None and p.call.error is not None
+    assert "loud takes no unit" in p.call.error  # the string's "5 m" was not read
+    q = parse_actions('say("walk 5 m north")', SPECS)
+    assert q.call is not None and q.call.arguments == {"text": "walk 5 m north"}

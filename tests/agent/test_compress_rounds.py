@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from tests.agent.helpers import call, make_agent
 
+from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.compress import is_summary, pairing_problems, summary_message
 from loopact.agent.context import ContextManager
 from loopact.llm.base import Capabilities
+from loopact.llm.openai_chat import OpenAIChatModel
+from loopact.llm.small_model import SmallModelPolicy
+from loopact.llm.tokens import estimate_message_tokens, estimate_tool_tokens
+from loopact.tools.base import Tool, tool
+from loopact.tools.registry import ToolRegistry
 
 
 async def test_big_rounds_are_summarised_with_a_checkpoint_not_dropped(
@@ -167,3 +174,89 @@ async def test_an_instruction_longer_than_the_context_window_is_refused_without_
     # the next instruction that fits is answered as usual
     assert (await agent.run_task("hello")).reply == "fine"
     await agent.close()
+
+
+def described_tools(n: int) -> list[Tool]:
+    """``n`` tools whose descriptions are about 1,000 characters each (a big catalogue)."""
+
+    def make(i: int) -> Tool:
+        @tool(name=f"tool_{i}", description=f"Tool number {i}. " + "It does a thing. " * 60)
+        def fn(value: float = 0) -> str:
+            return "ok"
+
+        return fn
+
+    return [make(i) for i in range(n)]
+
+
+LOCAL_LIKE = Capabilities(
+    vision=False,
+    native_tool_calls=False,
+    parallel_tool_calls=False,
+    constrained_decoding=True,
+    context_tokens=8192,
+    stream_usage=False,
+)
+
+
+async def test_the_tool_catalogue_counts_and_a_prompt_that_cannot_fit_is_not_sent(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """The newcomer's run: a 20 kB instruction to the local brain was estimated at 5,301
+    tokens (the history alone), sent, and refused by the server at 9,251 (the tool catalogue
+    in the system message is about 5,000 of its 8,192); the client saw three empty bodies.
+    Now the estimate counts everything sent, and the request is refused before sending, with
+    its size, the window and what to do."""
+    tools = described_tools(18)
+    assert 4000 < estimate_tool_tokens([t.spec() for t in tools]) < 6000
+    server = scripted_server([{"text": "Turned.", "expect": {"last_user_contains": "10 deg"}}])
+    agent, rec = make_agent(server, tmp_path, tools=tools, capabilities=LOCAL_LIKE)
+    long = "please " + "blah " * 4000 + "turn left 10 degrees"
+    out = await agent.run_task(long)
+    assert out.status == "failed", out
+    error = out.error or ""
+    assert error.startswith("Not sent to the model: the request would be about "), error
+    assert "more than the model's context window of 8192 tokens" in error
+    assert "the system prompt and the tool descriptions about " in error
+    assert "Shorten the instruction to at most about " in error
+    assert "local.context_tokens" in error
+    assert not server.requests and not rec.of("model_retry")
+    # the same instruction, short, is sent with the same catalogue
+    assert (await agent.run_task("turn left 10 degrees")).reply == "Turned."
+    await agent.close()
+
+
+async def test_earlier_tasks_a_model_does_not_send_do_not_count(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """With ``current_task_only`` (the local brain) the provider sends the system prompt and
+    the latest task: earlier tasks in the history are not part of the request's size (the
+    compression threshold is set above the history here, so that nothing is summarised)."""
+    tools = described_tools(10)  # about 3,000 tokens
+    first = "note this: " + "blah " * 3600  # about 4,500 tokens
+    server = scripted_server(
+        [{"text": "Noted."}, {"text": "Hi.", "expect": {"last_user_contains": "hello"}}]
+    )
+    model = OpenAIChatModel(
+        "scripted", server.base_url, "k", capabilities=LOCAL_LIKE, current_task_only=True
+    )
+    agent = Agent(
+        SmallModelPolicy(model),
+        ToolRegistry(tools),
+        AgentOptions(
+            bounds=Bounds(backoff_base_s=0.01),
+            workspace=tmp_path,
+            context=ContextManager(limit_tokens=8000),
+        ),
+    )
+    assert (await agent.run_task(first)).reply == "Noted."
+    second = "hello " + "and more " * 600  # about 1,350 tokens
+    out = await agent.run_task(second)
+    await agent.close()
+    assert (out.status, out.reply) == ("completed", "Hi."), out
+    everything = estimate_message_tokens(agent.history) + estimate_tool_tokens(
+        [t.spec() for t in tools]
+    )
+    assert everything > 8192  # the whole history would not fit; what is sent does
+    assert len(server.requests) == 2  # and nothing was summarised
+    assert first[:40] not in json.dumps(server.requests[1].body["messages"])

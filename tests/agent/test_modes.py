@@ -13,7 +13,7 @@ from loopact.agent.tools import AgentCallTool
 from loopact.llm.anthropic import AnthropicModel
 from loopact.llm.dify import DifyModel
 from loopact.llm.openai_chat import OpenAIChatModel
-from loopact.tools.base import ToolResult, tool
+from loopact.tools.base import SafetyClass, ToolResult, tool
 from loopact.tools.registry import ToolRegistry
 
 seen: list[Any] = []
@@ -219,6 +219,32 @@ async def test_action_text_runs_one_action_per_round_until_finishtask(
     first = server.requests[0].body
     assert "tools" not in first
     assert "measure(name: string)" in first["messages"][0]["content"]
+
+
+async def test_an_action_written_with_its_unit_runs(scripted_server: Any, tmp_path: Path) -> None:
+    """``turn_left(90 degrees)``, as the local brain wrote it in action-text mode, runs with
+    ``angle_deg`` 90 (it was refused as unparsable, and the task ended on a bound)."""
+    turned: list[float] = []
+
+    @tool(safety=SafetyClass.MOTION)
+    def turn_left(angle_deg: float, speed_dps: float = 45) -> str:
+        """Turn left in place."""
+        turned.append(angle_deg)
+        return f"turned left {angle_deg} degrees"
+
+    server = scripted_server(
+        [
+            {"text": "turn_left(90 degrees)"},
+            {"text": "Turned.\nfinishtask()", "expect": {"contains": "angle_deg=90): ok"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[turn_left], tool_calling="text")
+    outcome = await agent.run_task("turn left 90 degrees")
+    await agent.close()
+    assert (outcome.status, outcome.reply) == ("completed", "Turned.")
+    assert turned == [90]
+    [result] = rec.of("tool_result")
+    assert result.data["ok"] is True
 
 
 async def test_unknown_action_is_reported_not_run(scripted_server: Any, tmp_path: Path) -> None:

@@ -365,6 +365,34 @@ def _robot_specs() -> tuple[Any, ...]:
 @pytest.mark.local_model
 @pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
 @pytest.mark.timeout(600)
+async def test_real_server_refuses_an_overlong_streamed_prompt_as_a_context_overflow(
+    brain_url: str,
+) -> None:
+    """A streamed prompt longer than the 8,192-token window: the real server answered HTTP
+    200 with an empty body (a retryable error, tried three times); now the provider gets
+    llama-cpp-python's own context-length error and raises a ContextOverflow naming the
+    window, which is not retried (SPEC B6, E1)."""
+    from loopact.errors import ContextOverflow
+    from loopact.llm.openai_chat import OpenAIChatModel
+
+    model = OpenAIChatModel(
+        "local",
+        base_url=brain_url,
+        capabilities=local_capabilities(8192),
+        extra_body={"temperature": 0, "max_tokens": 16},
+        request_timeout_s=300,
+    )
+    request = ModelRequest(messages=(Message.user("please " + "blah " * 9000 + "stop"),))
+    with pytest.raises(ContextOverflow) as caught:
+        [e async for e in model.stream(request)]
+    await model.aclose()
+    assert caught.value.context_tokens == 8192 and not caught.value.retryable
+    assert "maximum context length is 8192 tokens" in str(caught.value)
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
 async def test_real_brain_calls_a_tool_through_the_provider(brain_url: str) -> None:
     from loopact.llm.openai_chat import OpenAIChatModel
     from loopact.llm.small_model import SmallModelPolicy

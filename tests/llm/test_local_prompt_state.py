@@ -32,10 +32,15 @@ from loopact.tools.registry import ToolRegistry
 
 FAKE_LLAMA_CPP = textwrap.dedent(
     """
-    # Stand-in for the compiled llama_cpp: the state functions loopact's server calls.
+    # Stand-in for the compiled llama_cpp: the state functions loopact's server calls, and
+    # the class whose chat completions it wraps (loopact.llm.local_server).
     import ctypes, json
 
     llama_token = ctypes.c_int32
+
+    class Llama:
+        def create_chat_completion(self, **kwargs):
+            raise NotImplementedError("the stand-in serves /loopact/prefix only")
 
     def llama_state_save_file(ctx, path, tokens, n):
         data = {"tokens": [int(tokens[i]) for i in range(n)], "kv": ctx.kv[:n]}

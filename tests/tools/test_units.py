@@ -9,7 +9,9 @@ import pytest
 from loopact.tools.units import (
     UnitConflict,
     find_quantities,
+    in_unit_of,
     normalize_units,
+    quantity_spans,
     unit_conflicts,
     unit_of,
 )
@@ -183,3 +185,15 @@ def test_no_conflict_when_the_quantity_fits_or_is_not_the_users(
     arguments: dict[str, object], text: str
 ) -> None:
     assert unit_conflicts(arguments, text) == []
+
+
+def test_quantity_spans_and_the_value_in_an_arguments_unit() -> None:
+    text = "go  50 cm , then turn 1.5 rad"
+    spans = quantity_spans(text)
+    assert [text[a:b] for a, b, _ in spans] == ["50 cm", "1.5 rad"]
+    length, angle = (q for _, _, q in spans)
+    assert in_unit_of("distance_m", length) == 0.5
+    assert in_unit_of("distance_cm", length) == 50
+    assert in_unit_of("angle_deg", angle) == pytest.approx(85.9437, abs=1e-4)
+    assert in_unit_of("angle_deg", length) is None  # another kind
+    assert in_unit_of("text", length) is None  # no unit in the name

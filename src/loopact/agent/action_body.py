@@ -9,6 +9,8 @@ An answer with nothing to run is the reply, unless it wrote an unknown action, a
 arguments cannot be used (answered with a failed result) or an action only inside a sentence:
 then the model is told and the round counts as invalid (SPEC A3), so a model that keeps doing
 it ends on the ``invalid_rounds`` bound, never with its broken text as a "completed" reply.
+With ``split_steps`` (the local brain) the task body says what ran instead of that answer after
+a motion, a write or a failed last call, as in the other modes.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ async def action_body(run: TaskRounds) -> str:
             )
             raise
         run.state.invalid_streak = run.state.invalid_streak + 1 if invalid else 0
+        if run.answers_from_results(run.ran, ""):
+            run.quiet_answer = True  # the reply will say what ran: the words are not streamed
         text = observation_text(call, result.ok, result_text(result), parse)
         run.conv.append(Message.user(text, result.images))
         run.check_tokens()
@@ -89,9 +93,12 @@ async def action_body(run: TaskRounds) -> str:
 
 async def _check_rounds(run: TaskRounds, n: int) -> None:
     """:meth:`TaskRounds.check_rounds`, with the action lines of the final answer left out
-    of the bound's text: they were not run, and the user should not read them as done."""
+    of the bound's text: they were not run, and the user should not read them as done.
+    (With ``split_steps`` the text is the runtime's, built from what ran: kept whole.)"""
     try:
         await run.check_rounds(n, run.bounds.max_rounds)
     except BoundReached as exc:
+        if run.env.options.split_steps:
+            raise
         text = parse_actions(exc.text, run.env.tool_specs()).progress
         raise BoundReached(exc.name, text or exc.text) from None

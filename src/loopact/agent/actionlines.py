@@ -10,6 +10,10 @@ already ran ("I did move_forward(0.3)") and write what they will not do. What a 
   (``move_forward（0.3）``, as Chinese input methods write them) are read as ASCII ones;
 - **broken**: a known action starts the line but its arguments do not parse
   (``move_forward({"distance_m": 0.3)``): a failed call the model is told about, never prose;
+- a number written with its unit (``turn_left(90 degrees)``, ``move_forward(50 cm)``,
+  ``drive(linear_mps=0.3 m/s)``: the words of :mod:`loopact.tools.units`) is parsed as the
+  call ``__quantity__("90 degrees")`` in its place (:data:`QUANTITY_MARKER`), which
+  :mod:`loopact.agent.actiontext` reads against the unit the argument's name declares;
 - **prose**: anything else; known actions it mentions (``好的 move_forward(0.3)，然后停下``)
   are listed so that the loop can ask for the action on a line of its own.
 
@@ -25,13 +29,23 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from loopact.llm.arguments import cut_deeper_than, nesting_depth
+from loopact.tools.units import quantity_spans
 
-__all__ = ["MAX_CALL_CHARS", "MAX_LITERAL_DEPTH", "Line", "call_name", "scan_line"]
+__all__ = [
+    "MAX_CALL_CHARS",
+    "MAX_LITERAL_DEPTH",
+    "QUANTITY_MARKER",
+    "Line",
+    "call_name",
+    "scan_line",
+]
 
 MAX_LITERAL_DEPTH = 8
 """Nesting of lists and objects an argument may have."""
 MAX_CALL_CHARS = 4000
 """Characters an action line may have."""
+QUANTITY_MARKER = "__quantity__"
+"""The name a number written with its unit is parsed as: ``__quantity__("90 degrees")``."""
 
 # Where a line's call starts: optional bullet / number, optional short label, optional
 # backticks, then ``[ns.]name(``.
@@ -178,23 +192,59 @@ def _parse_call(source: str) -> ast.Call | None:
     """The call node of ``name(...)`` with literal-looking arguments, or None."""
     # Hyphens are legal in tool names but not in Python: parse with a stand-in name.
     name, _, rest = source.partition("(")
-    try:
-        tree = ast.parse("_(" + rest, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parse_arguments(rest) or _parse_arguments(_with_quantities(rest))
+    if tree is None:
         # Python's parser refuses 200 nested brackets ("too many nested parentheses"): the
         # line would pass as prose. Parse it with the depths past the limit cut, so that it
         # is one failed call "arguments nested too deeply" (issue 21 item 9).
         if nesting_depth(rest) <= MAX_LITERAL_DEPTH:
             return None
-        try:
-            tree = ast.parse("_(" + cut_deeper_than(rest, MAX_LITERAL_DEPTH + 1), mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = _parse_arguments(cut_deeper_than(rest, MAX_LITERAL_DEPTH + 1))
+        if tree is None:
             return None
     body = tree.body
     if not isinstance(body, ast.Call) or not isinstance(body.func, ast.Name):
         return None
     body.func.id = name
     return body
+
+
+def _parse_arguments(rest: str | None) -> ast.Expression | None:
+    """``_(<rest>`` parsed as an expression, or None when it does not parse."""
+    if rest is None:
+        return None
+    try:
+        return ast.parse("_(" + rest, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+#: A string literal of an action's arguments (a quantity inside one stays text).
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+
+
+def _with_quantities(rest: str) -> str | None:
+    """``rest`` (what follows ``name(``) with each number written with its unit outside
+    string literals put as ``__quantity__("<number unit>")``, or None when it has none.
+
+    ``90 degrees)`` -> ``__quantity__("90 degrees"))``: small models write the unit they
+    read in the instruction ("turn left 90 degrees" -> ``turn_left(90 degrees)``, the 0.5B
+    brain in action-text mode, 2026-12-05), which Python's syntax refuses.
+    """
+    out: list[str] = []
+    pos, changed = 0, False
+    for gap_end, next_pos in [
+        *((m.start(), m.end()) for m in _STRING.finditer(rest)),
+        (len(rest), len(rest)),
+    ]:
+        gap = rest[pos:gap_end]
+        last = 0
+        for start, end, _ in quantity_spans(gap):
+            out.append(gap[last:start] + f'{QUANTITY_MARKER}("{gap[start:end]}")')
+            last, changed = end, True
+        out.append(gap[last:] + rest[gap_end:next_pos])
+        pos = next_pos
+    return "".join(out) if changed else None
 
 
 def _syntax_error(arguments: str) -> str:

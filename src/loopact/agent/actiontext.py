@@ -35,6 +35,7 @@ from typing import Any
 from loopact.agent.actionlines import (
     MAX_CALL_CHARS,
     MAX_LITERAL_DEPTH,
+    QUANTITY_MARKER,
     Line,
     call_name,
     scan_line,
@@ -44,6 +45,7 @@ from loopact.llm.arguments import too_long_error
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.llm.toolnames import resolve_tool_name
+from loopact.tools.units import find_quantities, in_unit_of, unit_of
 
 __all__ = [
     "FINISH_ACTION",
@@ -358,7 +360,7 @@ def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
         for pos, arg_node in enumerate(node.args):
             if isinstance(arg_node, ast.Starred):
                 raise _ActionArgError("*arguments are not allowed")
-            arguments[props[pos]] = _literal(arg_node, 0)
+            arguments[props[pos]] = _argument(props[pos], arg_node)
         for kw in node.keywords:
             if kw.arg is None:
                 raise _ActionArgError("**arguments are not allowed")
@@ -369,7 +371,7 @@ def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
                 )
             if kw.arg in arguments:
                 raise _ActionArgError(f"parameter {kw.arg!r} given twice")
-            arguments[kw.arg] = _literal(kw.value, 0)
+            arguments[kw.arg] = _argument(kw.arg, kw.value)
     except _ActionArgError as exc:
         return ToolCall(
             id=call_id,
@@ -383,6 +385,44 @@ def _build_call(spec: ToolSpec, node: ast.Call, source: str) -> ToolCall:
 
 class _ActionArgError(ToolArgumentError):
     pass
+
+
+def _argument(name: str, node: ast.expr) -> Any:
+    """The value of argument ``name``: a literal, or a number written with its unit read in
+    the unit the name declares (SPEC A5, B7).
+
+    ``turn_left(90 degrees)`` gives ``angle_deg`` 90, ``move_forward(50 cm)`` gives
+    ``distance_m`` 0.5 (:func:`~loopact.tools.units.in_unit_of`); a unit of another kind
+    than the name's (``move_forward(90 degrees)``), or a unit for an argument whose name
+    declares none, is an error that says what to write instead.
+    """
+    sign, inner = 1, node
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, inner = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
+    if not (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Name)
+        and inner.func.id == QUANTITY_MARKER
+    ):
+        return _literal(node, 0)
+    first = inner.args[0] if len(inner.args) == 1 else None
+    written = first.value if isinstance(first, ast.Constant) else None
+    quantities = find_quantities(written) if isinstance(written, str) else []
+    if len(quantities) != 1:
+        raise _ActionArgError(f"{ast.unparse(node)} is not a literal value")
+    quantity = quantities[0]
+    value = in_unit_of(name, quantity)
+    if value is None:
+        declared = unit_of(name)
+        takes = f"takes {_a(declared[0])}" if declared else "takes no unit"
+        raise _ActionArgError(f'"{quantity.text}" is {_a(quantity.kind)}, but {name} {takes}')
+    return _finite(sign * value)
+
+
+def _a(kind: str) -> str:
+    """``a length``, ``an angle``, ``an angular speed``."""
+    words = kind.replace("_", " ")
+    return f"an {words}" if words[0] in "aeiou" else f"a {words}"
 
 
 def _literal(node: ast.expr, depth: int) -> Any:

@@ -31,16 +31,17 @@ Rules every function keeps:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from loopact.llm.messages import ImagePart, Message, TextPart
+from loopact.llm.tokens import IMAGE_TOKENS as IMAGE_TOKENS  # re-exported
+from loopact.llm.tokens import MESSAGE_OVERHEAD_TOKENS as MESSAGE_OVERHEAD_TOKENS
+from loopact.llm.tokens import estimate_message_tokens
 
-#: Tokens counted for one image before the provider reports usage.
-IMAGE_TOKENS = 1000
-#: Tokens counted for each message's framing (role, separators).
-MESSAGE_OVERHEAD_TOKENS = 4
+estimate_tokens = estimate_message_tokens
+"""Rough token count of messages (:func:`loopact.llm.tokens.estimate_message_tokens`)."""
+
 #: Characters of one tool result or message shown to the summariser (the rest is cut).
 TRANSCRIPT_CHARS_PER_MESSAGE = 3000
 
@@ -82,34 +83,6 @@ def summary_message(text: str) -> Message:
         content=(TextPart(f"{SUMMARY_HEADER}\n\n{text.strip()}"),),
         provider_data={"loopact": {"summary": True}},
     )
-
-
-def estimate_tokens(messages: Sequence[Message]) -> int:
-    """Rough token count before any usage is known: characters / 4 plus fixed costs.
-
-    Counts text, reasoning, thinking, tool names and arguments at 4 characters per token,
-    :data:`IMAGE_TOKENS` per image and :data:`MESSAGE_OVERHEAD_TOKENS` per message.
-
-    Args:
-        messages: The messages.
-
-    Returns:
-        The estimate, in tokens.
-    """
-    total = 0
-    for m in messages:
-        chars = 0
-        for p in m.content:
-            if isinstance(p, TextPart):
-                chars += len(p.text)
-            else:
-                total += IMAGE_TOKENS
-        chars += len(m.reasoning or "")
-        chars += sum(len(t.text) + len(t.redacted_data or "") for t in m.thinking)
-        for c in m.tool_calls:
-            chars += len(c.name) + len(c.id) + len(c.raw_arguments or c.arguments_json())
-        total += MESSAGE_OVERHEAD_TOKENS + math.ceil(chars / 4)
-    return total
 
 
 def _split_system(history: Sequence[Message]) -> tuple[list[Message], list[Message]]:

@@ -23,7 +23,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from loopact.agent.compress import estimate_tokens
+from loopact.errors import PromptTooLong
+from loopact.llm.base import Model, ModelRequest
 from loopact.llm.messages import Message
+from loopact.llm.tokens import estimate_prompt_tokens
 
 Checkpoint = Callable[[str], Awaitable[None]]
 
@@ -120,3 +123,44 @@ class ContextManager:
         """True when ``history`` has passed the threshold."""
         threshold = self.threshold
         return threshold is not None and self.prompt_tokens(history) > threshold
+
+
+def prompt_too_long(
+    model: Model, request: ModelRequest, need: int, window: int, instruction: str
+) -> PromptTooLong:
+    """The error for a request that does not fit the context window (SPEC E1): how long it
+    is and of what, the window, and what to do.
+
+    Args:
+        model: The model it was for (its estimate of what it sends).
+        request: The request, not sent.
+        need: Its whole prompt in tokens (estimated): system prompt, tools, conversation.
+        window: The model's context window in tokens.
+        instruction: The user's instruction.
+
+    Returns:
+        E.g. "the request would be about 10261 tokens, more than the model's context window
+        of 8192 tokens (the system prompt and the tool descriptions about 5250, the
+        instruction about 5011). Shorten the instruction to at most about 11700 characters, or
+        use a model with a larger context window (...)."
+    """
+    system = tuple(m for m in request.messages if m.role == "system")
+    fixed = estimate_prompt_tokens(model, dataclasses.replace(request, messages=system))
+    said = estimate_tokens([Message.user(instruction)])
+    rest = max(0, need - fixed - said)
+    parts = f"the system prompt and the tool descriptions about {fixed}, the instruction "
+    parts += f"about {said}" + (f", the task's tool calls and results about {rest}" if rest else "")
+    room = window - (need - said)  # tokens left for the instruction
+    if rest > said:
+        advice = "A tool result is too long for this model: ask for less (a part of a file, say)"
+    elif room > 0:
+        advice = f"Shorten the instruction to at most about {room * 4} characters"
+    else:
+        advice = "The system prompt and the tool descriptions leave no room: offer fewer tools"
+    message = (
+        f"the request would be about {need} tokens, more than the model's context window of "
+        f"{window} tokens ({parts}). {advice}, or use a model with a larger "
+        "context window (local.context_tokens for the local brain, "
+        "model.capabilities.context_tokens for an endpoint)."
+    )
+    return PromptTooLong(message, need, window)

@@ -22,6 +22,14 @@ Known places: {waypoints}. Motion is limited to {max_linear} m/s and {max_angula
 stops by itself near obstacles.
 """
 
+NO_ROBOT_NOTES = """\
+No robot is connected: you have no body, so you cannot move, turn, look or see. If the \
+user asks for that, say that no robot is connected; do not use other tools instead.
+"""
+"""Said when no robot is attached (``--robot none``): asked to "move forward one meter"
+without it, the 0.5B brain called ``file_read("/notes/todo.txt")`` and the reply told that
+call's failure (2026-12-05)."""
+
 
 CONTINUOUS_NOTES = """\
 You run continuously. Messages from people and sensors arrive as user messages marked with \
@@ -72,7 +80,7 @@ def build_system_prompt(
 
     Args:
         robot: ``{profile, waypoints: [names], max_linear_mps, max_angular_dps}`` when a robot
-            is attached, else None.
+            is attached, else None (the prompt then says that no robot is connected).
         extra: The user's own instructions (config ``agent.system_prompt``).
         rules: Text from memory rule files and the remembered preferences (SPEC E2, E4;
             the preferences as :func:`preferences_section` labels them).
@@ -81,7 +89,9 @@ def build_system_prompt(
     """
     body = "a mobile robot" if robot else "a helpful assistant on this computer"
     parts = [BASE_PROMPT.format(body=body)]
-    if robot:
+    if not robot:
+        parts.append(NO_ROBOT_NOTES)
+    else:
         waypoints = robot.get("waypoints") or []
         parts.append(
             ROBOT_NOTES.format(

@@ -32,16 +32,21 @@ from loopact.agent.compress import (
     summary_request_messages,
 )
 from loopact.agent.compress import estimate_tokens as estimate_history_tokens
-from loopact.agent.context import ContextManager
+from loopact.agent.context import ContextManager, prompt_too_long
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
+from loopact.agent.steps import (
+    answered_from_results,
+    bounded_reply,
+    chinese_from_results,
+    is_chinese,
+)
 from loopact.agent.stream import (
     OutputLimitReached,
     RoundState,
     cut_response,
-    estimate_tokens,
     result_text,
     retry_delay_s,
     stream_response,
@@ -52,12 +57,12 @@ from loopact.errors import (
     ContextOverflow,
     ModelError,
     ModelRetryableError,
-    PromptTooLong,
 )
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import Image, Message, ToolCall, ToolOutcome, Usage
+from loopact.llm.tokens import estimate_prompt_tokens
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
@@ -111,6 +116,10 @@ class TaskRounds:
         rounds: Model requests made so far (final, plan and summary requests included).
         quiet_answer: The model's answer is not the reply (a step's, or one after a failed
             call with ``split_steps``): its text is not streamed.
+        ran: Every ``(call, result)`` pair the task ran or refused, in call order.
+        clause_marks: ``(clause, index in ran)`` at the start of each clause the task
+            started (one for the whole instruction unless it is split, ``split_steps``).
+        clauses: The clauses of the instruction (one unless it is split).
     """
 
     def __init__(self, env: TaskEnv, task_id: str, text: str, images: tuple[Image, ...]) -> None:
@@ -124,6 +133,9 @@ class TaskRounds:
         self.bounds = env.options.bounds
         self.lang = env.options.lang
         self.quiet_answer = False
+        self.ran: Outcomes = []
+        self.clause_marks: list[tuple[str, int]] = [(text, 0)]
+        self.clauses: list[str] = [text]
 
     # ----------------------------------------------------------------- bounds (A2, A3)
 
@@ -153,14 +165,16 @@ class TaskRounds:
         limit = self.bounds.token_budget
         if self.state.tokens > limit:
             self.bound_event("tokens", limit)
-            raise BoundReached(
-                "tokens", t("bound.tokens", self.lang, used=self.state.tokens, limit=limit)
-            )
+            notice = t("bound.tokens", self.lang, used=self.state.tokens, limit=limit)
+            raise BoundReached("tokens", self.bounded_text(notice))
 
     async def _final_answer(self, name: str, limit: int) -> NoReturn:
-        """One last request without tools asking for a final answer (SPEC A2)."""
+        """One last request without tools asking for a final answer (SPEC A2); with
+        ``split_steps``, what ran instead (:meth:`bounded_text`: no request is made)."""
         self.bound_event(name, limit)
         notice = t(f"bound.{name}", self.lang, limit=limit)
+        if self.env.options.split_steps:
+            raise BoundReached(name, self.bounded_text(notice))
         ask = Message.user(t("final.ask", self.lang))
         self.rounds += 1
         try:
@@ -169,7 +183,34 @@ class TaskRounds:
         except ModelError as exc:
             log.info("final answer request failed: %s", exc)
             answer = ""
-        raise BoundReached(name, f"{notice}\n\n{answer}" if answer else notice)
+        raise BoundReached(name, self.bounded_text(notice, answer))
+
+    def answers_from_results(self, ran: Outcomes, reply: str) -> bool:
+        """Whether the reply is built from ``ran`` rather than the model's ``reply``: with
+        ``split_steps``, :func:`~loopact.agent.steps.answered_from_results` (the last call
+        failed, or a motion or a write was dispatched) or
+        :func:`~loopact.agent.steps.chinese_from_results`."""
+        acted = self.state.state_version > 0  # a motion or a write was dispatched
+        return self.env.options.split_steps and (
+            answered_from_results(ran, acted) or chinese_from_results(self.text, reply, ran)
+        )
+
+    def bounded_text(self, notice: str, said: str = "") -> str:
+        """The reply of a task that ended on a bound (SPEC A2): the bound's ``notice``, then
+        what the task did.
+
+        With ``split_steps`` (the local brain) that is what ran, built from the results
+        (:func:`~loopact.agent.steps.bounded_reply`), or that nothing ran: a small model's
+        words after a bound claim what never happened (its final answer to a ``turn_left``
+        that did not parse listed the skills of its system prompt as done, 2026-12-05).
+        Otherwise ``said``, the model's own words (a hosted model's final answer, which sees
+        every result in the history; the start of a cut answer), when there are any.
+        """
+        if self.env.options.split_steps:
+            zh = is_chinese(self.text)
+            said = bounded_reply(self.ran, self.clause_marks, self.clauses, zh)
+            said = said or t("bound.nothing_ran", self.lang)
+        return f"{notice}\n\n{said}" if said else notice
 
     def bound_event(self, name: str, limit: int) -> None:
         """Emit ``bound {name, limit}`` (docs/trace.md)."""
@@ -191,10 +232,11 @@ class TaskRounds:
         dispatcher = self.env.new_dispatcher(self.state)
         dispatcher.add(call, planned=planned)
         try:
-            ((_, result),) = await dispatcher.gather()
+            ((ran, result),) = await dispatcher.gather()
         except BaseException:
             await dispatcher.cancel()
             raise
+        self.ran.append((ran, result))
         if result.images:
             self.conv.remember_images(call.id, list(result.images))
         return result, dispatcher.invalid
@@ -210,6 +252,7 @@ class TaskRounds:
         dispatcher = self.env.new_dispatcher(self.state)
         dispatcher.add_refused(call, error)
         ((_, result),) = await dispatcher.gather()
+        self.ran.append((call, result))
         return result
 
     def system_with(self, section: str) -> Message:
@@ -233,24 +276,24 @@ class TaskRounds:
         await self._maybe_compress(ctx, reason="overflow")
         return estimate_history_tokens(self.conv.history) < before
 
-    async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> None:
+    async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> str | None:
         """Compress the history when the prompt has passed the threshold (SPEC E1).
-
-        Raises:
-            PromptTooLong: Even compressed, the prompt is longer than the model's context
-                window (one instruction or tool result is): it is not sent, since no retry
-                could make it fit.
 
         Args:
             ctx: The context manager of this request.
-            reason: ``threshold`` (before a request) or ``overflow`` (the server refused
-                the prompt as too long); written to the ``context_compressed`` event.
+            reason: ``threshold`` (before a request) or ``overflow`` (the request does not
+                fit the window, or the server refused it as too long); written to the
+                ``context_compressed`` event.
+
+        Returns:
+            How: ``summary``, ``trim`` or ``kept`` (nothing older could be compressed); None
+            when the prompt is below the threshold.
         """
         history = self.conv.history
         threshold = ctx.threshold
         before = ctx.prompt_tokens(history)
         if threshold is None or before <= threshold:
-            return
+            return None
         method = "kept"
         plan = plan_compression(history, ctx.keep_recent_turns)
         new_history = None if plan is None else await self._summarised(ctx, plan)
@@ -274,17 +317,44 @@ class TaskRounds:
             limit=threshold,
             reason=reason,
         )
-        window = ctx.context_tokens
-        if window is not None and after > window:
-            raise PromptTooLong(
-                f"the prompt is about {after} tokens even after compression, more than the "
-                f"model's context window of {window} tokens: the instruction or a tool result "
-                "is too long for this model. Shorten it, or use a model with a larger context "
-                "(the window is model.capabilities.context_tokens, or local.context_tokens "
-                "for the local brain)",
-                after,
-                window,
+        return method
+
+    async def _fitted(
+        self,
+        ctx: ContextManager,
+        request: ModelRequest,
+        compressed: str | None,
+        rebuild: tuple[tuple[Message, ...], Message | None],
+    ) -> ModelRequest:
+        """``request`` when its whole prompt fits the model's context window (SPEC E1).
+
+        The estimate counts what the model is sent (:func:`~loopact.llm.tokens.
+        estimate_prompt_tokens`): the system prompt, the tools or the catalogue that describes
+        them, the history and the instruction. The local brain's catalogue alone is about
+        5,000 tokens of its 8,192: left out, a 20 kB instruction was counted 5,301 tokens and
+        sent, and the server refused its 9,251. A request that does not fit is compressed to
+        fit (unless this round's compression found nothing older to compress) and measured
+        again; ``rebuild`` is the ``(extra, system)`` the request's messages were made with
+        (:meth:`_prompt`).
+
+        Raises:
+            PromptTooLong: It cannot fit: it is not sent (no retry could make it fit).
+        """
+        window, model = ctx.context_tokens, self.env.model()
+        need = estimate_prompt_tokens(model, request)
+        if window is None or need <= window:
+            return request
+        before = estimate_history_tokens(self.conv.history)
+        if compressed != "kept" and before > need - window:
+            tight = before - (need - window)
+            await self._maybe_compress(
+                dataclasses.replace(ctx, limit_tokens=tight, hard_limit_tokens=tight), "overflow"
             )
+            request = dataclasses.replace(request, messages=self._prompt(*rebuild))
+            need = estimate_prompt_tokens(model, request)
+            if need <= window:
+                return request
+        raise prompt_too_long(model, request, need, window, self.text)
 
     async def _checkpoint(self, ctx: ContextManager) -> None:
         """Write the task's state to memory before the history loses turns (SPEC E1, E2)."""
@@ -362,10 +432,11 @@ class TaskRounds:
         """One try of :meth:`run_round`."""
         commit = messages is None
         ctx = self.env.context() if commit else None
+        compressed = None
         if commit:
             self.conv.inject_inputs(self.task_id)
             if ctx is not None:
-                await self._maybe_compress(ctx)
+                compressed = await self._maybe_compress(ctx)
         if messages is None:
             messages = self._prompt(extra, system)
         request = ModelRequest(
@@ -376,14 +447,17 @@ class TaskRounds:
             task=self.text,
             tool_choice=tool_choice if specs else "auto",
         )
+        if ctx is not None:
+            request = await self._fitted(ctx, request, compressed, (extra, system))
         fields = request_event(round_no, request, self.env.options.trace_full)
         self.env.bus.emit("model_request", self.task_id, **fields)
         done, rs = await self._respond(request)
         usage = done.usage
         if ctx is not None:
             ctx.note_usage(request.messages, usage.input_tokens)
-        if usage.total_tokens == 0:
-            usage = Usage(estimate_tokens(request.messages), estimate_tokens([done.message]))
+        if usage.total_tokens == 0:  # the endpoint reported none
+            said = estimate_history_tokens([done.message])
+            usage = Usage(estimate_prompt_tokens(self.env.model(), request), said)
         self.state.tokens += usage.total_tokens
         self.env.bus.emit("model_response", self.task_id, **response_event(round_no, done, usage))
         if rs.dispatcher is None:
@@ -465,7 +539,7 @@ class TaskRounds:
         said = "".join(rs.text).strip()
         if len(said) > _SAID_CHARS:
             said = said[:_SAID_CHARS].rstrip() + " ..."
-        return BoundReached(exc.name, f"{notice}\n\n{said}" if said else notice)
+        return BoundReached(exc.name, self.bounded_text(notice, said))
 
     async def _finish_calls(self, done: ResponseDone, rs: RoundState) -> Outcomes:
         """Add the calls the stream did not start, wait for every result, commit the round."""
@@ -495,6 +569,7 @@ class TaskRounds:
     def _commit_round(self, message: Message, outcomes: Outcomes) -> None:
         """Append the assistant message and one tool message per call, in call order."""
         calls = tuple(call for call, _ in outcomes)
+        self.ran.extend(outcomes)
         self.conv.append(dataclasses.replace(message, tool_calls=calls))
         for call, result in outcomes:
             outcome = ToolOutcome(result.ok, result.metadata.get("error_kind"))

@@ -432,9 +432,8 @@ class Agent:
         except asyncio.TimeoutError:
             limit = self.options.bounds.task_timeout_s
             bus.emit("bound", cmd.id, name="wall_clock", limit=limit)
-            outcome = TaskOutcome(
-                cmd.id, "bounded", reply=t("bound.wall_clock", lang, limit=f"{limit:g}")
-            )
+            notice = t("bound.wall_clock", lang, limit=f"{limit:g}")
+            outcome = TaskOutcome(cmd.id, "bounded", reply=run.bounded_text(notice))
         except asyncio.CancelledError:
             outcome = TaskOutcome(cmd.id, "preempted")
         except TaskFailed as exc:
@@ -444,7 +443,8 @@ class Agent:
             if isinstance(exc, (ModelRefused, PromptTooLong)):
                 # the refused turn, or one that can never fit, must not be sent again
                 self.conversation.drop_after(mark)
-            message = t("model.failed", lang, error=str(exc))
+            key = "model.not_sent" if isinstance(exc, PromptTooLong) else "model.failed"
+            message = t(key, lang, error=str(exc))
             bus.emit("error", cmd.id, message=message)
             outcome = TaskOutcome(cmd.id, "failed", error=message)
         except Exception as exc:  # a bug must not kill the long-running agent

@@ -353,6 +353,54 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
     return "".join(parts).strip()
 
 
+def bounded_reply(
+    ran: Sequence[tuple[Any, Any]],
+    marks: Sequence[tuple[str, int]],
+    clauses: Sequence[str],
+    zh: bool = False,
+) -> str:
+    """What ran, for the reply after a bound (SPEC A2): never the model's words (issue 13).
+
+    A bound ends a task the model did not finish; the final answer a small model then writes
+    without tools retells its tool catalogue ("The robot visited the site's named waypoints
+    one after another ..." after a ``turn_left`` that did not even parse, 2026-12-05). So the
+    reply is :func:`compose_reply` of what each started clause's calls did: the runtime's
+    sentences of the calls that succeeded (a call without a sentence of its own is named,
+    "Ran file_read.", never taken for the clause done), then, when its last call failed,
+    what failed and why; a clause that ran no call is among the ones not done.
+
+    Args:
+        ran: The task's ``(ToolCall, ToolResult)`` pairs, in call order.
+        marks: ``(clause, index in ran)`` where each started clause began.
+        clauses: Every clause of the instruction (those after the started ones never ran).
+        zh: The instruction was Chinese.
+
+    Returns:
+        The sentences, or "" when no call ran at all (the caller says that nothing ran).
+    """
+    ends = [*(start for _, start in marks[1:]), len(ran)]
+    done = [ClauseResult.of(c, "", ran[a:b]) for (c, a), b in zip(marks, ends, strict=True)]
+    skipped = clauses[len(marks) :]
+    told: list[ClauseResult] = []
+    for clause in done:
+        succeeded = [r for r in clause.results if r[1]]
+        if succeeded:
+            told.append(ClauseResult(clause.text, _tools_ran(succeeded, zh), succeeded))
+        if clause.failed is not None:
+            told.append(clause)
+    if not told:
+        return ""
+    not_run = [c.text for c in done if not c.results]
+    return compose_reply(told, [*not_run, *skipped], zh=zh)
+
+
+def _tools_ran(results: Sequence[tuple[str, bool, Any, str | None]], zh: bool) -> str:
+    """``ran file_read, wait`` (``执行了 file_read、wait``): the tools of ``results``, said
+    when none of them wrote a sentence of what it did."""
+    names = list(dict.fromkeys(name for name, _, _, _ in results))
+    return f"执行了 {'、'.join(names)}" if zh else f"ran {', '.join(names)}"
+
+
 def answered_from_results(ran: Sequence[tuple[Any, Any]], acted: bool) -> bool:
     """Whether a single instruction's reply is built from what ran, not the model's words.
 

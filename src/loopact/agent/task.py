@@ -19,8 +19,6 @@ from loopact.agent.plan_body import plan_body, run_plan_for
 from loopact.agent.rounds import Outcomes, TaskEnv, TaskRounds
 from loopact.agent.steps import (
     ClauseResult,
-    answered_from_results,
-    chinese_from_results,
     compose_reply,
     is_chinese,
     run_clauses,
@@ -82,26 +80,21 @@ class TaskRun(TaskRounds):
         if self.env.options.mode == "plan":
             return await plan_body(self)
         if self.env.action_text:
-            return await action_body(self)
-        reply, ran = await self._react()
+            reply = await action_body(self)
+            ran = self.ran
+        else:
+            reply, ran = await self._react()
         if ran and not reply.strip():
             # Empty even when asked again: say what ran rather than "no final answer".
             return compose_reply([ClauseResult.of(self.text, "", ran)], [], is_chinese(self.text))
-        if self._answers_from_results(ran, reply):
+        if self.answers_from_results(ran, reply):
             # The local brain's words claim what did not happen: after a failed call ("The
             # robot is driving at a distance of 50 meters.") and after a motion (a drive in
-            # circles "stopped within half a meter of the red box"). Say what ran, as for a step.
+            # circles "stopped within half a meter of the red box"); in action-text mode it
+            # echoed a turn's result as JSON. Say what ran, as for a step.
             result = ClauseResult.of(self.text, reply, ran)
             return compose_reply([result], [], zh=is_chinese(self.text))
         return reply
-
-    def _answers_from_results(self, ran: Outcomes, reply: str) -> bool:
-        """With ``split_steps``: :func:`~loopact.agent.steps.answered_from_results`, or
-        :func:`~loopact.agent.steps.chinese_from_results`."""
-        acted = self.state.state_version > 0  # a motion or a write was dispatched
-        return self.env.options.split_steps and (
-            answered_from_results(ran, acted) or chinese_from_results(self.text, reply, ran)
-        )
 
     async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
@@ -137,7 +130,7 @@ class TaskRun(TaskRounds):
                 self.conv.append(Message.user(t("final.empty", self.lang)))
                 continue
             ran.extend(outcomes)
-            if self._answers_from_results(ran, ""):  # "": whatever the model will answer
+            if self.answers_from_results(ran, ""):  # "": whatever the model will answer
                 self.quiet_answer = True  # body() may answer with what ran instead
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self.check_tokens()
@@ -154,12 +147,15 @@ class TaskRun(TaskRounds):
         """One single-step task per clause, in order (:func:`~loopact.agent.steps.
         run_clauses`); each clause's rounds are ReAct rounds on this task's history."""
         self.quiet_answer = True  # a step's own answer is not the reply
+        self.clauses, self.clause_marks = list(clauses), []  # for a bound's reply
 
         async def clause_rounds(text: str, act_first: bool) -> tuple[str, Outcomes]:
             self.conv.append(Message.user(text))
             return await self._react(act_first=act_first)
 
         def emit(typ: str, **data: Any) -> None:
+            if typ == "clause_start":
+                self.clause_marks.append((str(data["text"]), len(self.ran)))
             self.env.bus.emit(typ, self.task_id, **data)
 
         return await run_clauses(clauses, clause_rounds, emit, zh=is_chinese(self.text))

@@ -40,7 +40,9 @@ agent:
                               # a server that refuses a prompt as too long ("maximum
                               # context length is N tokens") teaches the agent N: it
                               # compresses and asks once more; an instruction that
-                              # cannot fit even compressed is refused, never sent
+                              # cannot fit even compressed is refused, never sent (its
+                              # size counts all the model is sent: system prompt, tool
+                              # descriptions or catalogue, the task's messages)
   hourly_rounds: 120          # continuous mode: model rounds per rolling hour
   hourly_tokens: 400000       # continuous mode: tokens per rolling hour
   tool_calling: auto          # native (the API's tools), text (action lines such as
@@ -54,6 +56,8 @@ agent:
   # system_prompt: "..."      # extra instructions appended to the built-in prompt
   bounds:
     max_rounds: 6             # tool rounds per task, then one final answer without tools
+                              # (the local brain, local.split_steps: a reply built from
+                              # what ran instead, docs/local-brain.md)
     max_tries: 3              # tries per model request (429/5xx/connection errors)
     request_timeout_s: 60
     stream_idle_timeout_s: 30

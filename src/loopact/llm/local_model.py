@@ -35,6 +35,7 @@ from loopact.llm.base import Model, ModelEvent, ModelRequest
 from loopact.llm.local_launch import SERVER_OPTIONS
 from loopact.llm.local_process import LocalBrain
 from loopact.llm.messages import Message
+from loopact.llm.tokens import estimate_prompt_tokens
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,10 @@ class LocalBrainModel:
                 if yielded or attempt == 2:
                     raise ModelRetryableError(line) from exc
                 log.info("retrying the request on the restarted local server")
+
+    def estimate_prompt_tokens(self, request: ModelRequest) -> int:
+        """The provider's estimate of the prompt it sends for ``request`` (SPEC E1)."""
+        return estimate_prompt_tokens(self.inner, request)
 
     async def prepare(self, request: ModelRequest, timeout_s: float = 600.0) -> dict[str, Any]:
         """Have the server hold the evaluated prompt prefix of ``request`` (issue 13).

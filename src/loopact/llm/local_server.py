@@ -17,6 +17,12 @@ OpenAI-compatible API as ``python -m llama_cpp.server`` and adds two routes:
     run. The key (chosen by the caller) must hash everything the state depends on. Answers
     ``{"source": "disk" | "evaluated", "tokens": N, "seconds": S}``.
 
+A streamed request whose prompt is longer than the context window is answered with one
+OpenAI-style error event (``{"error": {"code": "context_length_exceeded", "message": "This
+model's maximum context length is 8192 tokens. ..."}}``) instead of an empty body:
+llama-cpp-python's server refuses such a prompt only once the stream has begun, so the client
+got "HTTP 200 with an empty body" and retried it (:func:`overflow_as_error_event`).
+
 Greedy grammar requests are sampled by :mod:`loopact.llm.local_sampler` (the grammar is
 asked about the greedy token first, the whole vocabulary only when it refuses it) and decoded
 speculatively with guesses looked up in the prompt (:mod:`loopact.llm.local_draft`); set
@@ -36,6 +42,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +132,67 @@ def warm_prefix(llama: Any, state_dir: Path, key: str, messages: list[Any]) -> d
     }
 
 
+#: llama-cpp-python's words for a prompt longer than the context window.
+_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
+
+
+def overflow_as_error_event(chunks: Iterator[Any]) -> Iterator[Any]:
+    """``chunks`` of a streamed chat completion, or one error chunk when llama-cpp-python
+    refuses the prompt as longer than the context window (SPEC B6, E1).
+
+    The refusal is a ``ValueError`` ("Requested tokens (9251) exceed context window of
+    8192") raised by the first chunk, after the server has sent HTTP 200: its stream ended
+    with no event at all (2026-12-05, a 20 kB instruction). The error chunk is the body
+    llama-cpp-python sends for the same refusal of a request that does not stream (code
+    ``context_length_exceeded``), which the provider reads as a context overflow, not as a
+    failure worth a retry.
+
+    Raises:
+        ValueError: Any other error of the first chunk, as before.
+    """
+    try:
+        first = next(chunks)
+    except StopIteration:
+        return
+    except ValueError as exc:
+        found = _OVERFLOW.search(str(exc))
+        if found is None:
+            raise
+        prompt, window = int(found[1]), int(found[2])
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you requested "
+            f"{prompt} tokens in the messages. Please reduce the length of the messages."
+        )
+        yield {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        }
+        return
+    yield first
+    yield from chunks
+
+
+def install_overflow_errors() -> None:
+    """Make ``llama_cpp.Llama.create_chat_completion`` stream a context overflow as an
+    error event (:func:`overflow_as_error_event`). Idempotent; for the server process only."""
+    import llama_cpp
+
+    original = llama_cpp.Llama.create_chat_completion
+    if getattr(original, "_loopact_overflow", False):
+        return
+
+    def create_chat_completion(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        return overflow_as_error_event(iter(result)) if kwargs.get("stream") else result
+
+    create_chat_completion._loopact_overflow = True  # type: ignore[attr-defined]
+    llama_cpp.Llama.create_chat_completion = create_chat_completion
+
+
 def _add_routes(app: Any, state_dir: Path) -> None:
     from fastapi import Body, Depends, HTTPException
     from llama_cpp.server.app import get_llama_proxy
@@ -163,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         from loopact.llm.local_sampler import install
 
         install(draft=os.environ.get("LOOPACT_LOCAL_DRAFT", "on") != "off")
+    install_overflow_errors()
     server_settings = parse_model_from_args(ServerSettings, args)
     model_settings = [parse_model_from_args(ModelSettings, args)]
     app = create_app(server_settings=server_settings, model_settings=model_settings)

@@ -40,6 +40,7 @@ from loopact.llm.httperrors import (
 )
 from loopact.llm.messages import current_task
 from loopact.llm.openai_messages import to_openai_messages
+from loopact.llm.tokens import estimate_message_tokens, estimate_tool_tokens
 from loopact.llm.toolprompt import (
     answer_only_grammar,
     tool_call_grammar,
@@ -170,6 +171,14 @@ class OpenAIChatModel:
         if request.temperature is not None:
             body["temperature"] = request.temperature
         return body
+
+    def estimate_prompt_tokens(self, request: ModelRequest) -> int:
+        """About how many tokens the prompt of ``request`` has as sent (SPEC E1): the
+        messages it sends (only the current task with ``current_task_only``) and its tools,
+        as the ``tools`` list or as the catalogue in the system message
+        (:mod:`loopact.llm.tokens`)."""
+        messages = current_task(request.messages) if self.current_task_only else request.messages
+        return estimate_message_tokens(messages) + estimate_tool_tokens(request.tools)
 
     @property
     def secrets(self) -> tuple[str, ...]:

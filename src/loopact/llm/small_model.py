@@ -51,6 +51,7 @@ from loopact.llm.messages import (
     current_task,
     refused_for_units,
 )
+from loopact.llm.tokens import estimate_prompt_tokens
 from loopact.llm.toolprompt import REPLY_TOOL, echoes_instruction
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,11 @@ class SmallModelPolicy:
         if request.tool_choice == "auto" and self.requires_call(request):
             return dataclasses.replace(request, tools=tools, tool_choice="required")
         return dataclasses.replace(request, tools=tools)
+
+    def estimate_prompt_tokens(self, request: ModelRequest) -> int:
+        """The wrapped model's estimate for the shaped ``request`` (the reply tool with the
+        others; :func:`loopact.llm.tokens.estimate_prompt_tokens`)."""
+        return estimate_prompt_tokens(self.inner, self.shape(request))
 
     def build_body(self, request: ModelRequest) -> dict[str, object]:
         """The wrapped model's request body for the shaped ``request`` (the local brain warms

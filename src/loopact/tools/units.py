@@ -247,7 +247,20 @@ def find_quantities(text: str) -> list[Quantity]:
     Returns:
         The quantities found; speeds are length-per-second/-hour or angle-per-second.
     """
-    out: list[Quantity] = []
+    return [q for _, _, q in quantity_spans(text)]
+
+
+def quantity_spans(text: str) -> list[tuple[int, int, Quantity]]:
+    """Every number-with-unit in ``text`` with where it is: ``(start, end, quantity)``.
+
+    Args:
+        text: Any text (an instruction, the arguments of an action line).
+
+    Returns:
+        The quantities of :func:`find_quantities`, each with its character span in ``text``
+        (surrounding spaces not included).
+    """
+    out: list[tuple[int, int, Quantity]] = []
     for m in _QUANTITY.finditer(text):
         value = _parse_number(m.group("num"))
         if value is None:
@@ -269,8 +282,24 @@ def find_quantities(text: str) -> list[Quantity]:
             if per:
                 continue
             kind, factor = "time", _TIME[unit]
-        out.append(Quantity(value, kind, factor, m.group(0).strip()))
+        written = m.group(0)
+        start = m.start() + len(written) - len(written.lstrip())
+        end = m.end() - len(written) + len(written.rstrip())
+        out.append((start, end, Quantity(value, kind, factor, written.strip())))
     return out
+
+
+def in_unit_of(argument: str, quantity: Quantity) -> float | int | None:
+    """``quantity`` in the unit the name ``argument`` declares, or None when it declares
+    none or one of another kind.
+
+    Example: ``in_unit_of("distance_m", <50 cm>) == 0.5``; ``in_unit_of("angle_deg",
+    <90 degrees>) == 90``; ``in_unit_of("distance_m", <90 degrees>) is None``.
+    """
+    declared = unit_of(argument)
+    if declared is None or declared[0] != quantity.kind:
+        return None
+    return _round(quantity.value * quantity.factor / declared[1])
 
 
 def unit_of(name: str) -> tuple[str, float] | None:
