@@ -108,7 +108,7 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tup
             lambda m: f"{m[1]} 在 {m[2]} 米外，{_where(m[3])}",
         ),
         (
-            rf"followed the (.+?) line for ({_NUM}) s: ({_NUM}) m, (\d+) laps,"
+            rf"followed the (.+?) line for ({_NUM}) s: ({_NUM}) m, (\d+) laps?,"
             rf" on the line ({_NUM}) s; stopped by (\w+)(?: \((.*)\))?",
             lambda m: (
                 f"沿 {m[1]} 线行驶了 {m[2]} 秒：{m[3]} 米，{m[4]} 圈，在线上 {m[5]} 秒；"
