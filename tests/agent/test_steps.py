@@ -143,9 +143,8 @@ def test_reply_is_built_from_what_ran() -> None:
     around = "reached the door after 4.74 m, going around 2 obstacles"
     assert result_zh(around) == "走了 4.74 米，到达 door，绕过了 2 个障碍物"
     assert result_zh(around, {"door": "门"}) == "走了 4.74 米，到达门，绕过了 2 个障碍物"
-    one_lap = (
-        "followed the purple line for 45 s: 10.4 m, 1 lap, on the line 44 s; stopped by laps"
-    )  # follow_line's result since it says "1 lap", not "1 laps"
+    # follow_line's result says "1 lap", not "1 laps"
+    one_lap = "followed the purple line for 45 s: 10.4 m, 1 lap, on the line 44 s; stopped by laps"
     assert result_zh(one_lap).startswith("沿 purple 线行驶了 45 秒：10.4 米，1 圈，在线上 44 秒；")
     far = "the front-door is 2.00 m away, straight ahead"  # a whole name only is replaced
     assert result_zh(far, {"door": "门"}) == "front-door 在 2.00 米外，在正前方"
