@@ -256,6 +256,14 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": "Stopped the current task. Press Ctrl-C again to quit.",
         "zh": "已停止当前任务。再按一次 Ctrl-C 退出。",
     },
+    "term.line_cut": {
+        "en": (
+            "This line reached the terminal's limit of {n} characters, so the rest of it was "
+            "cut off; it was not run. Send long text with --once, or pipe it from a file."
+        ),
+        "zh": "这一行达到了终端每行 {n} 个字符的上限，后面的内容被截掉了，因此没有执行。"
+        "较长的文字请用 --once，或从文件用管道输入。",
+    },
     "term.unknown_command": {
         "en": "Unknown command {cmd}. Commands: {commands}",
         "zh": "未知命令 {cmd}。可用命令：{commands}",

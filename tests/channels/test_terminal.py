@@ -110,3 +110,37 @@ async def test_a_call_without_a_usable_name_is_shown_as_such(
     printed = out.getvalue()
     assert "→ (no tool name)()" in printed and "✗ (no tool name): " in printed, printed
     assert "→ 'wait\\x07'()" in printed, printed
+
+
+async def test_a_line_the_terminal_cut_is_not_run(scripted_server: Any, tmp_path: Path) -> None:
+    """A real pseudo-terminal in canonical mode passes at most 4,095 characters per line and
+    drops the rest: a 5,000-character paste whose last words said what to do arrives cut.
+    It is refused with a message, never run; the next line is (found by a newcomer)."""
+    import os
+    import termios
+
+    from loopact.channels.terminal import TTY_LINE_MAX, TerminalChannel
+
+    server = scripted_server([{"text": "Hello."}])
+    agent, rec = make_agent(server, tmp_path)
+    master, slave = os.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[3] &= ~termios.ECHO  # no echo to drain; canonical mode (ICANON) stays on
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    out = io.StringIO()
+    tty = os.fdopen(slave, "r", encoding="utf-8", closefd=True)
+    try:
+        channel = TerminalChannel(agent, Console(file=out, width=400), stdin=tty)
+        run = asyncio.ensure_future(channel.run())
+        os.write(master, b"please " + b"blah " * 1000 + b"turn left 10 degrees\n")
+        os.write(master, b"hello\n")
+        await rec.wait_for(lambda e: e.type == "task_end")  # "hello" ran
+        os.write(master, b"/quit\n")
+        await asyncio.wait_for(run, 20)
+    finally:
+        os.close(master)  # first: the channel's reader thread, blocked reading, gets EIO
+        await asyncio.to_thread(tty.close)  # then its file (close waits for that read)
+    assert "reached the terminal's limit of 4095 characters" in out.getvalue()
+    started = [e.data["text"] for e in rec.events if e.type == "task_start"]
+    assert started == ["hello"], [s[:40] for s in started]  # the cut line never ran
+    assert TTY_LINE_MAX == 4095

@@ -252,6 +252,12 @@ def _shown_name(name: str) -> str:
     return name if name.isprintable() and name.strip() == name else repr(name)
 
 
+#: The longest line a terminal in canonical mode hands to a program (Linux's N_TTY buffer is
+#: 4,096 bytes, one of them the newline): the kernel drops what is typed or pasted beyond it,
+#: so a line this long was most likely cut, and running what is left could do something else
+#: than was asked (a 20 kB paste lost its last words, "turn left 10 degrees", and the robot
+#: drove forward 0.8 m; found by a newcomer, 2026-12-05).
+TTY_LINE_MAX = 4095
 _YES = frozenset({"y", "yes", "是", "好"})
 _NO = frozenset({"n", "no", "否", "不"})
 
@@ -393,6 +399,9 @@ class TerminalChannel:
                 if line is None:
                     await self._finish_input(quit_task)
                     break
+                if not piped and len(line) >= TTY_LINE_MAX:
+                    self.console.print(t("term.line_cut", self.lang, n=TTY_LINE_MAX))
+                    continue
                 if piped:
                     await self._wait_turn(line, quit_task)
                 if self._pending_confirm:
