@@ -12,10 +12,11 @@ from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.compress import is_summary, pairing_problems, summary_message
 from loopact.agent.context import ContextManager
 from loopact.llm.base import Capabilities
+from loopact.llm.messages import NO_VISION_NOTE, Image
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.llm.small_model import SmallModelPolicy
 from loopact.llm.tokens import estimate_message_tokens, estimate_tool_tokens
-from loopact.tools.base import Tool, tool
+from loopact.tools.base import Tool, ToolResult, tool
 from loopact.tools.registry import ToolRegistry
 
 
@@ -260,3 +261,33 @@ async def test_earlier_tasks_a_model_does_not_send_do_not_count(
     assert everything > 8192  # the whole history would not fit; what is sent does
     assert len(server.requests) == 2  # and nothing was summarised
     assert first[:40] not in json.dumps(server.requests[1].body["messages"])
+
+
+async def test_images_a_model_without_vision_is_not_sent_do_not_count(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Found by the local-brain benchmark (2026-12-05): after observe_surroundings (four
+    images) "go to the kitchen, look around, then come back" was refused as "about 9,734
+    tokens": each image counted 1,000 tokens, but a model without vision is sent a short
+    note in place of each. The request now fits, and the note is what the model gets."""
+    frame = Image(b"\xff\xd8fake-jpeg", width_px=320, height_px=240)
+
+    @tool(name="look_around", description="Look all around (four views).")
+    def look_around() -> ToolResult:
+        return ToolResult.success("four views: nothing coloured", images=[frame] * 4)
+
+    tools = [*described_tools(14), look_around]
+    catalogue = estimate_tool_tokens([t.spec() for t in tools])
+    assert catalogue + 4 * 1000 > 8192 > catalogue + 1000  # counted as images, it would not fit
+    server = scripted_server(
+        [
+            {"text": '{"name": "look_around", "arguments": {}}'},
+            {"text": "I looked around.", "expect": {"contains": NO_VISION_NOTE}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=tools, capabilities=LOCAL_LIKE)
+    out = await agent.run_task("look around")
+    await agent.close()
+    assert (out.status, out.reply) == ("completed", "I looked around."), out
+    sent = json.dumps(server.requests[1].body["messages"])
+    assert sent.count(NO_VISION_NOTE) == 4 and "image_url" not in sent

@@ -22,11 +22,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from loopact.llm.messages import Image, Message, TextPart
+from loopact.llm.messages import NO_VISION_NOTE, Image, Message, TextPart
 
 __all__ = ["to_anthropic_messages", "tools_used", "wire_id"]
 
-_NO_VISION_NOTE = "[image omitted: this model has no vision]"
 _EMPTY_RESULT = "(no output)"
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 _NOT_ID = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -109,7 +108,7 @@ def _content_blocks(m: Message, vision: bool) -> list[dict[str, Any]]:
         elif vision:
             blocks.append(_image_block(part.image))
         else:
-            blocks.append({"type": "text", "text": _NO_VISION_NOTE})
+            blocks.append({"type": "text", "text": NO_VISION_NOTE})
     return blocks
 
 

@@ -40,7 +40,7 @@ from loopact.llm.httperrors import (
     parse_retry_after,
     status_error,
 )
-from loopact.llm.messages import Image, Message
+from loopact.llm.messages import NO_VISION_NOTE, Image, Message
 from loopact.llm.wire import drain, read_error_body
 from loopact.redact import Redactor
 
@@ -59,7 +59,6 @@ DIFY_CAPABILITIES = Capabilities(
 """What a Dify chat app can do: images via uploads, no native tool calls. The app keeps the
 conversation (only new text is sent), so its context window is not the loop's to manage."""
 
-_NO_VISION_NOTE = "[image omitted: this model has no vision]"
 _EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp", "image/gif": "gif"}
 
 
@@ -197,7 +196,7 @@ class DifyModel:
         notes: list[str] = []
         for image in images:
             if not self.capabilities.vision:
-                notes.append(_NO_VISION_NOTE)
+                notes.append(NO_VISION_NOTE)
                 continue
             try:
                 file_id = await self._upload(image)

@@ -94,6 +94,10 @@ def valid_value(value: Any, depth: int = 0) -> Any:
     return value
 
 
+#: What a model without vision reads in place of each image (every provider sends it).
+NO_VISION_NOTE = "[image omitted: this model has no vision]"
+
+
 @dataclass(frozen=True)
 class TextPart:
     """A piece of text content (lone surrogates become U+FFFD: :func:`valid_text`)."""

@@ -178,7 +178,8 @@ class OpenAIChatModel:
         as the ``tools`` list or as the catalogue in the system message
         (:mod:`loopact.llm.tokens`)."""
         messages = current_task(request.messages) if self.current_task_only else request.messages
-        return estimate_message_tokens(messages) + estimate_tool_tokens(request.tools)
+        vision = self.capabilities.vision
+        return estimate_message_tokens(messages, vision) + estimate_tool_tokens(request.tools)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -13,11 +13,15 @@ import json
 from typing import Any
 
 from loopact.llm.base import ToolSpec
-from loopact.llm.messages import Image, ImagePart, Message, TextPart, refused_for_units
+from loopact.llm.messages import (
+    NO_VISION_NOTE,
+    Image,
+    ImagePart,
+    Message,
+    TextPart,
+    refused_for_units,
+)
 from loopact.llm.toolprompt import REFUSAL_INSTRUCTION, RESULT_INSTRUCTION, describe_tools_compact
-
-NO_VISION_NOTE = "[image omitted: this model has no vision]"
-
 
 TOOL_RESULT_AS_TEXT = "<tool_response>\n{text}\n</tool_response>\n" + RESULT_INSTRUCTION
 """A tool result for a model without native tool calls: the Hermes ``<tool_response>`` block

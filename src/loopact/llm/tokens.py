@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 from loopact.llm.base import Model, ModelRequest, ToolSpec
-from loopact.llm.messages import Message, TextPart
+from loopact.llm.messages import NO_VISION_NOTE, Message, TextPart
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -31,7 +31,7 @@ IMAGE_TOKENS = 1000
 MESSAGE_OVERHEAD_TOKENS = 4
 
 
-def estimate_message_tokens(messages: Sequence[Message]) -> int:
+def estimate_message_tokens(messages: Sequence[Message], vision: bool = True) -> int:
     """Rough token count of ``messages``: characters / 4 plus fixed costs.
 
     Counts text, reasoning, thinking, tool names and arguments at 4 characters per token,
@@ -39,6 +39,10 @@ def estimate_message_tokens(messages: Sequence[Message]) -> int:
 
     Args:
         messages: The messages.
+        vision: The model is sent the images; without vision each one is sent as the short
+            :data:`~loopact.llm.messages.NO_VISION_NOTE` (observe_surroundings' four images
+            counted 4,000 tokens and refused a request of the 8,192-token local brain that
+            holds them as four notes; found 2026-12-05).
 
     Returns:
         The estimate, in tokens.
@@ -49,8 +53,10 @@ def estimate_message_tokens(messages: Sequence[Message]) -> int:
         for p in m.content:
             if isinstance(p, TextPart):
                 chars += len(p.text)
-            else:
+            elif vision:
                 total += IMAGE_TOKENS
+            else:
+                chars += len(NO_VISION_NOTE) + 1
         chars += len(m.reasoning or "")
         chars += sum(len(t.text) + len(t.redacted_data or "") for t in m.thinking)
         for c in m.tool_calls:
@@ -92,4 +98,5 @@ def estimate_prompt_tokens(model: Model, request: ModelRequest) -> int:
     own = getattr(model, "estimate_prompt_tokens", None)
     if callable(own):
         return int(own(request))
-    return estimate_message_tokens(request.messages) + estimate_tool_tokens(request.tools)
+    vision = model.capabilities.vision
+    return estimate_message_tokens(request.messages, vision) + estimate_tool_tokens(request.tools)
