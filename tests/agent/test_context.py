@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent.helpers import make_agent
+from tests.agent.helpers import call, make_agent
 
 from loopact.agent.compress import estimate_tokens
 from loopact.agent.context import (
@@ -19,6 +19,7 @@ from loopact.agent.context import (
 from loopact.llm.base import Capabilities
 from loopact.llm.dify import DifyModel
 from loopact.llm.messages import Message
+from loopact.tools.base import tool
 
 
 def test_default_threshold_is_a_fraction_of_the_context_size() -> None:
@@ -68,3 +69,55 @@ async def test_agent_binds_the_default_to_its_model(scripted_server: Any, tmp_pa
     assert agent.context_manager() is None
     await agent.close()
     server.assert_consumed()
+
+
+def test_the_default_threshold_leaves_out_what_every_prompt_carries() -> None:
+    """The fixed part (system prompt and tools) counts in full; 60 % applies to the rest."""
+    ctx = ContextManager().for_model(8192)
+    ctx.fixed_tokens = 3000
+    assert ctx.threshold == int(3000 + DEFAULT_CONTEXT_FRACTION * (8192 - 3000)) == 6115
+    # the local brain's catalogue with the simulated robot: never past 85 % of the window
+    ctx.fixed_tokens = 5200
+    assert ctx.threshold == int(MAX_PROMPT_FRACTION * 8192) == 6963
+
+
+async def test_a_large_tool_catalogue_alone_does_not_compress_every_round(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 13 / SPEC E1: when the system prompt and the tools take more than 60 % of the
+    context, a short task's rounds are not summarised (the local brain asked for a summary
+    after every long tool result, evicting its cached prompt: 275 s for one instruction)."""
+    context_tokens = 4000
+    manual = "Reads one sensor of the robot. " + " ".join(
+        f"note{i} about wiring" for i in range(440)
+    )
+
+    @tool(description=manual)
+    async def read_sensor(n: int) -> str:
+        """Read a sensor.
+
+        Args:
+            n: The sensor number.
+        """
+        return f"sensor {n}: " + "ok " * 100
+
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [call("read_sensor", {"n": n}, f"s{n}")]} for n in (1, 2, 3)
+    ]
+    turns.append({"text": "All three sensors are ok."})
+    server = scripted_server(turns)
+    agent, rec = make_agent(
+        server, tmp_path, tools=[read_sensor], capabilities=Capabilities(context_tokens=4000)
+    )
+    outcome = await agent.run_task("read sensors 1 to 3")
+    await agent.close()
+    server.assert_consumed()
+    sizes = [len(r.raw_body) // 4 for r in server.requests]
+    # every request was past 60 % of the context (the old default threshold) ...
+    assert min(sizes) > int(DEFAULT_CONTEXT_FRACTION * context_tokens), sizes
+    assert max(sizes) < context_tokens, sizes
+    # ... and none was a summary request, nor was anything compressed
+    assert all(r.body.get("tools") for r in server.requests)
+    assert [e.data for e in rec.of("context_compressed")] == []
+    assert outcome.status == "completed", outcome
+    assert outcome.reply == "All three sensors are ok."

@@ -2,8 +2,9 @@
 
 Before each model request the agent asks :class:`ContextManager` whether the prompt has
 passed its threshold: the configured ``--context-limit``, or by default
-:data:`DEFAULT_CONTEXT_FRACTION` of the model's context size (``Capabilities.context_tokens``:
-from the config, the provider, or the size the local brain's server was started with). Token
+the system prompt and the tools plus :data:`DEFAULT_CONTEXT_FRACTION` of the room they leave in
+the model's context size (``Capabilities.context_tokens``: from the config, the provider, or the
+size the local brain's server was started with). Token
 counts come from the provider's reported usage (the prompt tokens of the last request plus an
 estimate of what was added since), or from an estimate before the first response. Past the
 threshold, older turns are replaced by a rolling summary the model writes (a request without
@@ -51,7 +52,16 @@ class ContextManager:
         checkpoint: Writes a checkpoint text to memory before compressing, or None.
         context_tokens: The model's context size in tokens, None when unknown (then only a
             configured ``limit_tokens`` applies). Set by :meth:`for_model`.
-        fraction: The default threshold as a fraction of ``context_tokens``.
+        fraction: The default threshold as a fraction of ``context_tokens``: of the room
+            the fixed part of every prompt leaves, when :attr:`fixed_tokens` is known.
+        fixed_tokens: The part of every prompt no compression can shrink, in tokens: the
+            system prompt and the tools (or their catalogue in the system message), set by
+            the loop before each request. The default threshold is ``fixed_tokens +
+            fraction * (context_tokens - fixed_tokens)``: the local brain's catalogue alone
+            is about 5,200 of its 8,192 tokens, above 60 % of the window, so every round
+            after a long tool result was "past the threshold" and asked the model for a
+            summary that could not help (and evicted its cached prompt: 275 s for "go to the
+            kitchen, look around, then come back", 2026-12-05).
 
     Raises:
         ValueError: A limit is not positive, or ``fraction`` is not in (0, 1).
@@ -63,6 +73,7 @@ class ContextManager:
     checkpoint: Checkpoint | None = None
     context_tokens: int | None = None
     fraction: float = DEFAULT_CONTEXT_FRACTION
+    fixed_tokens: int = 0
 
     def __post_init__(self) -> None:
         for name in ("limit_tokens", "hard_limit_tokens", "context_tokens"):
@@ -86,7 +97,10 @@ class ContextManager:
         ctx = self.context_tokens
         limit = self.limit_tokens
         if limit is None:
-            return None if ctx is None else int(self.fraction * ctx)
+            if ctx is None:
+                return None
+            fixed = min(max(0, self.fixed_tokens), ctx)
+            limit = int(fixed + self.fraction * (ctx - fixed))
         return limit if ctx is None else min(limit, int(MAX_PROMPT_FRACTION * ctx))
 
     @property

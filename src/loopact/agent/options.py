@@ -112,8 +112,9 @@ class AgentOptions:
         temperature: Sampling temperature (0-2) sent with every model request; None for the
             endpoint's default (config ``model.temperature``).
         context: Context-window management (SPEC E1), or None to never compress. The
-            default compresses above 60 % of the model's context size
-            (``Capabilities.context_tokens``), when the model has one.
+            default compresses above the system prompt and the tools plus 60 % of the
+            room they leave in the model's context size (``Capabilities.context_tokens``),
+            when the model has one.
         split_steps: Run a sequencing instruction ("do A, then B") as one single-step task
             per clause, in order, and answer from what ran (issue 13;
             :mod:`loopact.agent.steps`); a single instruction whose last call failed, or

@@ -436,6 +436,7 @@ class TaskRounds:
         if commit:
             self.conv.inject_inputs(self.task_id)
             if ctx is not None:
+                ctx.fixed_tokens = self._fixed_tokens(specs, self._prompt(extra, system))
                 compressed = await self._maybe_compress(ctx)
         if messages is None:
             messages = self._prompt(extra, system)
@@ -466,6 +467,12 @@ class TaskRounds:
             return done, [], False
         outcomes = await self._finish_calls(done, rs)
         return done, outcomes, rs.dispatcher.invalid
+
+    def _fixed_tokens(self, specs: tuple[ToolSpec, ...], prompt: tuple[Message, ...]) -> int:
+        """Tokens of what every request of this round carries and no compression shrinks:
+        the system messages and the tools, as the model sends them (SPEC E1)."""
+        system = tuple(m for m in prompt if m.role == "system")
+        return estimate_prompt_tokens(self.env.model(), ModelRequest(system, tools=specs))
 
     def _prompt(self, extra: tuple[Message, ...], system: Message | None) -> tuple[Message, ...]:
         """The history as this request's messages, with its system message replaced by

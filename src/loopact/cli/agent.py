@@ -37,8 +37,8 @@ def run(
     context_limit: int | None = typer.Option(
         None,
         "--context-limit",
-        help="Summarise older turns above this many prompt tokens (default: 60% of the "
-        "model's context size).",
+        help="Summarise older turns above this many prompt tokens (default: the system "
+        "prompt and tools plus 60% of the room they leave in the model's context size).",
     ),
     memory: Path | None = typer.Option(None, "--memory", help="Memory folder (a Git repo)."),
     web_host: str | None = typer.Option(None, "--web-host", help="Console address."),

@@ -33,8 +33,9 @@ agent:
                               # (always running; messages are injected, it replies through
                               # send_message; only a stop interrupts it)
   context_limit: null         # prompt tokens above which older turns are summarised
-                              # (null: 60% of the model's context size, that is
-                              # model.capabilities.context_tokens or, for the local
+                              # (null: the system prompt and the tools, plus 60% of
+                              # the room they leave in the model's context size, that
+                              # is model.capabilities.context_tokens or, for the local
                               # brain, local.context_tokens); a plain trim keeps pairs
                               # at 1.25x this, never past 85% of the context size;
                               # a server that refuses a prompt as too long ("maximum
