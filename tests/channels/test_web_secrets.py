@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from websockets.asyncio.client import connect as ws_connect
 
+from loopact._compat import timeout_after
 from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.channels.web import serve_console
 from loopact.llm.anthropic import AnthropicModel
@@ -66,7 +67,7 @@ async def test_a_key_quoted_in_a_provider_error_is_masked_on_the_websocket(
     base = f"127.0.0.1:{web.port}"
     try:
         async with ws_connect(f"ws://{base}/ws") as ws, httpx2.AsyncClient() as client:
-            async with asyncio.timeout(WAIT_S):
+            async with timeout_after(WAIT_S):
                 while web.state.hub.n_clients < 1:  # the page is subscribed
                     await asyncio.sleep(0.01)
             sent = await client.post(f"http://{base}/api/message", json={"text": "hello"})

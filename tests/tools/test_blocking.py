@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from tests.test_cli import cli_env
 
+from loopact._compat import timeout_after
 from loopact.errors import ToolError
 from loopact.llm.messages import ToolCall
 from loopact.testing import ScriptedModelServer
@@ -49,7 +50,7 @@ def fifo(tmp_path: Path) -> Iterator[Path]:
 
 async def wait_until(predicate: Callable[[], bool], timeout_s: float = 20.0) -> None:
     """Poll an observable condition (never a fixed sleep), failing after ``timeout_s``."""
-    async with asyncio.timeout(timeout_s):
+    async with timeout_after(timeout_s):
         while not predicate():
             await asyncio.sleep(0.01)
 
@@ -102,7 +103,7 @@ async def test_too_many_stuck_calls_are_refused_clearly(fifo: Path) -> None:
 
     for _ in range(3):
         with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.1):
+            async with timeout_after(0.1):
                 await executor.run(stuck)
     assert executor.stuck == 3
     with pytest.raises(ToolError, match="3 earlier blocking tool calls never returned"):
@@ -122,7 +123,7 @@ async def _saturated(fifo: Path) -> BlockingExecutor:
             return f.read()
 
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(0.1):
+        async with timeout_after(0.1):
             await executor.run(stuck)
     return executor
 
