@@ -78,7 +78,7 @@ from loopact.tools.registry import ToolRegistry
             "write what you see into notes.md",
             ["what do you see in front of you?", "write what you see into notes.md"],
         ),
-        ("把你看到的东西写进 notes.md", ["你前面有什么？", "把你看到的东西写进 notes.md"]),
+        ("把你看到的东西写进 notes.md", ["你看到了什么？", "把你看到的东西写进 notes.md"]),
         (
             "look around, then write what you see into notes.md",
             ["look around", "write what you see into notes.md"],

@@ -560,3 +560,34 @@ async def test_real_server_killed_mid_task_is_back_for_the_next_instruction(
         await agent.close()
         await brain.stop()
         await session.close()
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
+def test_local_brain_writes_what_it_sees_in_both_languages(tmp_path: Path) -> None:
+    """Issue 13/20: "write what you see into report.md" and 把你看到的东西写进 report.md with
+    the default local brain, graded by ``loopact eval`` on the simulator's ground truth (the
+    colours in the camera's view). The Chinese look step 你前面有什么？ was answered with
+    ``get_current_pose`` on 2026-12-05 and the report named no colour."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
+    }
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    report = tmp_path / "eval.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopact", "eval", "-t", "report_md", "-t", "report_md_zh"]
+        + ["--out", str(tmp_path / "runs"), "--json", str(report)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert report.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    results = json.loads(report.read_text())["results"]
+    assert [r["task"] for r in results] == ["report_md", "report_md_zh"]
+    assert [(r["task"], r["passed"], r["why"]) for r in results if not r["passed"]] == []
+    assert proc.returncode == 0, proc.stderr[-2000:]

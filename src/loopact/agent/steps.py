@@ -23,7 +23,7 @@ becomes "go to <stop>" (去<stop>), and whatever follows the last stop is split 
 
 A clause that uses what the robot sees without being a look or a question itself ("write what
 you see into report.md", "把你看到的东西写进 report.md") gets a look step before it
-("what do you see in front of you?", 你前面有什么？), unless the step before it already looks.
+("what do you see in front of you?", 你看到了什么？), unless the step before it already looks.
 
 It does not split a condition ("if you see a ball, stop"), a pair of directions ("look
 left and right") or a stop that says where or when the motion before it ends ("drive to the
@@ -186,8 +186,10 @@ _LOOKING = re.compile(
     r"|^\s*(?:请)?(?:告诉|说|描述|看|你看|观察)",
     re.I,
 )
-#: The step put before such a clause: it is what seewhat's examples ask.
-LOOK_EN, LOOK_ZH = "what do you see in front of you?", "你前面有什么？"
+#: The step put before such a clause: questions the 0.5B model answers with ``seewhat``.
+#: 你前面有什么？ (seewhat's own example) became ``get_current_pose`` once the server ran with
+#: ``--logits_all false`` (a near tie; eval report_md_zh, 2026-12-05); 你看到了什么？ does not.
+LOOK_EN, LOOK_ZH = "what do you see in front of you?", "你看到了什么？"
 
 
 def _look_first(clauses: list[str], zh: bool) -> list[str]:
