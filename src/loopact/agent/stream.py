@@ -231,16 +231,6 @@ def result_text(result: ToolResult, limit: int = MAX_RESULT_CHARS) -> str:
     return text
 
 
-def estimate_tokens(messages: tuple[Message, ...] | list[Message]) -> int:
-    """Rough token count (characters / 4, 800 per image) for endpoints that report no usage."""
-    chars = 0
-    images = 0
-    for m in messages:
-        chars += len(m.text) + sum(len(c.raw_arguments or c.arguments_json()) for c in m.tool_calls)
-        images += len(m.images)
-    return chars // 4 + 800 * images
-
-
 async def _aclose_quietly(stream: Any) -> None:
     aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
     if aclose is None:
