@@ -507,6 +507,43 @@ def test_unwritable_outputs_are_usage_errors(scripted_server: Any, tmp_path: Pat
     assert proc.returncode == 2 and "cannot listen" in proc.stderr
 
 
+def test_output_files_that_would_clash_or_overwrite_are_usage_errors(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """--trace and --sim-log on one file spliced their lines into each other; --trace on a
+    user's file replaced it; --trace on a folder blamed the workspace (newcomer try-out,
+    2026-12-05). Each is refused before anything is written (SPEC H3)."""
+    server = scripted_server([])  # no request may reach it
+    notes = tmp_path / "ws" / "notes.txt"
+    notes.parent.mkdir()
+    notes.write_text("my notes\n", encoding="utf-8")
+    same = tmp_path / "same.jsonl"
+    cases = [
+        (["--sim-log", str(same), "--trace", str(tmp_path / "." / "same.jsonl")],
+         f"trace.path and robot.sim_log name the same file {same}"),
+        (["--trace", str(notes)], f"trace.path {notes} holds something else"),
+        (["--trace", str(tmp_path)], f"trace.path {tmp_path} is a folder"),
+        (["--sim-log", str(notes)], f"robot.sim_log {notes} holds something else"),
+    ]  # fmt: skip
+    for extra, said in cases:
+        args = once_args(server, tmp_path, "stop")
+        args[args.index("--trace") : args.index("--trace") + 2] = []
+        args[args.index("none")] = "sim"
+        proc = run_cli([*args, *extra, "--yes", "--no-web"], tmp_path)
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert notes.read_text(encoding="utf-8") == "my notes\n"
+    assert not same.exists()
+    assert server.requests == []
+    # a trace of an earlier run is loopact's own: written over, as before
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"ts": 1.0, "type": "trace_start", "task_id": null}\n', encoding="utf-8")
+    ok = scripted_server([{"text": "Stopped."}])
+    proc = run_cli(once_args(ok, tmp_path, "stop"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert '"type": "task_end"' in trace.read_text(encoding="utf-8")
+
+
 def test_a_bad_agent_name_is_a_usage_error(tmp_path: Path) -> None:
     """Exit 2 naming the flag, as for every other bad flag (it was 1; a newcomer audit)."""
     tool_file = tmp_path / "t.py"

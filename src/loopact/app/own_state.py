@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from loopact.app.memory import memory_folder
 from loopact.config import Config, default_config_paths
+from loopact.errors import ConfigError
 from loopact.llm.local import cache_dir
 from loopact.robot.profile import yaml_file
 from loopact.tools.builtin import ProtectedPath
@@ -70,3 +72,63 @@ def _named_files(cfg: Config) -> list[ProtectedPath]:
             (vision.mmproj_path, "a model file loopact loads"),
         ]
     return [ProtectedPath(p.expanduser(), what) for p, what in named if p is not None]
+
+
+#: What the first line of a file loopact may overwrite holds: a trace starts with its
+#: ``trace_start`` event, a simulator log with a pose at ``t_s``.
+_OWN_FIRST_LINE = {"trace.path": "type", "robot.sim_log": "t_s"}
+
+
+def check_output_files(cfg: Config) -> None:
+    """The files a run writes (``--trace``, ``--sim-log``, ``--audio-out``) are files, each its
+    own, and none overwrites a file loopact did not write (SPEC H3; nothing lost).
+
+    Raises:
+        ConfigError: A path is a folder, two keys name the same file (their lines would be
+            spliced into each other), or a trace or simulator log path holds something else
+            (a newcomer's ``--trace workspace/notes.txt`` replaced the notes); names the key.
+    """
+    audio = cfg.voice.audio_out
+    outputs = [
+        (cfg.trace.path, "trace.path"),
+        (cfg.robot.sim_log, "robot.sim_log"),
+        (Path(audio) if audio not in (None, "-") else None, "voice.audio_out"),
+    ]
+    seen: dict[Path, str] = {}
+    for path, key in outputs:
+        if path is None:
+            continue
+        path = path.expanduser()
+        if path.is_dir():
+            raise ConfigError(f"{key} {path} is a folder; give a file name in it", key=key)
+        resolved = path.resolve()
+        if resolved in seen:
+            raise ConfigError(
+                f"{seen[resolved]} and {key} name the same file {resolved}; give each its own",
+                key=key,
+            )
+        seen[resolved] = key
+        field = _OWN_FIRST_LINE.get(key)
+        if field is not None and not _written_by_loopact(path, field):
+            raise ConfigError(
+                f"{key} {path} holds something else (its first line is not loopact's) and "
+                "would be overwritten; choose another file or remove it",
+                key=key,
+            )
+
+
+def _written_by_loopact(path: Path, field: str) -> bool:
+    """True when ``path`` is missing, empty, unreadable here (opening it will say why), or
+    starts with a JSON object that has ``field``."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline(65536)
+    except OSError:
+        return True
+    if not first.strip():
+        return True
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and field in value

@@ -36,7 +36,7 @@ from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
-from loopact.app.own_state import agent_state_paths
+from loopact.app.own_state import agent_state_paths, check_output_files
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
@@ -151,6 +151,7 @@ async def open_agent(
     Returns:
         The config (with the local brain's model filled in) and what was opened.
     """
+    check_output_files(cfg)  # before anything is opened or written
     secrets = config_secret_settings(cfg)
     bus.redactor.add(*(value for _, value in secrets))  # issue 21 item 5: every secret
     _warn_short_secrets(secrets)
