@@ -38,6 +38,20 @@ def test_list_names_every_task(tmp_path: Path) -> None:
         assert task.id in proc.stdout
 
 
+def test_list_shows_only_the_selected_tasks(tmp_path: Path) -> None:
+    """``--list -t motion`` listed all 41 tasks, ``--list -t nosuchtask`` too, with exit code 0
+    (newcomer try-out, 2026-12-05)."""
+    proc = run_cli(["eval", "--list", "-t", "refusal", "-t", "nav_kitchen"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    chosen = [t.id for t in TASKS if t.category == "refusal" or t.id == "nav_kitchen"]
+    assert f"{len(chosen)} tasks of {len(TASKS)}" in proc.stdout
+    for t in TASKS:
+        assert (t.id in proc.stdout) == (t.id in chosen), t.id
+    proc = run_cli(["eval", "--list", "-t", "nosuchtask"], tmp_path)
+    assert proc.returncode == 2 and "no task matches 'nosuchtask'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_every_task_has_a_valid_recorded_script() -> None:
     for task in TASKS:
         path = PACKAGED_SCRIPTS / f"{task.id}.json"

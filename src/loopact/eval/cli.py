@@ -87,16 +87,23 @@ def writable_dir(path: Path, flag: str) -> Path:
     return path
 
 
-def list_tasks(console: Console) -> None:
-    """``--list``: every task with its category, language, instruction and what is graded."""
+def list_tasks(console: Console, patterns: list[str] | None = None) -> None:
+    """``--list``: the tasks ``-t`` selects (all without it) with their category, language,
+    instruction and what is graded.
+
+    Raises:
+        ValueError: A pattern matches no task (:func:`loopact.eval.tasks.select`).
+    """
     from rich.table import Table
 
-    from loopact.eval.tasks import TASKS
+    from loopact.eval.tasks import TASKS, select
 
-    table = Table(title=f"{len(TASKS)} tasks (graded by simulator ground truth)")
+    tasks = select(patterns)
+    title = f"{len(tasks)} tasks" + (f" of {len(TASKS)}" if len(tasks) < len(TASKS) else "")
+    table = Table(title=f"{title} (graded by simulator ground truth)")
     for col in ("task", "category", "lang", "instruction", "graded"):
         table.add_column(col, overflow="fold")
-    for t in TASKS:
+    for t in tasks:
         instruction = t.instruction
         if t.interrupt is not None:
             instruction += f"  (then '{t.interrupt.text}' after {t.interrupt.after_moved_m} m)"
@@ -239,7 +246,11 @@ def eval_command(
     # a pipe or CI log gets the table wide enough not to fold the task ids
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
     if list_:
-        list_tasks(console)
+        try:
+            list_tasks(console, task)
+        except ValueError as exc:
+            err.print(f"loopact: {exc}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
         return
     overrides = {
         "model": {"provider": provider, "base_url": base_url, "model": model, "api_key": api_key},
