@@ -544,6 +544,31 @@ def test_output_files_that_would_clash_or_overwrite_are_usage_errors(
     assert '"type": "task_end"' in trace.read_text(encoding="utf-8")
 
 
+def test_escape_sequences_from_outside_are_not_sent_to_the_terminal(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """An instruction, a model's reply and a tool result can hold terminal control sequences
+    (an OSC title change, a screen clear, BEL, CR): printed in caret notation, never raw, by
+    ``run --once`` and ``loopact trace`` (issue 21; newcomer try-out 2026-12-05)."""
+    osc = "\x1b]0;pwned\x07"
+    server = scripted_server(
+        [
+            {"tool_calls": [call("file_read", {"path": f"nope{osc}.txt"})]},
+            {"text": f"Done.\x1b[2J\rhidden{osc}"},
+        ]
+    )
+    proc = run_cli(once_args(server, tmp_path, f"read a file {osc}"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for out in (proc.stdout, proc.stderr):
+        assert "\x1b" not in out and "\x07" not in out and "\r" not in out, repr(out)
+    assert proc.stdout.strip() == "Done.^[[2J^Mhidden^[]0;pwned^G"
+    assert "nope^[]0;pwned^G.txt" in proc.stderr  # the tool's error names the path as it is
+    shown = run_cli(["trace", str(tmp_path / "t.jsonl")], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+    assert "^[]0;pwned^G" in shown.stdout
+
+
 def test_a_bad_agent_name_is_a_usage_error(tmp_path: Path) -> None:
     """Exit 2 naming the flag, as for every other bad flag (it was 1; a newcomer audit)."""
     tool_file = tmp_path / "t.py"

@@ -10,6 +10,7 @@ channel never see a key; issue 21 item 5).
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ __all__ = [
     "Redactor",
     "StreamMasker",
     "masked_url",
+    "printable",
     "public_url",
 ]
 
@@ -223,3 +225,23 @@ def _partial_secret_tail(text: str, secrets: tuple[str, ...]) -> int:
                 break  # the earliest match is the longest for this secret
             i = text.find(first, i + 1, end)
     return best
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    c = match.group()
+    return "^" + chr(ord(c) ^ 0x40) if ord(c) < 0x20 or c == "\x7f" else "\ufffd"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters other than newline and tab
+    are shown in caret notation (ESC as ``^[``, BEL as ``^G``, CR as ``^M``), C1 controls
+    and lone surrogates (undecodable bytes) as U+FFFD.
+
+    An instruction, a model's reply or a tool result can carry escape sequences that would
+    retitle or clear the terminal or hide earlier lines (OSC ``ESC ] 0 ; ... BEL``, CSI,
+    a carriage return); what came from outside is printed with this (issue 21).
+    """
+    return _UNPRINTABLE.sub(_visible, text)

@@ -47,7 +47,7 @@ from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.local_process import LocalBrain
 from loopact.nodes.connector import Connector
-from loopact.redact import MIN_SECRET_CHARS, masked_url
+from loopact.redact import MIN_SECRET_CHARS, masked_url, printable
 from loopact.tools.base import Tool
 from loopact.tools.builtin.files import Workspace
 from loopact.tools.builtin.messages import MessageChannel
@@ -442,7 +442,7 @@ async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:
 
     def print_reply(ev: Event) -> None:
         if ev.type == "reply":
-            print(ev.data.get("text", ""), file=out, flush=True)
+            print(printable(str(ev.data.get("text", ""))), file=out, flush=True)
 
     agent.bus.subscribe(print_reply)
     return await run_voice_file(voice, agent, err)
@@ -457,7 +457,11 @@ async def _run_once(agent: Agent, text: str, lang: str) -> int:
     )
     agent.bus.subscribe(printer)
     outcome = await agent.run_task(text)
-    mask = agent.bus.redactor.text  # the reply is printed as it is, not as an event (issue 21)
+    redact = agent.bus.redactor.text  # the reply is printed as it is, not as an event (issue 21)
+
+    def mask(text: str) -> str:
+        return printable(redact(text))  # nor escape sequences of the model's or the user's
+
     if outcome.status == "completed":
         print(mask(outcome.reply), flush=True)
         return 0

@@ -29,6 +29,7 @@ from loopact.events import Event
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
+from loopact.redact import printable
 
 BUILTIN_COMMANDS = ("/stop", "/reset", "/status", "/provider", "/quit")
 """The terminal's own slash commands, in the order the welcome line lists them."""
@@ -94,7 +95,7 @@ class ProgressPrinter:
         if typ == "text_delta":
             if self.stream_text:
                 self._streamed.setdefault(ev.task_id or "", []).append(d["text"])
-                self.console.file.write(d["text"])
+                self.console.file.write(printable(str(d["text"])))
                 self.console.file.flush()
                 self._in_text = True
         elif typ == "model_request":
@@ -108,7 +109,7 @@ class ProgressPrinter:
             line = t(
                 "term.model_retry",
                 self.lang,
-                error=escape(str(d["error"])),
+                error=_shown(str(d["error"])),
                 attempt=d["attempt"],
                 delay=f"{d['delay_s']:.1f}",
             )
@@ -121,7 +122,7 @@ class ProgressPrinter:
                 if streamed.strip() and text.startswith(streamed.strip()):
                     text = text[len(streamed.strip()) :].strip()  # only what was not shown
                 if text:
-                    self.console.print(escape(text))
+                    self.console.print(_shown(text))
         elif typ == "task_end":
             self._end_text()
             self._streamed.pop(ev.task_id or "", None)
@@ -134,22 +135,22 @@ class ProgressPrinter:
         name = _shown_name(str(d.get("name", "")))
         if typ == "tool_call":
             self._end_text()
-            self.console.print(f"[cyan]  → {escape(name)}({escape(_args(d['arguments']))})[/]")
+            self.console.print(f"[cyan]  → {_shown(name)}({_shown(_args(d['arguments']))})[/]")
         elif typ == "tool_progress":
-            self.console.print(f"[dim]    … {escape(str(d['text']))}[/]")
+            self.console.print(f"[dim]    … {_shown(str(d['text']))}[/]")
         elif typ == "tool_result":
             if d["ok"]:
                 body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
                 extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
-                self.console.print(f"[green]  ✓ {escape(name)}: {escape(body)}{extra}[/]")
+                self.console.print(f"[green]  ✓ {_shown(name)}: {_shown(body)}{extra}[/]")
             else:
-                self.console.print(f"[red]  ✗ {escape(name)}: {escape(str(d['error']))}[/]")
+                self.console.print(f"[red]  ✗ {_shown(name)}: {_shown(str(d['error']))}[/]")
         elif typ == "confirm_request":
             self._end_text()
             # every argument by name, each value cut on its own: the path is never hidden
             shown = d.get("shown") or shown_arguments(d["arguments"])
             prompt = t("confirm.prompt", self.lang, name=d["name"], args=shown)
-            self.console.print(f"[magenta]{escape(prompt)}[/]", end="")
+            self.console.print(f"[magenta]{_shown(prompt)}[/]", end="")
 
     def _notice(self, typ: str, ev: Event) -> None:
         """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
@@ -167,18 +168,18 @@ class ProgressPrinter:
             # continuous mode: the agent's own message was streamed already (text_delta)
             streamed = "".join(self._streamed.pop(ev.task_id or "", []))
             if d.get("source") != "agent" or streamed.strip() != str(d["text"]).strip():
-                self.console.print(f"[bold]{escape(str(d['text']))}[/]")
+                self.console.print(f"[bold]{_shown(str(d['text']))}[/]")
         elif typ == "bound":
-            line = t("term.bound", self.lang, name=escape(str(d["name"])), limit=d["limit"])
+            line = t("term.bound", self.lang, name=_shown(str(d["name"])), limit=d["limit"])
             self.console.print(f"[yellow]  {line}[/]")
         elif typ == "error":
             self.errors_shown += 1
-            self.console.print(f"[red]  error: {escape(str(d['message']))}[/]")
+            self.console.print(f"[red]  error: {_shown(str(d['message']))}[/]")
         elif typ == "clause_start":
-            line = t("term.step", self.lang, n=d["n"], of=d["of"], text=escape(str(d["text"])))
+            line = t("term.step", self.lang, n=d["n"], of=d["of"], text=_shown(str(d["text"])))
             self.console.print(f"[dim]  {line}[/]")
         elif typ == "stop":
-            line = t("term.stop", self.lang, source=escape(str(d.get("source", ""))))
+            line = t("term.stop", self.lang, source=_shown(str(d.get("source", ""))))
             self.console.print(f"[yellow]  {line}[/]")
 
     def _service(self, typ: str, ev: Event) -> None:
@@ -189,19 +190,19 @@ class ProgressPrinter:
             state, detail = d.get("state"), str(d.get("detail") or "")
             if state in ("crashed", "failed"):
                 self._end_text()
-                self.console.print(f"[red]  {escape(detail)}[/]")
+                self.console.print(f"[red]  {_shown(detail)}[/]")
             elif state == "ready" and d.get("restarts"):
-                self.console.print(f"[yellow]  local model server {escape(detail)}[/]")
+                self.console.print(f"[yellow]  local model server {_shown(detail)}[/]")
         elif typ == "mcp_server":
             # an MCP server that dropped (why, and when it is retried) or came back
             if d.get("state") == "restarting" and int(d.get("restarts") or 0) <= 3:
                 self._end_text()
                 retry = f" (retrying in {d['delay_s']:g} s)" if d.get("delay_s") else ""
-                self.console.print(f"[yellow]  {escape(str(d.get('detail', '')))}{retry}[/]")
+                self.console.print(f"[yellow]  {_shown(str(d.get('detail', '')))}{retry}[/]")
             elif d.get("state") == "connected" and d.get("restarts"):
                 self.console.print(
-                    f"[yellow]  MCP server {escape(str(d['name']))} is back: "
-                    f"{escape(str(d.get('detail', '')))}[/]"
+                    f"[yellow]  MCP server {_shown(str(d['name']))} is back: "
+                    f"{_shown(str(d.get('detail', '')))}[/]"
                 )
 
     def _voice(self, typ: str, ev: Event) -> None:
@@ -210,10 +211,10 @@ class ProgressPrinter:
         if typ == "transcript":
             self._end_text()
             if d.get("text"):
-                self.console.print(f"[magenta]  heard: {escape(str(d['text']))}[/]")
+                self.console.print(f"[magenta]  heard: {_shown(str(d['text']))}[/]")
             for key in ("error", "note"):
                 if d.get(key):
-                    self.console.print(f"[yellow]  voice: {escape(str(d[key]))}[/]")
+                    self.console.print(f"[yellow]  voice: {_shown(str(d[key]))}[/]")
         elif typ == "speech_in" and d.get("notes"):
             # a note about the whole input comes with every utterance: said once
             fresh = [str(n) for n in d["notes"] if str(n) not in self.notes_said]
@@ -221,10 +222,10 @@ class ProgressPrinter:
                 self._end_text()
             for note in fresh:
                 self.notes_said.add(note)
-                self.console.print(f"[yellow]  voice: {escape(note)}[/]")
+                self.console.print(f"[yellow]  voice: {_shown(note)}[/]")
         elif typ == "speech_out" and d.get("state") == "failed":
             self._end_text()
-            self.console.print(f"[yellow]  voice: {escape(str(d.get('error', '')))}[/]")
+            self.console.print(f"[yellow]  voice: {_shown(str(d.get('error', '')))}[/]")
 
 
 _HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
@@ -243,6 +244,11 @@ _HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
     **dict.fromkeys(("transcript", "speech_in", "speech_out"), ProgressPrinter._voice),
 }
 """Event type -> the ProgressPrinter method that prints it."""
+
+
+def _shown(text: str) -> str:
+    """``text`` for ``console.print``: no terminal control characters, no Rich markup."""
+    return escape(printable(text))
 
 
 def _shown_name(name: str) -> str:
@@ -451,7 +457,7 @@ class TerminalChannel:
         try:
             model = self.model_factory(args)
         except (LoopactError, ValueError) as exc:
-            self.console.print(f"[red]{escape(str(exc))}[/]")
+            self.console.print(f"[red]{_shown(str(exc))}[/]")
             return
         carried = self.agent.set_model(model)
         key = "term.provider_carried" if carried else "term.provider_fresh"
@@ -462,7 +468,7 @@ class TerminalChannel:
             text = await self.commands[cmd](args)
         except LoopactError as exc:
             text = str(exc)
-        self.console.print(escape(text))
+        self.console.print(_shown(text))
 
     def _answer_confirmation(self, line: str) -> bool:
         """Answer the oldest pending confirmation with ``line``; True when the line was the

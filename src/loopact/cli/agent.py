@@ -21,6 +21,7 @@ from loopact.cli._common import (
     setup_logging,
 )
 from loopact.errors import ConfigError, LoopactError
+from loopact.redact import printable
 
 
 def run(
@@ -258,7 +259,7 @@ def trace_cmd(
         raise typer.Exit(EXIT_USAGE)
     if to_script is None:
         for line in timeline(trace.events):
-            typer.echo(line)
+            typer.echo(printable(line))  # a recorded instruction may hold escape sequences
         return
     if not any(ev.get("type") == "model_response" for ev in trace.events):
         err.print(f"loopact: {NOTHING_TO_REPLAY}", markup=False)
