@@ -175,6 +175,18 @@ def test_a_broken_line_before_the_end_stays_an_error(tmp_path: Path) -> None:
         assert proc.returncode == 2 and f"{trace}:4: not UTF-8 text" in proc.stderr
 
 
+def test_a_file_of_bytes_with_no_newline_is_not_taken_for_a_cut_trace(tmp_path: Path) -> None:
+    """300 random bytes without a newline were reported as "the last line is incomplete (the
+    run was cut off)" and "the trace is empty" (newcomer try-out, 2026-12-05)."""
+    trace = tmp_path / "garbage.bin"
+    for data in (bytes(range(256))[::-1] + b"\x01\x02", b"hello world", b"\xff\xfe\x00abc"):
+        trace.write_bytes(data)
+        for proc in _read_both(trace, tmp_path):
+            assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+            assert f"{trace}:1: not" in proc.stderr, proc.stderr
+            assert "incomplete" not in proc.stderr and "empty" not in proc.stderr
+
+
 def test_an_empty_trace_is_a_usage_error(tmp_path: Path) -> None:
     trace = tmp_path / "empty.jsonl"
     for text in ("", "\n\n  \n", '{"ts": 100.0, "type": "trace_st'):

@@ -167,8 +167,8 @@ def _scan(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]
                     continue
                 value = _parse(text, where)
             except ValueError:
-                if raw.endswith(b"\n"):
-                    raise
+                if raw.endswith(b"\n") or not raw.lstrip().startswith(b"{"):
+                    raise  # a line the writer began is a JSON object: this one is not
                 # only the last line can lack its newline: the writer died inside it
                 warnings.append(
                     f"{where}: the last line is incomplete (the run was cut off); ignored"
