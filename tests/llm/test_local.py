@@ -437,8 +437,9 @@ def test_cli_once_without_endpoint_moves_the_sim_robot(tmp_path: Path) -> None:
     assert abs(final["x_m"] - 1.0) <= 0.05 and abs(final["y_m"]) <= 0.05, final
 
 
-def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
-    """``loopact run --robot sim --once TEXT --yes`` with no endpoint; (process, trace events)."""
+def _keyless_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user with no endpoint (the local brain runs) and config and data
+    folders of their own; the cache, with the brain in it, is the machine's."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -446,6 +447,12 @@ def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[
     }
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")
+    return env
+
+
+def _once_local(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    """``loopact run --robot sim --once TEXT --yes`` with no endpoint; (process, trace events)."""
+    env = _keyless_env(tmp_path)
     trace = tmp_path / "t.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "loopact", "run", "--once", text, "--robot", "sim"]
@@ -570,12 +577,7 @@ def test_local_brain_writes_what_it_sees_in_both_languages(tmp_path: Path) -> No
     the default local brain, graded by ``loopact eval`` on the simulator's ground truth (the
     colours in the camera's view). The Chinese look step 你前面有什么？ was answered with
     ``get_current_pose`` on 2026-12-05 and the report named no colour."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("LOOPACT_API_KEY", "OPENAI_API_KEY", "LOOPACT_BASE_URL", "LOOPACT_MODEL")
-    }
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env = _keyless_env(tmp_path)
     report = tmp_path / "eval.json"
     proc = subprocess.run(
         [sys.executable, "-m", "loopact", "eval", "-t", "report_md", "-t", "report_md_zh"]

@@ -27,7 +27,7 @@ from loopact.agent.compress import estimate_tokens
 from loopact.errors import PromptTooLong
 from loopact.llm.base import Model, ModelRequest
 from loopact.llm.messages import Message
-from loopact.llm.tokens import estimate_prompt_tokens
+from loopact.llm.tokens import estimate_fixed_tokens
 
 Checkpoint = Callable[[str], Awaitable[None]]
 
@@ -158,8 +158,7 @@ def prompt_too_long(
         instruction about 5011). Shorten the instruction to at most about 11700 characters, or
         use a model with a larger context window (...)."
     """
-    system = tuple(m for m in request.messages if m.role == "system")
-    fixed = estimate_prompt_tokens(model, dataclasses.replace(request, messages=system))
+    fixed = estimate_fixed_tokens(model, request)
     said = estimate_tokens([Message.user(instruction)])
     rest = max(0, need - fixed - said)
     parts = f"the system prompt and the tool descriptions about {fixed}, the instruction "

@@ -62,7 +62,7 @@ from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import Image, Message, ToolCall, ToolOutcome, Usage
-from loopact.llm.tokens import estimate_prompt_tokens
+from loopact.llm.tokens import estimate_fixed_tokens, estimate_prompt_tokens
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
@@ -432,16 +432,10 @@ class TaskRounds:
         """One try of :meth:`run_round`."""
         commit = messages is None
         ctx = self.env.context() if commit else None
-        compressed = None
         if commit:
             self.conv.inject_inputs(self.task_id)
-            if ctx is not None:
-                ctx.fixed_tokens = self._fixed_tokens(specs, self._prompt(extra, system))
-                compressed = await self._maybe_compress(ctx)
-        if messages is None:
-            messages = self._prompt(extra, system)
         request = ModelRequest(
-            messages=messages,
+            messages=self._prompt(extra, system) if messages is None else messages,
             tools=specs,
             max_output_tokens=self.bounds.max_tokens(kind),
             temperature=self.env.options.temperature,
@@ -449,6 +443,10 @@ class TaskRounds:
             tool_choice=tool_choice if specs else "auto",
         )
         if ctx is not None:
+            ctx.fixed_tokens = estimate_fixed_tokens(self.env.model(), request)
+            compressed = await self._maybe_compress(ctx)
+            if compressed in ("summary", "trim"):  # the history changed
+                request = dataclasses.replace(request, messages=self._prompt(extra, system))
             request = await self._fitted(ctx, request, compressed, (extra, system))
         fields = request_event(round_no, request, self.env.options.trace_full)
         self.env.bus.emit("model_request", self.task_id, **fields)
@@ -467,12 +465,6 @@ class TaskRounds:
             return done, [], False
         outcomes = await self._finish_calls(done, rs)
         return done, outcomes, rs.dispatcher.invalid
-
-    def _fixed_tokens(self, specs: tuple[ToolSpec, ...], prompt: tuple[Message, ...]) -> int:
-        """Tokens of what every request of this round carries and no compression shrinks:
-        the system messages and the tools, as the model sends them (SPEC E1)."""
-        system = tuple(m for m in prompt if m.role == "system")
-        return estimate_prompt_tokens(self.env.model(), ModelRequest(system, tools=specs))
 
     def _prompt(self, extra: tuple[Message, ...], system: Message | None) -> tuple[Message, ...]:
         """The history as this request's messages, with its system message replaced by

@@ -10,6 +10,7 @@ request's messages and tools says how much with ``estimate_prompt_tokens(request
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from loopact.llm.messages import NO_VISION_NOTE, Message, TextPart
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
+    "estimate_fixed_tokens",
     "estimate_message_tokens",
     "estimate_prompt_tokens",
     "estimate_tool_tokens",
@@ -100,3 +102,13 @@ def estimate_prompt_tokens(model: Model, request: ModelRequest) -> int:
         return int(own(request))
     vision = model.capabilities.vision
     return estimate_message_tokens(request.messages, vision) + estimate_tool_tokens(request.tools)
+
+
+def estimate_fixed_tokens(model: Model, request: ModelRequest) -> int:
+    """About how many tokens of the prompt of ``request`` no compression can shrink: its
+    system messages and its tools as ``model`` sends them (:func:`estimate_prompt_tokens` of
+    the request without its conversation). The default compression threshold leaves them
+    out, and a request that does not fit the window says how much they take (SPEC E1).
+    """
+    system = tuple(m for m in request.messages if m.role == "system")
+    return estimate_prompt_tokens(model, dataclasses.replace(request, messages=system))
