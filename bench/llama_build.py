@@ -30,8 +30,8 @@ import venv
 from pathlib import Path
 
 from loopact.config import LocalConfig
-from loopact.llm.local import resolve_model_path
-from loopact.llm.local_build import cpu_name
+from loopact.llm.local.brain import resolve_model_path
+from loopact.llm.local.build import cpu_name
 
 MEASURE = r"""
 import json, sys, time

@@ -53,7 +53,7 @@ from loopact.agent import Agent
 from loopact.app.run import open_agent
 from loopact.config import Config, LocalConfig
 from loopact.events import EventBus
-from loopact.llm.local_process import LocalBrain
+from loopact.llm.local.process import LocalBrain
 from loopact.tools.base import SafetyClass
 
 

@@ -39,9 +39,9 @@ import psutil
 from loopact.nodes.connector import Connector
 from loopact.nodes.discovery import ToolDiscovery
 from loopact.nodes.local import LocalBus, LocalConnector
-from loopact.nodes.mqtt import MqttConnector
-from loopact.nodes.mqtt_link import MqttLink
-from loopact.nodes.mqtt_settings import MqttSettings
+from loopact.nodes.mqtt.connector import MqttConnector
+from loopact.nodes.mqtt.link import MqttLink
+from loopact.nodes.mqtt.settings import MqttSettings
 from loopact.nodes.output import OutputNode
 from loopact.testing.mqtt_broker import MqttBroker
 from loopact.testing.server import ScriptedModelServer
@@ -53,8 +53,8 @@ ADD_TOOL = ROOT / "tests" / "node_files" / "add_tool.py"
 
 FLEET_HOST = """
 import asyncio, sys
-from loopact.nodes.mqtt import MqttConnector
-from loopact.nodes.mqtt_settings import MqttSettings
+from loopact.nodes.mqtt.connector import MqttConnector
+from loopact.nodes.mqtt.settings import MqttSettings
 from loopact.nodes.output import OutputNode
 from loopact.tools.base import tool
 

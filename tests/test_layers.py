@@ -55,7 +55,11 @@ def test_the_tree_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     _copy(tmp_path)
     proc = _check(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Contracts: 2 kept, 0 broken." in proc.stdout
+    contracts = (ROOT / "pyproject.toml").read_text(encoding="utf-8").count(
+        "[[tool.importlinter.contracts]]"
+    )
+    assert contracts == 4
+    assert f"Contracts: {contracts} kept, 0 broken." in proc.stdout
 
 
 def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) -> None:
@@ -85,6 +89,36 @@ def test_an_import_between_independent_packages_breaks_the_layers(tmp_path: Path
     proc = _check(tmp_path)
     assert proc.returncode != 0
     assert "loopact.agent is not allowed to import loopact.nodes" in proc.stdout
+
+
+def test_one_transport_importing_the_other_breaks_the_nodes_contract(tmp_path: Path) -> None:
+    pkg = _copy(tmp_path)
+    # nodes/ros2 and nodes/mqtt both build on the node protocol and never know each other
+    _add_line(
+        pkg / "nodes" / "ros2" / "spin.py",
+        "from loopact.nodes.ros2.interfaces import ros_module\n",
+        "from loopact.nodes.mqtt import link  # noqa: F401\n",
+    )
+    proc = _check(tmp_path)
+    assert proc.returncode != 0
+    assert "nodes: ROS 2 and MQTT build on the node protocol" in proc.stdout
+    assert "loopact.nodes.ros2 is not allowed to import loopact.nodes.mqtt" in proc.stdout
+
+
+def test_a_wire_protocol_importing_the_offline_brain_breaks_the_llm_contract(
+    tmp_path: Path,
+) -> None:
+    pkg = _copy(tmp_path)
+    _add_line(
+        pkg / "llm" / "openai_chat.py",
+        "from __future__ import annotations\n",
+        "from loopact.llm.local import brain  # noqa: F401\n",
+    )
+    proc = _check(tmp_path)
+    assert proc.returncode != 0
+    assert "llm: the offline brain builds on the wire protocols, which never import it BROKEN" in (
+        proc.stdout
+    )
 
 
 def test_a_cycle_between_modules_of_a_package_is_found(tmp_path: Path) -> None:

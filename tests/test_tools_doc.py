@@ -21,7 +21,7 @@ from loopact.events import EventBus
 from loopact.memory import GitMemory, make_memory_tools
 from loopact.nodes.inputs import InputHub, make_input_tools
 from loopact.nodes.local import LocalConnector
-from loopact.nodes.mqtt_tools import MqttTools, ToolsPolicy, make_mqtt_tools
+from loopact.nodes.mqtt.tools import MqttTools, ToolsPolicy, make_mqtt_tools
 from loopact.skills.loader import SkillLibrary
 from loopact.skills.tool import make_skill_tool
 from loopact.tools.base import SafetyClass, Tool

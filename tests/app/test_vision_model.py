@@ -18,7 +18,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from tests.llm.local_fakes import fake_server_files, gguf, write
+from tests.llm.local.fakes import fake_server_files, gguf, write
 
 from loopact.app.robot import open_robot
 from loopact.app.vision import (
@@ -29,7 +29,7 @@ from loopact.app.vision import (
 )
 from loopact.config import Config, VisionModelConfig
 from loopact.errors import ConfigError
-from loopact.llm.local_process import LocalBrain
+from loopact.llm.local.process import LocalBrain
 from loopact.sim.describe import describe_world
 from loopact.sim.groundtruth import iou, object_bbox
 

@@ -1,7 +1,7 @@
 """``/status`` and the web console show the local brain's state and model file (issue 13, SPEC B1).
 
-A real :class:`~loopact.llm.local_process.LocalBrain` supervises a stand-in server process
-(tests/llm/local_fakes.py: a ``llama_cpp.server`` package serving scripted turns over HTTP)
+A real :class:`~loopact.llm.local.process.LocalBrain` supervises a stand-in server process
+(tests/llm/local/fakes.py: a ``llama_cpp.server`` package serving scripted turns over HTTP)
 that the test kills with SIGKILL; the real agent talks to it through the real local-brain
 model (:func:`loopact.app.model.make_model`), and its state changes become ``local_brain``
 events as ``loopact run`` makes them (:func:`loopact.app.local.start_local_brain`).
@@ -21,7 +21,7 @@ from typing import Any
 import httpx2
 import pytest
 from rich.console import Console
-from tests.llm.local_fakes import fake_server_files, gguf, write
+from tests.llm.local.fakes import fake_server_files, gguf, write
 from websockets.asyncio.client import connect as ws_connect
 
 from loopact.agent import Agent, AgentOptions
@@ -29,7 +29,7 @@ from loopact.app.model import make_model
 from loopact.channels.terminal import TerminalChannel
 from loopact.channels.web import serve_console
 from loopact.config import Config, LocalConfig
-from loopact.llm.local_process import BrainStatus, LocalBrain
+from loopact.llm.local.process import BrainStatus, LocalBrain
 from loopact.tools.registry import ToolRegistry
 
 WAIT_S = 30.0

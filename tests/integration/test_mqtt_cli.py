@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 from tests.agent.helpers import call
-from tests.nodes.mqtt_helpers import needs_broker, wait_until
+from tests.nodes.mqtt.helpers import needs_broker, wait_until
 from tests.test_cli import cli_env, run_cli
 
-from loopact.nodes.mqtt_link import MqttLink
-from loopact.nodes.mqtt_settings import MqttSettings
+from loopact.nodes.mqtt.link import MqttLink
+from loopact.nodes.mqtt.settings import MqttSettings
 from loopact.testing.mqtt_broker import MqttBroker
 from loopact.trace import read_trace
 

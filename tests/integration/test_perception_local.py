@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.llm.test_local import _local_ready
+from tests.llm.local.test_brain import _local_ready
 
 from loopact.sim.describe import describe_world
 from loopact.sim.groundtruth import object_bbox

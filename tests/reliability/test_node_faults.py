@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from tests.agent.helpers import call, make_agent
 from tests.integration.test_mqtt_cli import Proc
-from tests.nodes.mqtt_helpers import needs_broker, wait_until
+from tests.nodes.mqtt.helpers import needs_broker, wait_until
 
 from loopact.agent import Agent
 from loopact.nodes.discovery import NodeTrust, ToolDiscovery
-from loopact.nodes.mqtt import MqttConnector
-from loopact.nodes.mqtt_settings import MqttSettings
+from loopact.nodes.mqtt.connector import MqttConnector
+from loopact.nodes.mqtt.settings import MqttSettings
 from loopact.testing import ScriptedModelServer
 from loopact.testing.mqtt_broker import MqttBroker
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from loopact.nodes.ros2 import Ros2Connector, ros_available
+from loopact.nodes.ros2.connector import Ros2Connector, ros_available
 
 if not ros_available():  # pragma: no cover - depends on the machine
     pytest.skip(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from loopact.nodes.audio import TopicAudioSink, TopicAudioSource, audio_topics
+from loopact.nodes.ros2.audio import TopicAudioSink, TopicAudioSource, audio_topics
 from loopact.testing.audio_protocol import spoken_wav
 from loopact.voice.audio import read_wav
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2.connector import Ros2Connector
 
 from .conftest import Topic, events_topic
 
@@ -25,7 +25,7 @@ MY_TOOL = (Path(__file__).parent.parent / "node_files" / "add_tool.py").read_tex
 
 
 def odom_topic(conn: Ros2Connector) -> Topic:
-    from loopact.nodes._ros import ros_types
+    from loopact.nodes.ros2.interfaces import ros_types
 
     odometry = ros_types("nav_msgs.msg", "Odometry")
     topic = Topic()
@@ -180,7 +180,7 @@ async def test_a_node_publishing_cmd_vel_directly_is_reported(
     sim_proc: Any, ros: Ros2Connector
 ) -> None:
     """Bad input: a publisher bypassing the governor is reported on the base status."""
-    from loopact.nodes._ros import ros_types
+    from loopact.nodes.ros2.interfaces import ros_types
 
     status = Topic()
     ros.subscribe("/loopact/base/status", "string", status)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from tests.ros2.conftest import Proc, Topic
 
-from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2.connector import Ros2Connector
 
 TOKEN = "estop-reset-token-0123456789"
 OPERATOR_TOPIC = "/operator/estop_reset"

@@ -15,7 +15,7 @@ from tests.ros2.test_nodes import until
 
 from loopact.app.nodes import attach_nodes, node_trust
 from loopact.config import Config
-from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2.connector import Ros2Connector
 
 HOSTILE = '''
 from pathlib import Path

@@ -21,7 +21,7 @@ from loopact.app.nodes import attach_nodes
 from loopact.errors import NodeError
 from loopact.events import Event
 from loopact.nodes.connector import CallReply, ProgressFn
-from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.tools.base import ToolContext
 
 SENSORS = """

@@ -454,7 +454,7 @@ async def test_config_keys_as_written_in_the_issue_build_the_email_channel(
 async def test_examples_name_an_allowed_recipient_of_each_channel(tmp_path: Path) -> None:
     """A model that writes calls as text copies the example's channel and ``to`` (issue 20):
     each channel with recipients gets one example whose call its allow-list accepts."""
-    from loopact.nodes.mqtt_channel import MqttChannel
+    from loopact.nodes.mqtt.channel import MqttChannel
 
     sent: list[tuple[str | None, str]] = []
 

@@ -15,8 +15,8 @@ from loopact.agent import Agent
 from loopact.config import Config
 from loopact.events import EventBus
 from loopact.llm.base import ModelRequest
-from loopact.llm.local_model import WARM_USER_TEXT, LocalBrainModel
-from loopact.llm.local_process import BrainStatus, LocalBrain
+from loopact.llm.local.model import WARM_USER_TEXT, LocalBrainModel
+from loopact.llm.local.process import BrainStatus, LocalBrain
 from loopact.llm.messages import Message
 
 log = logging.getLogger(__name__)

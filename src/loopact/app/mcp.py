@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def mcp_log_dir() -> Path:
     """Where stdio MCP servers' stderr goes: ``<user cache>/logs`` (``mcp-<name>.log``)."""
-    from loopact.llm.local import cache_dir
+    from loopact.llm.local.brain import cache_dir
 
     return cache_dir() / "logs"
 

@@ -57,7 +57,7 @@ async def open_message_channels(
         from loopact.nodes.topic_channel import TopicChannel
 
         if connector is None:
-            from loopact.nodes.ros2 import Ros2Connector
+            from loopact.nodes.ros2.connector import Ros2Connector
 
             connector = Ros2Connector(f"{cfg.agent.name}_messages")
             stack.push_async_callback(connector.shutdown)
@@ -66,7 +66,7 @@ async def open_message_channels(
     if mqtt is not None:
         # issue 17: raw MQTT topics on mqtt.broker, with the mqtt.* credentials
         from loopact.app.mqtt import mqtt_settings
-        from loopact.nodes.mqtt_channel import MqttChannel
+        from loopact.nodes.mqtt.channel import MqttChannel
 
         mqtt_settings(cfg)  # a malformed mqtt.broker is a ConfigError now, not at the first message
         channels.append(MqttChannel(lambda: mqtt_settings(cfg), mqtt.allow_to, cfg.mqtt.prefix))

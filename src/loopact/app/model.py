@@ -5,7 +5,7 @@ from __future__ import annotations
 from loopact.config import Config
 from loopact.errors import ConfigError
 from loopact.llm.base import Capabilities, Model
-from loopact.llm.local_process import LocalBrain
+from loopact.llm.local.process import LocalBrain
 
 #: Model timeouts for the local CPU brain (issue 6), in seconds, unless configured higher.
 LOCAL_REQUEST_TIMEOUT_S = 300.0
@@ -20,7 +20,7 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
         local_brain: The running local brain (issue 6, issue 13) when no endpoint is
             configured: the same OpenAI-compatible provider then talks to it with the local
             capability descriptor (text only, tool calls as text, constrained decoding),
-            wrapped by :class:`~loopact.llm.local_model.LocalBrainModel` (crash-aware, warm
+            wrapped by :class:`~loopact.llm.local.model.LocalBrainModel` (crash-aware, warm
             prompt).
 
     Raises:
@@ -80,8 +80,8 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
 def _local_model(cfg: Config, local_brain: LocalBrain) -> Model:
     """The provider for the running local brain: the OpenAI-compatible one with the local
     capabilities and the small-model policy, crash-aware (issue 6, issue 13)."""
-    from loopact.llm.local import MODEL_NAME, installed_build, local_capabilities
-    from loopact.llm.local_model import LocalBrainModel
+    from loopact.llm.local.brain import MODEL_NAME, installed_build, local_capabilities
+    from loopact.llm.local.model import LocalBrainModel
     from loopact.llm.openai_chat import OpenAIChatModel
     from loopact.llm.small_model import SmallModelPolicy
 

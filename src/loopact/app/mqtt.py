@@ -1,7 +1,7 @@
 """MQTT in a run (issue 17; SPEC C4, C7, X4): the connector, the robot served over it, the tools.
 
 - :func:`mqtt_settings`: the broker and credentials of ``cfg.mqtt`` as
-  :class:`~loopact.nodes.mqtt_settings.MqttSettings` (the password is handed over, never logged);
+  :class:`~loopact.nodes.mqtt.settings.MqttSettings` (the password is handed over, never logged);
 - :func:`open_mqtt_connector`: a started :class:`~loopact.nodes.mqtt.MqttConnector` whose link
   changes become ``mqtt_link`` events (the trace shows every reconnect);
 - :func:`serve_robot_tools`: the in-process robot's tools served as MQTT output nodes next to
@@ -22,9 +22,9 @@ from pathlib import Path
 from loopact.agent import Agent
 from loopact.config import Config
 from loopact.events import EventBus
-from loopact.nodes.mqtt import MqttConnector
-from loopact.nodes.mqtt_link import LinkState, StateCallback
-from loopact.nodes.mqtt_settings import MqttSettings
+from loopact.nodes.mqtt.connector import MqttConnector
+from loopact.nodes.mqtt.link import LinkState, StateCallback
+from loopact.nodes.mqtt.settings import MqttSettings
 from loopact.nodes.output import OutputNode
 from loopact.tools.base import Tool
 from loopact.tools.registry import ToolRegistry
@@ -141,7 +141,7 @@ async def attach_mqtt_tools(cfg: Config, agent: Agent, stack: AsyncExitStack) ->
         ConfigError: A rule in ``mqtt.subscriptions`` cannot be parsed, or the broker refused
             the login.
     """
-    from loopact.nodes.mqtt_tools import MqttTools, ToolsPolicy
+    from loopact.nodes.mqtt.tools import MqttTools, ToolsPolicy
 
     m = cfg.mqtt
     policy = ToolsPolicy(

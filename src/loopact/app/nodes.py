@@ -115,7 +115,7 @@ async def open_nodes_connector(
     if transport == "ros2":
         if body.connector is not None:
             return body.connector
-        from loopact.nodes.ros2 import Ros2Connector
+        from loopact.nodes.ros2.connector import Ros2Connector
 
         ros = Ros2Connector(f"{cfg.agent.name}_agent")
         stack.push_async_callback(ros.shutdown)

@@ -8,7 +8,7 @@ from pathlib import Path
 from loopact.app.memory import memory_folder
 from loopact.config import Config, default_config_paths
 from loopact.errors import ConfigError
-from loopact.llm.local import cache_dir
+from loopact.llm.local.brain import cache_dir
 from loopact.robot.profile import yaml_file
 from loopact.tools.builtin import ProtectedPath
 

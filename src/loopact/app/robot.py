@@ -20,7 +20,7 @@ from loopact.vision.detect import DEFAULT_HSV, ColorRanges
 from loopact.vision.gate import ImageGate
 
 if TYPE_CHECKING:
-    from loopact.nodes.ros2 import Ros2Connector
+    from loopact.nodes.ros2.connector import Ros2Connector
 
 ROBOT_KINDS = ("sim", "ros2")
 """Robots :func:`open_robot` opens."""
@@ -64,7 +64,7 @@ async def open_robot(
             key="robot.kind",
         )
     if kind == "ros2":
-        from loopact.nodes.ros2 import Ros2Connector
+        from loopact.nodes.ros2.connector import Ros2Connector
 
         connector = Ros2Connector(f"{agent_name}_agent")
         try:
@@ -173,7 +173,7 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
     if kind == "ros2":
         # Issue 4: the robot over ROS 2 topics behind the base-side governor; the nodes
         # attach to the same connector, so it stays open until the stack closes.
-        from loopact.nodes.ros2 import Ros2Connector
+        from loopact.nodes.ros2.connector import Ros2Connector
 
         connector = Ros2Connector(f"{cfg.agent.name}_agent")
         stack.push_async_callback(connector.shutdown)

@@ -45,7 +45,7 @@ from loopact.errors import ConfigError
 from loopact.events import Event, EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model
-from loopact.llm.local_process import LocalBrain
+from loopact.llm.local.process import LocalBrain
 from loopact.nodes.connector import Connector
 from loopact.redact import MIN_SECRET_CHARS, masked_url, printable
 from loopact.tools.base import Tool
@@ -143,7 +143,7 @@ async def open_agent(
         config_source: The config file, for the trace header and the protected paths.
         interactive: Whether a channel can answer confirmations.
         local_brain: Start the offline brain when no endpoint is configured; or a running
-            :class:`~loopact.llm.local_process.LocalBrain` to use (bench/local_brain.py runs
+            :class:`~loopact.llm.local.process.LocalBrain` to use (bench/local_brain.py runs
             many agents on one server).
         mcp_servers: Connect the servers of ``mcp.servers`` (issue 18); ``loopact mcp``
             does not.
@@ -261,7 +261,7 @@ async def _robot_tools(
         return []
     if connector is not None and connector.transport == "mqtt" and body.kind == "sim":
         from loopact.app.mqtt import serve_robot_tools
-        from loopact.nodes.mqtt import MqttConnector
+        from loopact.nodes.mqtt.connector import MqttConnector
 
         assert isinstance(connector, MqttConnector)
         return await serve_robot_tools(body.session.tools, connector, cfg.agent.name, stack)

@@ -3,7 +3,7 @@
 ``vision.model`` names a separate vision model: an OpenAI-compatible vision endpoint
 (``base_url``), or a local llama.cpp vision model (``model_path`` + ``mmproj_path``) that loopact
 serves itself on loopback as a supervised child process
-(:class:`~loopact.llm.local_process.LocalBrain` with ``--clip_model_path``). That model then
+(:class:`~loopact.llm.local.process.LocalBrain` with ``--clip_model_path``). That model then
 describes frames for ``seewhat`` and selects boxes for ``visual_positioning`` while the main
 brain stays as it is. Without ``vision.model`` the main model does both when it has vision
 (``model.capabilities.vision``, ``vision.use_main_model``). The local brain has no vision:
@@ -21,7 +21,7 @@ from pathlib import Path
 from loopact.config import Config, VisionModelConfig
 from loopact.errors import ConfigError, ModelError
 from loopact.llm.base import Capabilities, Model
-from loopact.llm.local_process import LocalBrain
+from loopact.llm.local.process import LocalBrain
 from loopact.robot.session import RobotSession
 from loopact.vision.model import VisionModel
 
@@ -54,7 +54,7 @@ def local_vision_brain(vm: VisionModelConfig) -> LocalBrain:
         ConfigError: A file is missing or not GGUF, or llama-cpp-python's server is not
             installed (``make local-brain`` installs it).
     """
-    from loopact.llm.local import check_installed_build, server_installed
+    from loopact.llm.local.brain import check_installed_build, server_installed
 
     if vm.model_path is None or vm.mmproj_path is None:
         raise ConfigError("vision.model has no model_path and mmproj_path", key="vision.model")
@@ -87,8 +87,8 @@ async def start_local_vision(
 
     ``stack`` stops the server and closes the provider at exit.
     """
-    from loopact.llm.local import MODEL_NAME
-    from loopact.llm.local_model import LocalBrainModel
+    from loopact.llm.local.brain import MODEL_NAME
+    from loopact.llm.local.model import LocalBrainModel
     from loopact.llm.openai_chat import OpenAIChatModel
 
     stack.push_async_callback(brain.stop)

@@ -173,7 +173,7 @@ def _open_ends(
                 "voice.ros2_topics needs the robot on ROS 2 (robot.kind: ros2)",
                 key="voice.ros2_topics",
             )
-        from loopact.nodes.audio import TopicAudioSink, TopicAudioSource, audio_topics
+        from loopact.nodes.ros2.audio import TopicAudioSink, TopicAudioSource, audio_topics
 
         topic_in, topic_out = audio_topics(cfg.agent.name)
         source = source or TopicAudioSource(connector, topic_in)

@@ -189,7 +189,7 @@ def _start(
         raise typer.Exit(EXIT_USAGE) from None
     if not cfg.endpoint_configured:
         # Issue 6: no endpoint means the local llama.cpp brain; one line says so.
-        from loopact.llm.local import local_brain_banner
+        from loopact.llm.local.brain import local_brain_banner
 
         try:
             banner = local_brain_banner(cfg.local, cfg.agent.lang)

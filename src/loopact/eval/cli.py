@@ -155,7 +155,7 @@ def run_eval(cfg: Config, args: EvalArgs, console: Console, err: Console) -> int
         record=args.record,
     )
     if local:  # only once every flag is known to be good (a newcomer's audit)
-        from loopact.llm.local import local_brain_banner
+        from loopact.llm.local.brain import local_brain_banner
 
         err.print(local_brain_banner(cfg.local, cfg.agent.lang), markup=False)
     return asyncio.run(_run(cfg, tasks, options, json_path, console, err))

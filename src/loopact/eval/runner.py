@@ -32,7 +32,7 @@ from loopact.errors import ConfigError, LoopactError
 from loopact.eval.messages import TopicRecorder
 from loopact.eval.task import Evidence, Limits, Task, Verdict
 from loopact.events import EventBus
-from loopact.llm.local_process import LocalBrain
+from loopact.llm.local.process import LocalBrain
 from loopact.robot.session import RobotSession
 
 log = logging.getLogger(__name__)

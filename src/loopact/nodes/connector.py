@@ -1,8 +1,9 @@
 """The transport-neutral connector interface nodes talk through (SPEC C4, X4).
 
 A node (an output node serving a tool, an input node publishing a sensor) is written once
-against :class:`Connector` and runs unchanged in-process (:mod:`loopact.nodes.local`) or as a
-ROS 2 node (:mod:`loopact.nodes.ros2`) or over an MQTT broker (:mod:`loopact.nodes.mqtt`):
+against :class:`Connector` and runs unchanged in-process (:mod:`loopact.nodes.local`), as a
+ROS 2 node (:mod:`loopact.nodes.ros2.connector`) or over an MQTT broker
+(:mod:`loopact.nodes.mqtt.connector`):
 
 - :meth:`Connector.publish` / :meth:`Connector.subscribe`: messages on named topics (``/a/b/c``
   paths; an MQTT connector maps them to ``a/b/c``). A *latched* topic keeps its last message for

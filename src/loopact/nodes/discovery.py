@@ -4,7 +4,7 @@
 :class:`RemoteTool` proxy to the agent's live :class:`~loopact.tools.registry.ToolRegistry`;
 a node silent for 3 s is dropped (its running calls fail at once), and so is one whose
 heartbeat topic carries an empty message (the node left: over MQTT, its cleared retained
-heartbeat or its last will, :mod:`loopact.nodes.mqtt`). When a node restarts (a new
+heartbeat or its last will, :mod:`loopact.nodes.mqtt.connector`). When a node restarts (a new
 ``instance`` id after the old one went quiet) the proxy switches to it and the transport's
 client for the endpoint is recreated, so a restarted node never stays "not found". Two nodes
 beating with one name at the same time are a conflict: the first stays, the conflict is

@@ -184,7 +184,7 @@ async def serve_file(
     check_agent_name(agent)
     node_file = load_node_file(path)
     if connector is None:
-        from loopact.nodes.ros2 import Ros2Connector
+        from loopact.nodes.ros2.connector import Ros2Connector
 
         connector = Ros2Connector(node_name_for(path))
     runner = NodeRunner(node_file, connector, agent)

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopact.errors import ConfigError, RobotError, SafetyError
-from loopact.nodes._ros import ros_types
-from loopact.nodes.ros2 import Ros2Connector
+from loopact.nodes.ros2.connector import Ros2Connector
+from loopact.nodes.ros2.interfaces import ros_types
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Twist
 from loopact.robot.lease import MotionLease

@@ -32,10 +32,10 @@ from typing import Any, Literal
 
 from loopact._compat import wait_within
 from loopact.errors import RobotError
-from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import Subscription
-from loopact.nodes.ros2 import Ros2Connector
-from loopact.nodes.ros2_convert import msg_to_depth, msg_to_image
+from loopact.nodes.ros2.connector import Ros2Connector
+from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
+from loopact.nodes.ros2.interfaces import ros_types
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from loopact.errors import RobotError
-from loopact.nodes._ros import ros_types
 from loopact.nodes.connector import ImageData, Subscription
-from loopact.nodes.ros2 import Ros2Connector
-from loopact.nodes.ros2_convert import image_to_msg, set_stamp
+from loopact.nodes.ros2.connector import Ros2Connector
+from loopact.nodes.ros2.convert import image_to_msg, set_stamp
+from loopact.nodes.ros2.interfaces import ros_types
 from loopact.robot.interface import Twist
 from loopact.robot.profile import HardwareProfile
 

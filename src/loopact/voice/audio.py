@@ -11,8 +11,8 @@ Everything that hears or speaks goes through two small interfaces:
 
 Implementations: WAV files and raw PCM pipes (:mod:`loopact.voice.files`), a local sound device
 through PortAudio (:mod:`loopact.voice.device`), the web console's microphone and speaker
-(``loopact.channels.web``), ROS 2 topics (``loopact.nodes.audio``) and a simulated room for tests
-(:mod:`loopact.voice.room`). Conversion of other formats (any rate, stereo) is
+(``loopact.channels.web``), ROS 2 topics (``loopact.nodes.ros2.audio``) and a simulated room for
+tests (:mod:`loopact.voice.room`). Conversion of other formats (any rate, stereo) is
 :func:`to_mono16k`.
 """
 
