@@ -55,8 +55,10 @@ def test_the_tree_as_it_is_keeps_every_contract(tmp_path: Path) -> None:
     _copy(tmp_path)
     proc = _check(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    contracts = (ROOT / "pyproject.toml").read_text(encoding="utf-8").count(
-        "[[tool.importlinter.contracts]]"
+    contracts = (
+        (ROOT / "pyproject.toml")
+        .read_text(encoding="utf-8")
+        .count("[[tool.importlinter.contracts]]")
     )
     assert contracts == 4
     assert f"Contracts: {contracts} kept, 0 broken." in proc.stdout
