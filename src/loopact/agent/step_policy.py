@@ -136,8 +136,13 @@ class StepPolicy(ToldFromResults):
         clause = self.clauses[self._current]
         self.task.emit("clause_start", n=self._current + 1, of=len(self.clauses), text=clause)
         self.marks.append((clause, len(self.task.ran)))
-        text = with_seen(clause, self.done[-1] if self.done else None)
-        return Turn(text, act_first=not is_speech(clause), native_rounds=True)
+        return Turn(self.step_text(clause), act_first=not is_speech(clause), native_rounds=True)
+
+    def step_text(self, clause: str) -> str:
+        """The user message of ``clause``, built from what the steps before it did
+        (:attr:`done`): after the look step put before it, what the look saw
+        (:func:`~loopact.agent.steps.with_seen`)."""
+        return with_seen(clause, self.done[-1] if self.done else None)
 
     def turn_done(self, answer: str, ran: Outcomes) -> None:
         """Record the step's result; a failed step stops the rest."""
