@@ -9,34 +9,39 @@ drops the server's tools, says why in one line, and reconnects with exponential 
 
 The SDK's session is entered and exited only inside that supervisor task (anyio cancel
 scopes must not cross tasks: python-sdk issue 577). Calls come from other tasks and are
-raced against the connection's loss, so a call on a server that dies or hangs ends with a
-clear :class:`~loopact.errors.NodeError` within its timeout, never a hang (python-sdk issue
-1577). Cancelling a call cancels the MCP request (the SDK sends ``notifications/cancelled``).
+raced against the connection's loss (:mod:`loopact.mcp.calls`); the list, the liveness
+probe and the list-change stream are in :mod:`loopact.mcp.listing`, the status records in
+:mod:`loopact.mcp.status`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import mcp.types as mt
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from loopact._compat import timeout_after, wait_within
 from loopact._version import __version__
 from loopact.config import McpServerConfig
 from loopact.errors import NodeError
+from loopact.mcp.calls import Connection, Linked, ProgressFn, call_tool, read_links
+from loopact.mcp.listing import (
+    is_list_changed,
+    list_tools,
+    open_listener,
+    probe,
+    stop_listener,
+)
+from loopact.mcp.status import LinkState, LinkStatus
 from loopact.mcp.transport import (
     file_safe,
     garbage_line,
@@ -45,6 +50,8 @@ from loopact.mcp.transport import (
     tail,
     watched_transport,
 )
+
+__all__ = ["LinkState", "LinkStatus", "McpServerLink"]
 
 log = logging.getLogger(__name__)
 
@@ -62,67 +69,10 @@ LIST_TIMEOUT_S = 10.0
 """Bound on one ``tools/list`` (all pages) after a list_changed notification, seconds."""
 CLOSE_TIMEOUT_S = 10.0
 """Bound on closing one connection (the SDK stops a stdio server within ~6 s), seconds."""
-MAX_LIST_PAGES = 50
-"""Pages of ``tools/list`` read at most (a server whose cursor never ends cannot hang us)."""
-
-
-class LinkState(str, enum.Enum):
-    """Where a link is: ``connecting``, ``connected``, ``restarting``, ``stopped``."""
-
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    RESTARTING = "restarting"
-    STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class LinkStatus:
-    """One state change of a link (the ``mcp_server`` event).
-
-    Attributes:
-        name: The server's name in ``mcp.servers``.
-        transport: ``stdio`` or ``http``.
-        state: See :class:`LinkState`.
-        detail: Why, in one line (why it dropped, what it said last on stderr, the log).
-        restarts: Reconnects so far.
-        delay_s: Seconds until the next attempt (``restarting`` only).
-        protocol: The negotiated protocol version (``connected`` only).
-    """
-
-    name: str
-    transport: str
-    state: LinkState
-    detail: str = ""
-    restarts: int = 0
-    delay_s: float | None = None
-    protocol: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able fields for the event bus."""
-        return {
-            "name": self.name,
-            "transport": self.transport,
-            "state": self.state.value,
-            "detail": self.detail,
-            "restarts": self.restarts,
-            "delay_s": self.delay_s,
-            "protocol": self.protocol,
-        }
 
 
 ToolsFn = Callable[["McpServerLink", list[mt.Tool]], None]
 StatusFn = Callable[[LinkStatus], None]
-ProgressFn = Callable[[str], None]
-
-
-@dataclass
-class _Connection:
-    """What one live connection holds (replaced on every reconnect)."""
-
-    client: Client
-    lost: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str = ""
-    resources: bool = False
 
 
 class McpServerLink:
@@ -172,7 +122,7 @@ class McpServerLink:
         self.detail = ""
         self.tools: list[mt.Tool] = []
         self.last_loss = ""
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._refresh = asyncio.Event()
@@ -266,7 +216,7 @@ class McpServerLink:
         arguments: dict[str, Any],
         timeout_s: float,
         report: ProgressFn | None = None,
-    ) -> tuple[mt.CallToolResult, list[mt.TextResourceContents | mt.BlobResourceContents]]:
+    ) -> tuple[mt.CallToolResult, Linked]:
         """Call ``tool`` on the server; returns its result and the resource links it read.
 
         Args:
@@ -284,81 +234,14 @@ class McpServerLink:
         if conn is None:
             why = self.detail or "starting"
             raise NodeError(f"MCP server {self.name} is not connected ({why})")
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if report is not None:
-                of = f"/{total:g}" if total else ""
-                report(f"{message or tool} ({progress:g}{of})")
-
-        request = asyncio.ensure_future(
-            conn.client.call_tool(
-                tool, arguments, read_timeout_seconds=timeout_s, progress_callback=on_progress
-            )
-        )
-        lost = asyncio.ensure_future(conn.lost.wait())
         self._inflight += 1
         try:
-            done, _ = await asyncio.wait(
-                {request, lost}, timeout=timeout_s + 1.0, return_when=asyncio.FIRST_COMPLETED
-            )
-        except asyncio.CancelledError:
-            await _abandon(request, lost)
-            raise
+            result = await call_tool(conn, self.name, tool, arguments, timeout_s, report)
         finally:
             self._inflight -= 1
-        if request not in done:
-            await _abandon(request, lost)
-            if lost in done:
-                raise NodeError(
-                    f"MCP server {self.name} was lost during the call to {tool}: {conn.reason}"
-                )
-            raise NodeError(
-                f"MCP server {self.name} did not answer {tool} within {timeout_s:g} s; "
-                "the call was cancelled"
-            )
-        lost.cancel()
-        try:
-            result = request.result()
-        except MCPError as exc:
-            if exc.code == mt.CONNECTION_CLOSED:
-                raise NodeError(
-                    f"MCP server {self.name} was lost during the call to {tool} (the connection "
-                    "closed: it exited or crashed)"
-                ) from None
-            raise NodeError(f"MCP server {self.name} refused {tool}: {exc}") from None
-        except (TimeoutError, asyncio.TimeoutError):
-            raise NodeError(
-                f"MCP server {self.name} did not answer {tool} within {timeout_s:g} s; "
-                "the call was cancelled"
-            ) from None
-        except Exception as exc:  # pydantic ValidationError, transport errors
-            raise NodeError(
-                f"MCP server {self.name} sent a result for {tool} that loopact cannot read: "
-                f"{one_line(exc)}"
-            ) from None
-        linked = await self._read_links(conn, result)
+        linked = await read_links(conn, result, self.name)
         await self.settled()
         return result, linked
-
-    async def _read_links(
-        self, conn: _Connection, result: mt.CallToolResult
-    ) -> list[mt.TextResourceContents | mt.BlobResourceContents]:
-        """Read up to 2 resource links of a result (5 s each) so their contents reach the model."""
-        out: list[mt.TextResourceContents | mt.BlobResourceContents] = []
-        if not conn.resources:
-            return out
-        links = [b for b in result.content if isinstance(b, mt.ResourceLink)][:2]
-        for link in links:
-            try:
-                async with timeout_after(5.0):  # not wait_for (it can swallow a cancel)
-                    read = await conn.client.read_resource(str(link.uri))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("MCP server %s: reading %s failed: %r", self.name, link.uri, exc)
-                continue
-            out.extend(read.contents[:4])
-        return out
 
     # ------------------------------------------------------------------ supervision
     def _status(self, state: LinkState, detail: str = "", **extra: Any) -> None:
@@ -417,13 +300,19 @@ class McpServerLink:
                         cache=None,
                     )
                     await stack.enter_async_context(client)
-                    listener = await self._listener(client)
+                    listener = await open_listener(
+                        client,
+                        server=self.name,
+                        on_change=self.request_refresh,
+                        listed=lambda: self._conn is not None,
+                        ack_timeout_s=self.ping_timeout_s,
+                    )
                     if listener is not None:  # closed before the session it listens on
-                        stack.push_async_callback(_stop, listener)
-                    tools = await self._list(client)
+                        stack.push_async_callback(stop_listener, listener)
+                    tools = await list_tools(client)
             except (TimeoutError, asyncio.TimeoutError):
                 return self._not_ready(eof)
-            conn = _Connection(client, resources=client.server_capabilities.resources is not None)
+            conn = Connection(client, resources=client.server_capabilities.resources is not None)
             self._conn = conn
             self._listed.set()
             self._publish(tools)
@@ -474,7 +363,7 @@ class McpServerLink:
                     self._refresh.clear()
                     try:
                         async with timeout_after(LIST_TIMEOUT_S):
-                            tools = await self._list(client)
+                            tools = await list_tools(client)
                     except (TimeoutError, asyncio.TimeoutError):
                         return f"tools/list did not answer within {LIST_TIMEOUT_S:g} s"
                     self._publish(tools)
@@ -483,7 +372,7 @@ class McpServerLink:
                 busy = self._inflight
                 try:
                     async with timeout_after(self.ping_timeout_s):
-                        await _probe(client)
+                        await probe(client)
                 except (TimeoutError, asyncio.TimeoutError):
                     if busy or self._inflight:
                         continue  # a large result may be on its way; the call has its timeout
@@ -498,54 +387,10 @@ class McpServerLink:
             stop.cancel()
             ended.cancel()
 
-    async def _list(self, client: Client) -> list[mt.Tool]:
-        tools: list[mt.Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tools
-
-    async def _listener(self, client: Client) -> asyncio.Future[None] | None:
-        """On a 2026-era connection, open the ``subscriptions/listen`` stream (no replay) before
-        the first ``tools/list``, so no change between the two is lost; its ack is awaited for
-        ``ping_timeout_s`` at most (a later ack re-reads the list)."""
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return None  # 2025-era: notifications/tools/list_changed (:meth:`_on_message`)
-        ready = asyncio.Event()
-        listener = asyncio.ensure_future(self._listen(client, ready))
-        with contextlib.suppress(asyncio.TimeoutError):
-            await wait_within(ready.wait(), self.ping_timeout_s)
-        return listener
-
-    async def _listen(self, client: Client, ready: asyncio.Event) -> None:
-        """2026-era servers announce list changes on a ``subscriptions/listen`` stream;
-        ``ready`` is set once the server acknowledged it (or refused it)."""
-        try:
-            async with client.listen(tools_list_changed=True) as sub:
-                ready.set()
-                if self._conn is not None:  # acknowledged after the first list
-                    self.request_refresh()
-                async for _event in sub:
-                    self.request_refresh()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.info("MCP server %s: no list-change subscription (%r)", self.name, exc)
-        finally:
-            ready.set()
-
     async def _on_message(self, message: Any) -> None:
-        """``notifications/tools/list_changed`` of a 2025-era server re-reads the list. The SDK
-        also hands this handler the events of a ``subscriptions/listen`` stream (stamped with
-        its subscription id): :meth:`_listen` handles those."""
-        if isinstance(message, mt.ToolListChangedNotification):
-            meta = message.params.meta if message.params is not None else None
-            if not meta or SUBSCRIPTION_ID_META_KEY not in meta:
-                self.request_refresh()
+        """``notifications/tools/list_changed`` of a 2025-era server re-reads the list."""
+        if is_list_changed(message):
+            self.request_refresh()
         elif isinstance(message, Exception):
             log.debug("MCP server %s: %r", self.name, message)
 
@@ -574,26 +419,3 @@ class McpServerLink:
                 parts.append(f"; its stderr ends with: {last}")
             parts.append(f" (log {self.log_path})")
         return "".join(parts)
-
-
-async def _probe(client: Client) -> None:
-    """A liveness request: ``ping`` (2025-era), ``server/discover`` (2026-era, no ping)."""
-    version = client.protocol_version
-    if version in MODERN_PROTOCOL_VERSIONS:
-        await client.session.send_discover(version)
-    else:
-        await client.session.send_ping()
-
-
-async def _stop(task: asyncio.Future[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
-
-
-async def _abandon(*futures: asyncio.Future[Any]) -> None:
-    """Cancel ``futures`` and wait (bounded) so the SDK can send its courtesy cancel."""
-    for fut in futures:
-        fut.cancel()
-    with contextlib.suppress(asyncio.TimeoutError, Exception):
-        await wait_within(asyncio.gather(*futures, return_exceptions=True), 2.0)

@@ -35,7 +35,7 @@ import mcp.types as mt
 from loopact.config import McpServerConfig
 from loopact.events import EventBus
 from loopact.llm.messages import Image
-from loopact.mcp.client import LinkStatus, McpServerLink
+from loopact.mcp.client import McpServerLink
 from loopact.mcp.convert import (
     MAX_SCHEMA_CHARS,
     MAX_TOOLS_PER_SERVER,
@@ -45,6 +45,7 @@ from loopact.mcp.convert import (
     short_description,
     to_tool_result,
 )
+from loopact.mcp.status import LinkStatus
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, UntrustedSource
 from loopact.tools.registry import ToolRegistry
 from loopact.vision.gate import ImageGate
