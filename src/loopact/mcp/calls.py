@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from loopact._compat import timeout_after, wait_within
 from loopact.errors import NodeError
+from loopact.mcp.sessions import HttpFailure, HttpWatch
 from loopact.mcp.transport import one_line
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class Connection:
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     reason: str = ""
     resources: bool = False
+    http: HttpWatch | None = None
+    """The HTTP answers of a streamable HTTP server (failures, a lost session)."""
 
 
 async def call_tool(
@@ -77,6 +80,7 @@ async def call_tool(
             of = f"/{total:g}" if total else ""
             report(f"{message or tool} ({progress:g}{of})")
 
+    seen = conn.http.failures if conn.http is not None else 0
     request = asyncio.ensure_future(
         conn.client.call_tool(
             tool, arguments, read_timeout_seconds=timeout_s, progress_callback=on_progress
@@ -101,22 +105,32 @@ async def call_tool(
             "the call was cancelled"
         )
     lost.cancel()
-    return _result(request, server, tool, timeout_s)
+    failed = conn.http.since(seen) if conn.http is not None else None
+    return _result(request, server, tool, timeout_s, failed)
 
 
 def _result(
-    request: asyncio.Future[mt.CallToolResult], server: str, tool: str, timeout_s: float
+    request: asyncio.Future[mt.CallToolResult],
+    server: str,
+    tool: str,
+    timeout_s: float,
+    failed: HttpFailure | None,
 ) -> mt.CallToolResult:
-    """The finished request's result, its failure as a :class:`NodeError`."""
+    """The finished request's result, its failure as a :class:`NodeError` (naming the HTTP
+    answer of a streamable HTTP server that failed during the call, issue 39 item 6)."""
     try:
         return request.result()
     except MCPError as exc:
-        if exc.code == mt.CONNECTION_CLOSED:
+        # -32000 is also what servers built on the TypeScript SDK answer for a lost session
+        if exc.code == mt.CONNECTION_CLOSED and (failed is None or not failed.session_lost):
             raise NodeError(
                 f"MCP server {server} was lost during the call to {tool} (the connection "
                 "closed: it exited or crashed)"
             ) from None
-        raise NodeError(f"MCP server {server} refused {tool}: {exc}") from None
+        said = str(exc)
+        if failed is not None:  # the status the SDK dropped
+            said = str(failed) if failed.message == said else f"{said} ({failed})"
+        raise NodeError(f"MCP server {server} refused {tool}: {said}") from None
     except (TimeoutError, asyncio.TimeoutError):
         raise NodeError(
             f"MCP server {server} did not answer {tool} within {timeout_s:g} s; "

@@ -41,6 +41,7 @@ from loopact.mcp.listing import (
     probe,
     stop_listener,
 )
+from loopact.mcp.sessions import HttpFailure, HttpWatch
 from loopact.mcp.status import LinkState, LinkStatus
 from loopact.mcp.transport import (
     file_safe,
@@ -127,6 +128,9 @@ class McpServerLink:
         self._stopping = asyncio.Event()
         self._refresh = asyncio.Event()
         self._first_attempt = asyncio.Event()
+        self._up = asyncio.Event()
+        self._ending = ""
+        self._renew = False
         self._listed = asyncio.Event()
         self._listed.set()
         self._garbage = 0
@@ -234,14 +238,71 @@ class McpServerLink:
         if conn is None:
             why = self.detail or "starting"
             raise NodeError(f"MCP server {self.name} is not connected ({why})")
-        self._inflight += 1
+        deadline = time.monotonic() + timeout_s
         try:
-            result = await call_tool(conn, self.name, tool, arguments, timeout_s, report)
-        finally:
-            self._inflight -= 1
+            result = await self._call_on(conn, tool, arguments, timeout_s, report)
+        except NodeError as exc:
+            lost = conn.http.lost if conn.http is not None else None
+            if lost is None:
+                raise
+            # The server refused the call before running it: a new session, then once more.
+            conn = await self._renewed(conn, tool, lost, deadline)
+            left = max(1.0, deadline - time.monotonic())
+            try:
+                result = await self._call_on(conn, tool, arguments, left, report)
+            except NodeError as again:
+                raise NodeError(f"{again} (tried again after: {exc})") from None
         linked = await read_links(conn, result, self.name)
         await self.settled()
         return result, linked
+
+    async def _call_on(
+        self,
+        conn: Connection,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        report: ProgressFn | None,
+    ) -> mt.CallToolResult:
+        self._inflight += 1
+        try:
+            return await call_tool(conn, self.name, tool, arguments, timeout_s, report)
+        finally:
+            self._inflight -= 1
+
+    async def _renewed(
+        self, old: Connection, tool: str, lost: HttpFailure, deadline: float
+    ) -> Connection:
+        """The connection that replaces ``old``, whose session the server lost (its
+        supervisor initializes a new one and lists the tools again, issue 39 item 6).
+
+        Raises:
+            NodeError: Not connected again before ``deadline`` (monotonic seconds), or
+                stopped meanwhile; the message names the server's HTTP answer.
+        """
+        why = f"MCP server {self.name} lost its session during the call to {tool} ({lost})"
+        up = asyncio.ensure_future(self._up.wait())
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await wait_within(old.lost.wait(), deadline - time.monotonic())
+            await asyncio.wait(
+                {up, stop},
+                timeout=max(0.0, deadline - time.monotonic()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            up.cancel()
+            stop.cancel()
+        conn = self._conn
+        if conn is None or conn is old:
+            state = (
+                "it was stopped"
+                if self.stopping
+                else f"not connected again in time ({self.detail})"
+            )
+            raise NodeError(f"{why}; {state}")
+        return conn
 
     # ------------------------------------------------------------------ supervision
     def _status(self, state: LinkState, detail: str = "", **extra: Any) -> None:
@@ -266,9 +327,7 @@ class McpServerLink:
             self._status(LinkState.CONNECTING, f"connecting ({self._describe()})")
             began = time.monotonic()
             try:
-                reason = await self._connect_once()
-            except Exception as exc:  # every failure is a reason to reconnect, never a crash
-                reason = one_line(exc)
+                reason = await self._attempt()
             finally:
                 self._first_attempt.set()
             if self._stopping.is_set():
@@ -276,6 +335,8 @@ class McpServerLink:
             if time.monotonic() - began >= HEALTHY_AFTER_S:
                 failures = 0
             delay = min(self.backoff_max_s, self.backoff_base_s * 2**failures)
+            if self._renew and not failures:  # a lost session: the server is up, renew now
+                delay = 0.0
             failures += 1
             self.restarts += 1
             note = f"MCP server {self.name} dropped: {reason}{self._stderr_note()}"
@@ -285,15 +346,39 @@ class McpServerLink:
                 await wait_within(self._stopping.wait(), delay)
         self._status(LinkState.STOPPED, "stopped")
 
+    async def _attempt(self) -> str:
+        """One connection in a task of its own; why it ended (stop: "stopped").
+
+        The SDK's streamable HTTP transport fails by cancelling its task group, and so the
+        task that entered it (a refused POST, a server gone during a ping): that task is
+        this one's child, so supervision goes on and reconnects (issue 39 item 6).
+        """
+        self._ending = ""
+        self._renew = False
+        attempt = asyncio.ensure_future(self._connect_once())
+        try:
+            await asyncio.wait({attempt})
+        except asyncio.CancelledError:  # stop() while starting: unwind where it was entered
+            attempt.cancel()
+            await asyncio.wait({attempt}, timeout=CLOSE_TIMEOUT_S)
+            raise
+        if attempt.cancelled():
+            return self._ending or "its connection failed (the MCP SDK cancelled it)"
+        exc = attempt.exception()
+        if exc is not None:  # every failure is a reason to reconnect, never a crash
+            return self._ending or one_line(exc)
+        return attempt.result()
+
     async def _connect_once(self) -> str:
         """One connection, from spawn to close; returns why it ended (stop: "stopped")."""
         eof = asyncio.Event()
+        http = HttpWatch() if self.cfg.url is not None else None
         self._garbage = 0
         async with AsyncExitStack() as stack:
             try:
                 async with timeout_after(self.cfg.connect_timeout_s):
                     client = Client(
-                        self._transport(eof, stack),
+                        self._transport(eof, stack, http),
                         mode=self.mode,
                         message_handler=self._on_message,
                         client_info=mt.Implementation(name="loopact", version=__version__),
@@ -312,8 +397,10 @@ class McpServerLink:
                     tools = await list_tools(client)
             except (TimeoutError, asyncio.TimeoutError):
                 return self._not_ready(eof)
-            conn = Connection(client, resources=client.server_capabilities.resources is not None)
+            resources = client.server_capabilities.resources is not None
+            conn = Connection(client, resources=resources, http=http)
             self._conn = conn
+            self._up.set()
             self._listed.set()
             self._publish(tools)
             self._status(
@@ -323,18 +410,19 @@ class McpServerLink:
             )
             self._first_attempt.set()
             try:
-                conn.reason = await self._serve(client, eof)
+                conn.reason = await self._serve(conn, eof)
             finally:
                 conn.reason = conn.reason or "the connection failed"
-                self.last_loss = conn.reason
-                conn.lost.set()
+                self._ending = self.last_loss = conn.reason
                 self._conn = None
+                self._up.clear()
+                conn.lost.set()
                 self._listed.set()
                 self._publish([])
-                with contextlib.suppress(Exception):
-                    async with timeout_after(CLOSE_TIMEOUT_S):
-                        await stack.aclose()
-            return conn.reason
+                closing = await _close(stack)
+                if closing and conn.reason == "the connection failed":
+                    self._ending = self.last_loss = f"its connection failed ({closing})"
+            return self._ending
 
     def _not_ready(self, eof: asyncio.Event) -> str:
         if eof.is_set():
@@ -342,21 +430,26 @@ class McpServerLink:
         what = "start and answer initialize and tools/list"
         return f"did not {what} within {self.cfg.connect_timeout_s:g} s"
 
-    async def _serve(self, client: Client, eof: asyncio.Event) -> str:
-        """Wait for a stop, the end of the connection, a refresh or the next ping."""
+    async def _serve(self, conn: Connection, eof: asyncio.Event) -> str:
+        """Wait for a stop, the end of the connection, a lost session, a refresh or the
+        next ping."""
+        client = conn.client
         stop = asyncio.ensure_future(self._stopping.wait())
         ended = asyncio.ensure_future(eof.wait())
+        gone = asyncio.ensure_future(conn.http.session_gone.wait() if conn.http else eof.wait())
         try:
             while True:
                 refresh = asyncio.ensure_future(self._refresh.wait())
                 done, _ = await asyncio.wait(
-                    {stop, ended, refresh},
+                    {stop, ended, gone, refresh},
                     timeout=self.ping_interval_s,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 refresh.cancel()
                 if stop in done:
                     return "stopped"
+                if conn.http is not None and conn.http.lost is not None:
+                    return self._session_lost(conn.http.lost)
                 if ended in done:
                     return "the server closed the connection (it exited or crashed)"
                 if refresh in done:
@@ -378,6 +471,9 @@ class McpServerLink:
                         continue  # a large result may be on its way; the call has its timeout
                     return f"it did not answer a ping within {self.ping_timeout_s:g} s (hung)"
                 except MCPError as exc:
+                    # before the code: -32000 is also the TypeScript SDK's "no valid session"
+                    if conn.http is not None and conn.http.lost is not None:
+                        return self._session_lost(conn.http.lost)
                     if exc.code == mt.CONNECTION_CLOSED:
                         return "the connection closed (the server exited or crashed)"
                     # any other JSON-RPC error is an answer: the server is alive
@@ -386,6 +482,13 @@ class McpServerLink:
         finally:
             stop.cancel()
             ended.cancel()
+            gone.cancel()
+
+    def _session_lost(self, answer: HttpFailure) -> str:
+        """Why a connection ends whose session the server no longer knows (it restarted):
+        reconnect at once (issue 39 item 6)."""
+        self._renew = True
+        return f"its session was lost: it answered {answer} (a restarted server); renewing it"
 
     async def _on_message(self, message: Any) -> None:
         """``notifications/tools/list_changed`` of a 2025-era server re-reads the list."""
@@ -395,11 +498,11 @@ class McpServerLink:
             log.debug("MCP server %s: %r", self.name, message)
 
     # ------------------------------------------------------------------ transports
-    def _transport(self, eof: asyncio.Event, stack: AsyncExitStack) -> Any:
+    def _transport(self, eof: asyncio.Event, stack: AsyncExitStack, http: HttpWatch | None) -> Any:
         errlog = None
         if self.cfg.command is not None and self.log_path is not None:
             errlog = open_log(self.log_path, stack, self._describe())
-        return watched_transport(self.cfg, eof, self.note_garbage, errlog)
+        return watched_transport(self.cfg, eof, self.note_garbage, errlog, http)
 
     def _describe(self) -> str:
         if self.cfg.command is not None:
@@ -419,3 +522,16 @@ class McpServerLink:
                 parts.append(f"; its stderr ends with: {last}")
             parts.append(f" (log {self.log_path})")
         return "".join(parts)
+
+
+async def _close(stack: AsyncExitStack) -> str:
+    """Close a connection (bounded by :data:`CLOSE_TIMEOUT_S`); the transport's failure that
+    surfaced while closing, in one line ("" if none): the SDK's task group raises it here."""
+    try:
+        async with timeout_after(CLOSE_TIMEOUT_S):
+            await stack.aclose()
+    except (TimeoutError, asyncio.TimeoutError):
+        return ""
+    except Exception as exc:
+        return one_line(exc)
+    return ""
