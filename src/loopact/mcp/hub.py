@@ -102,6 +102,7 @@ class McpTool(Tool):
         self.parameters = dict(remote.input_schema or {"type": "object", "properties": {}})
         self.offered = offered_schema(self.parameters)  # calls are checked with the original
         self.safety = safety
+        self.allow_entry = f"mcp:{link.name}/{remote.name}"  # confirm.allow (issue 39)
         self.timeout_s = timeout_s
         self.gate = gate
         cfg = link.cfg
