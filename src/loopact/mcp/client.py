@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from loopact._compat import timeout_after, wait_within
 from loopact._version import __version__
 from loopact.config import McpServerConfig
+from loopact.config.mcp_secrets import server_secrets, shown_server
 from loopact.errors import NodeError
 from loopact.mcp.calls import Connection, Linked, ProgressFn, call_tool, read_links
 from loopact.mcp.listing import (
@@ -51,6 +52,7 @@ from loopact.mcp.transport import (
     tail,
     watched_transport,
 )
+from loopact.redact import Redactor
 
 __all__ = ["LinkState", "LinkStatus", "McpServerLink"]
 
@@ -118,6 +120,7 @@ class McpServerLink:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.mode = mode
+        self._mask = Redactor(value for _, value in server_secrets(name, cfg))
         self.restarts = 0
         self.state = LinkState.STOPPED
         self.detail = ""
@@ -205,7 +208,7 @@ class McpServerLink:
         line's start; the count goes into the note when the server drops)."""
         self._garbage += 1
         if self._garbage == 1:
-            self._garbage_first = garbage_line(exc)
+            self._garbage_first = self._mask.text(garbage_line(exc))
             log.warning(
                 "MCP server %s printed a line that is not JSON-RPC on stdout (ignored; later "
                 "ones are counted, not logged): %s",
@@ -307,7 +310,7 @@ class McpServerLink:
     # ------------------------------------------------------------------ supervision
     def _status(self, state: LinkState, detail: str = "", **extra: Any) -> None:
         self.state = state
-        self.detail = detail
+        self.detail = detail = self._mask.text(detail)  # its stderr, an error quoting a URL
         status = LinkStatus(self.name, self.transport, state, detail, self.restarts, **extra)
         try:
             self.on_status(status)
@@ -339,7 +342,7 @@ class McpServerLink:
                 delay = 0.0
             failures += 1
             self.restarts += 1
-            note = f"MCP server {self.name} dropped: {reason}{self._stderr_note()}"
+            note = self._mask.text(f"MCP server {self.name} dropped: {reason}{self._stderr_note()}")
             log.info("%s; reconnecting in %g s", note, delay)  # the status event says it
             self._status(LinkState.RESTARTING, note, delay_s=delay)
             with contextlib.suppress(asyncio.TimeoutError):
@@ -505,9 +508,8 @@ class McpServerLink:
         return watched_transport(self.cfg, eof, self.note_garbage, errlog, http)
 
     def _describe(self) -> str:
-        if self.cfg.command is not None:
-            return " ".join([self.cfg.command, *self.cfg.args])[:200]
-        return str(self.cfg.url)
+        """The server as events may show it: no credentials (issue 39 item 14)."""
+        return shown_server(self.cfg)[:200]
 
     def _stderr_note(self) -> str:
         parts = []
