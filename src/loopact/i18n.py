@@ -123,21 +123,21 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": (
             "{name} is a write tool (it changes files, devices or the world outside) and needs "
             "the user's confirmation, which cannot be asked in --once mode; run again with "
-            "--yes, or add {name} to confirm.allow in the config"
+            "--yes, or add {entry} to confirm.allow in the config"
         ),
-        "zh": "{name} 是写入类工具（会修改文件、设备或外部世界），需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow",
+        "zh": "{name} 是写入类工具（会修改文件、设备或外部世界），需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {entry} 加入配置中的 confirm.allow",
     },
     "confirm.untrusted_mcp": {
         "en": (
             "{name} comes from the MCP server '{source}', which is not trusted, so it needs a "
             "person's confirmation, which cannot be asked in --once mode; run again with "
-            "--yes, or add {name} to confirm.allow in the config, or trust the server: give "
+            "--yes, or add {entry} to confirm.allow in the config, or trust the server: give "
             "it a class for {remote} in its `safety` mapping (read_only, idempotent, write), "
             "or `trust: true` so that its readOnlyHint counts (docs/mcp.md)"
         ),
         "zh": (
             "{name} 来自未受信任的 MCP 服务器 '{source}'，因此需要人工确认，而 --once 模式无法询问；"
-            "请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow，或信任该服务器：在它的 "
+            "请加 --yes 重新运行，或把 {entry} 加入配置中的 confirm.allow，或信任该服务器：在它的 "
             "`safety` 中为 {remote} 指定类别（read_only、idempotent、write），或设置 "
             "`trust: true` 使其 readOnlyHint 生效（docs/mcp.md）"
         ),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopact._compat import wait_within
-from loopact.agent.confirm import ConfirmationBroker
+from loopact.agent.confirm import AllowList, ConfirmationBroker
 from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
@@ -90,7 +90,7 @@ class Agent:
         self.broker = ConfirmationBroker(
             self.bus,
             auto_approve=opts.auto_approve,
-            allow=opts.allow,
+            allow=AllowList(opts.allow, lambda name: self.registry.get(name)),
             interactive=opts.interactive,
             timeout_s=opts.confirm_timeout_s,
             lang=opts.lang,

@@ -10,7 +10,6 @@ robot is stopped whatever happens.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import gc
 import logging
@@ -31,7 +30,7 @@ from loopact.agent.tools import AgentCallTool, make_send_message_tool
 from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain, use_local_brain
-from loopact.app.mcp import attach_mcp
+from loopact.app.mcp import allow_warnings, attach_mcp
 from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
@@ -176,7 +175,7 @@ async def open_agent(
     options = dataclasses.replace(options, interactive=interactive)
     channels = await open_message_channels(cfg, stack, body.connector)
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
-    _warn_unknown_allowed(cfg.confirm.allow, registry.names)
+    _warn_unknown_allowed(cfg, registry)
     await _attach(cfg, agent, connector, served, memory, stack, once)
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
@@ -198,19 +197,12 @@ def _warn_short_secrets(secrets: list[tuple[str, str]]) -> None:
         )
 
 
-def _warn_unknown_allowed(allowed: Sequence[str], tools: Sequence[str]) -> None:
-    """One warning per ``confirm.allow`` name that no tool has at start, with the closest
-    tool name (a typo such as ``fiel_write`` left the write asking, or refused unattended).
-    Not an error: a node or MCP server that connects later may bring the tool (SPEC H2)."""
-    for name in sorted(set(allowed) - set(tools)):
-        close = difflib.get_close_matches(name, tools, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        logger.warning(
-            "confirm.allow: no tool is named %r yet; %s(a tool of a node or MCP server that "
-            "connects later is allowed when it comes)",
-            name,
-            hint,
-        )
+def _warn_unknown_allowed(cfg: Config, registry: ToolRegistry) -> None:
+    """One warning per ``confirm.allow`` entry that allows no tool at start
+    (:func:`~loopact.app.mcp.allow_warnings`): a typo such as ``fiel_write``, a plain name
+    of an MCP server's tool, an ``mcp:`` entry of no configured server (SPEC H2, C5)."""
+    for line in allow_warnings(cfg.confirm.allow, registry, list(cfg.mcp.servers)):
+        logger.warning("%s", line)
 
 
 def _open_trace(

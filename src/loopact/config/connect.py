@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 
@@ -38,6 +38,21 @@ class McpServerConfig(pydantic.BaseModel):
     safety: dict[str, McpSafety] = pydantic.Field(default_factory=dict)
     timeout_s: float | None = pydantic.Field(None, gt=0)
     connect_timeout_s: float = pydantic.Field(30.0, gt=0)
+    _env_refs: list[tuple[str, str]] = pydantic.PrivateAttr(default_factory=list)
+    _written: dict[str, Any] = pydantic.PrivateAttr(default_factory=dict)
+
+    @property
+    def env_refs(self) -> list[tuple[str, str]]:
+        """``(VAR, value)`` for every ``${VAR}`` the config file's entry referenced (set by
+        :func:`~loopact.config.load_config`): the values of secret-named variables are
+        masked everywhere (issue 39 item 14)."""
+        return self._env_refs
+
+    @property
+    def written(self) -> dict[str, Any]:
+        """``command``, ``args`` and ``url`` as the config file wrote them, ``${VAR}``
+        references unexpanded (empty for an entry built in code): what events show."""
+        return self._written
 
     @pydantic.model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

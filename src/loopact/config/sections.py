@@ -9,6 +9,7 @@ module. Loading, merging and the environment are in :mod:`loopact.config.load`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -94,12 +95,33 @@ class AgentConfig(pydantic.BaseModel):
 
 
 class ConfirmConfig(pydantic.BaseModel):
-    """``confirm``: who may run write tools (SPEC C5)."""
+    """``confirm``: who may run write tools (SPEC C5).
+
+    ``allow`` lists what runs without asking: a tool's name for loopact's own tools (and
+    nodes'), ``mcp:SERVER/TOOL`` for a tool of an MCP server (``TOOL`` its name on the
+    server, or an ``fnmatch`` pattern: ``mcp:lab/read_*``). A plain name never allows an MCP
+    tool: whichever server lists a name first gets it (issue 39 item 13).
+    """
 
     model_config = _STRICT
     auto_approve: bool = False
     allow: list[str] = pydantic.Field(default_factory=list)
     timeout_s: float = pydantic.Field(60.0, gt=0)
+
+    @pydantic.field_validator("allow")
+    @classmethod
+    def _entries(cls, allow: list[str]) -> list[str]:
+        bad = [e for e in allow if e.startswith("mcp:") and not _MCP_ENTRY.fullmatch(e)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not mcp:SERVER/TOOL (the server's name in mcp.servers, a "
+                "slash, the tool's name on that server or a pattern like read_*)"
+            )
+        return allow
+
+
+_MCP_ENTRY = re.compile(r"mcp:[^/\s]{1,64}/\S+")
+"""A ``confirm.allow`` entry for an MCP server's tool."""
 
 
 class TraceConfig(pydantic.BaseModel):

@@ -72,8 +72,10 @@ agent:
 
 confirm:
   auto_approve: false         # true: never ask before write tools (like --yes)
-  allow: []                   # write tools allowed without asking, e.g. [file_write]; a
-                              # name no tool has at start is warned about (closest name)
+  allow: []                   # write tools allowed without asking, e.g. [file_write]; an
+                              # MCP server's tool by server and name: mcp:lab/echo (a plain
+                              # name allows loopact's own tools only); a name no tool has
+                              # at start is warned about (closest name)
   timeout_s: 60               # no answer within this time means denied
 
 robot:

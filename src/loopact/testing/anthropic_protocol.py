@@ -36,6 +36,7 @@ from loopact.testing.protocol import (
     ResponsePlan,
     wire_json,
 )
+from loopact.testing.schema_rules import anthropic_problem
 from loopact.testing.script import ScriptUsage, Turn
 
 __all__ = ["AnthropicMessagesProtocol"]
@@ -142,8 +143,12 @@ class AnthropicMessagesProtocol(Protocol):
         """What the real API refuses with HTTP 400 (and a test must not get past): a text
         content block that is empty or only whitespace; a ``max_tokens`` not above
         ``thinking.budget_tokens``; a ``tool_use`` id or ``tool_result`` ``tool_use_id``
-        outside ``^[a-zA-Z0-9_-]+$``."""
+        outside ``^[a-zA-Z0-9_-]+$``; a tool whose ``input_schema`` has a top-level
+        ``oneOf``, ``allOf`` or ``anyOf`` (:mod:`loopact.testing.schema_rules`)."""
         body = request.body if isinstance(request.body, dict) else {}
+        problem = anthropic_problem(body.get("tools"))
+        if problem is not None:
+            return problem
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "enabled":
             budget = thinking.get("budget_tokens")

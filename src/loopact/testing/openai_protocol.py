@@ -33,6 +33,7 @@ from loopact.testing.protocol import (
     ResponsePlan,
     wire_json,
 )
+from loopact.testing.schema_rules import openai_problem
 from loopact.testing.script import Turn
 
 __all__ = ["OpenAIChatProtocol"]
@@ -91,6 +92,13 @@ class OpenAIChatProtocol(Protocol):
             "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "loopact"}],
         }
         return ResponsePlan(body=json.dumps(body).encode())
+
+    def reject(self, request: RecordedRequest) -> str | None:
+        """What the real API refuses with HTTP 400: a tool whose ``parameters`` is not
+        ``type: "object"`` or has a top-level ``oneOf``/``anyOf``/``allOf``/``enum``/``not``
+        (:mod:`loopact.testing.schema_rules`)."""
+        body = request.body if isinstance(request.body, dict) else {}
+        return openai_problem(body.get("tools"))
 
     def summarize(self, request: RecordedRequest) -> RequestSummary:
         """Tool names, last user text, all text and ``stream`` of a chat completions request."""

@@ -173,6 +173,9 @@ class Tool:
             (:mod:`loopact.tools.directions`). Not shown to the model.
         untrusted_source: Set when the tool is ``write`` only because the operator does
             not trust where it comes from (:class:`UntrustedSource`); None for others.
+        allow_entry: The ``confirm.allow`` entry that allows it without asking when its
+            name does not: ``mcp:SERVER/TOOL`` for an MCP server's tool, whose offered name
+            another server may have taken first (issue 39 item 13); None: its name.
     """
 
     name: str
@@ -184,6 +187,7 @@ class Tool:
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
     untrusted_source: UntrustedSource | None = None
+    allow_entry: str | None = None
 
     def needs_confirmation(self, arguments: Mapping[str, Any], said: str) -> bool:
         """Whether this call waits for a person's yes before it runs (SPEC C5).
