@@ -168,6 +168,11 @@ class _Formatter(string.Formatter):
         super().__init__()
         self.lang = lang
 
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "r" and isinstance(value, (Phrase, Name)):
+            return repr(value.text(self.lang))  # "{name!r}" of a name: 'kitchen' / '厨房'
+        return super().convert_field(value, conversion)
+
     def format_field(self, value: Any, format_spec: str) -> str:
         if isinstance(value, (Phrase, Name)):
             return value.text(self.lang)

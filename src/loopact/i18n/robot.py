@@ -137,7 +137,6 @@ ROBOT: dict[str, dict[str, str]] = {
         "en": "stopped early by {cause} on the way to the {goal}: {why}; achieved {distance_m:.2f} m, {angle_deg:.1f} deg",
         "zh": "去 {goal} 的路上提前停止，原因：{cause}（{why}）；完成了 {distance_m:.2f} 米，{angle_deg:.1f} 度",
     },
-    "motion.refused": {"en": "{why}", "zh": "未执行：{why}"},
     "motion.outside_fence": {
         "en": "refused: the end point ({x_m:.2f}, {y_m:.2f}) is outside the geofence",
         "zh": "已拒绝：终点 ({x_m:.2f}, {y_m:.2f}) 在地理围栏之外",

@@ -80,10 +80,11 @@ class ToolResult:
         images: Images for the model (already through the image gate, SPEC G1).
         outcome: What happened as a typed phrase (issue 38; robot tools): rendered in each
             reader's language where a result is shown, kept in traces as its id and
-            parameters. When set, the model's text is this phrase in :data:`MODEL_LANG`:
-            ``data["result"]`` of a successful result whose data is a dict (replaced where
-            it stands, else added last), ``error`` of a failed one. A :class:`Phrase` given
-            as ``data["result"]`` is the outcome.
+            parameters. When set, the model reads this phrase in :data:`MODEL_LANG`: as
+            ``error`` of a failed result, and as ``data["result"]`` when the data has that
+            key (replaced where it stands) or a successful result has no data; other data
+            (a box, a list) stays as it is, and the outcome is for people and traces. A
+            :class:`Phrase` given as ``data["result"]`` is the outcome.
     """
 
     ok: bool = True
@@ -101,18 +102,24 @@ class ToolResult:
         if outcome is None:
             return
         text = outcome.text(MODEL_LANG)
+        if isinstance(data, dict) and "result" in data:
+            object.__setattr__(self, "data", {**data, "result": text})
+        elif data is None and self.ok:
+            object.__setattr__(self, "data", {"result": text})
         if not self.ok:
             object.__setattr__(self, "error", text)
-        elif isinstance(data, dict):
-            object.__setattr__(self, "data", {**data, "result": text})
-        elif data is None:
-            object.__setattr__(self, "data", {"result": text})
 
     @classmethod
     def success(
         cls, data: Any = None, images: tuple[Image, ...] | list[Image] = (), **metadata: Any
     ) -> ToolResult:
-        """A successful result with ``data`` and ``metadata`` keywords."""
+        """A successful result with ``data`` and ``metadata`` keywords.
+
+        Raises:
+            TypeError: A phrase given as ``outcome=`` (that is :meth:`said`).
+        """
+        if isinstance(metadata.get("outcome"), Phrase):
+            raise TypeError("a typed outcome goes to ToolResult.said(), not into metadata")
         return cls(ok=True, data=data, metadata=metadata, images=tuple(images))
 
     @classmethod
@@ -125,7 +132,8 @@ class ToolResult:
     ) -> ToolResult:
         """A successful result that says what happened as a typed ``outcome`` (its English
         text becomes ``data["result"]``, added last; see :attr:`outcome`)."""
-        return cls(ok=True, data=data, metadata=metadata, images=tuple(images), outcome=outcome)
+        said = {**(data or {}), "result": outcome}
+        return cls(ok=True, data=said, metadata=metadata, images=tuple(images), outcome=outcome)
 
     @classmethod
     def failure(cls, error: str | Phrase, data: Any = None, **metadata: Any) -> ToolResult:
