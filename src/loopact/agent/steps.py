@@ -38,7 +38,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from loopact.agent.result_zh import result_zh
 from loopact.i18n import Phrase
 
 #: Imperative verbs that start a robot action or a request for information (English).
@@ -277,8 +276,7 @@ class Ran(NamedTuple):
         if self.outcome is not None:
             return self.outcome.text(lang)
         if isinstance(self.data, dict) and isinstance(self.data.get("result"), str):
-            text = str(self.data["result"]).strip()
-            return result_zh(text) if lang == "zh" else text  # until every tool is typed
+            return str(self.data["result"]).strip()
         return ""
 
 

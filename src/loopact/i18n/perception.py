@@ -38,6 +38,7 @@ PERCEPTION: dict[str, dict[str, str]] = {
     "thing.ball": {"en": "{color} ball", "zh": "{color}球"},
     "thing.crate": {"en": "{color} crate or table", "zh": "{color}箱子或桌子"},
     "thing.floor_line": {"en": "{color} floor line", "zh": "{color}地面线"},
+    "thing.the_floor_line": {"en": "the {color} floor line", "zh": "{color}地面线"},
     # ---- observe_surroundings (robot/perception.py) ----
     "around.all": {"en": "looked all around. {views:lines}", "zh": "环顾了四周。{views:lines}"},
     "around.view": {"en": "{view}: {seen}", "zh": "{view}：{seen}。"},
