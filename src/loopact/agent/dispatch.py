@@ -50,7 +50,7 @@ from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.messages import Image, ToolCall
 from loopact.llm.toolnames import resolve_tool_name
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, outcome_fields
 from loopact.tools.directions import normalize_directions
 from loopact.tools.registry import ToolRegistry, ValidCall
 from loopact.tools.units import normalize_units, unit_conflicts, unit_of
@@ -325,6 +325,7 @@ class RoundDispatcher:
             data=prev.data,
             metadata={**prev.metadata, "repeat_of": earlier_id, "note": note},
             error=prev.error,
+            outcome=prev.outcome,
         )
         self._emit_result(call, result)
         return result
@@ -379,13 +380,7 @@ class RoundDispatcher:
         normalized = self._normalized.get(call.id)
         if not normalized:
             return result
-        return ToolResult(
-            ok=result.ok,
-            data=result.data,
-            metadata={**result.metadata, "normalized": normalized},
-            error=result.error,
-            images=result.images,
-        )
+        return dataclasses.replace(result, metadata={**result.metadata, "normalized": normalized})
 
     def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
         self.bus.emit(
@@ -399,6 +394,7 @@ class RoundDispatcher:
             error=result.error,
             n_images=len(result.images),
             images=[i.summary() for i in result.images],
+            **outcome_fields(result, self.lang),
         )
 
     async def gather(self) -> list[tuple[ToolCall, ToolResult]]:

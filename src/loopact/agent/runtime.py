@@ -25,7 +25,15 @@ from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
 from loopact.agent.state import Conversation, HourlyBudget, InputSource
 from loopact.agent.task import TaskEnv, TaskOutcome, TaskRun
-from loopact.errors import BoundReached, ModelError, ModelRefused, PromptTooLong, TaskFailed
+from loopact.errors import (
+    BoundReached,
+    ModelError,
+    ModelRefused,
+    PromptTooLong,
+    StopCause,
+    StopReason,
+    TaskFailed,
+)
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
@@ -242,16 +250,19 @@ class Agent:
     def stop(self, source: str = "terminal") -> None:
         """Stop the current task and the robot now, without asking the model (SPEC A6)."""
         self.bus.emit("stop", self._current_id, source=source)
-        self._preempt(f"stop from {source}")
+        self._preempt(f"stop from {source}", StopCause.STOPPED)
 
-    def _preempt(self, reason: str) -> None:
+    def _preempt(self, reason: str, cause: StopCause = StopCause.PREEMPTED) -> None:
+        """Cancel the running task and call the stop hooks with ``reason`` and its ``cause``
+        (a :class:`~loopact.errors.StopReason`: the governor's ``stop_all`` ends the motions
+        with that cause, SPEC A6, X3)."""
         for queued in self._queued:
             queued.superseded = True
         running = self._current is not None and not self._current.done()
         if running and self._current is not None:
             self._current.cancel()
         for hook in self.options.stop_hooks:
-            fut = asyncio.ensure_future(hook(reason))
+            fut = asyncio.ensure_future(hook(StopReason(reason, cause)))
             self._background.add(fut)
             fut.add_done_callback(self._hook_done)
 
@@ -266,7 +277,7 @@ class Agent:
 
     def reset(self) -> None:
         """New conversation: stop what runs, clear the history, reset provider state."""
-        self._preempt("reset")
+        self._preempt("reset", StopCause.STOPPED)
         self.conversation.reset()
         self.model.reset()
 
@@ -474,7 +485,7 @@ class Agent:
     async def close(self) -> None:
         """Stop the running task, wait for it and for the stop hooks, close the model."""
         self._closed = True
-        self._preempt("shutdown")
+        self._preempt("shutdown", StopCause.STOPPED)
         if self._current is not None and not self._current.done():
             await asyncio.wait({self._current}, timeout=10)
         if self._background:

@@ -26,7 +26,7 @@ from loopact.agent.confirm import shown_arguments
 from loopact.agent.runtime import Agent, is_stop
 from loopact.errors import LoopactError
 from loopact.events import Event
-from loopact.i18n import t
+from loopact.i18n import Phrase, t
 from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
 from loopact.redact import printable
@@ -139,18 +139,29 @@ class ProgressPrinter:
         elif typ == "tool_progress":
             self.console.print(f"[dim]    … {_shown(str(d['text']))}[/]")
         elif typ == "tool_result":
+            said = self._outcome(d.get("outcome"))  # a robot tool's outcome, in our language
             if d["ok"]:
                 body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
                 extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
-                self.console.print(f"[green]  ✓ {_shown(name)}: {_shown(body)}{extra}[/]")
+                self.console.print(f"[green]  ✓ {_shown(name)}: {_shown(said or body)}{extra}[/]")
             else:
-                self.console.print(f"[red]  ✗ {_shown(name)}: {_shown(str(d['error']))}[/]")
+                error = said or str(d["error"])
+                self.console.print(f"[red]  ✗ {_shown(name)}: {_shown(error)}[/]")
         elif typ == "confirm_request":
             self._end_text()
             # every argument by name, each value cut on its own: the path is never hidden
             shown = d.get("shown") or shown_arguments(d["arguments"])
             prompt = t("confirm.prompt", self.lang, name=d["name"], args=shown)
             self.console.print(f"[magenta]{_shown(prompt)}[/]", end="")
+
+    def _outcome(self, outcome: Any) -> str | None:
+        """A ``tool_result``'s typed outcome (``{id, params}``) in :attr:`lang`, or None."""
+        if not outcome:
+            return None
+        try:
+            return Phrase.from_json(outcome).text(self.lang)
+        except (ValueError, KeyError, TypeError):  # not one this version knows: say nothing
+            return None
 
     def _notice(self, typ: str, ev: Event) -> None:
         """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""

@@ -51,7 +51,7 @@ from loopact.mcp.convert import (
     error_result,
     to_call_result,
 )
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, outcome_fields
 from loopact.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,8 @@ class ToolServer:
             ``robot_state`` event after every served motion call, like the agent does at
             the end of a task (traces then show where the robot really is).
         name: The server name clients see.
+        lang: The language of the people who read its events (``agent.lang``): a served
+            result's typed outcome is rendered in it (``outcome_text``).
     """
 
     def __init__(
@@ -132,8 +134,10 @@ class ToolServer:
         bus: EventBus | None = None,
         state_provider: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         name: str = "loopact",
+        lang: str = "en",
     ) -> None:
         self.registry = registry
+        self.lang = lang
         self.confirm = confirm
         self.timeout_s = timeout_s
         self.workspace = workspace or Path.cwd()
@@ -300,6 +304,7 @@ class ToolServer:
             error=result.error,
             n_images=len(result.images),
             images=[i.summary() for i in result.images],
+            **outcome_fields(result, self.lang),
         )
 
     def _emit(self, type_: str, **data: Any) -> None:
