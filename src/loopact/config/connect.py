@@ -109,7 +109,12 @@ class MqttSubscriptionConfig(pydantic.BaseModel):
 
 
 class MqttConfig(pydantic.BaseModel):
-    """``mqtt``: the broker, its credentials, the MQTT tools and rules (SPEC C4, C7, X4)."""
+    """``mqtt``: the broker, its credentials, the MQTT tools and rules (SPEC C4, C7, X4).
+
+    ``text_channel`` (default off; issue 39 item 17): the text channel on
+    ``<p>/<agent>/text_input`` / ``text_output``. Whoever may publish on the first instructs
+    the agent as its user, whoever may subscribe to the second reads everything the agent
+    reads; turn it on only where the broker's ACL is the boundary (docs/security.md)."""
 
     model_config = _STRICT
     broker: str = "mqtt://127.0.0.1:1883"
@@ -120,6 +125,7 @@ class MqttConfig(pydantic.BaseModel):
     keepalive_s: int = pydantic.Field(10, ge=2, le=3600)
     client_id: str | None = pydantic.Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     tools: bool = True
+    text_channel: bool = False
     brokers: list[str] = pydantic.Field(default_factory=list)
     allow_subscribe: list[str] = pydantic.Field(default_factory=lambda: ["#"])
     allow_publish: list[str] = pydantic.Field(default_factory=lambda: ["#"])

@@ -267,6 +267,10 @@ mqtt:
   client_id: null             # null: loopact-<role>-<random>, one per process run
   tools: true                 # the mqtt_* tools, when the transport is mqtt or
                               # subscriptions are set
+  text_channel: false         # <agent>/text_input and text_output on the broker: whoever
+                              # may publish there instructs the agent as its user, whoever
+                              # may subscribe reads all it reads; on only behind a broker
+                              # ACL (docs/security.md)
   brokers: []                 # other brokers mqtt_connect may use (same credentials)
   allow_subscribe: ["#"]      # topic filters the tools may subscribe to
   allow_publish: ["#"]        # topics mqtt_publish may write (a write tool: confirmed)
