@@ -277,7 +277,10 @@ mqtt:
   min_publish_interval_s: 0.1 # per topic; at least 0.1
   max_publish_bytes: 65536    # largest mqtt_publish payload
   history_per_topic: 100      # messages kept per topic for mqtt_history
+  retained: skip              # a retained message (the broker's copy of an earlier one):
+                              # skip: rules and inject mode ignore it; inject: it reaches
+                              # the agent marked "retained" with its age where known
   subscriptions: []           # subscribed at start, e.g.
                               # - {topic: home/+/temperature, mode: filter,
-                              #    rules: ["temperature > 30"]}
+                              #    rules: ["temperature > 30"]}  (retained: per topic)
 """
