@@ -390,6 +390,8 @@ async def _attach(
             agent,
             connector,
             cfg.agent.name,
+            # issue 39 item 17: over MQTT the text channel is the operator's choice
+            text_channel=connector.transport != "mqtt" or cfg.mqtt.text_channel,
             settle_s=1.5 if once is not None else 0.0,
             shared=cfg.nodes.shared and connector.transport == "mqtt",
             trust=node_trust(cfg, own=served),

@@ -269,13 +269,20 @@ mqtt:
   client_id: null             # null: loopact-<role>-<random>, one per process run
   tools: true                 # the mqtt_* tools, when the transport is mqtt or
                               # subscriptions are set
+  text_channel: false         # <agent>/text_input and text_output on the broker: whoever
+                              # may publish there instructs the agent as its user, whoever
+                              # may subscribe reads all it reads; on only behind a broker
+                              # ACL (docs/security.md)
   brokers: []                 # other brokers mqtt_connect may use (same credentials)
   allow_subscribe: ["#"]      # topic filters the tools may subscribe to
   allow_publish: ["#"]        # topics mqtt_publish may write (a write tool: confirmed)
   min_publish_interval_s: 0.1 # per topic; at least 0.1
   max_publish_bytes: 65536    # largest mqtt_publish payload
   history_per_topic: 100      # messages kept per topic for mqtt_history
+  retained: skip              # a retained message (the broker's copy of an earlier one):
+                              # skip: rules and inject mode ignore it; inject: it reaches
+                              # the agent marked "retained" with its age where known
   subscriptions: []           # subscribed at start, e.g.
                               # - {topic: home/+/temperature, mode: filter,
-                              #    rules: ["temperature > 30"]}
+                              #    rules: ["temperature > 30"]}  (retained: per topic)
 """

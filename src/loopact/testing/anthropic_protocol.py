@@ -215,6 +215,8 @@ class AnthropicMessagesProtocol(Protocol):
         headers = {"request-id": f"req_scripted_{request.index + 1}"}
         if spec is not None and spec.retry_after is not None:
             headers["retry-after"] = spec.retry_after
+        if spec is not None:
+            headers.update(spec.headers)
         body = {"type": "error", "error": {"type": kind, "message": message}}
         return ResponsePlan(
             status=status,

@@ -174,6 +174,8 @@ class OpenAIChatProtocol(Protocol):
         headers = {}
         if spec is not None and spec.retry_after is not None:
             headers["Retry-After"] = spec.retry_after
+        if spec is not None:
+            headers.update(spec.headers)
         return ResponsePlan(
             status=status,
             body=json.dumps({"error": error}).encode(),

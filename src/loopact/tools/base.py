@@ -226,6 +226,11 @@ class Tool:
         allow_entry: The ``confirm.allow`` entry that allows it without asking when its
             name does not: ``mcp:SERVER/TOOL`` for an MCP server's tool, whose offered name
             another server may have taken first (issue 39 item 13); None: its name.
+        constant: True when a read-only tool's answer depends only on its arguments and on
+            what this agent's own state-changing calls change (a skill's text): an identical
+            repeat is then answered from the earlier result (SPEC A3). False (the default)
+            for anything that reads the world — a clock, a sensor, a camera, a file, any
+            remote tool — which always runs again.
     """
 
     name: str
@@ -238,6 +243,7 @@ class Tool:
     directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
     untrusted_source: UntrustedSource | None = None
     allow_entry: str | None = None
+    constant: bool = False
 
     def needs_confirmation(self, arguments: Mapping[str, Any], said: str) -> bool:
         """Whether this call waits for a person's yes before it runs (SPEC C5).
@@ -296,6 +302,7 @@ class FunctionTool(Tool):
             ``[("what is in front of you?", {})]``; shown to models that write calls as text.
         directions: Sign conventions, e.g. ``{"pan_deg": ("left", "right")}`` (see
             :attr:`Tool.directions`).
+        constant: The answer depends only on the arguments (see :attr:`Tool.constant`).
 
     Raises:
         ValueError: Bad name, missing type hint, a parameter type pydantic cannot describe,
@@ -314,8 +321,10 @@ class FunctionTool(Tool):
         timeout_s: float | None = None,
         examples: Sequence[tuple[str, dict[str, Any]]] = (),
         directions: Mapping[str, tuple[str, str]] | None = None,
+        constant: bool = False,
     ) -> None:
         self.fn = fn
+        self.constant = constant
         self.examples = tuple((str(text), dict(args)) for text, args in examples)
         self.directions = MappingProxyType(dict(directions or {}))
         check_directions(self.directions)
@@ -444,6 +453,7 @@ def tool(
     timeout_s: float | None = None,
     examples: Sequence[tuple[str, dict[str, Any]]] = (),
     directions: Mapping[str, tuple[str, str]] | None = None,
+    constant: bool = False,
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -458,6 +468,7 @@ def tool(
     timeout_s: float | None = None,
     examples: Sequence[tuple[str, dict[str, Any]]] = (),
     directions: Mapping[str, tuple[str, str]] | None = None,
+    constant: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a :class:`FunctionTool` from a typed function (SPEC C1); exported as ``loopact.tool``.
 
@@ -475,6 +486,7 @@ def tool(
             timeout_s=timeout_s,
             examples=examples,
             directions=directions,
+            constant=constant,
         )
 
     if fn is not None:
