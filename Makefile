@@ -25,7 +25,7 @@ system-deps:
 $(STAMP_RUN): pyproject.toml | $(PY)
 	@$(MAKE) --no-print-directory system-deps
 	@echo "loopact: installing into $(VENV) (first time: a few minutes)"
-	@$(PY) -m pip install -qq -e '.[sim,web,voice]'
+	@$(PY) -m pip install -qq -e '.[sim,web,voice,observe]'
 	@touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)

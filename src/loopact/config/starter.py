@@ -113,6 +113,15 @@ vision:
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)
   full: false                 # also record every request's messages
+record:                       # the run as MCAP for Foxglove (docs/observability.md)
+  path: null                  # like --record run.mcap
+  camera_hz: 2                # camera frames per second in the file (0: none)
+  pose_hz: 10                 # pose and TF messages per second
+  jpeg_quality: 75
+foxglove: {enabled: false, host: 127.0.0.1, port: 8765}  # live view (--foxglove), loopback
+telemetry:                    # OpenTelemetry spans over OTLP/HTTP; OTEL_EXPORTER_OTLP_* win
+  otlp_endpoint: null         # e.g. http://127.0.0.1:4318 (spans to /v1/traces)
+  service_name: loopact
 
 web:
   enabled: true               # the console at http://localhost:8080 (not with --once)

@@ -14,7 +14,9 @@ Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask th
 - runs a watchdog on the robot's clock that zeroes the base when commands stop arriving for
   ``limits.command_timeout_s`` during motion (a dead agent or link stops the robot);
 - latches an emergency stop until :meth:`reset_emergency_stop`;
-- zeroes the base at once on :meth:`stop_all` (user stop, preemption).
+- zeroes the base at once on :meth:`stop_all` (user stop, preemption);
+- tells :attr:`SafetyGovernor.on_decision` (when set) each decision: a halt and why, a clamp, a
+  refusal, a stop, the emergency stop and its reset (``governor`` events; issue 44).
 
 It depends only on the :class:`~loopact.robot.interface.Robot` interface and its clock (no ROS),
 so it can later run base-side as its own node in front of ``cmd_vel``. The site map is assumed
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from loopact.errors import EmergencyStopError, RobotError, SafetyError
@@ -43,6 +46,10 @@ BRAKE_DECEL_MPS2 = 1.0
 
 HEAD_FORWARD_TOL_DEG = 10.0
 """Depth is trusted for the obstacle stop only while |pan| is below this, degrees."""
+
+DecisionHook = Callable[[dict[str, Any]], None]
+"""Told ``{decision, reason, motion, detail}``: ``decision`` is ``halt``, ``clamp``, ``refuse``,
+``stop``, ``emergency_stop`` or ``estop_reset``; ``reason`` a stop reason or a clamped field."""
 
 
 def _finite(name: str, value: float) -> float:
@@ -84,6 +91,16 @@ class SafetyGovernor:
         self._watchdog: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
         self.watchdog_trips = 0
+        self.on_decision: DecisionHook | None = None
+
+    def _decided(self, decision: str, reason: str, motion: str | None, detail: str) -> None:
+        """Tell :attr:`on_decision`; a failing hook is logged, never raised into a motion."""
+        said = {"decision": decision, "reason": reason, "motion": motion, "detail": detail}
+        try:
+            if self.on_decision is not None:
+                self.on_decision(said)
+        except Exception:
+            logger.exception("governor decision hook failed")
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -130,6 +147,8 @@ class SafetyGovernor:
         Args:
             reason: Why, for the motions' ``detail``.
         """
+        if (held := self._base or self._head) is not None:
+            self._decided("stop", "cancelled", held.name, reason)
         self._end_leases("cancelled", reason)
         await self._send(Twist())
 
@@ -140,6 +159,7 @@ class SafetyGovernor:
         self._end_leases("emergency_stop", reason)
         await self._send(Twist())
         logger.warning("emergency stop latched: %s", reason)
+        self._decided("emergency_stop", "emergency_stop", None, reason)
 
     def reset_emergency_stop(self, by: str = "unknown") -> None:
         """Release the latched emergency stop (an explicit human decision).
@@ -150,6 +170,7 @@ class SafetyGovernor:
         """
         if self._estop:
             logger.warning("emergency stop reset by %s", log_text(by, 160))
+            self._decided("estop_reset", "reset", None, f"by {log_text(by, 160)}")
         self._estop = False
         self._estop_reason = ""
 
@@ -294,6 +315,7 @@ class SafetyGovernor:
         stop_m = self.profile.limits.obstacle_stop_m
         if reading.clearance_m is None or reading.clearance_m < stop_m:
             lease.stop("obstacle", reading.note or f"obstacle {reading.clearance_m:.2f} m ahead")
+            self._decided("refuse", "obstacle", lease.name, lease.detail)
             self._base = None
             if reading.clearance_m is None:
                 raise SafetyError(f"cannot check the path ahead: {reading.note}")
@@ -329,6 +351,9 @@ class SafetyGovernor:
         now = self.clock.now()
         self._last_cmd_s = now
         for key, val in clamped.items():
+            if key not in lease.clamped:
+                said = f"{val['requested']:g} -> {val['applied']:g}"
+                self._decided("clamp", key, lease.name, said)
             lease.clamped.setdefault(key, val)
         if now >= lease.deadline_s:
             return await self._halt(
@@ -387,6 +412,8 @@ class SafetyGovernor:
         return cmd
 
     async def _halt(self, lease: MotionLease, reason: str, detail: str) -> Twist:
+        if lease.active:
+            self._decided("halt", reason, lease.name, detail)
         lease.stop(reason, detail)
         if self._base is lease:
             self._base = None
@@ -456,6 +483,7 @@ class SafetyGovernor:
                         )
                     else:
                         await self._send(Twist())
+                        self._decided("halt", "watchdog", None, f"no command for {timeout:.2f} s")
                     logger.warning("watchdog: no base command for %.2f s, base zeroed", timeout)
             except RobotError as exc:
                 logger.error("watchdog could not stop the base: %s", exc)
