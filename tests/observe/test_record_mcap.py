@@ -10,6 +10,7 @@ carry the sim log's headings, and camera and tool images that decode.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -26,9 +27,11 @@ from tests.observe.mcap_read import read_mcap, yaw_of
 from loopact.observe import topics as tp
 from loopact.observe.recorder import SIM_LOG
 from loopact.sim.simlog import read_sim_log
+from loopact.testing import ScriptedModelServer
 from loopact.trace import read_trace
 
 pytestmark = pytest.mark.sim
+SECRET = "sk-record-secret-77"
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -38,37 +41,38 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run_recorded(
-    scripted_server: Any, tmp_path: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    server = scripted_server(
-        [
-            {"tool_calls": [call("move_forward", {"distance_m": 0.5}, id="c1")]},
-            {"tool_calls": [call("seewhat", {}, id="c2")]},
-            {"text": "I moved half a metre and looked around."},
-        ]
-    )
-    args = ["run", "--robot", "sim", "--sim-speed", "4", "--once", "go forward and look"]
-    args += ["--base-url", server.base_url, "--model", "m", "--api-key", "sk-record-secret-77"]
-    args += ["--trace", str(tmp_path / "t.jsonl"), "--sim-log", str(tmp_path / "poses.jsonl")]
-    args += ["--workspace", str(tmp_path / "ws"), "--no-web", "--no-memory", *extra]
-    return subprocess.run(
-        [sys.executable, "-m", "loopact", *args],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def test_a_simulator_run_recorded_to_mcap_reads_back_whole(
-    scripted_server: Any, tmp_path: Path
-) -> None:
-    out = tmp_path / "run.mcap"
-    proc = run_recorded(scripted_server, tmp_path, "--record", str(out))
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One recorded simulator run (shared by the tests below): its folder and its stderr."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
+    script = [
+        {"tool_calls": [call("move_forward", {"distance_m": 0.5}, id="c1")]},
+        {"tool_calls": [call("seewhat", {}, id="c2")]},
+        {"text": "I moved half a metre and looked around."},
+    ]
+    with ScriptedModelServer(script) as server:
+        args = ["run", "--robot", "sim", "--sim-speed", "4", "--once", "go forward and look"]
+        args += ["--base-url", server.base_url, "--model", "m", "--api-key", SECRET]
+        args += ["--trace", str(tmp_path / "t.jsonl"), "--sim-log", str(tmp_path / "poses.jsonl")]
+        args += ["--workspace", str(tmp_path / "ws"), "--no-web", "--no-memory"]
+        args += ["--record", str(tmp_path / "run.mcap")]
+        proc = subprocess.run(
+            [sys.executable, "-m", "loopact", *args],
+            cwd=tmp_path,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        server.assert_consumed()
     assert proc.returncode == 0, proc.stderr
-    assert f"recording: {out}" in proc.stderr
+    return tmp_path, proc.stderr
+
+
+def test_a_simulator_run_recorded_to_mcap_reads_back_whole(recorded: tuple[Path, str]) -> None:
+    tmp_path, stderr = recorded
+    out = tmp_path / "run.mcap"
+    assert f"recording: {out}" in stderr
     rec = read_mcap(out)
     trace = [ev for ev in read_trace(tmp_path / "t.jsonl") if ev["type"] != "trace_start"]
     sim_log = list(read_sim_log(tmp_path / "poses.jsonl"))
@@ -89,7 +93,7 @@ def test_a_simulator_run_recorded_to_mcap_reads_back_whole(
     results = [e for e in rec.messages[tp.EVENTS] if e["type"] == "tool_result"]
     assert [r["name"] for r in results] == ["move_forward", "seewhat"]
     assert all(r["duration_s"] > 0 for r in results)  # the call's timing
-    assert "sk-record-secret-77" not in out.read_bytes().decode("latin-1")
+    assert SECRET not in out.read_bytes().decode("latin-1")
 
     # ground truth: every sim log line from the first recorded one on, none missing, equal
     recorded = rec.messages[SIM_LOG]
@@ -133,6 +137,53 @@ def test_a_simulator_run_recorded_to_mcap_reads_back_whole(
     # the site: its waypoints by name
     site = rec.messages[tp.SITE][0].entities[0]
     assert {t.text for t in site.texts} >= {"kitchen"}
+
+
+def test_a_trace_and_its_sim_log_convert_to_the_same_channels(
+    recorded: tuple[Path, str], tmp_path: Path
+) -> None:
+    """``loopact trace t.jsonl --sim-log poses.jsonl --to-mcap`` writes what the live recording
+    wrote of the agent, and the whole sim log as ground truth, odometry and TF."""
+    run = recorded[0]
+    out = tmp_path / "conv.mcap"
+    args = ["trace", str(run / "t.jsonl"), "--sim-log", str(run / "poses.jsonl")]
+    proc = _cli([*args, "--to-mcap", str(out)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"wrote {out}: ") and proc.stderr == ""
+    conv, live = read_mcap(out), read_mcap(run / "run.mcap")
+    assert conv.messages[tp.EVENTS] == live.messages[tp.EVENTS]  # same events, same timings
+    assert [m.message for m in conv.messages[tp.LOG]] == [m.message for m in live.messages[tp.LOG]]
+    sim_log = list(read_sim_log(run / "poses.jsonl"))
+    assert conv.messages[SIM_LOG] == sim_log
+    assert conv.counts[tp.TRUTH_POSE] == conv.counts[tp.TF] == len(sim_log)
+    assert conv.log_times[SIM_LOG] == [round(s["wall_s"] * 1e9) for s in sim_log]
+    assert conv.counts[tp.TOOL_IMAGE] == 1
+    # an older sim log without wall_s: placed from the trace's start, and said so
+    old = tmp_path / "old.jsonl"
+    old.write_text(
+        "".join(json.dumps({k: v for k, v in s.items() if k != "wall_s"}) + "\n" for s in sim_log)
+    )
+    proc = _cli(
+        ["trace", str(run / "t.jsonl"), "--sim-log", str(old), "--to-mcap", str(out)], tmp_path
+    )
+    assert proc.returncode == 0 and "has no wall_s times" in proc.stderr, proc.stderr
+    # usage errors: --sim-log alone; a sim log that is a trace
+    proc = _cli(["trace", str(run / "t.jsonl"), "--sim-log", str(old)], tmp_path)
+    assert proc.returncode == 2 and "--sim-log goes with --to-mcap" in proc.stderr
+    bad = ["trace", str(run / "t.jsonl"), "--sim-log", str(run / "t.jsonl"), "--to-mcap", str(out)]
+    proc = _cli(bad, tmp_path)
+    assert proc.returncode == 2 and "not a pose sample" in proc.stderr, proc.stderr
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopact", *args],
+        cwd=cwd,
+        env=_env(cwd),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_file_that_is_not_a_recording_is_not_overwritten(

@@ -133,6 +133,15 @@ def _open_recorder(cfg: Config, stack: AsyncExitStack, console: Console) -> Reco
             recorder.open_file(cfg.record.path.expanduser())
         except OSError as exc:
             raise ConfigError(f"record.path: {exc}", key="record.path") from None
+        recorder.write_metadata(
+            "loopact",
+            {
+                "loopact": __version__,
+                "provider": cfg.model.provider,
+                "model": cfg.model.model,
+                "robot": cfg.robot.kind,
+            },
+        )
         console.print(f"recording: {cfg.record.path}", highlight=False, markup=False)
     if cfg.foxglove.enabled:
         url = recorder.serve(cfg.foxglove.host, cfg.foxglove.port)

@@ -56,6 +56,10 @@ def trace_to_mcap(trace_path: Path, out: Path, sim_log: Path | None = None) -> C
     recorder.open_file(out)
     try:
         for event in trace.events:
+            if event.get("type") == "trace_start":  # the run's header: the file's metadata
+                header = {k: v for k, v in event.items() if k not in ("ts", "type", "task_id")}
+                recorder.write_metadata("loopact", header)
+                continue
             recorder.on_event(event)
             if event.get("type") == "robot_state" and not samples:
                 _robot_state(recorder, event)

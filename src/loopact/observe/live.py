@@ -1,9 +1,10 @@
 """The live view: a recorder's channels over Foxglove's WebSocket protocol (issue 44).
 
 ``loopact run --foxglove`` serves what ``--record`` writes, live, with foxglove-sdk's server
-(protocol ``foxglove.websocket.v1``). The protocol carries no token, so the web console's rule
-(beyond loopback only with a token) leaves one choice: loopback only. From another machine,
-forward the port over SSH (``ssh -L 8765:127.0.0.1:8765 robot``), docs/observability.md.
+(sub-protocol ``foxglove.sdk.v1`` in foxglove-sdk 0.30). The protocol carries no token, so the
+web console's rule (beyond loopback only with a token) leaves one choice: loopback only. From
+another machine, forward the port over SSH (``ssh -L 8765:127.0.0.1:8765 robot``),
+docs/observability.md.
 """
 
 from __future__ import annotations

@@ -123,6 +123,12 @@ class Recorder:
             raise OSError(f"cannot write {path}: {exc}") from None
         self.path = path
 
+    def write_metadata(self, name: str, values: dict[str, Any]) -> None:
+        """An MCAP metadata record (``loopact``: version, provider, model, robot); only the
+        file has it. Values are written as text; None values are left out."""
+        if self._mcap is not None:
+            self._mcap.write_metadata(name, {k: str(v) for k, v in values.items() if v is not None})
+
     def serve(self, host: str, port: int) -> str:
         """Serve the channels live over Foxglove's WebSocket protocol; returns ``ws://...``.
 
