@@ -30,7 +30,7 @@ class RecordConfig(pydantic.BaseModel):
 
     model_config = _STRICT
     path: Path | None = None
-    camera_hz: float = pydantic.Field(2.0, ge=0, le=60)
+    camera_hz: float = pydantic.Field(1.0, ge=0, le=60)
     pose_hz: float = pydantic.Field(10.0, gt=0, le=100)
     jpeg_quality: int = pydantic.Field(75, ge=1, le=100)
 

@@ -115,7 +115,7 @@ trace:
   full: false                 # also record every request's messages
 record:                       # the run as MCAP for Foxglove (docs/observability.md)
   path: null                  # like --record run.mcap
-  camera_hz: 2                # camera frames per second in the file (0: none)
+  camera_hz: 1                # camera frames per second in the file (0: none)
   pose_hz: 10                 # pose and TF messages per second
   jpeg_quality: 75
 foxglove: {enabled: false, host: 127.0.0.1, port: 8765}  # live view (--foxglove), loopback
