@@ -35,6 +35,7 @@ from loopact.app.memory import OpenedMemory, open_memory
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
+from loopact.app.observe import open_observe
 from loopact.app.own_state import agent_state_paths, check_output_files
 from loopact.app.robot import Body, open_body
 from loopact.app.vision import attach_vision
@@ -163,6 +164,7 @@ async def open_agent(
     elif local_brain:
         cfg, brain = await start_local_brain(cfg, stack, bus)
     _open_trace(cfg, bus, stack, config_source)  # before anything connects: every event
+    observe = open_observe(cfg, bus, stack, Console(stderr=True, soft_wrap=True))  # issue 44
     body = await open_body(cfg, stack)
     connector = await open_nodes_connector(cfg, body, stack, bus)
     served = await _robot_tools(cfg, body, connector, registry, stack)
@@ -175,6 +177,7 @@ async def open_agent(
     options = dataclasses.replace(options, interactive=interactive)
     channels = await open_message_channels(cfg, stack, body.connector)
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
+    await observe.attach(body.session, bus, agent)  # issue 44: robot readings, governor
     _warn_unknown_allowed(cfg, registry)
     await _attach(cfg, agent, connector, served, memory, stack, once)
     await attach_board(cfg, agent, stack, connector)

@@ -1,7 +1,8 @@
 """The ``loopact`` command (typer).
 
 ``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
-``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
+``loopact init`` writes a starter config; ``loopact doctor`` checks the machine for each
+feature; ``loopact trace`` reads a trace (or writes it as MCAP);
 ``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
 ``loopact sim`` works with the simulator; ``loopact node`` serves a file's tools as nodes;
 ``loopact base`` runs the safety governor next to the base; ``loopact mcp`` serves the agent's
@@ -32,6 +33,7 @@ from loopact.cli._common import (
     Group,
 )
 from loopact.cli.agent import init, run, scripted_server, trace_cmd
+from loopact.cli.doctor import doctor
 from loopact.cli.services import base, mcp_cmd, node, sim
 from loopact.eval.cli import eval_command
 
@@ -68,6 +70,7 @@ def _root(
 # is its help: people read it, so it names no spec labels (those go in comments).
 app.command(cls=Command)(run)
 app.command(cls=Command)(init)
+app.command(cls=Command)(doctor)  # issue 44: what this machine has, the fix for what is not
 app.command("trace", cls=Command)(trace_cmd)
 app.command("scripted-server", cls=Command)(scripted_server)
 # a command, not a group: sim has options only (SPEC D6)

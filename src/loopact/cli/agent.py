@@ -87,6 +87,12 @@ def run(
     once: str | None = typer.Option(None, "--once", help="Run one instruction and exit."),
     trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
     trace_full: bool = typer.Option(False, "--trace-full", help="Also trace request messages."),
+    record: Path | None = typer.Option(
+        None, "--record", help="Record the run as MCAP here, for Foxglove (docs/observability.md)."
+    ),
+    foxglove: bool = typer.Option(
+        False, "--foxglove", help="Serve the run live to Foxglove (WebSocket, loopback)."
+    ),
     lang: str | None = typer.Option(None, "--lang", help="Language for people: en or zh."),
     voice: bool = typer.Option(
         False, "--voice", help="Talk to the robot: microphone and speaker (docs/voice.md)."
@@ -136,6 +142,7 @@ _RUN_FLAG_KEYS = {
     "web_port": "web.port",
     "web_token": "web.token",
     "trace": "trace.path",
+    "record": "record.path",
     "transport": "nodes.transport",
     "broker": "mqtt.broker",
     "board": "board.kind",
@@ -151,6 +158,7 @@ _RUN_SWITCHES = {
     "no_web": ("web.enabled", False),
     "yes": ("confirm.auto_approve", True),
     "trace_full": ("trace.full", True),
+    "foxglove": ("foxglove.enabled", True),
     "voice": ("voice.enabled", True),
 }
 """``loopact run`` switches that, when given, set a config key to a fixed value."""
@@ -238,8 +246,14 @@ def trace_cmd(
     to_script: Path | None = typer.Option(
         None, "--to-script", help="Write a scripted-server script that replays the run."
     ),
+    to_mcap: Path | None = typer.Option(
+        None, "--to-mcap", help="Write the trace (and --sim-log) as MCAP, for Foxglove."
+    ),
+    sim_log: Path | None = typer.Option(
+        None, "--sim-log", help="The run's --sim-log file: ground truth for --to-mcap."
+    ),
 ) -> None:
-    """Print a trace as a timeline, or turn it into a replay script."""
+    """Print a trace as a timeline, turn it into a replay script, or into MCAP for Foxglove."""
     # The docstring is the --help text. SPEC H3, docs/trace.md "Reading a trace": exit 2 when
     # the trace cannot be read, is empty, has a line that is not an event (named) or a call
     # the replay would have to guess; 1 when it has nothing to replay; a cut-off last line
@@ -247,6 +261,8 @@ def trace_cmd(
     from loopact.trace import NOTHING_TO_REPLAY, load_trace, timeline
     from loopact.trace import to_script as make_script
 
+    if to_mcap is not None or sim_log is not None:
+        raise typer.Exit(_trace_to_mcap(path, to_mcap, sim_log, to_script))
     try:
         trace = load_trace(path)
     except (OSError, ValueError) as exc:
@@ -275,6 +291,36 @@ def trace_cmd(
         err.print(f"loopact: cannot write {to_script}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
+
+
+def _trace_to_mcap(
+    trace: Path, out: Path | None, sim_log: Path | None, to_script: Path | None
+) -> int:
+    """``loopact trace T --to-mcap OUT [--sim-log LOG]`` (issue 44); returns the exit code:
+    2 for a usage error or a file that cannot be read or written."""
+    if out is None or to_script is not None:
+        what = "--sim-log goes with --to-mcap" if out is None else "give --to-mcap or --to-script"
+        err.print(f"loopact: {what}", markup=False)
+        return EXIT_USAGE
+    try:
+        from loopact.observe.convert import trace_to_mcap
+    except ImportError as exc:
+        err.print(
+            f"loopact: --to-mcap needs foxglove-sdk ({exc.name} is missing): "
+            "pip install 'loopact[observe]'",
+            markup=False,
+        )
+        return EXIT_USAGE
+    try:
+        done = trace_to_mcap(trace, out, sim_log)
+    except (OSError, ValueError) as exc:
+        err.print(f"loopact: cannot convert: {exc}", markup=False)
+        return EXIT_USAGE
+    for warning in done.warnings:
+        err.print(f"loopact: {warning}", markup=False)
+    counts = ", ".join(f"{topic} {n}" for topic, n in sorted(done.counts.items()))
+    typer.echo(f"wrote {out}: {counts}")
+    return EXIT_OK
 
 
 def scripted_server(

@@ -37,6 +37,7 @@ from loopact.config.connect import (
     NodeSafety,
     NodesConfig,
 )
+from loopact.config.observe import FoxgloveConfig, RecordConfig, TelemetryConfig
 from loopact.config.robot import (
     BoardConfig,
     EstopConfig,
@@ -186,6 +187,9 @@ class Config(pydantic.BaseModel):
     nodes: NodesConfig = NodesConfig()
     mqtt: MqttConfig = MqttConfig()
     voice: VoiceConfig = VoiceConfig()
+    record: RecordConfig = RecordConfig()
+    foxglove: FoxgloveConfig = FoxgloveConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
     @property
     def endpoint_configured(self) -> bool:
@@ -210,6 +214,7 @@ __all__ = [
     "DocumentsConfig",
     "EmailConfig",
     "EstopConfig",
+    "FoxgloveConfig",
     "HsvTriple",
     "ImagesConfig",
     "LLAMA_CPP_SDIST_SHA256",
@@ -227,9 +232,11 @@ __all__ = [
     "MqttTlsConfig",
     "NodeSafety",
     "NodesConfig",
+    "RecordConfig",
     "RobotConfig",
     "ShellConfig",
     "SttConfig",
+    "TelemetryConfig",
     "ToolsConfig",
     "TopicMessagesConfig",
     "TraceConfig",

@@ -115,6 +115,15 @@ vision:
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)
   full: false                 # also record every request's messages
+record:                       # the run as MCAP for Foxglove (docs/observability.md)
+  path: null                  # like --record run.mcap
+  camera_hz: 1                # camera frames per second in the file (0: none)
+  pose_hz: 10                 # pose and TF messages per second
+  jpeg_quality: 75
+foxglove: {enabled: false, host: 127.0.0.1, port: 8765}  # live view (--foxglove), loopback
+telemetry:                    # OpenTelemetry spans over OTLP/HTTP; OTEL_EXPORTER_OTLP_* win
+  otlp_endpoint: null         # e.g. http://127.0.0.1:4318 (spans to /v1/traces)
+  service_name: loopact
 
 web:
   enabled: true               # the console at http://localhost:8080 (not with --once)
@@ -286,3 +295,31 @@ mqtt:
                               # - {topic: home/+/temperature, mode: filter,
                               #    rules: ["temperature > 30"]}  (retained: per topic)
 """
+
+
+def starter_sections() -> dict[str, str]:
+    """:data:`STARTER_CONFIG` cut into its top-level sections, in order.
+
+    ``"_header"`` is the comment before the first section; each other key is a top-level key
+    of the file (``model``, ``robot``, ...) with its text up to the next one, comment lines
+    directly above a key belonging to that key. The docs show the file in parts, one page per
+    group of sections (docs/config.md, config-robot.md, config-connect.md;
+    ``scripts/sync-config-docs.py`` rewrites them, tests/test_docs_and_surface.py checks).
+
+    Returns:
+        Section name -> its lines, each ending in a newline, trailing blank lines left out.
+    """
+    lines = STARTER_CONFIG.splitlines(keepends=True)
+    starts: list[tuple[int, str]] = []
+    for i, line in enumerate(lines):
+        key = line.split(":", 1)[0]
+        if line[:1].isalpha() and key.isidentifier():
+            first = i
+            while first > 0 and lines[first - 1].startswith("#"):
+                first -= 1
+            starts.append((first, key))
+    bounds = [(0, "_header"), *starts, (len(lines), "")]
+    sections: dict[str, str] = {}
+    for (begin, name), (end, _) in zip(bounds, bounds[1:], strict=False):
+        sections[name] = "".join(lines[begin:end]).rstrip("\n") + "\n"
+    return sections

@@ -15,7 +15,9 @@ Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask th
 - runs a watchdog on the robot's clock that zeroes the base when commands stop arriving for
   ``limits.command_timeout_s`` during motion (a dead agent or link stops the robot);
 - latches an emergency stop until :meth:`reset_emergency_stop`;
-- zeroes the base at once on :meth:`stop_all` (user stop, preemption).
+- zeroes the base at once on :meth:`stop_all` (user stop, preemption);
+- tells :attr:`SafetyGovernor.on_decision` (when set) each decision: a halt and why, a clamp, a
+  refusal, a stop, the emergency stop and its reset (``governor`` events; issue 44).
 
 Every stop is typed: the lease ends with a :class:`~loopact.errors.StopCause` and a phrase of
 what happened, and a refusal raises :class:`~loopact.errors.MotionStopped` with its cause
@@ -34,10 +36,10 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from loopact.errors import (
-    EmergencyStopError,
     MotionStopped,
     RobotError,
     SafetyError,
@@ -46,6 +48,7 @@ from loopact.errors import (
 )
 from loopact.i18n import Phrase
 from loopact.robot.clearance import ObstacleReading, forward_clearance
+from loopact.robot.head_rules import HeadRules, finite
 from loopact.robot.interface import Pose, Robot, Twist
 from loopact.robot.lease import MotionLease
 from loopact.robot.logtext import log_text
@@ -59,14 +62,12 @@ BRAKE_DECEL_MPS2 = 1.0
 HEAD_FORWARD_TOL_DEG = 10.0
 """Depth is trusted for the obstacle stop only while |pan| is below this, degrees."""
 
-
-def _finite(name: str, value: float) -> float:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SafetyError(Phrase("governor.not_finite", name=name, value=repr(value)))
-    return float(value)
+DecisionHook = Callable[[dict[str, Any]], None]
+"""Told ``{decision, reason, motion, detail}``: ``decision`` is ``halt``, ``clamp``, ``refuse``,
+``stop``, ``emergency_stop`` or ``estop_reset``; ``reason`` a stop reason or a clamped field."""
 
 
-class SafetyGovernor:
+class SafetyGovernor(HeadRules):
     """The only writer to the actuators (SPEC C5, X3). See the module docstring.
 
     Args:
@@ -99,6 +100,16 @@ class SafetyGovernor:
         self._watchdog: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
         self.watchdog_trips = 0
+        self.on_decision: DecisionHook | None = None
+
+    def _decided(self, decision: str, reason: str, motion: str | None, detail: str) -> None:
+        """Tell :attr:`on_decision`; a failing hook is logged, never raised into a motion."""
+        said = {"decision": decision, "reason": reason, "motion": motion, "detail": detail}
+        try:
+            if self.on_decision is not None:
+                self.on_decision(said)
+        except Exception:
+            logger.exception("governor decision hook failed")
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -150,6 +161,8 @@ class SafetyGovernor:
         """
         if cause is None:
             cause = reason.cause if isinstance(reason, StopReason) else StopCause.STOPPED
+        if (held := self._base or self._head) is not None:
+            self._decided("stop", cause.stopped_by, held.name, str(reason))
         self._end_leases(cause, Phrase("stop.reason", reason=str(reason)))
         await self._send(Twist())
 
@@ -160,6 +173,7 @@ class SafetyGovernor:
         self._end_leases(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=reason))
         await self._send(Twist())
         logger.warning("emergency stop latched: %s", reason)
+        self._decided("emergency_stop", "emergency_stop", None, reason)
 
     def reset_emergency_stop(self, by: str = "unknown") -> None:
         """Release the latched emergency stop (an explicit human decision).
@@ -170,6 +184,7 @@ class SafetyGovernor:
         """
         if self._estop:
             logger.warning("emergency stop reset by %s", log_text(by, 160))
+            self._decided("estop_reset", "reset", None, f"by {log_text(by, 160)}")
         self._estop = False
         self._estop_reason = ""
 
@@ -179,10 +194,6 @@ class SafetyGovernor:
                 lease.stop(cause, why)
         self._base = None
         self._head = None
-
-    def _check_estop(self) -> None:
-        if self._estop:
-            raise EmergencyStopError(Phrase("governor.estop_latched", reason=self._estop_reason))
 
     # ---- base ------------------------------------------------------------------------------
 
@@ -196,9 +207,9 @@ class SafetyGovernor:
             SafetyError: A non-finite component.
         """
         lim = self.profile.limits
-        lin = _finite("linear_mps", twist.linear_mps)
-        ang = _finite("angular_radps", twist.angular_radps)
-        lat = _finite("lateral_mps", twist.lateral_mps)
+        lin = finite("linear_mps", twist.linear_mps)
+        ang = finite("angular_radps", twist.angular_radps)
+        lat = finite("lateral_mps", twist.lateral_mps)
         clamped: dict[str, dict[str, float]] = {}
         max_ang = math.radians(lim.max_angular_dps)
         if abs(lin) > lim.max_linear_mps:
@@ -241,7 +252,7 @@ class SafetyGovernor:
             RobotError: The robot failed to answer.
         """
         self._check_estop()
-        duration_s = _finite("duration_s", duration_s)
+        duration_s = finite("duration_s", duration_s)
         if duration_s <= 0:
             raise SafetyError(Phrase("governor.bad_duration", duration_s=duration_s))
         if self._base is not None:
@@ -320,6 +331,7 @@ class SafetyGovernor:
                     "governor.obstacle_ahead", clearance_m=reading.clearance_m, limit_m=stop_m
                 )
             lease.stop(StopCause.OBSTACLE, refusal)
+            self._decided("refuse", "obstacle", lease.name, refusal.text())
             self._base = None
             raise MotionStopped(refusal, StopCause.OBSTACLE)
         if self._monitor is None or self._monitor.done():
@@ -351,6 +363,9 @@ class SafetyGovernor:
         now = self.clock.now()
         self._last_cmd_s = now
         for key, val in clamped.items():
+            if key not in lease.clamped:
+                said = f"{val['requested']:g} -> {val['applied']:g}"
+                self._decided("clamp", key, lease.name, said)
             lease.clamped.setdefault(key, val)
         if now >= lease.deadline_s:
             why = Phrase("stop.deadline", elapsed_s=now - lease.started_s)
@@ -407,6 +422,8 @@ class SafetyGovernor:
         return cmd
 
     async def _halt(self, lease: MotionLease, cause: StopCause, why: Phrase) -> Twist:
+        if lease.active:
+            self._decided("halt", cause.stopped_by, lease.name, why.text())
         lease.stop(cause, why)
         if self._base is lease:
             self._base = None
@@ -476,100 +493,10 @@ class SafetyGovernor:
                         await self._halt(lease, StopCause.WATCHDOG, why)
                     else:
                         await self._send(Twist())
+                        self._decided("halt", "watchdog", None, f"no command for {timeout:.2f} s")
                     logger.warning("watchdog: no base command for %.2f s, base zeroed", timeout)
             except RobotError as exc:
                 logger.error("watchdog could not stop the base: %s", exc)
-
-    # ---- head ------------------------------------------------------------------------------
-
-    def check_head(self, pan_deg: float, tilt_deg: float) -> None:
-        """Validate a head target against the profile (SPEC D4).
-
-        Raises:
-            SafetyError: No head, a non-finite value or a value past the joint limits.
-        """
-        head = self.profile.head
-        if not (head.present and self.robot.has_head):
-            raise SafetyError(Phrase("governor.no_head"))
-        pan_deg = _finite("pan_deg", pan_deg)
-        tilt_deg = _finite("tilt_deg", tilt_deg)
-        lo, hi = head.pan_limits_deg
-        if not lo <= pan_deg <= hi:
-            raise SafetyError(
-                Phrase("governor.pan_limits", pan_deg=pan_deg, low_deg=lo, high_deg=hi)
-            )
-        lo, hi = head.tilt_limits_deg
-        if not lo <= tilt_deg <= hi:
-            raise SafetyError(
-                Phrase("governor.tilt_limits", tilt_deg=tilt_deg, low_deg=lo, high_deg=hi)
-            )
-
-    async def begin_head(self, name: str, duration_s: float = 10.0) -> MotionLease:
-        """Take the head, ending any other head motion.
-
-        Raises:
-            EmergencyStopError: The emergency stop is latched.
-        """
-        self._check_estop()
-        if self._head is not None:
-            self._head.stop(StopCause.REPLACED, Phrase("stop.replaced", name=name))
-        now = self.clock.now()
-        self._head = MotionLease(name, now, now + duration_s)
-        return self._head
-
-    async def set_head(self, lease: MotionLease, pan_deg: float, tilt_deg: float) -> bool:
-        """Command the head for ``lease`` after checking the limits.
-
-        Returns:
-            False (nothing sent) when the lease no longer owns the head.
-
-        Raises:
-            SafetyError: See :meth:`check_head`.
-            EmergencyStopError: The emergency stop is latched.
-        """
-        self.check_head(pan_deg, tilt_deg)
-        if self._estop:
-            lease.stop(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=self._estop_reason))
-        if not lease.active or self._head is not lease:
-            return False
-        await self.robot.set_head(math.radians(pan_deg), math.radians(tilt_deg))
-        return True
-
-    def end_head(self, lease: MotionLease) -> None:
-        """Release the head."""
-        lease.stop(StopCause.TARGET, Phrase("stop.finished"))
-        if self._head is lease:
-            self._head = None
-
-    async def _wait_head(self, pan_rad: float, tilt_rad: float, timeout_s: float) -> bool:
-        end = self.clock.now() + timeout_s
-        while self.clock.now() < end:
-            head = await self.robot.get_head()
-            if abs(head.pan_rad - pan_rad) < math.radians(2) and abs(
-                head.tilt_rad - tilt_rad
-            ) < math.radians(2):
-                return True
-            await self.clock.sleep(self.period_s)
-        return False
-
-    async def wait_head(
-        self, lease: MotionLease, pan_deg: float, tilt_deg: float, timeout_s: float = 3.0
-    ) -> bool:
-        """Wait (robot clock) until the head is within 2 degrees of the target.
-
-        Returns:
-            True if it got there before ``timeout_s`` and while ``lease`` was active.
-        """
-        end = self.clock.now() + timeout_s
-        while self.clock.now() < end and lease.active:
-            head = await self.robot.get_head()
-            if (
-                abs(math.degrees(head.pan_rad) - pan_deg) < 2.0
-                and abs(math.degrees(head.tilt_rad) - tilt_deg) < 2.0
-            ):
-                return True
-            await self.clock.sleep(self.period_s)
-        return False
 
     def status(self) -> dict[str, Any]:
         """JSON-able state: emergency stop, owners, last twist."""
