@@ -250,10 +250,19 @@ class Agent:
         running = self._current is not None and not self._current.done()
         if running and self._current is not None:
             self._current.cancel()
-        for hook in self.options.stop_hooks:
-            fut = asyncio.ensure_future(hook(reason))
+        stops = [asyncio.ensure_future(hook(reason)) for hook in self.options.stop_hooks]
+        if running and self.options.after_stop_hooks:
+            stops.append(asyncio.ensure_future(self._after_stop(list(stops), reason)))
+        for fut in stops:
             self._background.add(fut)
             fut.add_done_callback(self._hook_done)
+
+    async def _after_stop(self, stops: list[asyncio.Future[Any]], reason: str) -> None:
+        """Run the after-stop hooks once the stop hooks are done (A6: re-centre the camera)."""
+        if stops:
+            await asyncio.wait(stops)
+        for hook in self.options.after_stop_hooks:
+            await hook(reason)
 
     def _hook_done(self, fut: asyncio.Future[Any]) -> None:
         self._background.discard(fut)

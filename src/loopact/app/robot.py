@@ -197,4 +197,5 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
                 key="robot.sim_log",
             ) from None
     stack.push_async_callback(session.close)
+    session.recentre_on_stop = cfg.robot.recentre_on_stop  # SPEC A6
     return Body(kind, session, connector)

@@ -347,6 +347,9 @@ def agent_options(
         allow=frozenset(cfg.confirm.allow),
         confirm_timeout_s=cfg.confirm.timeout_s,
         stop_hooks=(session.stop,) if session is not None else (),
+        after_stop_hooks=(session.recentre_after_stop,)
+        if session is not None and session.recentre_on_stop
+        else (),
         state_provider=session.state if session is not None else None,
         trace_full=cfg.trace.full,
         split_steps=local and cfg.local.split_steps,

@@ -82,6 +82,11 @@ def run(
     sim_log: Path | None = typer.Option(
         None, "--sim-log", help="Sim: write ground-truth poses here (JSON Lines, 20 Hz)."
     ),
+    recentre_on_stop: bool = typer.Option(
+        False,
+        "--recentre-on-stop",
+        help="Bring the camera back to centre when a task is stopped or preempted.",
+    ),
     workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
     once: str | None = typer.Option(None, "--once", help="Run one instruction and exit."),
@@ -152,6 +157,7 @@ _RUN_SWITCHES = {
     "yes": ("confirm.auto_approve", True),
     "trace_full": ("trace.full", True),
     "voice": ("voice.enabled", True),
+    "recentre_on_stop": ("robot.recentre_on_stop", True),
 }
 """``loopact run`` switches that, when given, set a config key to a fixed value."""
 

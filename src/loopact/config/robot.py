@@ -34,6 +34,7 @@ class RobotConfig(pydantic.BaseModel):
     sim_speed: float = pydantic.Field(1.0, gt=0)
     scenario: Literal["default", "moving-target"] = "default"
     sim_log: Path | None = None
+    recentre_on_stop: bool = False
     estop: EstopConfig = EstopConfig()
 
 

@@ -85,6 +85,8 @@ robot:
   sim_speed: 1.0              # simulated time per real second
   scenario: default           # sim only: default, or moving-target (a cyan ball circling)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
+  recentre_on_stop: false     # true: a stopped or preempted task brings the camera back to
+                              # its home position (like --recentre-on-stop)
   estop:                      # the base-side governor (loopact base, sim --ros2): anyone on
                               # the graph may stop; releasing a latched stop needs
     reset_token: null         # "reset <token>" (better: LOOPACT_ESTOP_TOKEN), or
