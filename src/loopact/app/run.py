@@ -37,7 +37,7 @@ from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
 from loopact.app.own_state import agent_state_paths, check_output_files
-from loopact.app.robot import Body, open_body
+from loopact.app.robot import Body, image_gate, open_body
 from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
 from loopact.config import Config, config_secret_settings
@@ -404,6 +404,7 @@ async def _attach(
             settle_s=1.5 if once is not None else 0.0,
             shared=cfg.nodes.shared and connector.transport == "mqtt",
             trust=node_trust(cfg, own=served),
+            gate=image_gate(cfg),  # SPEC G1: the configured limits
             # the robot's own seewhat comes as a node (MQTT transport): no second one
             seewhat=False if "seewhat" in served else None,
         )

@@ -94,6 +94,10 @@ robot:
                               # (restrict its publishers with SROS2; docs/security.md)
 
 vision:
+  max_side_px: 1024           # the image gate (G1): every image for a model is scaled to at
+                              # most this long side, in pixels (16-8192) ...
+  blur_threshold: 4.0         # ... and held back as blurry below this sharpness (variance of
+                              # the Laplacian; 4.0 passes every sharp frame measured)
   colors: {}                  # HSV ranges (OpenCV: H 0..179) by colour name, added to or
                               # replacing the built-in ones measured on the simulator, e.g.
                               # orange: [[[8, 150, 120], [20, 255, 255]]]
