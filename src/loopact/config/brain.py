@@ -20,6 +20,7 @@ class CapabilitiesConfig(pydantic.BaseModel):
     constrained_decoding: bool = False
     context_tokens: int = pydantic.Field(128_000, gt=0)
     stream_usage: bool = True
+    parallel_tool_calls_param: bool = True
 
 
 class ModelConfig(pydantic.BaseModel):

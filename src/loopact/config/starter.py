@@ -25,7 +25,9 @@ model:
   # capabilities:             # what the endpoint can do; the loop adapts to it
   #   vision: true
   #   native_tool_calls: true
-  #   parallel_tool_calls: true
+  #   parallel_tool_calls: true   # sent as parallel_tool_calls with native tools ...
+  #   parallel_tool_calls_param: true  # ... unless false (an endpoint that refuses it; one
+  #                           # that answers HTTP 400 naming it is remembered anyway)
   #   context_tokens: 128000
   #   stream_usage: true      # set false if the endpoint rejects stream_options
 

@@ -39,6 +39,10 @@ class Capabilities:
             business (a Dify app keeps the conversation itself): the loop's default
             compression threshold is a fraction of it (SPEC E1).
         stream_usage: Accepts ``stream_options: {include_usage: true}`` (OpenAI protocol).
+        parallel_tool_calls_param: Accepts the ``parallel_tool_calls`` request parameter
+            (OpenAI protocol): a request with native tools then says ``parallel_tool_calls``
+            (the value of :attr:`parallel_tool_calls`); False leaves it out, for endpoints
+            that refuse parameters they do not know.
     """
 
     vision: bool = True
@@ -47,6 +51,7 @@ class Capabilities:
     constrained_decoding: bool = False
     context_tokens: int | None = 128_000
     stream_usage: bool = True
+    parallel_tool_calls_param: bool = True
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,12 @@ do), ``reuse_index`` (every call on ``index`` 0, told apart only by its new ``id
 ``omit_index`` (no ``index`` in any call delta: every delta names its call by ``id``, as some
 gateways send them) and ``require_reasoning_content`` (answer HTTP 400 as Kimi K2.5 and
 DeepSeek V4 in thinking mode do when an assistant message with ``tool_calls`` in the request
-carries no ``reasoning_content``).
+carries no ``reasoning_content``), ``reject_parallel_tool_calls`` (answer HTTP 400
+"Unrecognized request argument supplied: parallel_tool_calls" to a request that has the
+parameter, as endpoints that refuse parameters they do not know do).
+
+A request with ``parallel_tool_calls: false`` gets at most one tool call, as a server
+honouring it answers: the turn's first call (the others are dropped).
 """
 
 from __future__ import annotations
@@ -129,6 +134,12 @@ class OpenAIChatProtocol(Protocol):
                 f"message at index {missing}",
                 request,
             )
+        if "parallel_tool_calls" in body and turn.extra("openai").get("reject_parallel_tool_calls"):
+            return self.render_error(
+                400, "Unrecognized request argument supplied: parallel_tool_calls", request
+            )
+        if body.get("parallel_tool_calls") is False and len(turn.tool_calls) > 1:
+            turn = turn.model_copy(update={"tool_calls": turn.tool_calls[:1]})
         model = str(body.get("model") or "scripted")
         ident = f"chatcmpl-scripted-{request.index + 1}"
         created = int(time.time())
