@@ -29,7 +29,7 @@ from loopact.errors import BoundReached, ModelError, ModelRefused, PromptTooLong
 from loopact.events import EventBus
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
-from loopact.llm.messages import Image, Message, valid_text
+from loopact.llm.messages import Audio, Image, Message, valid_text
 from loopact.tools.base import Tool
 from loopact.tools.registry import ToolRegistry
 
@@ -54,6 +54,7 @@ class _Command:
     images: tuple[Image, ...]
     source: str
     superseded: bool = False
+    audio: tuple[Audio, ...] = ()
 
 
 class Agent:
@@ -202,12 +203,18 @@ class Agent:
 
     # ---------------------------------------------------------------- commands
     def submit(
-        self, text: str, images: Iterable[Image] = (), source: str = "terminal"
+        self,
+        text: str,
+        images: Iterable[Image] = (),
+        source: str = "terminal",
+        audio: Iterable[Audio] = (),
     ) -> str | None:
         """Put a user command into the inbox; returns its command id (None for a stop).
 
         In task mode the running task is preempted (SPEC A6). Call on the event loop thread.
-        Bytes that were not UTF-8 (lone surrogates) become U+FFFD.
+        Bytes that were not UTF-8 (lone surrogates) become U+FFFD. ``text`` is what the
+        command says (a spoken command's transcript); ``audio`` its spoken clips, for a model
+        that hears them (SPEC B8; continuous mode injects the transcript only).
         """
         text = valid_text(text)
         if is_stop(text) and not images:
@@ -215,7 +222,7 @@ class Agent:
             return None
         if self.options.mode == "continuous":
             return self.inject(text, source, images)
-        cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source)
+        cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source, audio=tuple(audio))
         self._preempt(f"new command from {source}")
         self._queued.append(cmd)
         self._inbox.put_nowait(cmd)
@@ -422,7 +429,7 @@ class Agent:
     async def _execute(self, cmd: _Command, continuous: bool = False) -> TaskOutcome:
         bus = self.bus
         bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
-        run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images)
+        run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images, cmd.audio)
         self._current_run = run
         outcome = TaskOutcome(cmd.id, "failed")
         lang = self.options.lang

@@ -72,11 +72,16 @@ class TaskRun(TaskRounds):
             asyncio.CancelledError: The task was preempted (history is left consistent).
         """
         clauses = [self.text]
-        if self.env.options.split_steps and not self.images and self.env.options.mode == "task":
+        if (
+            self.env.options.split_steps
+            and not self.images
+            and not self.audio
+            and self.env.options.mode == "task"
+        ):
             clauses = split_clauses(self.text)
         if len(clauses) > 1:
             return await self._steps_body(clauses)
-        self.conv.append(Message.user(self.text, self.images))
+        self.conv.append(Message.user(self.text, self.images, self.audio))
         if self.env.options.mode == "plan":
             return await plan_body(self)
         if self.env.action_text:

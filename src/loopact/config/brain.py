@@ -21,6 +21,7 @@ class CapabilitiesConfig(pydantic.BaseModel):
     context_tokens: int = pydantic.Field(128_000, gt=0)
     stream_usage: bool = True
     parallel_tool_calls_param: bool = True
+    audio_input: bool = False
 
 
 class ModelConfig(pydantic.BaseModel):

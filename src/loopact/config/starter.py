@@ -26,6 +26,7 @@ model:
   #   vision: true
   #   native_tool_calls: true
   #   parallel_tool_calls: true   # sent as parallel_tool_calls with native tools ...
+  #   audio_input: false      # true: it hears audio (input_audio parts; voice.to_model)
   #   parallel_tool_calls_param: true  # ... unless false (an endpoint that refuses it; one
   #                           # that answers HTTP 400 naming it is remembered anyway)
   #   context_tokens: 128000
@@ -209,6 +210,9 @@ voice:                        # spoken commands and replies (docs/voice.md)
   audio_out: null             # a WAV file or - (raw PCM on stdout), like --audio-out
   ros2_topics: false          # true: listen on /<agent>/audio/in, speak on /<agent>/audio/out
                               # (std_msgs/UInt8MultiArray of 16 kHz s16le PCM; robot.kind ros2)
+  to_model: transcript        # what the model gets of a spoken command: transcript, audio
+                              # (the clip instead of its words) or both; the clip needs a
+                              # model with model.capabilities.audio_input (docs/voice.md)
   barge_in: true              # speech over the robot's voice stops it at once
   vad_aggressiveness: 2       # WebRTC VAD 0..3 (3 rejects the most noise)
   onset_ms: 60                # speech needed to count as a person talking (barge-in)

@@ -142,6 +142,7 @@ class OpenAIChatModel:
                 native_tool_calls=caps.native_tool_calls,
                 tools=request.tools,
                 reasoning_back=self._reasoning_back,
+                audio=caps.audio_input,
             ),
         }
         if request.tools and caps.native_tool_calls:
