@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +102,7 @@ class Agent:
         self._current_id: str | None = None
         self._current_run: TaskRun | None = None
         self._background: set[asyncio.Future[Any]] = set()
+        self._status_parts: dict[str, Callable[[], Any]] = {}
         self._closed = False
         self._context = self._context_for(model)
 
@@ -328,10 +329,23 @@ class Agent:
         caps = self.model.capabilities
         return not caps.native_tool_calls and not caps.constrained_decoding
 
+    def add_status(self, name: str, report: Callable[[], Any]) -> None:
+        """Add ``name: report()`` to :meth:`status` (``/status``, the web console): the state
+        of a part of the run, e.g. the memory's sync with its remote (SPEC E2)."""
+        self._status_parts[name] = report
+
     def status(self) -> dict[str, Any]:
-        """What the agent is doing: busy, task_id, provider, model, n_messages, tools, backend."""
+        """What the agent is doing: busy, task_id, provider, model, n_messages, tools, backend,
+        and what :meth:`add_status` added (a report that fails shows its error)."""
         busy = self._current is not None and not self._current.done()
+        parts: dict[str, Any] = {}
+        for name, report in self._status_parts.items():
+            try:
+                parts[name] = report()
+            except Exception as exc:
+                parts[name] = {"error": f"{type(exc).__name__}: {exc}"}
         return {
+            **parts,
             "busy": busy,
             "task_id": self._current_id if busy else None,
             "provider": self.model.provider,

@@ -32,7 +32,7 @@ from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain, use_local_brain
 from loopact.app.mcp import attach_mcp
-from loopact.app.memory import OpenedMemory, open_memory
+from loopact.app.memory import OpenedMemory, open_memory, start_memory_sync
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
@@ -178,6 +178,7 @@ async def open_agent(
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
     _warn_unknown_allowed(cfg.confirm.allow, registry.names)
     await _attach(cfg, agent, connector, served, memory, stack, once)
+    await start_memory_sync(memory, agent, lambda r: system_prompt(cfg, body, r, memory.skills))
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
         await prepare_local_prompt(agent)
@@ -300,6 +301,18 @@ def _workspace(cfg: Config, config_source: Path | None) -> tuple[Workspace, list
     return files, tools
 
 
+def system_prompt(cfg: Config, body: Body, rules: str | None, skills: str | None) -> str:
+    """The system prompt of a run: the robot, the user's instructions, the memory's rules and
+    preferences, the skills catalogue (SPEC E2, E3)."""
+    return build_system_prompt(
+        body.prompt_info(),
+        cfg.agent.system_prompt,
+        rules=rules,
+        skills=skills,
+        continuous=cfg.agent.mode == "continuous",
+    )
+
+
 def agent_options(
     cfg: Config, body: Body, memory: OpenedMemory, workspace: Path, *, local: bool = False
 ) -> AgentOptions:
@@ -329,13 +342,7 @@ def agent_options(
     session = body.session
     return AgentOptions(
         bounds=bounds,
-        system_prompt=build_system_prompt(
-            body.prompt_info(),
-            cfg.agent.system_prompt,
-            rules=memory.rules,
-            skills=memory.skills,
-            continuous=cfg.agent.mode == "continuous",
-        ),
+        system_prompt=system_prompt(cfg, body, memory.rules, memory.skills),
         context=context,
         hourly_rounds=cfg.agent.hourly_rounds,
         hourly_tokens=cfg.agent.hourly_tokens,

@@ -136,7 +136,10 @@ web:
 memory:
   enabled: true               # Git-backed memory: rules, diaries, facts, skills
   path: null                  # null: <user data folder>/loopact/memory (like --memory DIR)
-  remote: null                # a Git remote shared by several robots (pull, then push)
+  remote: null                # a Git remote shared by several robots: pulled at start, then
+                              # synced (fetch, merge, push) while running and at exit
+  sync_interval_s: 300        # seconds between syncs while running (0: at start and exit
+                              # only); a remote out of reach is retried sooner, nothing is lost
   machine_id: null            # prefix of diary entries; null: /etc/machine-id or hostname
   snapshots: true             # a JSON snapshot of the context per model round
   snapshot_retention: 200     # snapshots kept per machine
