@@ -1,4 +1,4 @@
-"""``loopact run`` (the agent), ``loopact init``, ``loopact trace`` and ``loopact scripted-server``.
+"""``loopact run`` (the agent), ``loopact trace`` and ``loopact scripted-server``.
 
 Exit codes of ``run --once``: 0 the task ended with a reply, 3 it ended on a bound (the fallback
 text is printed), 1 an error (message on stderr), 2 a usage or configuration error, 130 Ctrl-C.
@@ -218,31 +218,6 @@ def _start(
     except LoopactError as exc:
         err.print(f"loopact: {exc}", markup=False)
         return EXIT_ERROR
-
-
-def init(
-    path: Path = typer.Option(Path("loopact.yaml"), "--path", help="Where to write the config."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
-) -> None:
-    """Write a commented starter config (./loopact.yaml)."""
-    from loopact.config import STARTER_CONFIG
-
-    if path.is_dir():  # --force cannot help: a config is a file
-        err.print(
-            f"loopact: --path {path} is a folder; give the config file's name "
-            f"(e.g. --path {path / 'loopact.yaml'})",
-            markup=False,
-        )
-        raise typer.Exit(EXIT_USAGE)
-    if path.exists() and not force:
-        err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
-        raise typer.Exit(EXIT_USAGE)
-    try:
-        path.write_text(STARTER_CONFIG, encoding="utf-8")
-    except OSError as exc:
-        err.print(f"loopact: cannot write {path}: {exc.strerror or exc}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
-    typer.echo(f"wrote {path}; edit model.base_url / model.model, then: loopact run")
 
 
 def trace_cmd(

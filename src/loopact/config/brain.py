@@ -32,6 +32,9 @@ class ModelConfig(pydantic.BaseModel):
     base_url: str | None = pydantic.Field(None, pattern=r"^https?://\S+$")
     model: str = "gpt-4o-mini"
     api_key: pydantic.SecretStr | None = None
+    api_key_env: str | None = pydantic.Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable holding the key (``loopact init`` writes it), read when no
+    ``--api-key`` is given; it must be set."""
     capabilities: CapabilitiesConfig = CapabilitiesConfig()
     temperature: float | None = pydantic.Field(None, ge=0, le=2)
     thinking_budget_tokens: int | None = pydantic.Field(None, ge=1024, le=1_000_000)

@@ -199,6 +199,10 @@ def load_config(
         raise _format_error(exc.errors(), where) from None
     if mcp_config is not None:
         cfg.mcp._config_file = mcp_config
+    named = cfg.model.api_key_env
+    if named and not _has_path(flags_given, ("model", "api_key")):
+        key = _named_variable(env, named, "model.api_key_env")
+        cfg.model.api_key = pydantic.SecretStr(key)
     email = cfg.messages.email
     if email is not None and email.password_env:
         email._password = _named_variable(env, email.password_env, "messages.email.password_env")

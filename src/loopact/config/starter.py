@@ -1,7 +1,19 @@
 """The starter config ``loopact init`` writes (also the body of docs/config.md).
 
 Every key with its default and a comment; keep it in step with :mod:`loopact.config.sections`.
+:func:`starter_config` puts given values in place of the defaults (``loopact init``'s answers),
+keeping every comment.
 """
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:@+-]+$")
+_YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"})
 
 STARTER_CONFIG = """\
 # loopact configuration. Every key is optional; defaults are shown.
@@ -17,6 +29,7 @@ model:
   base_url: null              # e.g. https://api.openai.com/v1 or http://localhost:11434/v1
   model: gpt-4o-mini
   api_key: null               # better: export LOOPACT_API_KEY=...
+  api_key_env: null           # or the name of the variable that holds the key (MY_KEY)
   temperature: null           # sampling temperature 0-2 sent with every request; null: the
                               # endpoint's default (not for dify: the app sets its own)
   thinking_budget_tokens: null  # anthropic only: extended thinking with this budget in
@@ -295,3 +308,67 @@ mqtt:
                               # - {topic: home/+/temperature, mode: filter,
                               #    rules: ["temperature > 30"]}
 """
+
+
+def _yaml_value(value: Any) -> str:
+    """``value`` as a YAML scalar (a string that YAML would read otherwise is quoted)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS and not _is_number(text):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def starter_config(values: Mapping[str, Any] | None = None) -> str:
+    """The starter config with ``values`` in place of the defaults, every comment kept.
+
+    Args:
+        values: ``{"section.key": value}`` for keys the starter config has on a line of
+            their own (``model.provider``, ``web.host``, ...).
+
+    Returns:
+        The YAML text.
+
+    Raises:
+        KeyError: A key the starter config does not have.
+    """
+    lines = STARTER_CONFIG.splitlines(keepends=True)
+    for dotted, value in (values or {}).items():
+        section, key = dotted.split(".", 1)
+        lines[_line_of(lines, section, key)] = _with_value(
+            lines[_line_of(lines, section, key)], key, value
+        )
+    return "".join(lines)
+
+
+def _line_of(lines: list[str], section: str, key: str) -> int:
+    inside = False
+    for n, line in enumerate(lines):
+        if line[:1] not in (" ", "#", "\n", ""):
+            inside = re.match(rf"^{re.escape(section)}:(\s|$)", line) is not None
+        elif inside and re.match(rf"^  {re.escape(key)}:(\s|$)", line):
+            return n
+    raise KeyError(f"{section}.{key}")
+
+
+def _with_value(line: str, key: str, value: Any) -> str:
+    """``line`` (``  key: old   # comment``) with ``value``, the comment kept in its column."""
+    new = f"  {key}: {_yaml_value(value)}"
+    at = line.find(" #")
+    if at == -1:
+        return new + "\n"
+    hash_col = at + 1
+    return f"{new}{' ' * max(1, hash_col - len(new))}{line[hash_col:]}"
