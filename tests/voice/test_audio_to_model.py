@@ -93,3 +93,21 @@ def test_transcript_is_the_default(scripted_server: Any, tmp_path: Path) -> None
     proc = _run(server, tmp_path, "transcript", hears=True)
     assert proc.returncode == 0, proc.stderr.decode()
     assert _last_user(server) == "turn left"
+
+
+async def test_the_web_microphone_gets_the_setting(scripted_server: Any, tmp_path: Path) -> None:
+    """The console's microphone builds its voice channel with ``voice.to_model`` too."""
+    from contextlib import AsyncExitStack
+
+    from tests.agent.helpers import make_agent
+
+    from loopact.app.web import _with_voice
+    from loopact.channels.web import WebSettings
+    from loopact.config import load_config
+
+    cfg, _ = load_config(None, overrides={"voice": {"to_model": "both"}}, env={}, cwd=tmp_path)
+    agent, _ = make_agent(scripted_server([]), tmp_path)
+    async with AsyncExitStack() as stack:
+        settings = _with_voice(WebSettings(), cfg, agent, stack)
+        assert settings.voice.to_model == "both"
+    await agent.close()

@@ -124,6 +124,7 @@ def _with_voice(settings: Any, cfg: Config, agent: Agent, stack: AsyncExitStack)
         lambda: make_tts(cfg),
         voice_refusal(modality),  # the command line's line (G3)
         lambda: listener_options(cfg),
+        to_model=cfg.voice.to_model,  # SPEC B8: the clip to a model that hears it
     )
     stack.push_async_callback(voice.close)
     settings.voice = voice
