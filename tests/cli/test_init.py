@@ -150,3 +150,49 @@ def test_the_input_ending_where_an_answer_is_needed_is_a_usage_error(tmp_path: P
     proc = init(tmp_path, lines("dify"))  # Dify has no default base URL
     assert proc.returncode == 2
     assert "has no default" in proc.stderr and not (tmp_path / "loopact.yaml").exists()
+
+
+def test_at_a_terminal_the_typed_key_is_not_shown(tmp_path: Path) -> None:
+    """At a terminal (a pseudo-terminal here, as a person's) every answer is echoed but the key."""
+    import os
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: loopact init on the terminal
+        os.chdir(tmp_path)
+        env = cli_env(tmp_path)
+        os.execve(sys.executable, [sys.executable, "-m", "loopact", "init"], env)
+    seen = b""
+    start = 0  # where the next prompt is looked for (after the answers sent so far)
+
+    def read_until(marker: bytes, timeout_s: float = 30.0) -> None:
+        nonlocal seen, start
+        while marker not in seen[start:]:
+            ready, _, _ = select.select([fd], [], [], timeout_s)
+            assert ready, f"no {marker!r} on the terminal; saw {seen[-400:]!r}"
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:  # the child ended
+                break
+        start = seen.index(marker, start) + len(marker) if marker in seen[start:] else start
+
+    answers = [
+        (b"Model provider", b"openai"),
+        (b"Base URL", b"http://127.0.0.1:9/v1"),
+        (b"API key", b"sk-secret-typed-0123"),
+        (b"Model", b""),
+        (b"Robot:", b"none"),
+        (b"Language", b""),
+        (b"Web console", b""),
+    ]
+    for prompt, answer in answers:
+        read_until(prompt)
+        os.write(fd, answer + b"\n")
+    read_until(b"wrote loopact.yaml")
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+    assert b"http://127.0.0.1:9/v1" in seen  # echoed
+    assert b"sk-secret-typed-0123" not in seen  # not echoed
+    assert "sk-secret-typed-0123" in (tmp_path / "loopact.yaml").read_text()

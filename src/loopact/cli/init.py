@@ -16,6 +16,7 @@ starter config without asking (scripts); so does an input that ends before the f
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import secrets
@@ -66,18 +67,30 @@ class Asker:
         self.out.flush()
 
     def ask(
-        self, question: str, default: str | None, check: Callable[[str], str | None] | None = None
+        self,
+        question: str,
+        default: str | None,
+        check: Callable[[str], str | None] | None = None,
+        secret: bool = False,
     ) -> str:
-        """Ask until an answer passes ``check`` (which returns why not, or None).
+        """Ask until an answer passes ``check`` (which returns why not, or None); a
+        ``secret`` answer typed at a terminal is not shown.
 
         Raises:
             NoAnswers: The input ended before any answer.
             InputEnded: The input ended and the question has no default.
         """
         while True:
-            self.out.write(f"{question}" + (f" [{default}]" if default else "") + ": ")
-            self.out.flush()
-            line = "" if self.ended else self.answers.readline()
+            prompt = f"{question}" + (f" [{default}]" if default else "") + ": "
+            if secret and not self.ended and self.answers.isatty():
+                try:
+                    line = getpass.getpass(prompt) + "\n"
+                except EOFError:
+                    line = ""
+            else:
+                self.out.write(prompt)
+                self.out.flush()
+                line = "" if self.ended else self.answers.readline()
             if not line:
                 self.ended = True
                 self.out.write("\n")
@@ -198,6 +211,7 @@ def ask_endpoint(asker: Asker, values: dict[str, Any]) -> str:
     key_answer = asker.ask(
         "API key, or the name of the environment variable that holds it (none: no key)",
         KEY_ENV[provider],
+        secret=True,
     )
     key: str | None = None
     if key_answer.lower() in ("none", "-"):
