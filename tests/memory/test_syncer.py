@@ -142,3 +142,31 @@ async def test_the_memory_sync_tool_says_what_arrived(
     failed: Any = await tool()  # type: ignore[operator]
     assert not failed.ok and "kept and waits" in failed.error
     assert failed.metadata["unsynced_commits"] >= 1
+
+
+async def test_stop_lets_a_sync_under_way_finish(
+    pair: tuple[Path, GitMemory, GitMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync cut at stop left its fetch, merge or push running on a worker thread beside
+    the exit sync and the last commits (a close that timed out under load)."""
+    _, a, _ = pair
+    started, release = asyncio.Event(), asyncio.Event()
+    finished: list[bool] = []
+
+    async def slow_sync() -> SyncResult:
+        started.set()
+        await release.wait()
+        finished.append(True)
+        return SyncResult(True)
+
+    monkeypatch.setattr(a, "sync", slow_sync)
+    syncer = MemorySyncer(a, interval_s=0.01)
+    await syncer.start()
+    await asyncio.wait_for(started.wait(), 10)
+    stopping = asyncio.ensure_future(syncer.stop())
+    for _ in range(20):  # let the stop run as far as it can
+        await asyncio.sleep(0)
+    assert not stopping.done()  # it waits for the sync
+    release.set()
+    await asyncio.wait_for(stopping, 10)
+    assert finished == [True] and syncer.syncs == 1  # finished, and no sync after the stop

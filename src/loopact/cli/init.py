@@ -28,7 +28,7 @@ from typing import Any, TextIO
 import typer
 
 from loopact.cli._common import EXIT_USAGE, err
-from loopact.errors import ConfigError
+from loopact.errors import ConfigError, LoopactError
 
 PROVIDERS = ("openai", "anthropic", "dify", "local")
 DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
@@ -39,11 +39,11 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-class InputEnded(Exception):
+class InputEnded(LoopactError):
     """The input ended where no default answer exists."""
 
 
-class NoAnswers(Exception):
+class NoAnswers(LoopactError):
     """The input ended before the first answer."""
 
 

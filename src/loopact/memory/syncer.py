@@ -75,6 +75,7 @@ class MemorySyncer:
         self.next_at: float | None = None
         self._lock = asyncio.Lock()
         self._synced = asyncio.Event()
+        self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -89,10 +90,21 @@ class MemorySyncer:
                 self._loop(), name="loopact-memory-sync"
             )
 
-    async def stop(self) -> None:
-        """Stop the periodic sync (a sync under way is abandoned; the exit sync follows)."""
+    async def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the periodic sync. A sync under way is let finish (its fetch, merge and push
+        are bounded by the memory's ``sync_timeout_s``), so that no half-done sync is left
+        running on a worker thread beside the exit sync; past ``timeout_s`` (default: three
+        of the memory's timeouts) it is cancelled."""
         task, self._task = self._task, None
-        if task is not None:
+        if task is None:
+            return
+        self._stopping = True
+        self._synced.set()  # wakes a waiting loop, which then ends
+        limit = timeout_s if timeout_s is not None else 3 * self.memory.sync_timeout_s
+        try:
+            await wait_within(asyncio.shield(task), limit)
+        except asyncio.TimeoutError:
+            log.warning("memory sync still running after %.0f s at stop: abandoned", limit)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -105,7 +117,7 @@ class MemorySyncer:
         return min(self.interval_s, retry)
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stopping:
             delay = self.delay_s()
             self.next_at = time.time() + delay
             self._synced.clear()
@@ -114,7 +126,8 @@ class MemorySyncer:
                 continue
             except asyncio.TimeoutError:
                 pass
-            await self.sync_now("retry" if self.failures else "interval")
+            if not self._stopping:
+                await self.sync_now("retry" if self.failures else "interval")
 
     async def sync_now(self, why: str = "request") -> SyncResult:
         """Sync now (one at a time); never raises.
