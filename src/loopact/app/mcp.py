@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from loopact.app.robot import image_gate
 from loopact.config import Config
 from loopact.events import EventBus
 from loopact.tools.registry import ToolRegistry
@@ -60,6 +61,7 @@ async def attach_mcp(
         bus=bus,
         default_timeout_s=cfg.agent.bounds.tool_timeout_s,
         log_dir=log_dir or mcp_log_dir(),
+        gate=image_gate(cfg),
     )
     stack.push_async_callback(hub.stop)
     err = Console(stderr=True, highlight=False, soft_wrap=True)

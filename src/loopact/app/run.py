@@ -31,13 +31,13 @@ from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain, use_local_brain
 from loopact.app.mcp import allow_warnings, attach_mcp
-from loopact.app.memory import OpenedMemory, open_memory
+from loopact.app.memory import OpenedMemory, open_memory, start_memory_sync
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
 from loopact.app.observe import open_observe
 from loopact.app.own_state import agent_state_paths, check_output_files
-from loopact.app.robot import Body, open_body
+from loopact.app.robot import Body, image_gate, open_body
 from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
 from loopact.config import Config, config_secret_settings
@@ -180,6 +180,7 @@ async def open_agent(
     await observe.attach(body.session, bus, agent)  # issue 44: robot readings, governor
     _warn_unknown_allowed(cfg, registry)
     await _attach(cfg, agent, connector, served, memory, stack, once)
+    await start_memory_sync(memory, agent, lambda r: system_prompt(cfg, body, r, memory.skills))
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
         await prepare_local_prompt(agent)
@@ -295,6 +296,18 @@ def _workspace(cfg: Config, config_source: Path | None) -> tuple[Workspace, list
     return files, tools
 
 
+def system_prompt(cfg: Config, body: Body, rules: str | None, skills: str | None) -> str:
+    """The system prompt of a run: the robot, the user's instructions, the memory's rules and
+    preferences, the skills catalogue (SPEC E2, E3)."""
+    return build_system_prompt(
+        body.prompt_info(),
+        cfg.agent.system_prompt,
+        rules=rules,
+        skills=skills,
+        continuous=cfg.agent.mode == "continuous",
+    )
+
+
 def agent_options(
     cfg: Config, body: Body, memory: OpenedMemory, workspace: Path, *, local: bool = False
 ) -> AgentOptions:
@@ -324,13 +337,7 @@ def agent_options(
     session = body.session
     return AgentOptions(
         bounds=bounds,
-        system_prompt=build_system_prompt(
-            body.prompt_info(),
-            cfg.agent.system_prompt,
-            rules=memory.rules,
-            skills=memory.skills,
-            continuous=cfg.agent.mode == "continuous",
-        ),
+        system_prompt=system_prompt(cfg, body, memory.rules, memory.skills),
         context=context,
         hourly_rounds=cfg.agent.hourly_rounds,
         hourly_tokens=cfg.agent.hourly_tokens,
@@ -342,6 +349,9 @@ def agent_options(
         allow=frozenset(cfg.confirm.allow),
         confirm_timeout_s=cfg.confirm.timeout_s,
         stop_hooks=(session.stop,) if session is not None else (),
+        after_stop_hooks=(session.recentre_after_stop,)
+        if session is not None and session.recentre_on_stop
+        else (),
         state_provider=session.state if session is not None else None,
         trace_full=cfg.trace.full,
         split_steps=local and cfg.local.split_steps,
@@ -398,6 +408,7 @@ async def _attach(
             settle_s=1.5 if once is not None else 0.0,
             shared=cfg.nodes.shared and connector.transport == "mqtt",
             trust=node_trust(cfg, own=served),
+            gate=image_gate(cfg),  # SPEC G1: the configured limits
             # the robot's own seewhat comes as a node (MQTT transport): no second one
             seewhat=False if "seewhat" in served else None,
         )

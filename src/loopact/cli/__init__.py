@@ -11,9 +11,10 @@ Exit codes of ``run --once``: 0 the task ended
 with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
 stderr), 2 a usage or configuration error, 130 Ctrl-C.
 
-The commands live beside this file: :mod:`loopact.cli.agent` (run, init, trace,
-scripted-server), :mod:`loopact.cli.services` (sim, node, base, mcp) and
-:mod:`loopact.eval.cli` (eval); :mod:`loopact.cli._common` holds the exit codes and runners.
+The commands live beside this file: :mod:`loopact.cli.agent` (run, trace,
+scripted-server), :mod:`loopact.cli.init` (init), :mod:`loopact.cli.services` (sim, node,
+base, mcp) and :mod:`loopact.eval.cli` (eval); :mod:`loopact.cli._common` holds the exit
+codes and runners.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from loopact.cli._common import (
     Command,
     Group,
 )
-from loopact.cli.agent import init, run, scripted_server, trace_cmd
+from loopact.cli.agent import run, scripted_server, trace_cmd
 from loopact.cli.doctor import doctor
+from loopact.cli.init import init
 from loopact.cli.services import base, mcp_cmd, node, sim
 from loopact.eval.cli import eval_command
 

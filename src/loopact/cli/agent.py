@@ -1,4 +1,4 @@
-"""``loopact run`` (the agent), ``loopact init``, ``loopact trace`` and ``loopact scripted-server``.
+"""``loopact run`` (the agent), ``loopact trace`` and ``loopact scripted-server``.
 
 Exit codes of ``run --once``: 0 the task ended with a reply, 3 it ended on a bound (the fallback
 text is printed), 1 an error (message on stderr), 2 a usage or configuration error, 130 Ctrl-C.
@@ -55,6 +55,11 @@ def run(
     base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
     model: str | None = typer.Option(None, "--model", help="Model name."),
     api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
+    thinking_budget: int | None = typer.Option(
+        None,
+        "--thinking-budget",
+        help="Anthropic extended thinking with this budget in tokens (at least 1024).",
+    ),
     robot: str | None = typer.Option(
         None, "--robot", help="Robot: sim (default), ros2 (ROS 2 topics) or none."
     ),
@@ -81,6 +86,11 @@ def run(
     ),
     sim_log: Path | None = typer.Option(
         None, "--sim-log", help="Sim: write ground-truth poses here (JSON Lines, 20 Hz)."
+    ),
+    recentre_on_stop: bool = typer.Option(
+        False,
+        "--recentre-on-stop",
+        help="Bring the camera back to centre when a task is stopped or preempted.",
     ),
     workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
@@ -125,6 +135,7 @@ _RUN_FLAG_KEYS = {
     "base_url": "model.base_url",
     "model": "model.model",
     "api_key": "model.api_key",
+    "thinking_budget": "model.thinking_budget_tokens",
     "robot": "robot.kind",
     "profile": "robot.profile",
     "site": "robot.site",
@@ -160,6 +171,7 @@ _RUN_SWITCHES = {
     "trace_full": ("trace.full", True),
     "foxglove": ("foxglove.enabled", True),
     "voice": ("voice.enabled", True),
+    "recentre_on_stop": ("robot.recentre_on_stop", True),
 }
 """``loopact run`` switches that, when given, set a config key to a fixed value."""
 
@@ -214,31 +226,6 @@ def _start(
     except LoopactError as exc:
         err.print(f"loopact: {exc}", markup=False)
         return EXIT_ERROR
-
-
-def init(
-    path: Path = typer.Option(Path("loopact.yaml"), "--path", help="Where to write the config."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
-) -> None:
-    """Write a commented starter config (./loopact.yaml)."""
-    from loopact.config import STARTER_CONFIG
-
-    if path.is_dir():  # --force cannot help: a config is a file
-        err.print(
-            f"loopact: --path {path} is a folder; give the config file's name "
-            f"(e.g. --path {path / 'loopact.yaml'})",
-            markup=False,
-        )
-        raise typer.Exit(EXIT_USAGE)
-    if path.exists() and not force:
-        err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
-        raise typer.Exit(EXIT_USAGE)
-    try:
-        path.write_text(STARTER_CONFIG, encoding="utf-8")
-    except OSError as exc:
-        err.print(f"loopact: cannot write {path}: {exc.strerror or exc}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
-    typer.echo(f"wrote {path}; edit model.base_url / model.model, then: loopact run")
 
 
 def trace_cmd(

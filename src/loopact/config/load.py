@@ -202,6 +202,10 @@ def load_config(
         cfg.mcp._config_file = mcp_config
     for name, server in cfg.mcp.servers.items():  # what events may show (issue 39 item 14)
         server._env_refs, server._written = written.get(name, ([], {}))
+    named = cfg.model.api_key_env
+    if named and not _has_path(flags_given, ("model", "api_key")):
+        key = _named_variable(env, named, "model.api_key_env")
+        cfg.model.api_key = pydantic.SecretStr(key)
     email = cfg.messages.email
     if email is not None and email.password_env:
         email._password = _named_variable(env, email.password_env, "messages.email.password_env")

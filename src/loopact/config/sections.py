@@ -163,6 +163,8 @@ class MemoryConfig(pydantic.BaseModel):
     machine_id: str | None = None
     snapshots: bool = True
     snapshot_retention: int = pydantic.Field(200, ge=1)
+    sync_interval_s: float = pydantic.Field(300.0, ge=0)
+    """With ``remote``: seconds between syncs while running (0: at start and exit only)."""
 
 
 class Config(pydantic.BaseModel):

@@ -291,6 +291,8 @@ class ToolDiscovery(HeartbeatWatch):
         drop_after_s: Heartbeat silence after which a tool is dropped, seconds.
         trust: Which safety class each node's tool gets; None: ``write`` for every node
             (:class:`NodeTrust`, issue 21).
+        gate: The image gate of the images in every node's results (SPEC G1); None: one
+            with the default limits.
     """
 
     _kind = "output"
@@ -308,11 +310,13 @@ class ToolDiscovery(HeartbeatWatch):
         bus: EventBus | None = None,
         drop_after_s: float = DROP_AFTER_S,
         trust: NodeTrust | None = None,
+        gate: ImageGate | None = None,
     ) -> None:
         super().__init__(connector, agent, bus, drop_after_s)
         self.registry = registry
         self.trust = trust or NodeTrust()
-        self.gate = ImageGate()  # one for every node's results: bounded concurrent decodes
+        # one for every node's results: bounded concurrent decodes (SPEC G1: the run's limits)
+        self.gate = gate or ImageGate()
         self.tools: dict[str, _Entry] = {}
         self._rejected: dict[str, str] = {}  # topic -> a heartbeat refused for its content
 

@@ -168,6 +168,8 @@ class Expect(_Strict):
         last_user_contains: Text that must appear in the last user message.
         contains: Text that must appear somewhere in the request's messages (system included).
         stream: When set, whether the request must (True) or must not (False) ask to stream.
+        audio: When set, whether the last user message must (True) or must not (False)
+            carry audio (OpenAI ``input_audio`` parts).
     """
 
     tools: list[str] | None = None
@@ -175,6 +177,7 @@ class Expect(_Strict):
     last_user_contains: str | None = None
     contains: str | None = None
     stream: bool | None = None
+    audio: bool | None = None
 
 
 class Turn(_Strict):

@@ -449,6 +449,11 @@ class ScriptedModelServer:
             diffs.append(f"no message contains {expect.contains!r}")
         if expect.stream is not None and expect.stream != summary.stream:
             diffs.append(f"expected stream={expect.stream}, got stream={summary.stream}")
+        if expect.audio is not None and expect.audio != bool(summary.last_user_audio):
+            diffs.append(
+                f"expected audio={expect.audio}, the last user message has "
+                f"{summary.last_user_audio} audio part(s)"
+            )
         if diffs:
             with self._lock:
                 self._failures.append(
