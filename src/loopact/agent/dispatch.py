@@ -46,7 +46,7 @@ from typing import Any
 from loopact.agent.confirm import ConfirmationBroker
 from loopact.agent.options import Bounds
 from loopact.errors import ToolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.messages import Image, ToolCall
 from loopact.llm.toolnames import resolve_tool_name
@@ -154,7 +154,9 @@ class RoundDispatcher:
         task_id = self.state.task_id
         call = self._resolve_name(call)
         tool = self.registry.get(call.name)
-        self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
+        self.bus.emit(
+            EventType.TOOL_CALL, task_id, id=call.id, name=call.name, arguments=call.arguments
+        )
         call = self._normalise_arguments(call, tool)
         try:
             valid = self.registry.check(call)  # the one validation of this call's arguments
@@ -282,7 +284,11 @@ class RoundDispatcher:
         """Add a call that must not run (e.g. truncated by the length limit) with its error."""
         self._ids.add(call.id)
         self.bus.emit(
-            "tool_call", self.state.task_id, id=call.id, name=call.name, arguments=call.arguments
+            EventType.TOOL_CALL,
+            self.state.task_id,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
         )
         self._add_done(call, self.registry.get(call.name), ToolResult.failure(error))
 
@@ -342,7 +348,7 @@ class RoundDispatcher:
 
         def progress(text: str) -> None:
             self.bus.emit(
-                "tool_progress", self.state.task_id, id=call.id, name=call.name, text=text
+                EventType.TOOL_PROGRESS, self.state.task_id, id=call.id, name=call.name, text=text
             )
 
         shown = 0
@@ -350,7 +356,7 @@ class RoundDispatcher:
         def show_image(image: Image, caption: str) -> None:
             nonlocal shown
             self.bus.emit(
-                "tool_image",
+                EventType.TOOL_IMAGE,
                 self.state.task_id,
                 id=call.id,
                 name=call.name,
@@ -389,7 +395,7 @@ class RoundDispatcher:
 
     def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
         self.bus.emit(
-            "tool_result",
+            EventType.TOOL_RESULT,
             self.state.task_id,
             id=call.id,
             name=call.name,

@@ -36,6 +36,7 @@ import json_repair
 
 from loopact.agent.plan_refs import REFERENCE, placeholders, resolve_parameters
 from loopact.errors import PlanError, ToolError
+from loopact.events import EventType
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Message
 from loopact.llm.toolnames import resolve_tool_name
@@ -436,7 +437,7 @@ async def run_plan(
     Raises:
         asyncio.CancelledError: The plan was cancelled (preemption); nothing more runs.
     """
-    emit("plan", {"steps": [s.to_dict() for s in plan.steps]})
+    emit(EventType.PLAN, {"steps": [s.to_dict() for s in plan.steps]})
     total = len(plan.steps)
     outcomes: list[StepOutcome] = []
     outputs: dict[str, ToolResult] = {}
@@ -446,15 +447,16 @@ async def run_plan(
         if stopped:
             outcomes.append(StepOutcome(n, step.id, step.tool, "not_run"))
             continue
-        emit("step_start", {"n": n, "of": total, "tool": step.tool})
+        emit(EventType.STEP_START, {"n": n, "of": total, "tool": step.tool})
         if step.tool is None:
             outcomes.append(StepOutcome(n, step.id, None, "skipped"))
-            emit("step_end", {"n": n, "ok": True, "skipped": True})
+            emit(EventType.STEP_END, {"n": n, "ok": True, "skipped": True})
             continue
         try:
             outcome = await _run_step(n, step, step.tool, outputs, run_tool)
         except asyncio.CancelledError:
-            emit("step_end", {"n": n, "ok": False, "error": "cancelled"})  # every start ends
+            # every start ends
+            emit(EventType.STEP_END, {"n": n, "ok": False, "error": "cancelled"})
             raise
         outcomes.append(outcome)
         if outcome.status == "ok" and outcome.result is not None:
@@ -462,10 +464,10 @@ async def run_plan(
             path = outcome.result.metadata.get("path")
             if isinstance(path, str) and (write_tools is None or step.tool in write_tools):
                 files.append(path)
-            emit("step_end", {"n": n, "ok": True})
+            emit(EventType.STEP_END, {"n": n, "ok": True})
         else:
             stopped = True
-            emit("step_end", {"n": n, "ok": False, "error": outcome.error})
+            emit(EventType.STEP_END, {"n": n, "ok": False, "error": outcome.error})
     return PlanOutcome(tuple(outcomes), tuple(files))
 
 

@@ -58,7 +58,7 @@ from loopact.errors import (
     ModelError,
     ModelRetryableError,
 )
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import Image, Message, ToolCall, ToolOutcome, Usage
@@ -214,7 +214,7 @@ class TaskRounds:
 
     def bound_event(self, name: str, limit: int) -> None:
         """Emit ``bound {name, limit}`` (docs/trace.md)."""
-        self.env.bus.emit("bound", self.task_id, name=name, limit=limit)
+        self.env.bus.emit(EventType.BOUND, self.task_id, name=name, limit=limit)
 
     # ----------------------------------------------------------------- one call
     async def dispatch_one(
@@ -309,7 +309,7 @@ class TaskRounds:
             self.conv.replace(new_history)
         after = ctx.prompt_tokens(self.conv.history)
         self.env.bus.emit(
-            "context_compressed",
+            EventType.CONTEXT_COMPRESSED,
             self.task_id,
             method=method,
             before_tokens=before,
@@ -449,7 +449,7 @@ class TaskRounds:
                 request = dataclasses.replace(request, messages=self._prompt(extra, system))
             request = await self._fitted(ctx, request, compressed, (extra, system))
         fields = request_event(round_no, request, self.env.options.trace_full)
-        self.env.bus.emit("model_request", self.task_id, **fields)
+        self.env.bus.emit(EventType.MODEL_REQUEST, self.task_id, **fields)
         done, rs = await self._respond(request)
         usage = done.usage
         if ctx is not None:
@@ -458,7 +458,9 @@ class TaskRounds:
             said = estimate_history_tokens([done.message])
             usage = Usage(estimate_prompt_tokens(self.env.model(), request), said)
         self.state.tokens += usage.total_tokens
-        self.env.bus.emit("model_response", self.task_id, **response_event(round_no, done, usage))
+        self.env.bus.emit(
+            EventType.MODEL_RESPONSE, self.task_id, **response_event(round_no, done, usage)
+        )
         if rs.dispatcher is None:
             if commit:
                 self.conv.append(dataclasses.replace(done.message, tool_calls=()))
@@ -508,7 +510,7 @@ class TaskRounds:
             except ModelRetryableError as exc:
                 if rs.started_calls:
                     env.bus.emit(
-                        "error",
+                        EventType.ERROR,
                         self.task_id,
                         message=f"{exc}; continuing from the calls that were already started",
                     )
@@ -520,7 +522,11 @@ class TaskRounds:
                     raise too_long from None
                 delay = retry_delay_s(b, attempt, exc)
                 env.bus.emit(
-                    "model_retry", self.task_id, attempt=attempt, error=str(exc), delay_s=delay
+                    EventType.MODEL_RETRY,
+                    self.task_id,
+                    attempt=attempt,
+                    error=str(exc),
+                    delay_s=delay,
                 )
                 await asyncio.sleep(delay)
             except BaseException:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.agent.result_zh import result_zh
+from loopact.events import EventType
 
 #: Imperative verbs that start a robot action or a request for information (English).
 EN_VERBS = frozenset((
@@ -451,15 +452,15 @@ async def run_clauses(
         zh: The instruction is Chinese.
     """
     done: list[ClauseResult] = []
-    emit("steps", clauses=list(clauses))
+    emit(EventType.STEPS, clauses=list(clauses))
     for n, clause in enumerate(clauses, 1):
-        emit("clause_start", n=n, of=len(clauses), text=clause)
+        emit(EventType.CLAUSE_START, n=n, of=len(clauses), text=clause)
         text = with_seen(clause, done[-1] if done else None)
         answer, ran = await clause_rounds(text, not is_speech(clause))
         result = ClauseResult.of(clause, answer, ran)
         done.append(result)
         failed = result.failed
-        emit("clause_end", n=n, ok=failed is None, error=failed)
+        emit(EventType.CLAUSE_END, n=n, ok=failed is None, error=failed)
         if failed is not None:
             break
     return compose_reply(done, clauses[len(done) :], zh=zh)

@@ -25,7 +25,7 @@ from loopact.agent.dispatch import RoundDispatcher
 from loopact.agent.options import Bounds
 from loopact.errors import ModelRetryableError
 from loopact.errors import OutputLimitReached as OutputLimitReached
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.base import (
     Model,
     ModelRequest,
@@ -111,8 +111,8 @@ async def stream_response(
     meter = _OutputMeter(request.max_output_tokens, bounds.token_budget, tokens_used)
     # A secret split across deltas is held back until it is whole, then masked (issue 21).
     shown = {
-        "text_delta": StreamMasker(bus.redactor),
-        "reasoning_delta": StreamMasker(bus.redactor),
+        EventType.TEXT_DELTA: StreamMasker(bus.redactor),
+        EventType.REASONING_DELTA: StreamMasker(bus.redactor),
     }
     try:
         async with timeout_after(bounds.request_timeout_s) as deadline:
@@ -123,11 +123,11 @@ async def stream_response(
                     meter.add(event.text, answer=True)
                     rs.text.append(event.text)
                     if emit_text:
-                        _emit_delta(bus, task_id, "text_delta", shown, event.text)
+                        _emit_delta(bus, task_id, EventType.TEXT_DELTA, shown, event.text)
                 elif isinstance(event, ReasoningDelta):
                     meter.add(event.text, answer=False)
                     rs.reasoning.append(event.text)
-                    _emit_delta(bus, task_id, "reasoning_delta", shown, event.text)
+                    _emit_delta(bus, task_id, EventType.REASONING_DELTA, shown, event.text)
                 elif isinstance(event, ToolCallDelta):
                     meter.add(event.text, answer=True)
                 elif isinstance(event, ToolCallReady):
@@ -151,7 +151,7 @@ async def stream_response(
 
 
 def _emit_delta(
-    bus: EventBus, task_id: str, kind: str, shown: dict[str, StreamMasker], text: str
+    bus: EventBus, task_id: str, kind: EventType, shown: dict[EventType, StreamMasker], text: str
 ) -> None:
     """Emit what of ``text`` can be shown yet (see :class:`~loopact.redact.StreamMasker`)."""
     safe = shown[kind].feed(text)

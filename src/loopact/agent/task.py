@@ -25,6 +25,7 @@ from loopact.agent.steps import (
     split_clauses,
 )
 from loopact.errors import BoundReached
+from loopact.events import EventType
 from loopact.i18n import t
 from loopact.llm.base import ToolChoice, ToolSpec
 from loopact.llm.messages import Message
@@ -154,7 +155,7 @@ class TaskRun(TaskRounds):
             return await self._react(act_first=act_first)
 
         def emit(typ: str, **data: Any) -> None:
-            if typ == "clause_start":
+            if typ == EventType.CLAUSE_START:
                 self.clause_marks.append((str(data["text"]), len(self.ran)))
             self.env.bus.emit(typ, self.task_id, **data)
 
@@ -193,7 +194,7 @@ class TaskRun(TaskRounds):
                 continue
             text = done.message.text.strip()
             if text:
-                self.env.bus.emit("message", self.task_id, text=text, source="agent")
+                self.env.bus.emit(EventType.MESSAGE, self.task_id, text=text, source="agent")
             if not self.conv.has_inputs:
                 return ""
 

@@ -42,7 +42,7 @@ from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
 from loopact.config import Config, config_secret_settings
 from loopact.errors import ConfigError
-from loopact.events import Event, EventBus
+from loopact.events import Event, EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.local.process import LocalBrain
@@ -441,7 +441,7 @@ async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:
     out = sys.stderr if cfg.voice.audio_out == "-" else sys.stdout
 
     def print_reply(ev: Event) -> None:
-        if ev.type == "reply":
+        if ev.type == EventType.REPLY:
             print(printable(str(ev.data.get("text", ""))), file=out, flush=True)
 
     agent.bus.subscribe(print_reply)

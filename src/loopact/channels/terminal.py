@@ -25,7 +25,7 @@ from rich.markup import escape
 from loopact.agent.confirm import shown_arguments
 from loopact.agent.runtime import Agent, is_stop
 from loopact.errors import LoopactError
-from loopact.events import Event
+from loopact.events import Event, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
@@ -92,17 +92,17 @@ class ProgressPrinter:
     def _reply_text(self, typ: str, ev: Event) -> None:
         """The streamed reply: its deltas, a failed attempt's retry, the final text."""
         d = ev.data
-        if typ == "text_delta":
+        if typ == EventType.TEXT_DELTA:
             if self.stream_text:
                 self._streamed.setdefault(ev.task_id or "", []).append(d["text"])
                 self.console.file.write(printable(str(d["text"])))
                 self.console.file.flush()
                 self._in_text = True
-        elif typ == "model_request":
+        elif typ == EventType.MODEL_REQUEST:
             # only the last response's text is the reply; earlier rounds were progress
             self._end_text()
             self._streamed.pop(ev.task_id or "", None)
-        elif typ == "model_retry":
+        elif typ == EventType.MODEL_RETRY:
             # the partial text of the failed attempt is not part of the reply
             self._streamed.pop(ev.task_id or "", None)
             self._end_text()
@@ -114,7 +114,7 @@ class ProgressPrinter:
                 delay=f"{d['delay_s']:.1f}",
             )
             self.console.print(f"[yellow]  {line}[/]")
-        elif typ == "reply":
+        elif typ == EventType.REPLY:
             if self.stream_text:
                 streamed = "".join(self._streamed.pop(ev.task_id or "", []))
                 self._end_text()
@@ -123,7 +123,7 @@ class ProgressPrinter:
                     text = text[len(streamed.strip()) :].strip()  # only what was not shown
                 if text:
                     self.console.print(_shown(text))
-        elif typ == "task_end":
+        elif typ == EventType.TASK_END:
             self._end_text()
             self._streamed.pop(ev.task_id or "", None)
             if d["status"] == "preempted":
@@ -133,19 +133,19 @@ class ProgressPrinter:
         """A tool call, its progress lines, its result, and a confirmation request for it."""
         d = ev.data
         name = _shown_name(str(d.get("name", "")))
-        if typ == "tool_call":
+        if typ == EventType.TOOL_CALL:
             self._end_text()
             self.console.print(f"[cyan]  → {_shown(name)}({_shown(_args(d['arguments']))})[/]")
-        elif typ == "tool_progress":
+        elif typ == EventType.TOOL_PROGRESS:
             self.console.print(f"[dim]    … {_shown(str(d['text']))}[/]")
-        elif typ == "tool_result":
+        elif typ == EventType.TOOL_RESULT:
             if d["ok"]:
                 body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
                 extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
                 self.console.print(f"[green]  ✓ {_shown(name)}: {_shown(body)}{extra}[/]")
             else:
                 self.console.print(f"[red]  ✗ {_shown(name)}: {_shown(str(d['error']))}[/]")
-        elif typ == "confirm_request":
+        elif typ == EventType.CONFIRM_REQUEST:
             self._end_text()
             # every argument by name, each value cut on its own: the path is never hidden
             shown = d.get("shown") or shown_arguments(d["arguments"])
@@ -155,7 +155,7 @@ class ProgressPrinter:
     def _notice(self, typ: str, ev: Event) -> None:
         """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
         d = ev.data
-        if typ == "context_compressed":
+        if typ == EventType.CONTEXT_COMPRESSED:
             if d["method"] == "kept":  # nothing older to summarise or trim: no "N -> N"
                 line = f"context at {d['before_tokens']} tokens (limit {d.get('limit')}), "
                 line += "nothing older to compress"
@@ -164,28 +164,28 @@ class ProgressPrinter:
             self.console.print(f"[dim]  {line}[/]")
             return
         self._end_text()
-        if typ == "message":
+        if typ == EventType.MESSAGE:
             # continuous mode: the agent's own message was streamed already (text_delta)
             streamed = "".join(self._streamed.pop(ev.task_id or "", []))
             if d.get("source") != "agent" or streamed.strip() != str(d["text"]).strip():
                 self.console.print(f"[bold]{_shown(str(d['text']))}[/]")
-        elif typ == "bound":
+        elif typ == EventType.BOUND:
             line = t("term.bound", self.lang, name=_shown(str(d["name"])), limit=d["limit"])
             self.console.print(f"[yellow]  {line}[/]")
-        elif typ == "error":
+        elif typ == EventType.ERROR:
             self.errors_shown += 1
             self.console.print(f"[red]  error: {_shown(str(d['message']))}[/]")
-        elif typ == "clause_start":
+        elif typ == EventType.CLAUSE_START:
             line = t("term.step", self.lang, n=d["n"], of=d["of"], text=_shown(str(d["text"])))
             self.console.print(f"[dim]  {line}[/]")
-        elif typ == "stop":
+        elif typ == EventType.STOP:
             line = t("term.stop", self.lang, source=_shown(str(d.get("source", ""))))
             self.console.print(f"[yellow]  {line}[/]")
 
     def _service(self, typ: str, ev: Event) -> None:
         """Supervised services: the local model server (issue 13), MCP servers (issue 18)."""
         d = ev.data
-        if typ == "local_brain":
+        if typ == EventType.LOCAL_BRAIN:
             # the local server's crash line, its return, or the final error
             state, detail = d.get("state"), str(d.get("detail") or "")
             if state in ("crashed", "failed"):
@@ -193,7 +193,7 @@ class ProgressPrinter:
                 self.console.print(f"[red]  {_shown(detail)}[/]")
             elif state == "ready" and d.get("restarts"):
                 self.console.print(f"[yellow]  local model server {_shown(detail)}[/]")
-        elif typ == "mcp_server":
+        elif typ == EventType.MCP_SERVER:
             # an MCP server that dropped (why, and when it is retried) or came back
             if d.get("state") == "restarting" and int(d.get("restarts") or 0) <= 3:
                 self._end_text()
@@ -208,14 +208,14 @@ class ProgressPrinter:
     def _voice(self, typ: str, ev: Event) -> None:
         """Issue 16: what was heard, and what went wrong with audio."""
         d = ev.data
-        if typ == "transcript":
+        if typ == EventType.TRANSCRIPT:
             self._end_text()
             if d.get("text"):
                 self.console.print(f"[magenta]  heard: {_shown(str(d['text']))}[/]")
             for key in ("error", "note"):
                 if d.get(key):
                     self.console.print(f"[yellow]  voice: {_shown(str(d[key]))}[/]")
-        elif typ == "speech_in" and d.get("notes"):
+        elif typ == EventType.SPEECH_IN and d.get("notes"):
             # a note about the whole input comes with every utterance: said once
             fresh = [str(n) for n in d["notes"] if str(n) not in self.notes_said]
             if fresh:
@@ -223,25 +223,46 @@ class ProgressPrinter:
             for note in fresh:
                 self.notes_said.add(note)
                 self.console.print(f"[yellow]  voice: {_shown(note)}[/]")
-        elif typ == "speech_out" and d.get("state") == "failed":
+        elif typ == EventType.SPEECH_OUT and d.get("state") == "failed":
             self._end_text()
             self.console.print(f"[yellow]  voice: {_shown(str(d.get('error', '')))}[/]")
 
 
 _HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
     **dict.fromkeys(
-        ("text_delta", "model_request", "model_retry", "reply", "task_end"),
+        (
+            EventType.TEXT_DELTA,
+            EventType.MODEL_REQUEST,
+            EventType.MODEL_RETRY,
+            EventType.REPLY,
+            EventType.TASK_END,
+        ),
         ProgressPrinter._reply_text,
     ),
     **dict.fromkeys(
-        ("tool_call", "tool_progress", "tool_result", "confirm_request"), ProgressPrinter._tool
+        (
+            EventType.TOOL_CALL,
+            EventType.TOOL_PROGRESS,
+            EventType.TOOL_RESULT,
+            EventType.CONFIRM_REQUEST,
+        ),
+        ProgressPrinter._tool,
     ),
     **dict.fromkeys(
-        ("message", "context_compressed", "bound", "error", "clause_start", "stop"),
+        (
+            EventType.MESSAGE,
+            EventType.CONTEXT_COMPRESSED,
+            EventType.BOUND,
+            EventType.ERROR,
+            EventType.CLAUSE_START,
+            EventType.STOP,
+        ),
         ProgressPrinter._notice,
     ),
-    **dict.fromkeys(("local_brain", "mcp_server"), ProgressPrinter._service),
-    **dict.fromkeys(("transcript", "speech_in", "speech_out"), ProgressPrinter._voice),
+    **dict.fromkeys((EventType.LOCAL_BRAIN, EventType.MCP_SERVER), ProgressPrinter._service),
+    **dict.fromkeys(
+        (EventType.TRANSCRIPT, EventType.SPEECH_IN, EventType.SPEECH_OUT), ProgressPrinter._voice
+    ),
 }
 """Event type -> the ProgressPrinter method that prints it."""
 
@@ -315,9 +336,9 @@ class TerminalChannel:
         self.end_of_input = False
 
     def _on_event(self, ev: Event) -> None:
-        if ev.type == "confirm_request":
+        if ev.type == EventType.CONFIRM_REQUEST:
             self._pending_confirm.append(str(ev.data["id"]))
-        elif ev.type == "confirm_response":
+        elif ev.type == EventType.CONFIRM_RESPONSE:
             rid = str(ev.data["id"])
             if rid in self._pending_confirm:
                 self._pending_confirm.remove(rid)

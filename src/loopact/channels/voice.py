@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from loopact.agent.runtime import Agent, is_stop
-from loopact.events import Event
+from loopact.events import Event, EventType
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
 from loopact.voice.stt import Transcript
@@ -93,37 +93,37 @@ class VoiceChannel:
         player = self.player
         tid = ev.task_id or ""
         typ = ev.type
-        if self.speak == "own" and tid not in self._voice_tasks and typ != "stop":
+        if self.speak == "own" and tid not in self._voice_tasks and typ != EventType.STOP:
             return
-        if typ == "task_start":
+        if typ == EventType.TASK_START:
             self._splitters[tid] = SentenceSplitter()
             self._streamed[tid] = ""
             if player is not None:
                 player.begin(ev.task_id)
-        elif typ == "text_delta":
+        elif typ == EventType.TEXT_DELTA:
             self._streamed[tid] = self._streamed.get(tid, "") + str(ev.data.get("text", ""))
             splitter = self._splitters.setdefault(tid, SentenceSplitter())
             for sentence in splitter.feed(str(ev.data.get("text", ""))):
                 self._say(sentence, ev.task_id)
-        elif typ == "model_request":
+        elif typ == EventType.MODEL_REQUEST:
             self._streamed[tid] = ""
-        elif typ == "model_retry":
+        elif typ == EventType.MODEL_RETRY:
             self._splitters.get(tid, SentenceSplitter()).reset()
-        elif typ == "model_response":
+        elif typ == EventType.MODEL_RESPONSE:
             pending = self._splitters.get(tid)
             rest = pending.flush() if pending is not None else None
             if rest:
                 self._say(rest, ev.task_id)
-        elif typ == "reply":
+        elif typ == EventType.REPLY:
             reply = str(ev.data.get("text", "")).strip()
             if reply and reply != self._streamed.get(tid, "").strip():
                 splitter = SentenceSplitter()
                 for sentence in splitter.feed(reply + "\n"):
                     self._say(sentence, ev.task_id)
-        elif typ == "stop":
+        elif typ == EventType.STOP:
             if player is not None:
                 player.stop("stop")
-        elif typ == "task_end":
+        elif typ == EventType.TASK_END:
             self._splitters.pop(tid, None)
             self._streamed.pop(tid, None)
             if tid in self._voice_tasks:

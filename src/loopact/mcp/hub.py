@@ -33,7 +33,7 @@ from typing import Any
 import mcp.types as mt
 
 from loopact.config import McpServerConfig
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.messages import Image
 from loopact.mcp.client import LinkStatus, McpServerLink
 from loopact.mcp.convert import (
@@ -213,7 +213,7 @@ class McpHub:
             self.bus.emit(type_, None, **data)
 
     def _on_status(self, status: LinkStatus) -> None:
-        self._emit("mcp_server", **status.as_dict())
+        self._emit(EventType.MCP_SERVER, **status.as_dict())
 
     def _on_tools(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
         """Make the registry offer exactly ``tools`` for ``link``'s server."""
@@ -280,7 +280,7 @@ class McpHub:
             "MCP server %s: offering %s as %s (%s)", link.name, remote.name, name, safety.value
         )
         self._emit(
-            "node_added",
+            EventType.NODE_ADDED,
             name=name,
             kind="mcp",
             server=link.name,
@@ -295,7 +295,7 @@ class McpHub:
         self._refused.add((link.name, remote_name, key))
         message = f"MCP server {link.name}: tool {remote_name} not offered: {why}"
         log.info("%s", message)  # the node_error event shows it (terminal, trace, console)
-        self._emit("node_error", topic=f"mcp:{link.name}/{remote_name}", message=message)
+        self._emit(EventType.NODE_ERROR, topic=f"mcp:{link.name}/{remote_name}", message=message)
 
     def _too_many(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
         names = list(dict.fromkeys(t.name for t in tools))
@@ -310,7 +310,7 @@ class McpHub:
             f"{MAX_TOOLS_PER_SERVER} (every model request carries every tool), not: {shown}"
         )
         log.info("%s", message)  # the node_error event shows it (terminal, trace, console)
-        self._emit("node_error", topic=f"mcp:{link.name}", message=message)
+        self._emit(EventType.NODE_ERROR, topic=f"mcp:{link.name}", message=message)
 
     def _remove(self, name: str, reason: str) -> None:
         offered = self._offered.pop(name, None)
@@ -319,7 +319,9 @@ class McpHub:
         if self.registry.get(name) is offered.tool:
             self.registry.remove(name)
         log.info("MCP tool %s dropped: %s", name, reason)
-        self._emit("node_removed", name=name, kind="mcp", server=offered.server, reason=reason)
+        self._emit(
+            EventType.NODE_REMOVED, name=name, kind="mcp", server=offered.server, reason=reason
+        )
 
 
 def _schema_key(schema: Any) -> str:

@@ -41,7 +41,7 @@ from mcp.server.stdio import stdio_server
 from loopact._compat import wait_within
 from loopact._version import __version__
 from loopact.errors import ToolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.messages import ToolCall
 from loopact.mcp.convert import (
     SAFETY_META_KEY,
@@ -200,7 +200,7 @@ class ToolServer:
         """
         self.calls += 1
         call_id = f"mcp-{next(self._ids)}"
-        self._emit("tool_call", id=call_id, name=name, arguments=arguments)
+        self._emit(EventType.TOOL_CALL, id=call_id, name=name, arguments=arguments)
         try:
             refusal = await self._check(call_id, name, arguments)
             if refusal is not None:
@@ -279,11 +279,11 @@ class ToolServer:
         except Exception as exc:
             log.warning("could not read the robot state: %r", exc)
             return
-        self._emit("robot_state", **state)
+        self._emit(EventType.ROBOT_STATE, **state)
 
     def _emit_result(self, call_id: str, name: str, result: ToolResult) -> None:
         self._emit(
-            "tool_result",
+            EventType.TOOL_RESULT,
             id=call_id,
             name=name,
             ok=result.ok,

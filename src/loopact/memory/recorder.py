@@ -17,7 +17,7 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import MemoryRepoError
-from loopact.events import Event, EventBus
+from loopact.events import Event, EventBus, EventType
 from loopact.llm.messages import Message
 from loopact.memory.store import GitMemory
 
@@ -58,18 +58,18 @@ class MemoryRecorder:
     def on_event(self, ev: Event) -> None:
         """Turn task ends into diary entries and responses into snapshots."""
         task = ev.task_id or ""
-        if ev.type == "task_start":
+        if ev.type == EventType.TASK_START:
             self._tasks[task] = str(ev.data.get("text", ""))
-        elif ev.type in ("reply", "message"):
+        elif ev.type in (EventType.REPLY, EventType.MESSAGE):
             self._replies[task] = str(ev.data.get("text", ""))
-        elif ev.type == "task_end":
+        elif ev.type == EventType.TASK_END:
             text = self._tasks.pop(task, "")
             reply = self._replies.pop(task, "")
             entry = f"task {task}: {text!r} -> {ev.data.get('status')}"
             if reply:
                 entry += f"; replied: {reply[:300]!r}"
             self._schedule(self.memory.append_diary(entry))
-        elif ev.type == "model_response" and self.snapshots:
+        elif ev.type == EventType.MODEL_RESPONSE and self.snapshots:
             messages = list(self.history())
             self._schedule(self.memory.snapshot(int(ev.data.get("round", 0)), messages))
 

@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loopact.errors import SpeechEngineError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.voice.audio import FRAME_BYTES, AudioSink
 from loopact.voice.text import language_of
 from loopact.voice.tts import Speech, TextToSpeech
@@ -283,7 +283,7 @@ class Player:
             )
             task_id = item.task_id
         fields.update(data)
-        self.bus.emit("speech_out", task_id, **fields)
+        self.bus.emit(EventType.SPEECH_OUT, task_id, **fields)
 
     async def close(self) -> None:
         """Stop playing and end the worker."""
