@@ -405,7 +405,7 @@ def _check_parameter_names(where: str, step: PlanStep, spec: ToolSpec) -> None:
 
 
 RunTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
-Emit = Callable[[str, dict[str, Any]], None]
+Emit = Callable[[EventType, dict[str, Any]], None]
 
 
 async def run_plan(

@@ -18,7 +18,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from loopact._compat import reschedule, timeout_after, wait_within
 from loopact.agent.dispatch import RoundDispatcher
@@ -40,6 +40,9 @@ from loopact.redact import StreamMasker
 from loopact.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
+
+_Delta = Literal[EventType.TEXT_DELTA, EventType.REASONING_DELTA]
+"""The live-only event types of streamed text."""
 
 #: Longest tool-result text sent to the model, in characters.
 MAX_RESULT_CHARS = 16_000
@@ -110,7 +113,7 @@ async def stream_response(
     started = False
     meter = _OutputMeter(request.max_output_tokens, bounds.token_budget, tokens_used)
     # A secret split across deltas is held back until it is whole, then masked (issue 21).
-    shown = {
+    shown: dict[_Delta, StreamMasker] = {
         EventType.TEXT_DELTA: StreamMasker(bus.redactor),
         EventType.REASONING_DELTA: StreamMasker(bus.redactor),
     }
@@ -151,7 +154,7 @@ async def stream_response(
 
 
 def _emit_delta(
-    bus: EventBus, task_id: str, kind: EventType, shown: dict[EventType, StreamMasker], text: str
+    bus: EventBus, task_id: str, kind: _Delta, shown: dict[_Delta, StreamMasker], text: str
 ) -> None:
     """Emit what of ``text`` can be shown yet (see :class:`~loopact.redact.StreamMasker`)."""
     safe = shown[kind].feed(text)

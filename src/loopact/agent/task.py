@@ -25,7 +25,7 @@ from loopact.agent.steps import (
     split_clauses,
 )
 from loopact.errors import BoundReached
-from loopact.events import EventType
+from loopact.events import Event, EventType
 from loopact.i18n import t
 from loopact.llm.base import ToolChoice, ToolSpec
 from loopact.llm.messages import Message
@@ -154,10 +154,10 @@ class TaskRun(TaskRounds):
             self.conv.append(Message.user(text))
             return await self._react(act_first=act_first)
 
-        def emit(typ: str, **data: Any) -> None:
+        def emit(typ: EventType, **data: Any) -> None:
             if typ == EventType.CLAUSE_START:
                 self.clause_marks.append((str(data["text"]), len(self.ran)))
-            self.env.bus.emit(typ, self.task_id, **data)
+            self.env.bus.publish(Event(typ, self.task_id, data))
 
         return await run_clauses(clauses, clause_rounds, emit, zh=is_chinese(self.text))
 

@@ -43,6 +43,7 @@ from loopact.app.voice import VoiceRun
 from loopact.config import Config, config_secret_settings
 from loopact.errors import ConfigError
 from loopact.events import Event, EventBus, EventType
+from loopact.events.payloads import TextPayload
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.local.process import LocalBrain
@@ -442,7 +443,7 @@ async def _run_voice_file(cfg: Config, agent: Agent, voice: VoiceRun) -> int:
 
     def print_reply(ev: Event) -> None:
         if ev.type == EventType.REPLY:
-            print(printable(str(ev.data.get("text", ""))), file=out, flush=True)
+            print(printable(str(ev.payload(TextPayload).get("text", ""))), file=out, flush=True)
 
     agent.bus.subscribe(print_reply)
     return await run_voice_file(voice, agent, err)

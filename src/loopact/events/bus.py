@@ -7,7 +7,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from loopact.events.emit import TypedEmit
 from loopact.events.event import Event
+from loopact.events.kinds import EventType
 from loopact.redact import Redactor
 
 log = logging.getLogger(__name__)
@@ -15,12 +17,15 @@ log = logging.getLogger(__name__)
 Subscriber = Callable[[Event], None]
 
 
-class EventBus:
+class EventBus(TypedEmit):
     """Fan-out of events to subscribers, synchronously and in order.
 
     Every event is masked on its way in: known secrets (the model's API key, added by the
     agent) become ``***`` in all its fields, so no subscriber (trace, terminal, web console,
     ROS 2 text channel) ever sees one (:class:`~loopact.redact.Redactor`, issue 21 item 5).
+
+    Events are built with :meth:`emit` (``bus.emit(EventType.TOOL_CALL, task_id, id=...,
+    name=..., arguments=...)``), typed per event type (:class:`~loopact.events.emit.TypedEmit`).
 
     Args:
         redactor: The masker to use; a new one (knowing no secret yet) if None.
@@ -41,8 +46,7 @@ class EventBus:
 
         return unsubscribe
 
-    def emit(self, type: str, task_id: str | None = None, **data: Any) -> Event:
-        """Build an event and hand it to every subscriber; returns the event (masked)."""
+    def _emit_event(self, type: EventType, task_id: str | None, data: dict[str, Any]) -> Event:
         event = Event(type=type, task_id=task_id, data=self.redactor.value(data))
         self.publish(event)
         return event

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from loopact.events.kinds import EventType
 from loopact.events.payloads import PAYLOADS
 
 P = TypeVar("P")
@@ -23,7 +24,7 @@ class Event:
         ts: Unix time in seconds.
     """
 
-    type: str
+    type: EventType
     task_id: str | None
     data: dict[str, Any] = field(default_factory=dict)
     ts: float = field(default_factory=time.time)

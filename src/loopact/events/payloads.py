@@ -5,6 +5,9 @@ their kinds, as ``docs/trace.md`` documents them (a contract: the names never ch
 fields may be added). A ``TypedDict`` is a plain ``dict`` at run time, so an event's
 :attr:`~loopact.events.event.Event.data` and its trace line are exactly what they were.
 
+- Building: :meth:`EventBus.emit <loopact.events.bus.EventBus.emit>` is typed per event type
+  with these definitions (``bus.emit(EventType.TOOL_CALL, task_id, id=..., name=...,
+  arguments=...)`` is checked by mypy: a missing, misnamed or mistyped field is an error).
 - Reading: :meth:`Event.payload <loopact.events.event.Event.payload>` gives an event's fields
   as its definition (``ev.payload(ToolResultPayload)["ok"]`` is a ``bool`` to mypy).
 

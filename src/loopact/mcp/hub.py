@@ -33,7 +33,7 @@ from typing import Any
 import mcp.types as mt
 
 from loopact.config import McpServerConfig
-from loopact.events import EventBus, EventType
+from loopact.events import Event, EventBus, EventType
 from loopact.llm.messages import Image
 from loopact.mcp.client import LinkStatus, McpServerLink
 from loopact.mcp.convert import (
@@ -208,9 +208,9 @@ class McpHub:
         return [name for name, o in self._offered.items() if o.server == server]
 
     # ------------------------------------------------------------------ events
-    def _emit(self, type_: str, **data: Any) -> None:
+    def _emit(self, type_: EventType, **data: Any) -> None:
         if self.bus is not None:
-            self.bus.emit(type_, None, **data)
+            self.bus.publish(Event(type_, None, data))
 
     def _on_status(self, status: LinkStatus) -> None:
         self._emit(EventType.MCP_SERVER, **status.as_dict())

@@ -138,6 +138,7 @@ class ToolServer:
         self.extra = ToolRegistry(extra)
         self.exclude = frozenset(exclude)
         self.bus = bus
+        self._events = bus if bus is not None else EventBus()  # no bus: the events go nowhere
         self.state_provider = state_provider
         self.calls = 0
         self._ids = itertools.count(1)
@@ -200,7 +201,7 @@ class ToolServer:
         """
         self.calls += 1
         call_id = f"mcp-{next(self._ids)}"
-        self._emit(EventType.TOOL_CALL, id=call_id, name=name, arguments=arguments)
+        self._events.emit(EventType.TOOL_CALL, TASK_ID, id=call_id, name=name, arguments=arguments)
         try:
             refusal = await self._check(call_id, name, arguments)
             if refusal is not None:
@@ -279,11 +280,12 @@ class ToolServer:
         except Exception as exc:
             log.warning("could not read the robot state: %r", exc)
             return
-        self._emit(EventType.ROBOT_STATE, **state)
+        self._events.emit(EventType.ROBOT_STATE, TASK_ID, **state)
 
     def _emit_result(self, call_id: str, name: str, result: ToolResult) -> None:
-        self._emit(
+        self._events.emit(
             EventType.TOOL_RESULT,
+            TASK_ID,
             id=call_id,
             name=name,
             ok=result.ok,
@@ -293,10 +295,6 @@ class ToolServer:
             n_images=len(result.images),
             images=[i.summary() for i in result.images],
         )
-
-    def _emit(self, type_: str, **data: Any) -> None:
-        if self.bus is not None:
-            self.bus.emit(type_, TASK_ID, **data)
 
     def _progress_fn(self, session: Any) -> Callable[[str], None]:
         """Tool progress as ``notifications/progress`` (when the client asked for them)."""

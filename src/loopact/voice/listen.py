@@ -39,6 +39,7 @@ import numpy as np
 
 from loopact.errors import SpeechEngineError
 from loopact.events import EventBus, EventType
+from loopact.events.payloads import TranscriptPayload
 from loopact.voice.audio import AudioFrame, AudioSource, rms
 from loopact.voice.echo import EchoCanceller
 from loopact.voice.playback import Player
@@ -276,7 +277,7 @@ class Listener:
                 self.player.recover()
             return
         self.stats.transcripts.append(transcript)
-        data: dict[str, object] = {
+        data: TranscriptPayload = {
             "text": transcript.text,
             "lang": transcript.lang,
             "engine": transcript.engine,

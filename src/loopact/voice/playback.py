@@ -27,6 +27,7 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from loopact.errors import SpeechEngineError
 from loopact.events import EventBus, EventType
@@ -274,8 +275,8 @@ class Player:
             self.last_write_s = time.monotonic()
             await self.sink.write(chunk)
 
-    def _event(self, state: str, item: _Item | None = None, **data: object) -> None:
-        fields: dict[str, object] = {"state": state, "gen": self.gen}
+    def _event(self, state: str, item: _Item | None = None, **data: Any) -> None:
+        fields: dict[str, Any] = {"state": state, "gen": self.gen}
         task_id = self._task_id
         if item is not None:
             fields.update(
