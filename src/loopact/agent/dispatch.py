@@ -53,6 +53,7 @@ from loopact.llm.toolnames import resolve_tool_name
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.directions import normalize_directions
 from loopact.tools.registry import ToolRegistry, ValidCall
+from loopact.tools.report import tool_result_event
 from loopact.tools.units import normalize_units, unit_conflicts, unit_of
 
 log = logging.getLogger(__name__)
@@ -394,18 +395,8 @@ class RoundDispatcher:
         )
 
     def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
-        self.bus.emit(
-            EventType.TOOL_RESULT,
-            self.state.task_id,
-            id=call.id,
-            name=call.name,
-            ok=result.ok,
-            data=result.data,
-            metadata=result.metadata,
-            error=result.error,
-            n_images=len(result.images),
-            images=[i.summary() for i in result.images],
-        )
+        fields = tool_result_event(call.id, call.name, result)
+        self.bus.emit(EventType.TOOL_RESULT, self.state.task_id, **fields)
 
     async def gather(self) -> list[tuple[ToolCall, ToolResult]]:
         """Wait for every call; results in call order."""

@@ -38,6 +38,7 @@ from loopact.llm.base import (
 from loopact.llm.messages import Message, Usage
 from loopact.redact import StreamMasker
 from loopact.tools.base import ToolResult
+from loopact.tools.report import result_json
 
 log = logging.getLogger(__name__)
 
@@ -218,17 +219,9 @@ def cut_response(rs: RoundState) -> ResponseDone:
 
 
 def result_text(result: ToolResult, limit: int = MAX_RESULT_CHARS) -> str:
-    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``."""
-    body: dict[str, Any] = {"ok": result.ok}
-    if result.data is not None:
-        body["data"] = result.data
-    if result.error:
-        body["error"] = result.error
-    if result.metadata:
-        body["metadata"] = result.metadata
-    if result.images:
-        body["images"] = len(result.images)
-    text = json.dumps(body, ensure_ascii=False, default=str)
+    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``
+    (:func:`~loopact.tools.report.result_json`), cut at ``limit`` characters."""
+    text = json.dumps(result_json(result), ensure_ascii=False, default=str)
     if len(text) > limit:
         text = text[:limit] + f'... [truncated: {len(text)} characters in all]"'
     return text

@@ -51,6 +51,7 @@ from loopact.mcp.convert import (
 )
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
+from loopact.tools.report import tool_result_event
 
 log = logging.getLogger(__name__)
 
@@ -283,18 +284,8 @@ class ToolServer:
         self._events.emit(EventType.ROBOT_STATE, TASK_ID, **state)
 
     def _emit_result(self, call_id: str, name: str, result: ToolResult) -> None:
-        self._events.emit(
-            EventType.TOOL_RESULT,
-            TASK_ID,
-            id=call_id,
-            name=name,
-            ok=result.ok,
-            data=result.data,
-            metadata=result.metadata,
-            error=result.error,
-            n_images=len(result.images),
-            images=[i.summary() for i in result.images],
-        )
+        fields = tool_result_event(call_id, name, result)
+        self._events.emit(EventType.TOOL_RESULT, TASK_ID, **fields)
 
     def _progress_fn(self, session: Any) -> Callable[[str], None]:
         """Tool progress as ``notifications/progress`` (when the client asked for them)."""
