@@ -19,8 +19,10 @@ import logging
 import re
 from typing import Any
 
-from loopact.agent.runtime import Agent, is_stop
+from loopact.agent.runtime import is_stop
+from loopact.channels.agent_port import AgentPort
 from loopact.events import Event, EventType
+from loopact.events.payloads import DeltaPayload, TaskEndPayload, TextPayload
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
 from loopact.voice.stt import Transcript
@@ -56,7 +58,7 @@ class VoiceChannel:
     """
 
     def __init__(
-        self, agent: Agent, player: Player | None, source: str = "voice", speak: str = "all"
+        self, agent: AgentPort, player: Player | None, source: str = "voice", speak: str = "all"
     ) -> None:
         self.agent = agent
         self.speak = speak
@@ -101,9 +103,10 @@ class VoiceChannel:
             if player is not None:
                 player.begin(ev.task_id)
         elif typ == EventType.TEXT_DELTA:
-            self._streamed[tid] = self._streamed.get(tid, "") + str(ev.data.get("text", ""))
+            delta = str(ev.payload(DeltaPayload).get("text", ""))
+            self._streamed[tid] = self._streamed.get(tid, "") + delta
             splitter = self._splitters.setdefault(tid, SentenceSplitter())
-            for sentence in splitter.feed(str(ev.data.get("text", ""))):
+            for sentence in splitter.feed(delta):
                 self._say(sentence, ev.task_id)
         elif typ == EventType.MODEL_REQUEST:
             self._streamed[tid] = ""
@@ -115,7 +118,7 @@ class VoiceChannel:
             if rest:
                 self._say(rest, ev.task_id)
         elif typ == EventType.REPLY:
-            reply = str(ev.data.get("text", "")).strip()
+            reply = str(ev.payload(TextPayload).get("text", "")).strip()
             if reply and reply != self._streamed.get(tid, "").strip():
                 splitter = SentenceSplitter()
                 for sentence in splitter.feed(reply + "\n"):
@@ -128,7 +131,7 @@ class VoiceChannel:
             self._streamed.pop(tid, None)
             if tid in self._voice_tasks:
                 self._voice_tasks.discard(tid)
-                self.outcomes.append((tid, str(ev.data.get("status"))))
+                self.outcomes.append((tid, str(ev.payload(TaskEndPayload).get("status"))))
             self._changed.set()
 
     def _say(self, sentence: str, task_id: str | None) -> None:

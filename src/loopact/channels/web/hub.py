@@ -19,9 +19,11 @@ import logging
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
+from loopact.channels.agent_port import EventSource
 from loopact.events import LIVE_ONLY_TYPES, Event, EventType
+from loopact.events.payloads import ToolImagePayload
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +35,6 @@ _FORWARDED_LIVE = frozenset({"text_delta"})
 
 #: Events the hub follows even with no page connected (open confirmations).
 _TRACKED = frozenset({EventType.CONFIRM_REQUEST, EventType.CONFIRM_RESPONSE, EventType.TASK_END})
-
-
-class _Bus(Protocol):
-    def subscribe(self, fn: Callable[[Event], None]) -> Callable[[], None]: ...
 
 
 def forwarded(event_type: str) -> bool:
@@ -125,7 +123,7 @@ class EventHub:
 
     def __init__(
         self,
-        bus: _Bus,
+        bus: EventSource,
         queue_size: int = 1000,
         max_open_confirmations: int = 50,
         history_size: int = 200,
@@ -230,7 +228,7 @@ class ShownImages:
         keep: How many images are kept.
     """
 
-    def __init__(self, bus: _Bus, keep: int = 32) -> None:
+    def __init__(self, bus: EventSource, keep: int = 32) -> None:
         self._keep = keep
         self._images: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._unsubscribe = bus.subscribe(self._on_event)
@@ -238,9 +236,10 @@ class ShownImages:
     def _on_event(self, event: Event) -> None:
         if event.type != EventType.TOOL_IMAGE:
             return
+        shown = event.payload(ToolImagePayload)
         try:
-            data = base64.b64decode(event.data.get("data_b64", ""), validate=True)
-            key = (str(event.data["id"]), int(event.data["n"]))
+            data = base64.b64decode(shown.get("data_b64", ""), validate=True)
+            key = (str(shown["id"]), int(shown["n"]))
         except (KeyError, TypeError, ValueError, binascii.Error):
             log.debug("tool_image event without a decodable image")
             return

@@ -20,6 +20,7 @@ import uvicorn
 
 from loopact._compat import wait_within
 from loopact.access import check_token, is_loopback, listen_socket
+from loopact.channels.agent_port import AgentPort
 from loopact.channels.web.app import ConsoleState, create_app
 from loopact.channels.web.settings import WebSettings
 from loopact.errors import ConfigError
@@ -101,7 +102,7 @@ class WebConsole:
 
 
 async def serve_console(
-    agent: Any,
+    agent: AgentPort,
     robot_session: Any = None,
     host: str = "127.0.0.1",
     port: int = 8080,
