@@ -9,8 +9,9 @@ An answer with nothing to run is the reply, unless it wrote an unknown action, a
 arguments cannot be used (answered with a failed result) or an action only inside a sentence:
 then the model is told and the round counts as invalid (SPEC A3), so a model that keeps doing
 it ends on the ``invalid_rounds`` bound, never with its broken text as a "completed" reply.
-With ``split_steps`` (the local brain) the task body says what ran instead of that answer after
-a motion, a write or a failed last call, as in the other modes.
+The task's policy sees what each round ran (:meth:`~loopact.agent.turns.TaskPolicy.round_done`)
+and composes the reply from the answer (with ``split_steps``, the local brain, what ran after
+a motion, a write or a failed last call, as in the other modes).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from loopact.agent.actiontext import (
 )
 from loopact.agent.rounds import TaskRounds
 from loopact.agent.stream import result_text
+from loopact.agent.turns import Outcomes
 from loopact.errors import BoundReached
 from loopact.i18n import t
 from loopact.llm.messages import Message
@@ -31,34 +33,32 @@ from loopact.tools.base import ToolResult
 __all__ = ["action_body"]
 
 
-async def action_body(run: TaskRounds) -> str:
-    """Action-text mode's task body: one action per round until ``finishtask()`` (A5).
+async def action_body(run: TaskRounds) -> tuple[str, Outcomes]:
+    """Action-text mode's rounds of a turn: one action per round until ``finishtask()`` (A5).
 
     Args:
-        run: The task's rounds; the user message is already in its history.
+        run: The task's rounds; the turn's user message is already in its history.
 
     Returns:
         The progress text around ``finishtask()`` (or "done"), or the answer of a round
-        that wrote no action at all.
+        that wrote no action at all; and every ``(call, result)`` pair the rounds ran.
 
     Raises:
         BoundReached: The round limit, the invalid-round guard or the token budget tripped.
         asyncio.CancelledError: The task was preempted; a running action was stopped and
             its cancellation recorded in the history.
     """
-    n = 0  # action rounds; a summary request is a model request, not a round (A2)
+    first, start = run.tool_rounds, len(run.ran)  # a summary request is not a round (A2)
     asked_again = False
     while True:
-        await _check_rounds(run, n)
-        n += 1
-        run.rounds += 1
+        await _check_rounds(run, run.tool_rounds - first)
         run.conv.pull_sources(run.task_id)
         specs = run.env.tool_specs()
         system = run.system_with(render_catalogue(specs))
-        done, _, _ = await run.run_round(run.rounds, (), system=system)
+        done, _, _ = await run.run_round((), system=system)
         parse = parse_actions(done.message.text, specs)
         if parse.finished:
-            return parse.progress.strip() or t("task.done", run.lang)
+            return parse.progress.strip() or t("task.done", run.lang), run.ran[start:]
         if parse.call is None:
             feedback = parse.feedback() if parse.has_action else parse.mention_feedback()
             if not feedback and not done.message.text.strip() and not asked_again:
@@ -66,7 +66,7 @@ async def action_body(run: TaskRounds) -> str:
                 run.conv.append(Message.user(empty_feedback()))
                 continue
             if not feedback:
-                return done.message.text
+                return done.message.text, run.ran[start:]
             # an unknown action, or an action only a sentence mentioned: nothing ran
             run.state.invalid_streak += 1
             run.conv.append(Message.user(feedback))
@@ -84,8 +84,7 @@ async def action_body(run: TaskRounds) -> str:
             )
             raise
         run.state.invalid_streak = run.state.invalid_streak + 1 if invalid else 0
-        if run.answers_from_results(run.ran, ""):
-            run.quiet_answer = True  # the reply will say what ran: the words are not streamed
+        run.policy.round_done(run.ran[start:])
         text = observation_text(call, result.ok, result_text(result), parse)
         run.conv.append(Message.user(text, result.images))
         run.check_tokens()
@@ -94,11 +93,11 @@ async def action_body(run: TaskRounds) -> str:
 async def _check_rounds(run: TaskRounds, n: int) -> None:
     """:meth:`TaskRounds.check_rounds`, with the action lines of the final answer left out
     of the bound's text: they were not run, and the user should not read them as done.
-    (With ``split_steps`` the text is the runtime's, built from what ran: kept whole.)"""
+    (A policy that answers a bound from what ran asks for no final answer: kept whole.)"""
     try:
         await run.check_rounds(n, run.bounds.max_rounds)
     except BoundReached as exc:
-        if run.env.options.split_steps:
+        if not run.policy.asks_final_answer:
             raise
         text = parse_actions(exc.text, run.env.tool_specs()).progress
         raise BoundReached(exc.name, text or exc.text) from None

@@ -75,8 +75,7 @@ async def run_plan_for(run: TaskRounds, task: str, specs: tuple[ToolSpec, ...]) 
     """
     messages = tuple(plan_request_messages(task, specs))
     for attempt in range(1 + PLAN_RETRIES):
-        run.rounds += 1
-        done, _, _ = await run.run_round(run.rounds, (), messages=messages, kind="plan")
+        done, _, _ = await run.run_round((), messages=messages, kind="plan")
         try:
             plan = resolve_tool_names(parse_plan(done.message.text), [s.name for s in specs])
             validate_plan(plan, specs)

@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from loopact.agent.compress import (
     CompressionPlan,
@@ -37,12 +38,7 @@ from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
-from loopact.agent.steps import (
-    answered_from_results,
-    bounded_reply,
-    chinese_from_results,
-    is_chinese,
-)
+from loopact.agent.step_policy import task_policy
 from loopact.agent.stream import (
     OutputLimitReached,
     RoundState,
@@ -52,13 +48,14 @@ from loopact.agent.stream import (
     stream_response,
     too_long_to_wait,
 )
+from loopact.agent.turns import Outcomes, TaskPolicy, TaskView
 from loopact.errors import (
     BoundReached,
     ContextOverflow,
     ModelError,
     ModelRetryableError,
 )
-from loopact.events import EventBus, EventType
+from loopact.events import Event, EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import Image, Message, ToolCall, ToolOutcome, Usage
@@ -69,9 +66,6 @@ log = logging.getLogger(__name__)
 
 #: Characters of an answer cut by a bound that the bound's reply still shows.
 _SAID_CHARS = 2000
-
-Outcomes = list[tuple[ToolCall, ToolResult]]
-"""The ``(call, result)`` pairs of rounds, in call order."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +83,8 @@ class TaskEnv:
         learn_context: Tell the agent the model's context window in tokens (a server refused
             a longer prompt); returns the manager for it, or None when compression is off.
         action_text: Tools go to the model as action text (SPEC A5).
+        new_policy: The policy of a new task (:mod:`loopact.agent.turns`), from the task
+            and the options; by default :func:`~loopact.agent.step_policy.task_policy`.
     """
 
     conversation: Conversation
@@ -100,6 +96,7 @@ class TaskEnv:
     context: Callable[[], ContextManager | None] = lambda: None
     learn_context: Callable[[int], ContextManager | None] = lambda _tokens: None
     action_text: bool = False
+    new_policy: Callable[[TaskView, AgentOptions], TaskPolicy] = task_policy
 
 
 class TaskRounds:
@@ -113,13 +110,10 @@ class TaskRounds:
 
     Attributes:
         state: The task's guard state (tokens used, repeat guard, invalid streak; SPEC A3).
-        rounds: Model requests made so far (final, plan and summary requests included).
-        quiet_answer: The model's answer is not the reply (a step's, or one after a failed
-            call with ``split_steps``): its text is not streamed.
+        requests: Model requests made so far, by kind (:meth:`run_round` counts them).
         ran: Every ``(call, result)`` pair the task ran or refused, in call order.
-        clause_marks: ``(clause, index in ran)`` at the start of each clause the task
-            started (one for the whole instruction unless it is split, ``split_steps``).
-        clauses: The clauses of the instruction (one unless it is split).
+        policy: How the instruction is put to the model and the reply composed
+            (:mod:`loopact.agent.turns`; made by :attr:`TaskEnv.new_policy`).
     """
 
     def __init__(self, env: TaskEnv, task_id: str, text: str, images: tuple[Image, ...]) -> None:
@@ -129,13 +123,30 @@ class TaskRounds:
         self.text = text
         self.images = images
         self.state = TaskState(task_id, instruction=text)
-        self.rounds = 0
+        self.requests: Counter[RequestKind] = Counter()
         self.bounds = env.options.bounds
         self.lang = env.options.lang
-        self.quiet_answer = False
         self.ran: Outcomes = []
-        self.clause_marks: list[tuple[str, int]] = [(text, 0)]
-        self.clauses: list[str] = [text]
+        self.policy = env.new_policy(self, env.options)
+
+    @property
+    def rounds(self) -> int:
+        """Model requests made so far (final, plan and summary requests included)."""
+        return self.requests.total()
+
+    @property
+    def tool_rounds(self) -> int:
+        """Tool rounds made so far (requests of kind ``round``; the bound of SPEC A2)."""
+        return self.requests["round"]
+
+    @property
+    def acted(self) -> bool:
+        """Whether a motion or a write was dispatched in this task."""
+        return self.state.state_version > 0
+
+    def emit(self, typ: EventType, **data: Any) -> None:
+        """Emit an event of this task on the agent's bus (docs/trace.md)."""
+        self.env.bus.publish(Event(typ, self.task_id, data))
 
     # ----------------------------------------------------------------- bounds (A2, A3)
 
@@ -169,48 +180,31 @@ class TaskRounds:
             raise BoundReached("tokens", self.bounded_text(notice))
 
     async def _final_answer(self, name: str, limit: int) -> NoReturn:
-        """One last request without tools asking for a final answer (SPEC A2); with
-        ``split_steps``, what ran instead (:meth:`bounded_text`: no request is made)."""
+        """One last request without tools asking for a final answer (SPEC A2), unless the
+        policy answers a bound from what ran (:meth:`bounded_text`: no request is made)."""
         self.bound_event(name, limit)
         notice = t(f"bound.{name}", self.lang, limit=limit)
-        if self.env.options.split_steps:
+        if not self.policy.asks_final_answer:
             raise BoundReached(name, self.bounded_text(notice))
         ask = Message.user(t("final.ask", self.lang))
-        self.rounds += 1
         try:
-            done, _, _ = await self.run_round(self.rounds, (), extra=(ask,), kind="final")
+            done, _, _ = await self.run_round((), extra=(ask,), kind="final")
             answer = done.message.text.strip()
         except ModelError as exc:
             log.info("final answer request failed: %s", exc)
             answer = ""
         raise BoundReached(name, self.bounded_text(notice, answer))
 
-    def answers_from_results(self, ran: Outcomes, reply: str) -> bool:
-        """Whether the reply is built from ``ran`` rather than the model's ``reply``: with
-        ``split_steps``, :func:`~loopact.agent.steps.answered_from_results` (the last call
-        failed, or a motion or a write was dispatched) or
-        :func:`~loopact.agent.steps.chinese_from_results`."""
-        acted = self.state.state_version > 0  # a motion or a write was dispatched
-        return self.env.options.split_steps and (
-            answered_from_results(ran, acted) or chinese_from_results(self.text, reply, ran)
-        )
-
     def bounded_text(self, notice: str, said: str = "") -> str:
         """The reply of a task that ended on a bound (SPEC A2): the bound's ``notice``, then
-        what the task did.
-
-        With ``split_steps`` (the local brain) that is what ran, built from the results
-        (:func:`~loopact.agent.steps.bounded_reply`), or that nothing ran: a small model's
-        words after a bound claim what never happened (its final answer to a ``turn_left``
-        that did not parse listed the skills of its system prompt as done, 2026-12-05).
-        Otherwise ``said``, the model's own words (a hosted model's final answer, which sees
-        every result in the history; the start of a cut answer), when there are any.
+        what the task did, as the policy tells it (:meth:`TaskPolicy.bounded_text`): by
+        default ``said``, the model's own words (a hosted model's final answer, which sees
+        every result in the history; the start of a cut answer), when there are any; with
+        ``split_steps`` (the local brain) what ran: a small model's words after a bound claim
+        what never happened (its final answer to a ``turn_left`` that did not parse listed
+        the skills of its system prompt as done, 2026-12-05).
         """
-        if self.env.options.split_steps:
-            zh = is_chinese(self.text)
-            said = bounded_reply(self.ran, self.clause_marks, self.clauses, zh)
-            said = said or t("bound.nothing_ran", self.lang)
-        return f"{notice}\n\n{said}" if said else notice
+        return self.policy.bounded_text(notice, said)
 
     def bound_event(self, name: str, limit: int) -> None:
         """Emit ``bound {name, limit}`` (docs/trace.md)."""
@@ -365,10 +359,9 @@ class TaskRounds:
         """The history with ``plan``'s older turns replaced by a model-written summary (after
         a checkpoint), or None when the summary was not usable (SPEC E1)."""
         await self._checkpoint(ctx)
-        self.rounds += 1
         request = tuple(summary_request_messages(plan, self.text))
         try:
-            done, _, _ = await self.run_round(self.rounds, (), messages=request, kind="summary")
+            done, _, _ = await self.run_round((), messages=request, kind="summary")
         except ModelError as exc:
             log.info("summary request failed, history kept: %s", exc)
             return None
@@ -377,7 +370,6 @@ class TaskRounds:
     # ----------------------------------------------------------------- one round
     async def run_round(
         self,
-        round_no: int,
         specs: tuple[ToolSpec, ...],
         extra: tuple[Message, ...] = (),
         *,
@@ -386,10 +378,10 @@ class TaskRounds:
         kind: RequestKind = "round",
         tool_choice: ToolChoice = "auto",
     ) -> tuple[ResponseDone, Outcomes, bool]:
-        """One model request and its tool calls.
+        """One model request and its tool calls: the one place requests are counted
+        (:attr:`requests`; its number is the ``round`` of its events).
 
         Args:
-            round_no: The round number for events.
             specs: Tools offered (empty: a request without tools).
             extra: Messages appended to the history for this request only.
             system: Replaces the history's system message for this request only.
@@ -411,7 +403,8 @@ class TaskRounds:
         (:class:`~loopact.errors.ContextOverflow`) is compressed to fit the window it named
         and asked once more (SPEC E1, B6); a separate conversation (``messages``) is not.
         """
-        args = (round_no, specs, extra, system, messages, kind, tool_choice)
+        self.requests[kind] += 1
+        args = (self.rounds, specs, extra, system, messages, kind, tool_choice)
         try:
             return await self._round_once(*args)
         except ContextOverflow as exc:
@@ -501,7 +494,7 @@ class TaskRounds:
                     env.bus,
                     self.task_id,
                     self.state.tokens,
-                    emit_text=not self.quiet_answer,
+                    emit_text=not self.policy.quiet,
                 )
                 return done, rs
             except OutputLimitReached as exc:

@@ -304,7 +304,7 @@ class Agent:
         ``auto`` picks action text for endpoints with neither native tool calls nor
         constrained decoding (Dify apps, plain text models). An endpoint that can constrain
         its output (llama.cpp) gets the tools in the request and writes grammar-constrained
-        calls instead, which measured better for small models (docs/performance.md).
+        calls instead, which measured better for small models (bench/HISTORY.md, local brain).
         """
         mode = self.options.tool_calling
         if mode != "auto":

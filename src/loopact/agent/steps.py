@@ -2,9 +2,10 @@
 
 Small local models carry out the first action of a sequence and then answer, claiming the
 rest. With ``split_steps`` on (the local brain's default), the task loop runs each clause of
-the instruction as its own single-step task, in order (:meth:`TaskRun.body`), and the reply is
-built from the results of the steps that actually ran (:func:`compose_reply`), never from the
-model's claims about the others.
+the instruction as its own single-step task, in order
+(:class:`~loopact.agent.step_policy.StepPolicy`), and the reply is built from the results of
+the steps that actually ran (:func:`compose_reply`), never from the model's claims about the
+others.
 
 :func:`split_clauses` is a pure function of the text. It splits on sequencing words and
 punctuation between actions, in English and Chinese:
@@ -34,12 +35,11 @@ previous one.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.agent.result_zh import result_zh
-from loopact.events import EventType
 
 #: Imperative verbs that start a robot action or a request for information (English).
 EN_VERBS = frozenset((
@@ -248,7 +248,8 @@ def is_speech(clause: str) -> bool:
     """Whether ``clause`` only asks to be told something ("tell me ...", "告诉我 ...").
 
     Such a clause may be answered from what earlier steps returned; every other clause of a
-    split instruction is an action and must call a tool (:meth:`TaskRun._steps_body`).
+    split instruction is an action and must call a tool
+    (:class:`~loopact.agent.step_policy.StepPolicy`).
     """
     return bool(_SPEECH.match(clause))
 
@@ -424,43 +425,3 @@ def chinese_from_results(text: str, reply: str, ran: Sequence[tuple[Any, Any]]) 
     if not ran or not ran[-1][1].ok or not is_chinese(text) or is_chinese(reply):
         return False
     return is_chinese(ClauseResult.of(text, reply, ran).sentence(zh=True))
-
-
-async def run_clauses(
-    clauses: Sequence[str],
-    clause_rounds: Callable[[str, bool], Awaitable[tuple[str, Sequence[tuple[Any, Any]]]]],
-    emit: Callable[..., None],
-    zh: bool = False,
-) -> str:
-    """Run each clause as a single-step task, in order; the reply says what ran (issue 13).
-
-    Each clause is a user message of its own (with :func:`with_seen` applied), followed by
-    its own rounds (each clause has the full round bound; the task's time and token bounds
-    hold for the whole). A clause whose call fails ends the sequence: later clauses are not
-    run, and the reply says which. The reply is built from the results
-    (:func:`compose_reply`). A clause is an action, so its first response must be a call
-    (``tool_choice: "required"``), unless it only asks to be told something
-    (:func:`is_speech`): a small model otherwise answers "点头" with a pleasantry and the
-    step never runs.
-
-    Args:
-        clauses: From :func:`split_clauses`.
-        clause_rounds: ``(user text, act_first)`` -> the answer and the ``(ToolCall,
-            ToolResult)`` pairs of that clause's rounds (:meth:`TaskRun._react`).
-        emit: ``emit(type, **data)`` for the ``steps``, ``clause_start`` and ``clause_end``
-            events.
-        zh: The instruction is Chinese.
-    """
-    done: list[ClauseResult] = []
-    emit(EventType.STEPS, clauses=list(clauses))
-    for n, clause in enumerate(clauses, 1):
-        emit(EventType.CLAUSE_START, n=n, of=len(clauses), text=clause)
-        text = with_seen(clause, done[-1] if done else None)
-        answer, ran = await clause_rounds(text, not is_speech(clause))
-        result = ClauseResult.of(clause, answer, ran)
-        done.append(result)
-        failed = result.failed
-        emit(EventType.CLAUSE_END, n=n, ok=failed is None, error=failed)
-        if failed is not None:
-            break
-    return compose_reply(done, clauses[len(done) :], zh=zh)

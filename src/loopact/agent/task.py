@@ -1,31 +1,25 @@
-"""One task: its bodies, read top to bottom (SPEC A1, A2, A4, A5, A7; issue 13).
+"""One task: its loop, read top to bottom (SPEC A1, A2, A4, A5, A7; issue 13, 38).
 
-The user message goes into the history; then one body runs it: ReAct rounds until the model
-answers in text (:meth:`TaskRun.body`), one single-step task per clause of a sequencing
-instruction (``split_steps``), a JSON plan (:mod:`loopact.agent.plan_body`), action-text rounds
-(:mod:`loopact.agent.action_body`), or, in continuous mode, rounds on the waiting inputs until
-the agent is idle (:meth:`TaskRun.continuous_body`). What one round does, and the bounds, are
-in :class:`~loopact.agent.rounds.TaskRounds`.
+The task's policy (:mod:`loopact.agent.turns`) says what to ask the model: each turn is a user
+message in the history, then rounds until the model answers in text: ReAct rounds
+(:meth:`TaskRun._react`) or action-text rounds (:mod:`loopact.agent.action_body`); the policy
+sees what each round and turn ran, says when the task is done and composes the reply. Plan mode
+runs a JSON plan instead (:mod:`loopact.agent.plan_body`); continuous mode works on the waiting
+inputs until the agent is idle (:meth:`TaskRun.continuous_body`). What one round does, and the
+bounds, are in :class:`~loopact.agent.rounds.TaskRounds`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from loopact.agent.action_body import action_body
 from loopact.agent.plan import PlanOutcome
 from loopact.agent.plan_body import plan_body, run_plan_for
-from loopact.agent.rounds import Outcomes, TaskEnv, TaskRounds
-from loopact.agent.steps import (
-    ClauseResult,
-    compose_reply,
-    is_chinese,
-    run_clauses,
-    split_clauses,
-)
+from loopact.agent.rounds import TaskEnv, TaskRounds
+from loopact.agent.turns import Outcomes, Turn
 from loopact.errors import BoundReached
-from loopact.events import Event, EventType
+from loopact.events import EventType
 from loopact.i18n import t
 from loopact.llm.base import ToolChoice, ToolSpec
 from loopact.llm.messages import Message
@@ -72,30 +66,22 @@ class TaskRun(TaskRounds):
             TaskFailed: Plan mode: the plan was rejected or a step failed.
             asyncio.CancelledError: The task was preempted (history is left consistent).
         """
-        clauses = [self.text]
-        if self.env.options.split_steps and not self.images and self.env.options.mode == "task":
-            clauses = split_clauses(self.text)
-        if len(clauses) > 1:
-            return await self._steps_body(clauses)
-        self.conv.append(Message.user(self.text, self.images))
         if self.env.options.mode == "plan":
+            self.conv.append(Message.user(self.text, self.images))
             return await plan_body(self)
-        if self.env.action_text:
-            reply = await action_body(self)
-            ran = self.ran
-        else:
-            reply, ran = await self._react()
-        if ran and not reply.strip():
-            # Empty even when asked again: say what ran rather than "no final answer".
-            return compose_reply([ClauseResult.of(self.text, "", ran)], [], is_chinese(self.text))
-        if self.answers_from_results(ran, reply):
-            # The local brain's words claim what did not happen: after a failed call ("The
-            # robot is driving at a distance of 50 meters.") and after a motion (a drive in
-            # circles "stopped within half a meter of the red box"); in action-text mode it
-            # echoed a turn's result as JSON. Say what ran, as for a step.
-            result = ClauseResult.of(self.text, reply, ran)
-            return compose_reply([result], [], zh=is_chinese(self.text))
-        return reply
+        policy = self.policy
+        while (turn := policy.next_turn()) is not None:
+            self.conv.append(Message.user(turn.text, turn.images))
+            answer, ran = await self._turn(turn)
+            policy.turn_done(answer, ran)
+        return policy.reply()
+
+    async def _turn(self, turn: Turn) -> tuple[str, Outcomes]:
+        """The rounds of one turn: action-text rounds when the agent offers tools as action
+        text (SPEC A5) and the turn allows it, else ReAct rounds."""
+        if self.env.action_text and not turn.native_rounds:
+            return await action_body(self)
+        return await self._react(act_first=turn.act_first)
 
     async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
@@ -103,36 +89,29 @@ class TaskRun(TaskRounds):
         Args:
             act_first: The first round must call a tool (``tool_choice: "required"``).
 
-        An empty answer (no text, no calls) is asked again once, within the round limit.
+        An empty answer (no text, no calls) is asked again once, within the round limit,
+        unless the policy will not reply with it (:attr:`TaskPolicy.quiet`).
 
         Returns:
             The answer text and every ``(call, result)`` pair the rounds ran.
         """
-        b = self.bounds
         ran: Outcomes = []
-        # Tool rounds of these ReAct rounds: the planning request of an agent_call and a
-        # summary request are model requests of the task (``self.rounds``), not rounds (A2).
-        n = 0
+        first = self.tool_rounds  # each turn has the full round bound (A2)
         asked_again = False
         while True:
-            await self.check_rounds(n, b.max_rounds)
-            n += 1
-            self.rounds += 1
+            await self.check_rounds(self.tool_rounds - first, self.bounds.max_rounds)
             self.conv.pull_sources(self.task_id)
-            choice: ToolChoice = "required" if act_first and n == 1 else "auto"
+            choice: ToolChoice = "required" if act_first and self.tool_rounds == first else "auto"
             specs = self.env.tool_specs()
-            done, outcomes, invalid = await self.run_round(self.rounds, specs, tool_choice=choice)
+            done, outcomes, invalid = await self.run_round(specs, tool_choice=choice)
             if not outcomes:
-                if done.message.text.strip() or asked_again or self.quiet_answer:
+                if done.message.text.strip() or asked_again or self.policy.quiet:
                     return self._noted_if_cut(done.message.text, done.finish_reason), ran
-                # An empty answer is no answer: ask once more (a step's own answer, which
-                # is not the reply, may be empty).
-                asked_again = True
+                asked_again = True  # an empty answer is no answer: ask once more
                 self.conv.append(Message.user(t("final.empty", self.lang)))
                 continue
             ran.extend(outcomes)
-            if self.answers_from_results(ran, ""):  # "": whatever the model will answer
-                self.quiet_answer = True  # body() may answer with what ran instead
+            self.policy.round_done(ran)
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self.check_tokens()
 
@@ -144,23 +123,6 @@ class TaskRun(TaskRounds):
         note = t("final.cut", self.lang, limit=self.bounds.max_tokens("round"))
         return f"{text.rstrip()}\n\n{note}"
 
-    async def _steps_body(self, clauses: list[str]) -> str:
-        """One single-step task per clause, in order (:func:`~loopact.agent.steps.
-        run_clauses`); each clause's rounds are ReAct rounds on this task's history."""
-        self.quiet_answer = True  # a step's own answer is not the reply
-        self.clauses, self.clause_marks = list(clauses), []  # for a bound's reply
-
-        async def clause_rounds(text: str, act_first: bool) -> tuple[str, Outcomes]:
-            self.conv.append(Message.user(text))
-            return await self._react(act_first=act_first)
-
-        def emit(typ: EventType, **data: Any) -> None:
-            if typ == EventType.CLAUSE_START:
-                self.clause_marks.append((str(data["text"]), len(self.ran)))
-            self.env.bus.publish(Event(typ, self.task_id, data))
-
-        return await run_clauses(clauses, clause_rounds, emit, zh=is_chinese(self.text))
-
     # ----------------------------------------------------------------- continuous (A7)
     async def continuous_body(self) -> str:
         """Work on the waiting inputs, taking in new ones as they come, until idle (A7).
@@ -171,23 +133,20 @@ class TaskRun(TaskRounds):
         Raises:
             BoundReached: The rolling-hour budget or the invalid-round guard tripped.
         """
-        b = self.bounds
         budget = self.conv.budget
-        since_input = 0
+        first = self.tool_rounds  # the rounds since the last input are bounded
         while True:
             if self.conv.has_inputs:
-                since_input = 0
-            await self.check_rounds(since_input, b.max_rounds * 4)
+                first = self.tool_rounds
+            await self.check_rounds(self.tool_rounds - first, self.bounds.max_rounds * 4)
             if budget.wait_s() > 0:
                 self.bound_event("hourly_budget", budget.rounds)
                 raise BoundReached(
                     "hourly_budget",
                     t("bound.hourly", self.lang, rounds=budget.rounds, tokens=budget.tokens),
                 )
-            self.rounds += 1
-            since_input += 1
             tokens_before = self.state.tokens
-            done, outcomes, invalid = await self.run_round(self.rounds, self.env.tool_specs())
+            done, outcomes, invalid = await self.run_round(self.env.tool_specs())
             budget.record(self.state.tokens - tokens_before)
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             if outcomes:

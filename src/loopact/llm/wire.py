@@ -18,7 +18,7 @@ are events whose data is only whitespace; one leading byte-order mark is ignored
 event (:func:`error_field`). The
 ``openai`` SDK's own decoder gets this wrong (it dispatches such blocks, and then every blank
 line after an ``id:`` line, and its JSON decoding of the empty data fails): see
-``docs/scripted-server.md``, "The openai SDK and data-less SSE blocks".
+``docs/scripted-server-wire.md``, "The openai SDK and data-less SSE blocks".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hot-pluggable input and output nodes over in-process or ROS 2 transports (SPEC C2-C4, X4).
 
-See ``docs/ros2.md`` for the node protocol.
+See ``docs/ros2-nodes.md`` for the node protocol.
 """
 
 from loopact.errors import NodeError

@@ -1,6 +1,6 @@
 """The loopact node protocol: topic names, heartbeats, call results (SPEC C2, C3, C4).
 
-Public: third-party nodes code against it (see ``docs/ros2.md``). ``<agent>`` is the agent
+Public: third-party nodes code against it (see ``docs/ros2-nodes.md``). ``<agent>`` is the agent
 name (``--agent-name``, default ``loopact``).
 
 Output node ``<name>`` (a tool):

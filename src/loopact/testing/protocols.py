@@ -1,7 +1,7 @@
 """The wire protocols the scripted model server speaks by default (SPEC X2).
 
 To add one, write a :class:`~loopact.testing.protocol.Protocol` in its own module and list it
-here (docs/scripted-server.md).
+here (docs/scripted-server-wire.md, "Adding a protocol").
 """
 
 from __future__ import annotations

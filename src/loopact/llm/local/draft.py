@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 #: Longest run of last tokens looked up; shortest that counts; most guesses when the earlier
 #: occurrences agree; most guesses from a single earlier occurrence. Chosen on the tool calls
-#: and replies of 8 benchmark instructions (docs/performance.md, issue 13 third pass).
+#: and replies of 8 benchmark instructions (bench/HISTORY.md, local brain, issue 13 third pass).
 MAX_NGRAM = 4
 MIN_NGRAM = 2
 MAX_GUESSES = 10

@@ -4,7 +4,7 @@
 :data:`~loopact.nodes.connector.Handler` on the asyncio loop while an executor pool thread
 waits for it (each running call holds one thread); a cancel request cancels the handler.
 :class:`RosCall` is the client side's handle of one sent goal. The action is
-``loopact_interfaces/action/ExecuteTool`` (docs/ros2.md, "Output node").
+``loopact_interfaces/action/ExecuteTool`` (docs/ros2-nodes.md, "Output node").
 :class:`~loopact.nodes.ros2.Ros2Connector` owns both.
 """
 
