@@ -13,7 +13,7 @@ ARGS ?=
 # worker); 0 runs them in this process (a debugger, -s output).
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test lint layers typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e test-slow-sim
+.PHONY: doctor run test lint layers typecheck pytest bench clean system-deps ros2 local-brain test-local test-ros2-e2e test-slow-sim
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ system-deps:
 $(STAMP_RUN): pyproject.toml | $(PY)
 	@$(MAKE) --no-print-directory system-deps
 	@echo "loopact: installing into $(VENV) (first time: a few minutes)"
-	@$(PY) -m pip install -qq -e '.[sim,web,voice]'
+	@$(PY) -m pip install -qq -e '.[sim,web,voice,observe]'
 	@touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
@@ -34,6 +34,10 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	@echo "loopact: installing the dev extra into $(VENV) (first time: a few minutes)"
 	@$(PY) -m pip install -qq -e '.[dev]'
 	@touch $@ $(STAMP_RUN)
+
+# What this machine has for each feature, the fix for what is missing (docs/observability.md).
+doctor: $(STAMP_RUN)
+	$(VENV)/bin/loopact doctor $(ARGS)
 
 run: $(STAMP_RUN)
 	@$(PY) scripts/install-local-brain.py --if-no-endpoint $(ARGS)
@@ -94,6 +98,7 @@ bench: $(STAMP_DEV)
 	$(PY) bench/perception.py
 	$(PY) bench/mqtt.py
 	$(PY) bench/mcp.py
+	$(PY) bench/observe.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

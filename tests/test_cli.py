@@ -146,14 +146,14 @@ def test_bad_flag_is_usage_error(tmp_path: Path) -> None:
 
 
 def test_init_writes_a_config_that_loads(tmp_path: Path) -> None:
-    proc = run_cli(["init"], tmp_path)
+    proc = run_cli(["init", "--defaults"], tmp_path)  # scripts: the starter, no questions
     assert proc.returncode == 0, proc.stderr
     from loopact.config import load_config
 
     cfg, source = load_config(None, env={}, cwd=tmp_path)
     assert source == tmp_path / "loopact.yaml"
     assert cfg.agent.bounds.max_rounds == 6 and cfg.robot.kind == "sim"
-    assert run_cli(["init"], tmp_path).returncode == 2  # refuses to overwrite
+    assert run_cli(["init", "--defaults"], tmp_path).returncode == 2  # refuses to overwrite
 
 
 def test_env_overrides_and_chinese_messages(tmp_path: Path) -> None:

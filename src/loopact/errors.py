@@ -25,7 +25,8 @@
     │   ├── StaleDataError         sensor data older than the configured maximum age
     │   ├── DriverError            raw access to a board's pins or buses failed (devices/)
     │   └── SafetyError            the safety governor refused or stopped a command (X3)
-    │       └── EmergencyStopError     the latched emergency stop is active
+    │       └── MotionStopped          ... a motion, for a typed cause (a StopCause)
+    │           └── EmergencyStopError     the latched emergency stop is active
     ├── PushRejected           the memory remote moved on since the fetch (E4): merge, push again
     ├── MemoryRepoError        the memory folder or its Git repository cannot be used (E2):
     │                          read-only, locked, damaged; names the folder and the fix
@@ -35,6 +36,13 @@
     │   └── SpeechEngineError      an STT or TTS engine is missing, failed or timed out
     └── ScriptError            the scripted model server was misused (X2): exhausted or unconsumed
 
+A robot error and a tool's argument error may carry what they say as a typed phrase (a
+:class:`loopact.i18n.Phrase`, seen here as :class:`PhraseLike`): ``said`` keeps it, so a tool
+that turns the error into a failed result renders it in its reader's language; ``str(exc)``
+is its English text. :class:`StopCause` is the one enumeration of why a motion ends: the
+governor's verdicts and the tools' own ends; :class:`MotionStopped` carries it, and so does a
+:class:`StopReason`, the reason the agent gives its stop hooks.
+
 A module may keep a private exception for its own control flow when it derives from this tree
 and never escapes the module. Argument checks that are not a safety decision (a distance that
 must be positive) raise :class:`ToolArgumentError`; :class:`SafetyError` is for what the
@@ -43,6 +51,88 @@ Exceptions never log themselves; the layer that handles an error decides whether
 """
 
 from __future__ import annotations
+
+import enum
+from typing import Protocol
+
+
+class PhraseLike(Protocol):
+    """A sentence for people as a catalogue key and parameters (:class:`loopact.i18n.Phrase`).
+
+    The errors cannot import :mod:`loopact.i18n` (it sits above them), so they know a phrase
+    by what it offers.
+    """
+
+    @property
+    def id(self) -> str:
+        """The catalogue key."""
+        ...
+
+    def text(self, lang: str = "en") -> str:
+        """The sentence in ``lang``."""
+        ...
+
+
+class StopCause(enum.Enum):
+    """Why a motion ended (SPEC X3): the safety governor's verdicts and the tools' own ends.
+
+    The governor stops a lease for ``OBSTACLE``, ``GEOFENCE``, ``DEADLINE``, ``WATCHDOG``,
+    ``EMERGENCY_STOP``, ``STOPPED`` (a person's stop: the ``stop`` tool, Stop on a channel),
+    ``PREEMPTED`` (a new instruction or the end of the task that ran it) or ``REPLACED``
+    (another motion took the base: the lease was lost); ``TARGET`` is a motion that ended
+    itself. The camera tools end for their own causes: ``DURATION``, ``LAPS``, ``LINE_LOST``,
+    ``LOST``, ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``.
+
+    :attr:`stopped_by` is the word results and traces carry in ``stopped_by`` (a contract:
+    docs/tools.md, docs/perception.md): the cause's value, except ``cancelled`` for a stop, a
+    preemption and a lost lease, as it has always been.
+    """
+
+    TARGET = "target"
+    OBSTACLE = "obstacle"
+    GEOFENCE = "geofence"
+    DEADLINE = "deadline"
+    WATCHDOG = "watchdog"
+    EMERGENCY_STOP = "emergency_stop"
+    STOPPED = "stopped"
+    PREEMPTED = "preempted"
+    REPLACED = "replaced"
+    DURATION = "duration"
+    LAPS = "laps"
+    LINE_LOST = "line_lost"
+    LOST = "lost"
+    MAX_DISTANCE = "max_distance"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+    @property
+    def stopped_by(self) -> str:
+        """The ``stopped_by`` word of this cause (``cancelled`` for a stop, a preemption and
+        a lost lease)."""
+        if self in (StopCause.STOPPED, StopCause.PREEMPTED, StopCause.REPLACED):
+            return "cancelled"
+        return str(self.value)
+
+
+class StopReason(str):
+    """Why the agent calls its stop hooks: the reason as text (what a stop hook has always
+    received, ``"new command from terminal"``) with its typed cause (SPEC A6, X3).
+
+    :meth:`loopact.robot.governor.SafetyGovernor.stop_all` ends the running motions with
+    :attr:`cause`; any other hook reads it as the string it is.
+
+    Args:
+        text: The reason, for people and logs.
+        cause: :attr:`StopCause.STOPPED` (a person's stop) or :attr:`StopCause.PREEMPTED` (a
+            new instruction, a reset).
+    """
+
+    cause: StopCause
+
+    def __new__(cls, text: str, cause: StopCause) -> StopReason:
+        self = super().__new__(cls, text)
+        self.cause = cause
+        return self
 
 
 class LoopactError(Exception):
@@ -160,7 +250,17 @@ class ToolError(LoopactError):
 
 class ToolArgumentError(ToolError):
     """Tool-call arguments that are not JSON (after repair, SPEC B7), fail the schema, or fail
-    a tool's own range check (a distance that must be positive)."""
+    a tool's own range check (a distance that must be positive).
+
+    Args:
+        message: What is wrong: text, or a typed phrase (kept in :attr:`said`).
+    """
+
+    said: PhraseLike | None = None
+
+    def __init__(self, message: str | PhraseLike = "") -> None:
+        super().__init__(_english(message))
+        self.said = None if isinstance(message, str) else message
 
 
 class PlanError(ToolError):
@@ -225,7 +325,18 @@ class OutputLimitReached(LoopactError):
 
 
 class RobotError(LoopactError):
-    """The robot link or hardware is unusable; raised and handled by the loop."""
+    """The robot link or hardware is unusable; raised and handled by the loop.
+
+    Args:
+        message: What is wrong: text, or a typed phrase (kept in :attr:`said`; ``str(exc)``
+            is its English text).
+    """
+
+    said: PhraseLike | None = None
+
+    def __init__(self, message: str | PhraseLike = "") -> None:
+        super().__init__(_english(message))
+        self.said = None if isinstance(message, str) else message
 
 
 class DriverError(RobotError):
@@ -241,7 +352,7 @@ class StaleDataError(RobotError):
         age_s: The data's age in seconds on the robot's clock.
     """
 
-    def __init__(self, message: str, age_s: float | None = None) -> None:
+    def __init__(self, message: str | PhraseLike, age_s: float | None = None) -> None:
         super().__init__(message)
         self.age_s = age_s
 
@@ -250,8 +361,31 @@ class SafetyError(RobotError):
     """The safety governor refused or stopped a command (SPEC C5, X3)."""
 
 
-class EmergencyStopError(SafetyError):
-    """The latched emergency stop is active; it needs an explicit reset (SPEC X3)."""
+class MotionStopped(SafetyError):
+    """The safety governor refused or stopped a motion for a typed cause (SPEC X3).
+
+    A tool maps :attr:`cause` to its result's ``stopped_by`` and to what it says; never the
+    text of the error (issue 38).
+
+    Args:
+        message: What happened: text, or a typed phrase (kept in :attr:`said`).
+        cause: Why.
+    """
+
+    def __init__(self, message: str | PhraseLike, cause: StopCause) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class EmergencyStopError(MotionStopped):
+    """The latched emergency stop is active; it needs an explicit reset (SPEC X3).
+
+    Args:
+        message: What happened: text, or a typed phrase.
+    """
+
+    def __init__(self, message: str | PhraseLike = "emergency stop") -> None:
+        super().__init__(message, StopCause.EMERGENCY_STOP)
 
 
 class PushRejected(LoopactError):
@@ -285,3 +419,7 @@ class AudioFormatError(VoiceError, ValueError):
 
 class SpeechEngineError(VoiceError):
     """A speech-to-text or text-to-speech engine is missing, failed or timed out."""
+
+
+def _english(message: str | PhraseLike) -> str:
+    return message if isinstance(message, str) else message.text("en")

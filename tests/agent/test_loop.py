@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +193,42 @@ async def test_model_request_timeout_retries_then_fails(
     assert len(rec.of("model_retry")) == 1
 
 
-async def test_repeat_guard_answers_identical_read_only_call(
+async def test_repeat_guard_answers_identical_call_of_a_constant_tool(
     scripted_server: Any, tmp_path: Path
 ) -> None:
+    """SPEC A3: a tool that declares its answer constant is not run again."""
+    runs = 0
+
+    @tool(constant=True)
+    async def manual() -> str:
+        """Read the manual."""
+        nonlocal runs
+        runs += 1
+        return "press the red button"
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("manual", {}, "a")]},
+            {"tool_calls": [call("manual", {}, "b")], "expect": {"contains": "red button"}},
+            {"text": "Press it.", "expect": {"contains": "result unchanged, answer now"}},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[manual])
+    outcome = await agent.run_task("what does the manual say")
+    await agent.close()
+    assert outcome.status == "completed"
+    assert runs == 1
+    second = [e for e in rec.of("tool_result") if e.data["id"] == "b"][0].data
+    assert second["data"] == "press the red button" and second["metadata"]["repeat_of"] == "a"
+
+
+async def test_a_read_of_the_world_runs_again_and_says_when_it_is_unchanged(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 39 item 1: a read-only tool that does not declare itself constant (a camera)
+    runs again on an identical call; its fresh result, being the same, carries the repeat
+    note, so the model still learns it is asking again. (Before: answered from the first
+    result without running.)"""
     runs = 0
 
     @tool
@@ -215,17 +249,55 @@ async def test_repeat_guard_answers_identical_read_only_call(
     outcome = await agent.run_task("what do you see")
     await agent.close()
     assert outcome.status == "completed"
-    assert runs == 1
-    second = [e for e in rec.of("tool_result") if e.data["id"] == "b"][0].data
-    assert second["data"] == "a red ball" and second["metadata"]["repeat_of"] == "a"
+    assert runs == 2
+    results = {e.data["id"]: e.data for e in rec.of("tool_result")}
+    assert "repeat_of" not in results["a"]["metadata"]
+    assert results["b"]["data"] == "a red ball" and results["b"]["metadata"]["repeat_of"] == "a"
+
+
+async def test_a_clock_read_again_after_a_wait_gives_the_time_now(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """Issue 39 item 1: clock, wait, clock. The second reading is the time after the wait,
+    graded by the real clock at the wait's end, and is not marked as a repeat. (Before: the
+    first reading came back, "result unchanged, answer now".)"""
+
+    @tool
+    async def clock() -> float:
+        """The time now, in seconds since the epoch."""
+        return time.time()
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("clock", {}, "a")]},
+            {"tool_calls": [call("wait", {"seconds": 0.2}, "w")]},
+            {"tool_calls": [call("clock", {}, "b")]},
+            {"text": "It is later now."},
+        ]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=[clock])
+    waited: list[float] = []
+    agent.bus.subscribe(
+        lambda e: (
+            waited.append(time.time()) if e.type == "tool_result" and e.data["id"] == "w" else None
+        )
+    )
+    outcome = await agent.run_task("what time is it, then wait, then again")
+    await agent.close()
+    assert outcome.status == "completed"
+    results = {e.data["id"]: e.data for e in rec.of("tool_result")}
+    assert results["w"]["ok"] is True and len(waited) == 1
+    assert results["b"]["data"] >= waited[0] > results["a"]["data"]
+    assert "repeat_of" not in results["b"]["metadata"]
 
 
 async def test_state_change_between_identical_reads_reruns(
     scripted_server: Any, tmp_path: Path
 ) -> None:
+    """A motion between two identical calls of a constant tool runs it again (SPEC A3)."""
     runs = 0
 
-    @tool
+    @tool(constant=True)
     async def look() -> str:
         """Look around."""
         nonlocal runs

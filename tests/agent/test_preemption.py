@@ -10,6 +10,7 @@ import pytest
 from tests.agent.helpers import call, make_agent
 
 from loopact.agent import Bounds, is_stop
+from loopact.errors import StopCause, StopReason
 from loopact.tools.base import tool
 
 
@@ -58,6 +59,8 @@ async def test_new_command_during_wait_preempts_before_next_request(
     first_end = [e for e in rec.of("task_end") if e.task_id == first][0]
     assert first_end.data["status"] == "preempted"
     assert stopped and "new command" in stopped[0]
+    # typed: the governor's stop_all ends the motions as preempted (issue 38)
+    assert isinstance(stopped[0], StopReason) and stopped[0].cause is StopCause.PREEMPTED
     # The cancelled wait got a result, so the second request has no orphan tool call.
     msgs = server.requests[1].body["messages"]
     assert any(m["role"] == "tool" and m["tool_call_id"] == "w1" for m in msgs)
@@ -77,7 +80,12 @@ async def test_stop_cancels_without_model_request(scripted_server: Any, tmp_path
         return "never"
 
     server = scripted_server([{"tool_calls": [call("crawl", {}, "c")]}])
-    agent, rec = make_agent(server, tmp_path, tools=[crawl])
+    reasons: list[str] = []
+
+    async def hook(reason: str) -> None:
+        reasons.append(reason)
+
+    agent, rec = make_agent(server, tmp_path, tools=[crawl], stop_hooks=(hook,))
     runner = asyncio.ensure_future(agent.run())
     task_id = agent.submit("crawl")
     await rec.wait_for(lambda e: e.type == "tool_call")
@@ -89,6 +97,12 @@ async def test_stop_cancels_without_model_request(scripted_server: Any, tmp_path
     assert cancelled.is_set()
     assert len(server.requests) == 1
     assert rec.of("stop")[0].data["source"] == "terminal"
+    # a new command preempts, a stop stops: the hooks hear which, typed (issue 38)
+    assert [(str(r), r.cause) for r in reasons if isinstance(r, StopReason)] == [
+        ("new command from terminal", StopCause.PREEMPTED),
+        ("stop from terminal", StopCause.STOPPED),
+        ("shutdown", StopCause.STOPPED),  # agent.close()
+    ]
 
 
 async def test_superseded_queued_command_never_reaches_the_model(

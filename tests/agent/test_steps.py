@@ -18,17 +18,18 @@ import pytest
 from tests.agent.helpers import Recorder, call
 
 from loopact.agent import Agent, AgentOptions, Bounds
-from loopact.agent.result_zh import result_zh
 from loopact.agent.steps import (
     LOOK_EN,
     LOOK_ZH,
     ClauseResult,
+    Ran,
     compose_reply,
     is_speech,
     split_clauses,
     with_seen,
 )
 from loopact.app.robot import open_robot
+from loopact.i18n import Name, Phrase, colour_name
 from loopact.llm.base import Capabilities, Model
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.llm.small_model import SmallModelPolicy
@@ -119,11 +120,18 @@ def test_single_steps_conditions_and_chat_stay_whole(text: str) -> None:
     assert split_clauses(text) == [text]
 
 
+def _ran(name: str, said: Phrase, ok: bool = True) -> Ran:
+    """A call whose result says ``said``, as a robot tool's result does (issue 38)."""
+    text = said.text("en")
+    return Ran(name, ok, {"result": text} if ok else None, None if ok else text, said)
+
+
 def test_reply_is_built_from_what_ran() -> None:
+    moved = Phrase("motion.moved_forward", distance_m=0.5)
     ok = ClauseResult(
         "move forward half a meter",
         "I moved forward and then turned right.",  # the model's claim is not used
-        [("move_forward", True, {"result": "moved forward 0.50 m and reached the target"}, None)],
+        [_ran("move_forward", moved)],
     )
     looked = ClauseResult("tell me what you see", "I see a red box.", [("seewhat", True, {}, None)])
     reply = compose_reply([ok, looked], [])
@@ -135,28 +143,68 @@ def test_reply_is_built_from_what_ran() -> None:
     assert "did not succeed (navigation: blocked by an obstacle)" in reply
     assert "So I did not do: “look around”." in reply
     zh = compose_reply(
-        [ClauseResult("点头", "", [("servo_nod", True, {"result": 'nodded ("yes")'}, None)])],
-        ["摇头"],
-        zh=True,
+        [ClauseResult("点头", "", [_ran("servo_nod", Phrase("head.nodded"))])], ["摇头"], zh=True
     )
     assert zh == "点了点头（表示“是”）。因此没有执行：“摇头”。"
-    around = "reached the door after 4.74 m, going around 2 obstacles"
-    assert result_zh(around) == "走了 4.74 米，到达 door，绕过了 2 个障碍物"
-    assert result_zh(around, {"door": "门"}) == "走了 4.74 米，到达门，绕过了 2 个障碍物"
-    # follow_line's result says "1 lap", not "1 laps"
-    one_lap = "followed the purple line for 45 s: 10.4 m, 1 lap, on the line 44 s; stopped by laps"
-    assert result_zh(one_lap).startswith("沿 purple 线行驶了 45 秒：10.4 米，1 圈，在线上 44 秒；")
-    far = "the front-door is 2.00 m away, straight ahead"  # a whole name only is replaced
-    assert result_zh(far, {"door": "门"}) == "front-door 在 2.00 米外，在正前方"
-    nav = {"result": "reached the kitchen after 4.92 m", "place": "kitchen", "place_zh": "厨房"}
-    went = ClauseResult("去厨房", "", [("navigation", True, nav, None)])
+    kitchen = Name("kitchen", "厨房")
+    went = ClauseResult(
+        "去厨房", "", [_ran("navigation", Phrase("nav.reached", place=kitchen, distance_m=4.92))]
+    )
     assert compose_reply([went], [], zh=True) == "走了 4.92 米，到达厨房。"
     assert compose_reply([went], []) == "Reached the kitchen after 4.92 m."
-    pose = "the robot is at x=0.50 m, y=-0.25 m, heading -90.0 degrees"
-    assert result_zh(pose) == "机器人在 x=0.50 米，y=-0.25 米，朝向 -90.0 度"
-    # a sentence the runtime does not write stays as it is (never a guessed translation)
+    # a failure the runtime said is told in the instruction's language too
+    stop = Phrase(
+        "motion.stopped_early_to",
+        cause=Phrase("cause.obstacle"),
+        why=Phrase("stop.obstacle_ahead", clearance_m=0.28),
+        distance_m=1.2,
+        angle_deg=0.0,
+        goal=kitchen,
+    )
+    blocked = ClauseResult("去厨房", "", [_ran("navigation", stop, ok=False)])
+    assert compose_reply([blocked], ["回来"], zh=True) == (
+        "“去厨房”没有完成（navigation: 去厨房的路上提前停止，原因：遇到障碍物（机器人前方 "
+        "0.28 米处有障碍物）；完成了 1.20 米，0.0 度）。因此没有执行：“回来”。"
+    )
+    assert compose_reply([blocked], []).startswith(
+        "“去厨房” did not succeed (navigation: stopped early by obstacle on the way to the "
+        "kitchen: obstacle 0.28 m ahead of the robot; achieved 1.20 m, 0.0 deg)"
+    )
+    pose = Phrase("motion.pose", x_m=0.5, y_m=-0.25, yaw_deg=-90.0)
+    assert ClauseResult("你在哪", "", [_ran("get_current_pose", pose)]).sentence(zh=True) == (
+        "机器人在 x=0.50 米，y=-0.25 米，朝向 -90.0 度"
+    )
+    # a sentence a tool wrote itself stays as it is (never a guessed translation)
     other = ClauseResult("抓起杯子", "", [("grab", True, {"result": "grabbed the cup"}, None)])
     assert compose_reply([other], [], zh=True) == "Grabbed the cup."
+
+
+def test_the_runtimes_sentences_with_names_and_counts_in_both_languages() -> None:
+    """What agent/result_zh.py's regular expressions did, from typed values: names in the
+    user's language where they have one ("到达门"), counts said right ("1 lap": commit
+    7af1b88), a name without a Chinese one as written."""
+    around = Phrase("nav.reached_around", place=Name("door"), distance_m=4.74, detours=2)
+    assert around.text() == "reached the door after 4.74 m, going around 2 obstacles"
+    assert around.text("zh") == "走了 4.74 米，到达 door，绕过了 2 个障碍物"
+    named = Phrase("nav.reached_around", place=Name("door", "门"), distance_m=4.74, detours=2)
+    assert named.text("zh") == "走了 4.74 米，到达门，绕过了 2 个障碍物"
+    one_lap = Phrase(
+        "line.followed",
+        color=colour_name("purple"),
+        elapsed_s=45,
+        distance_m=10.4,
+        laps=Phrase("line.lap", n=1),
+        on_line_s=44,
+        cause=Phrase("cause.laps"),
+    )
+    assert one_lap.text() == (
+        "followed the purple line for 45 s: 10.4 m, 1 lap, on the line 44 s; stopped by laps"
+    )
+    assert one_lap.text("zh") == (
+        "沿紫色线行驶了 45 秒：10.4 米，1 圈，在线上 44 秒；停止原因：跑完设定圈数"
+    )
+    far = Phrase("place.ahead", place=Name("front-door"), distance_m=2.0, angle_deg=0.0)
+    assert far.text("zh") == "front-door 在 2.00 米外，在正前方"
 
 
 async def test_a_clause_about_what_was_seen_is_sent_with_the_observation(
@@ -466,7 +514,8 @@ async def test_a_chinese_sequence_is_told_in_chinese_from_the_tools_own_sentence
     scripted_server: Any, robot: RobotSession, tmp_path: Path
 ) -> None:
     """Each tool's real ``data.result`` sentence, run on the simulator, comes out Chinese in the
-    reply to a Chinese instruction (loopact.agent.result_zh); only names stay as written."""
+    reply to a Chinese instruction (rendered from each result's typed outcome, issue 38);
+    places by their Chinese names."""
     steps = [
         call("move_forward", {"distance_m": 0.3}),
         call("turn_right", {"angle_deg": 30}),

@@ -227,6 +227,8 @@ async def test_scripted_task_from_the_page(
         await call_line.wait_for()
         result = page.locator(".event.tool-result.ok", has_text="seewhat")
         await result.wait_for()
+        # what the tool said, rendered (the event's outcome_text), not its data as JSON
+        assert "seewhat: I see " in await result.inner_text()
         # the image the model got, fetched from /images/see1/0.jpg: wait until it has loaded
         # (an <img> is in the page before its bytes arrive; checking at once raced the fetch)
         shown = await page.wait_for_function(LOADED_WIDTH, arg="#model-image img")

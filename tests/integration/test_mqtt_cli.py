@@ -117,8 +117,14 @@ class Watcher:
 
 
 def agent_args(server: Any, broker: MqttBroker, tmp_path: Path, *extra: str) -> list[str]:
+    """``loopact run`` over ``broker`` with the MQTT text channel on (``mqtt.text_channel``:
+    the test's watcher instructs the agent and reads its events there; off by default)."""
+    config = tmp_path / "mqtt-text.yaml"
+    config.write_text("mqtt:\n  text_channel: true\n", encoding="utf-8")
     return [
         "run",
+        "--config",
+        str(config),
         "--transport",
         "mqtt",
         "--broker",

@@ -208,7 +208,10 @@ async def test_a_thinking_budget_above_a_small_request_cap(
     """With ``thinking_budget_tokens=2000`` the final answer after the round bound asks for
     1024 tokens: the API refuses ``max_tokens`` not above the budget with HTTP 400, so the
     task ended in an error instead of an answer. The budget now comes on top."""
-    server = scripted_server([{"tool_calls": [WRITE]}, {"text": "Wrote a.txt."}])
+    # with thinking enabled the API starts every answer with its thinking block, which must
+    # come back in the next request (the scripted server refuses a history without it)
+    first = {"reasoning": "Write the file.", "tool_calls": [WRITE]}
+    server = scripted_server([first, {"text": "Wrote a.txt."}])
     model = model_for(server, thinking_budget_tokens=2000, max_tokens=4096)
     bounds = Bounds(max_rounds=1, backoff_base_s=0.01, backoff_max_s=0.05)
     agent, _ = agent_for(model, tmp_path, bounds)

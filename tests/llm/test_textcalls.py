@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from loopact.llm.markup import cut_stray_markup
 from loopact.llm.messages import ToolCall
 from loopact.llm.textcalls import (
     ToolCallTagParser,
@@ -120,3 +121,70 @@ def test_two_bare_calls() -> None:
 def test_new_call_ids_are_unique() -> None:
     ids = {new_call_id() for _ in range(100)}
     assert len(ids) == 100
+
+
+# --- open models' own markup (issue 39 item 2) ------------------------------------------
+
+
+def _calls(items: list[str | ToolCall]) -> list[tuple[str, dict[str, object], str | None]]:
+    return [(c.name, c.arguments, c.error) for c in items if isinstance(c, ToolCall)]
+
+
+def test_qwen3_coder_function_markup_with_and_without_the_wrapper() -> None:
+    block = "<function=note>\n<parameter=text>\n a\nb \n</parameter>\n</function>"
+    for text in (f"<tool_call>\n{block}\n</tool_call>", f"ok {block}"):
+        for size in (1, 3, 1000):
+            items = feed_all([text[i : i + size] for i in range(0, len(text), size)])
+            assert _calls(items) == [("note", {"text": " a\nb "}, None)], (text, size)
+    no_args = feed_all(["<tool_call><function=status></function></tool_call>"])
+    assert _calls(no_args) == [("status", {}, None)]
+
+
+def test_glm_markup_and_a_bare_tool_name() -> None:
+    text = "<tool_call>turn\n<arg_key>angle_deg</arg_key>\n<arg_value>90</arg_value>\n</tool_call>"
+    assert _calls(feed_all([text])) == [("turn", {"angle_deg": "90"}, None)]
+    assert _calls(feed_all(["<tool_call>get_time\n</tool_call>"])) == [("get_time", {}, None)]
+
+
+def test_kimi_k2_section_with_two_calls_and_a_lone_call() -> None:
+    section = (
+        "<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.turn:0"
+        '<|tool_call_argument_begin|>{"angle_deg": 90}<|tool_call_end|>\n'
+        "<|tool_call_begin|>functions.status:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+        "<|tool_calls_section_end|>"
+    )
+    for size in (1, 4, 1000):
+        items = feed_all([section[i : i + size] for i in range(0, len(section), size)])
+        assert _calls(items) == [("turn", {"angle_deg": 90}, None), ("status", {}, None)]
+        assert "".join(i for i in items if isinstance(i, str)) == ""
+    lone = '<|tool_call_begin|>turn:3<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|>'
+    assert _calls(feed_all([lone])) == [("turn", {"a": 1}, None)]
+
+
+def test_ambiguous_markup_is_one_failed_nameless_call() -> None:
+    cases = {
+        "<tool_call><function=a><parameter=x>1</parameter><parameter=x>2</parameter>"
+        "</function></tool_call>": "given twice",
+        "<tool_call><function=a><parameter=x>1</function></tool_call>": "unclosed",
+        "<tool_call><function=a b><parameter=x>1</parameter></function></tool_call>": "",
+        "<tool_call>a <arg_key>x</arg_key> hello <arg_value>1</arg_value></tool_call>": "",
+        "<tool_call>two words<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>": "",
+        "<|tool_calls_section_begin|>junk<|tool_call_begin|>a:0<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|><|tool_calls_section_end|>": "text between",
+        "<|tool_calls_section_begin|><|tool_call_begin|>a:0<|tool_call_argument_begin|>[1]"
+        "<|tool_call_end|><|tool_calls_section_end|>": "not a JSON object",
+    }
+    for text, needle in cases.items():
+        (call,) = [i for i in feed_all([text]) if isinstance(i, ToolCall)]
+        assert call.error is not None and "could not be read" in call.error, text
+        assert needle in call.error, (text, call.error)
+        assert call.arguments == {}, text
+
+
+def test_stray_markup_is_cut_from_the_answer_and_becomes_a_failed_call() -> None:
+    text, call = cut_stray_markup("I will note it.\nnote<arg_key>t</arg_key><arg_value>x")
+    assert text == "I will note it."
+    assert call is not None and call.name == "" and "<arg_key>" in (call.error or "")
+    fenced = "The format is:\n```\n<|tool_call_begin|>NAME<|tool_call_end|>\n```\nThat is all."
+    assert cut_stray_markup(fenced) == (fenced, None)
+    assert cut_stray_markup("no markup, a < b > c") == ("no markup, a < b > c", None)

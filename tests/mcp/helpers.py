@@ -15,6 +15,7 @@ from loopact.config import McpServerConfig
 SERVERS = Path(__file__).resolve().parent / "servers"
 TOY = SERVERS / "toy.py"
 RAW = SERVERS / "raw.py"
+REFERENCE = SERVERS / "reference.py"
 
 #: Short supervision timings so the tests observe drops and restarts quickly.
 FAST = {"ping_interval_s": 0.5, "ping_timeout_s": 1.0, "backoff_base_s": 0.2, "backoff_max_s": 1.0}

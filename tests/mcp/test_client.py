@@ -272,9 +272,9 @@ async def test_an_untrusted_read_only_tool_needs_confirmation_unless_allowed(
     scripted_server: Any, tmp_path: Path, allowed: bool
 ) -> None:
     """No confirmation channel (--once): refused, saying how to allow it; listed in
-    ``confirm.allow``: it runs."""
+    ``confirm.allow`` by its server and name (``mcp:toy/echo``, issue 39 item 13): it runs."""
     server = scripted_server([{"tool_calls": [call("echo", {"text": "x"})]}, {"text": "Done."}])
-    allow = frozenset({"echo"}) if allowed else frozenset()
+    allow = frozenset({"mcp:toy/echo"}) if allowed else frozenset({"echo"})
     agent, _ = make_agent(server, tmp_path, interactive=False, allow=allow)
     hub = McpHub({"toy": toy(tmp_path)}, agent.registry, bus=agent.bus, **FAST)
     await hub.start()
@@ -286,7 +286,8 @@ async def test_an_untrusted_read_only_tool_needs_confirmation_unless_allowed(
             assert tool_text == "x" or '"x"' in tool_text, tool_text
             assert "shout" in agent.registry  # echo ran on the server (it grows shout)
         else:
-            assert "confirm.allow" in tool_text and "--yes" in tool_text, tool_text
+            assert "add mcp:toy/echo to confirm.allow" in tool_text, tool_text
+            assert "--yes" in tool_text  # a plain "echo" entry allows no MCP tool
             # why it needs a yes: its server is not trusted, not "it changes files" (audit A
             # finding 3), and the server's keys that trust it
             assert "echo comes from the MCP server 'toy', which is not trusted" in tool_text

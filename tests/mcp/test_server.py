@@ -23,6 +23,7 @@ import httpx2
 import mcp.types as mt
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from tests.mcp.helpers import free_port, until
 from tests.test_cli import cli_env, run_cli
 
@@ -119,8 +120,12 @@ async def test_an_sdk_client_drives_the_simulated_robot_within_its_limits(tmp_pa
         assert nan.is_error and "distance_m" in _texts(nan)  # the SDK sends NaN as null
         typed = await client.call_tool("move_forward", {"distance_m": "1"})  # not a number
         assert typed.is_error and "'1' is not of type 'number'" in _texts(typed)
-        unknown = await client.call_tool("fly", {})
-        assert unknown.is_error and "unknown tool 'fly'" in _texts(unknown)
+        # An unknown tool is a protocol error, JSON-RPC -32602, as the MCP spec asks (tools:
+        # "Error Handling"), not a tool result (issue 39 item 10)
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("fly", {})
+        assert unknown.value.code == mt.INVALID_PARAMS == -32602
+        assert "unknown tool 'fly'; available tools: " in unknown.value.message
 
         seen = await client.call_tool("seewhat", {})
         images = [b for b in seen.content if isinstance(b, mt.ImageContent)]

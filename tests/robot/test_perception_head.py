@@ -237,8 +237,9 @@ async def test_signed_robot_arguments_declare_their_convention(rig: Rig) -> None
 
 
 def test_where_the_camera_looks_in_words() -> None:
-    assert looks(-43.6, 0.5) == "the camera now looks 44 degrees right and 0 degrees down"
-    assert looks(0.4, -20) == "the camera now looks straight ahead and 20 degrees up"
+    assert looks(-43.6, 0.5).text() == "the camera now looks 44 degrees right and 0 degrees down"
+    assert looks(0.4, -20).text() == "the camera now looks straight ahead and 20 degrees up"
+    assert looks(20.2, 0).text("zh") == "摄像头现在朝向左 20 度，向下 0 度"
 
 
 def _said(sentence: str, colour: str) -> tuple[float, float]:

@@ -59,12 +59,19 @@ def test_nearest_range_finds_the_near_face_and_ignores_the_floor() -> None:
 
 def test_query_problem_names_what_the_detector_cannot_find() -> None:
     opts = PerceptionOptions()
-    assert query_problem(parse_target("red box"), opts) == ""
-    assert query_problem(parse_target("红色箱子"), opts) == ""
-    assert query_problem(parse_target("the ball on the left"), opts) == ""
-    orange = query_problem(parse_target("orange ball"), opts)
+    assert query_problem(parse_target("red box"), opts) is None
+    assert query_problem(parse_target("红色箱子"), opts) is None
+    assert query_problem(parse_target("the ball on the left"), opts) is None
+    said = query_problem(parse_target("orange ball"), opts)
+    assert said is not None
+    orange = said.text()
     assert "orange" in orange and "no HSV range" in orange and "red" in orange
-    magenta = query_problem(parse_target("the magenta box"), opts)
+    assert "橙色" in said.text("zh")  # typed: said in the user's language too (issue 38)
+    said = query_problem(parse_target("the magenta box"), opts)
+    assert said is not None
+    magenta = said.text()
     assert "magenta" in magenta and "no HSV range" in magenta
-    vague = query_problem(parse_target("the unicorn"), opts)
+    said = query_problem(parse_target("the unicorn"), opts)
+    assert said is not None
+    vague = said.text()
     assert "'the unicorn'" in vague and "cannot tell" in vague

@@ -202,3 +202,27 @@ def test_result_to_dict() -> None:
     failed = ToolResult.failure("broken")
     assert failed.ok is False
     assert failed.error == "broken"
+
+
+def test_a_typed_outcome_is_the_models_text_in_english() -> None:
+    """Issue 38: a result's outcome is a phrase; the model reads it in English (``data.result``
+    where it stood, or ``error``), people in their own language."""
+    from loopact.i18n import Phrase
+
+    pose = Phrase("motion.pose", x_m=0.5, y_m=-0.25, yaw_deg=-90.0)
+    said = ToolResult.success({"x_m": 0.5, "result": pose, "frame": "odom"})
+    assert said.outcome == pose
+    assert said.data == {
+        "x_m": 0.5,
+        "result": "the robot is at x=0.50 m, y=-0.25 m, heading -90.0 degrees",
+        "frame": "odom",
+    }
+    assert list(said.data) == ["x_m", "result", "frame"]  # where it stood
+    appended = ToolResult.said(pose, {"x_m": 0.5}, note="n")
+    assert list(appended.data) == ["x_m", "result"] and appended.metadata == {"note": "n"}
+    assert ToolResult.said(Phrase("motion.stopped")).data == {"result": "stopped"}
+    failed = ToolResult.failure(Phrase("head.too_slow"))
+    assert failed.error == "the head did not reach its target in time"
+    assert failed.outcome is not None and failed.outcome.text("zh") == "云台没有及时到达目标位置"
+    plain = ToolResult.success({"result": "grabbed the cup"})
+    assert plain.outcome is None and plain.data == {"result": "grabbed the cup"}

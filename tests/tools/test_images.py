@@ -4,6 +4,7 @@ result (issue 19, SPEC C6, X2)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import textwrap
@@ -188,3 +189,69 @@ async def test_credentials_in_the_endpoint_and_image_urls_are_never_shown(
         await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
     assert "'http://127.0.0.1:9/cat.png', which cannot be fetched" in str(info.value)
     assert "secret" not in str(info.value)
+
+
+class BigImageServer:
+    """An HTTP server on loopback whose image is ``size`` bytes, sent in 64 KB pieces with or
+    without a Content-Length; it counts the bytes that left it before the client hung up."""
+
+    def __init__(self, size: int, declare: bool) -> None:
+        self.size, self.declare = size, declare
+        self.sent = 0
+        self.done = asyncio.Event()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/huge.png"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        head = "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n"
+        head += f"Content-Length: {self.size}\r\n" if self.declare else ""
+        writer.write((head + "\r\n").encode())
+        piece = b"\x89PNG" + b"\0" * (65536 - 4)
+        try:
+            while self.sent < self.size:
+                writer.write(piece)
+                await writer.drain()  # waits while the client does not read
+                self.sent += len(piece)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+            self.done.set()
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+
+@pytest.mark.parametrize("declare", [False, True], ids=["chunked", "content-length"])
+async def test_an_image_url_is_read_no_further_than_32_mb(
+    scripted_server: Any, tmp_path: Path, declare: bool
+) -> None:
+    """Issue 39 item 16: a 200 MB body was read whole before the 32 MB check. Now a declared
+    length over 32 MB is refused before the body is read, and a body without one is read to
+    32 MB and the connection closed (the server sends little more than the TCP buffers)."""
+    big = BigImageServer(200 * 1024 * 1024, declare)
+    url = await big.start()
+    server = scripted_server([{"extras": {"images": {"url": url}}}])
+    tool = make_image_tool(tmp_path, ImageEndpoint(server.base_url, "m", "k", timeout_s=20))
+    ctx = ToolContext(task_id="t", call_id="c", workspace=tmp_path)
+    try:
+        with pytest.raises(ToolError) as info:
+            await tool.invoke({"prompt": "a cat", "size": "64x64"}, ctx)
+        await asyncio.wait_for(big.done.wait(), 20)
+    finally:
+        await big.close()
+    if declare:
+        assert "is 210 MB long (Content-Length); images are at most 32 MB" in str(info.value)
+        assert big.sent < 16 * 1024 * 1024, big.sent
+    else:
+        assert "sent more than 32 MB; images are at most 32 MB" in str(info.value)
+        assert big.sent < 48 * 1024 * 1024, big.sent
+    assert "/huge.png', which" in str(info.value)
+    assert not (tmp_path / "images").exists()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import email.utils
 import shutil
+import smtplib
 import socket
 import ssl
 import subprocess
@@ -21,12 +23,15 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, Envelope, Session
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.agent.helpers import call, make_agent
 
+from loopact.agent import Bounds
 from loopact.agent.tools import make_send_message_tool
 from loopact.app.messages import open_message_channels
 from loopact.config import load_config
-from loopact.errors import ConfigError
+from loopact.errors import ConfigError, ToolArgumentError
 from loopact.events import EventBus
 from loopact.tools.base import ToolContext
 from loopact.tools.builtin.messages import ConsoleChannel, MessageChannel, SendMessageTool
@@ -67,6 +72,8 @@ class Mailbox:
     """What the SMTP server received."""
 
     messages: list[tuple[str, list[str], bytes, bool]] = field(default_factory=list)
+    rcpts: list[str] = field(default_factory=list)
+    """Every RCPT TO address the server was given, accepted or not."""
     refuse_rcpt: bool = False
     logins: list[tuple[bytes, bytes]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -74,6 +81,7 @@ class Mailbox:
     async def handle_RCPT(  # noqa: N802 - aiosmtpd's hook name
         self, server: Any, session: Session, envelope: Envelope, address: str, options: Any
     ) -> str:
+        self.rcpts.append(address)
         if self.refuse_rcpt:
             return "550 5.1.1 mailbox unavailable"
         envelope.rcpt_tos.append(address)
@@ -221,6 +229,89 @@ async def test_recipient_allow_list_is_case_insensitive_and_takes_wildcards(tmp_
     assert channel.allows("r2@robots.example.com")
     assert not channel.allows("r2@robots.example.com.evil.org")
     assert not channel.allows("ops@example.org")
+
+
+BYPASSES = (
+    "evil@attacker.test,ops@example.com",
+    "<evil@attacker.test>@example.com",
+    "evil@attacker.test (ops@example.com",
+    "evil@attacker.test;x@example.com",
+    "Ops <evil@attacker.test> , x@example.com",
+    "<@attacker.test:ops@example.com>",
+    "undisclosed: evil@attacker.test; x@example.com",
+    '"evil@attacker.test"@example.com',
+    "evil%attacker.test@example.com",
+    "ops@example.com\r\nBcc: evil@attacker.test",
+)
+"""``to`` values that matched ``*@example.com`` although the envelope went, or could go, to
+the attacker (issue 39 item 11; the first four are the issue's)."""
+
+
+async def test_allow_list_bypasses_reach_nobody_through_a_real_smtp_server(
+    scripted_server: Any, tmp_path: Path, smtp_server: tuple[int, Mailbox], tls_files: Any
+) -> None:
+    """Issue 39 item 11: the model sends to each bypass string under the docs' wildcard entry
+    ``*@example.com``; each is a failed result saying what is wrong with it, and the SMTP
+    server is never given a recipient. A plain address of the domain still arrives, and the
+    envelope carries exactly it. (Before: the first four reached RCPT TO as
+    evil@attacker.test.)"""
+    port, box = smtp_server
+    channel = EmailChannel(_settings(port, tls_files[0]), allow_to=["*@example.com"])
+    calls = [
+        call("send_message", {"channel": "email", "to": to, "text": "secrets"}, f"b{i}")
+        for i, to in enumerate(BYPASSES)
+    ]
+    ok = call("send_message", {"channel": "email", "to": " Ops@Example.com ", "text": "hi"}, "ok")
+    server = scripted_server(
+        [
+            {"tool_calls": calls},
+            {"tool_calls": [ok], "expect": {"contains": "not one plain email address"}},
+            {"text": "Only ops got it.", "expect": {"contains": "email sent to Ops@Example.com"}},
+        ]
+    )
+    bounds = Bounds(max_calls_state=len(BYPASSES) + 1, backoff_base_s=0.01)
+    agent, rec = make_agent(server, tmp_path, bounds=bounds)
+    agent.registry.add(make_send_message_tool(agent, [channel]))
+    outcome = await agent.run_task("mail the secrets")
+    await agent.close()
+    assert outcome.status == "completed"
+    results = {e.data["id"]: e.data for e in rec.of("tool_result")}
+    for i, to in enumerate(BYPASSES):
+        assert results[f"b{i}"]["ok"] is False, to
+        assert "not one plain email address" in results[f"b{i}"]["error"], to
+        assert "nothing was sent" in results[f"b{i}"]["error"], to
+    assert results["ok"]["ok"] is True
+    assert box.rcpts == ["Ops@Example.com"]
+    assert [(m[0], m[1]) for m in box.messages] == [("robot@example.com", ["Ops@Example.com"])]
+    parsed = email.message_from_bytes(box.messages[0][2], policy=email.policy.default)
+    assert parsed["To"] == "Ops@Example.com"
+
+
+@pytest.mark.parametrize("to", BYPASSES)
+def test_a_bypass_string_is_neither_allowed_nor_parsed(tmp_path: Path, to: str) -> None:
+    channel = EmailChannel(_settings(1, tmp_path / "none.pem"), allow_to=["*@example.com"])
+    assert not channel.allows(to)
+    with pytest.raises(ToolArgumentError, match="not one plain email address"):
+        channel.check_recipient(to)
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab.@,;<>()\":%! \t\r\n[]'+-_"), max_size=14).map(
+        lambda middle: middle + "@example.com"
+    )
+)
+@settings(max_examples=400, deadline=None)
+def test_whatever_the_allow_list_accepts_smtplib_sends_to_that_one_address(middle: str) -> None:
+    """Any ``to`` the email channel accepts under ``*@example.com`` is one address of
+    example.com, exactly the address smtplib then puts in RCPT TO (its ``quoteaddr``)."""
+    channel = EmailChannel(_settings(1, Path("none.pem")), allow_to=["*@example.com"])
+    if not channel.allows(middle):
+        return
+    recipient = channel.check_recipient(middle)
+    assert recipient == middle.strip()
+    assert smtplib.quoteaddr(recipient) == f"<{recipient}>"
+    assert email.utils.getaddresses([recipient]) == [("", recipient)]
+    assert recipient.lower().endswith("@example.com") and recipient.count("@") == 1
 
 
 async def test_smtp_server_that_refuses_the_recipient_is_a_clear_result(

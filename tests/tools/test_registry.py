@@ -289,6 +289,44 @@ def test_hexadecimal_strings_become_ints_for_integer_fields_only() -> None:
     assert reg.validate(_call("shapes", {"count": 1, "label": "0x50"}))["label"] == "0x50"
 
 
+def test_text_values_become_the_booleans_objects_and_arrays_the_schema_asks_for() -> None:
+    """Calls written in a model's own markup carry every value as text (issue 39 item 2):
+    "true" for a boolean, JSON text for an object or an array; a string field keeps it."""
+
+    @tool
+    def configure(enabled: bool, tags: list[str], limits: dict[str, float], label: str = "") -> str:
+        """Configure."""
+        return "ok"
+
+    reg = ToolRegistry([configure])
+    args = reg.validate(
+        _call(
+            "configure",
+            {"enabled": " True ", "tags": '["a", "b"]', "limits": '{"x": 1}', "label": "[1]"},
+        )
+    )
+    assert args == {"enabled": True, "tags": ["a", "b"], "limits": {"x": 1}, "label": "[1]"}
+    for bad in ({"tags": '{"a": 1}'}, {"tags": "[1,"}, {"enabled": "yes"}):
+        with pytest.raises(ToolArgumentError, match="is not of type"):
+            reg.validate(_call("configure", {"enabled": True, "tags": [], "limits": {}, **bad}))
+    with pytest.raises(ToolArgumentError, match="'true' is not of type 'boolean'"):
+        reg.validate(_call("configure", {"enabled": "true", "tags": [], "limits": {}}), strict=True)
+
+
+def test_a_call_that_could_not_be_read_is_told_so_not_unknown_tool() -> None:
+    """A nameless call with a parse error: the parse error wins over the empty-name lookup
+    (issue 39 item 2; before: "unknown tool ''")."""
+    reg = ToolRegistry([move_forward])
+    call = ToolCall(id="c1", name="", error="your tool call could not be read (x)")
+    with pytest.raises(ToolArgumentError) as info:
+        reg.check(call)
+    assert str(info.value) == (
+        "your tool call could not be read (x). Available tools: move_forward"
+    )
+    with pytest.raises(ToolError, match="unknown tool ''"):
+        reg.check(ToolCall(id="c2", name=""))
+
+
 def test_strict_validation_takes_the_arguments_as_sent() -> None:
     """strict (the MCP server, docs/mcp.md): a program's "1" for a number is its error, also
     nested; 2.0 still counts as the integer 2, as JSON Schema says."""

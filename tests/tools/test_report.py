@@ -12,6 +12,7 @@ from PIL import Image as PILImage
 
 from loopact.agent.stream import result_text
 from loopact.events import Event, EventBus, EventType
+from loopact.i18n import Phrase
 from loopact.llm.messages import Image
 from loopact.mcp.convert import to_call_result
 from loopact.mcp.server import Decision, ToolServer
@@ -54,7 +55,7 @@ def test_the_model_and_mcp_clients_read_the_same_json() -> None:
 
 
 def test_the_event_has_every_field_and_images_by_their_hash() -> None:
-    fields = tool_result_event("c1", "look", SEEN)
+    fields = tool_result_event("c1", "look", SEEN, "en")
     image = SEEN.images[0]
     assert fields == {
         "id": "c1",
@@ -73,7 +74,17 @@ def test_the_event_has_every_field_and_images_by_their_hash() -> None:
                 "height_px": 2,
             }
         ],
+        "outcome": None,
+        "outcome_text": None,
     }
+
+
+def test_a_robot_tools_outcome_is_its_phrase_and_its_text_in_the_readers_language() -> None:
+    moved = ToolResult.said(Phrase("motion.moved_forward", distance_m=0.498))
+    fields = tool_result_event("c2", "move_forward", moved, "zh")
+    assert fields["outcome"] == {"id": "motion.moved_forward", "params": {"distance_m": 0.498}}
+    assert fields["outcome_text"] == "前进了 0.50 米，到达目标"
+    assert result_json(moved)["data"] == {"result": "moved forward 0.50 m and reached the target"}
 
 
 @tool
@@ -93,4 +104,4 @@ async def test_loopact_mcp_emits_the_built_event(tmp_path: Path) -> None:
     server = ToolServer(ToolRegistry([look]), confirm=_nobody, workspace=tmp_path, bus=bus)
     await server.call("look", {})
     (result,) = [e for e in seen if e.type == EventType.TOOL_RESULT]
-    assert result.data == tool_result_event(result.data["id"], "look", SEEN)
+    assert result.data == tool_result_event(result.data["id"], "look", SEEN, server.lang)

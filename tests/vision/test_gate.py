@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 
 import cv2
 import numpy as np
 import pytest
 from PIL import Image as PILImage
+from tests.image_bombs import png_bomb
 
 from loopact.vision.gate import DEFAULT_BLUR_THRESHOLD, ImageGate, laplacian_variance
 
@@ -116,3 +119,55 @@ def test_bad_parameters_rejected() -> None:
         ImageGate(jpeg_quality=0)
     with pytest.raises(ValueError, match="max_side_px"):
         ImageGate(max_side_px=0)
+
+
+# ---------------------------------------------------------------------- PNG chunk CRCs
+def _chunk(kind: bytes, data: bytes, *, bad_crc: bool = False) -> bytes:
+    body = kind + data
+    crc = zlib.crc32(body) ^ (0xFFFF if bad_crc else 0)
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", crc & 0xFFFFFFFF)
+
+
+def _with_chunk_after_ihdr(png: bytes, chunk: bytes) -> bytes:
+    ihdr_end = 8 + 4 + 4 + 13 + 4
+    return png[:ihdr_end] + chunk + png[ihdr_end:]
+
+
+def _png(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    PILImage.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_a_png_whose_only_fault_is_an_ancillary_chunks_crc_is_accepted() -> None:
+    """A bad CRC in an ancillary chunk (the reference "everything" MCP server's tiny image):
+    libpng warns and discards the chunk, so OpenCV decodes it; the gate does the same
+    (issue 39 item 5). Pillow alone refuses it."""
+    scene = _scene(120, 160)
+    data = _with_chunk_after_ihdr(_png(scene), _chunk(b"tEXt", b"Comment\0tiny", bad_crc=True))
+    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert decoded is not None and decoded.shape == (120, 160, 3)  # libpng's verdict
+    with pytest.raises(Exception, match="cannot identify image file"):
+        PILImage.open(io.BytesIO(data))
+    res = ImageGate().process(data)
+    assert res.error is None and res.image is not None
+    assert (res.image.width_px, res.image.height_px) == (160, 120)
+
+
+def test_a_bad_crc_in_a_critical_chunk_is_still_refused() -> None:
+    """A bad CRC in IDAT is real corruption: libpng (OpenCV) refuses it, so does the gate."""
+    png = _png(_scene(120, 160))
+    start = png.index(b"IDAT") - 4
+    length = struct.unpack(">I", png[start : start + 4])[0]
+    end = start + 12 + length
+    broken = png[: end - 4] + bytes(b ^ 0xFF for b in png[end - 4 : end]) + png[end:]
+    assert cv2.imdecode(np.frombuffer(broken, np.uint8), cv2.IMREAD_COLOR) is None
+    res = ImageGate().process(broken)
+    assert res.image is None and res.error
+
+
+def test_a_bomb_with_a_broken_ancillary_chunk_is_still_refused_before_decoding() -> None:
+    """Leaving out a broken ancillary chunk does not get past the size checks (issue 21)."""
+    bomb = _with_chunk_after_ihdr(png_bomb(), _chunk(b"tEXt", b"Comment\0x", bad_crc=True))
+    res = ImageGate().process(bomb)
+    assert res.image is None and res.error is not None and "too large" in res.error

@@ -203,6 +203,7 @@ def _image_notes(m: Message) -> str:
         for p in m.content
         if isinstance(p, ImagePart)
     ]
+    notes += [f"[spoken {a.duration_s:.1f} s: {a.transcript!r}]" for a in m.audio]
     return (" " + " ".join(notes)) if notes else ""
 
 

@@ -17,15 +17,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 from loopact._compat import wait_within
 from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
-from loopact.tools.base import UntrustedSource
+from loopact.tools.base import Tool, UntrustedSource
 
 HEAD_CHARS = 60
 """Characters kept from the start of a long argument value in a confirmation request."""
@@ -84,6 +86,45 @@ def _escaped(text: str, quoted: bool = True) -> str:
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
+class AllowList:
+    """``confirm.allow`` as the broker reads it (SPEC C5; issue 39 item 13).
+
+    A tool whose :attr:`~loopact.tools.base.Tool.allow_entry` is set (an MCP server's tool:
+    ``mcp:SERVER/TOOL``, its name on the server) is allowed only by that entry, or by an
+    ``fnmatch`` pattern in its tool part (``mcp:lab/read_*``): the name it is offered under
+    may have been taken by whichever server listed it first, so a plain name never allows
+    it. Every other tool (loopact's own, a node's) is allowed by its name.
+
+    Args:
+        entries: The entries (``confirm.allow``).
+        lookup: The live tool of a name (the registry's ``get``); None: names only.
+    """
+
+    def __init__(
+        self, entries: Iterable[str] = (), lookup: Callable[[str], Tool | None] | None = None
+    ) -> None:
+        self.entries = frozenset(entries)
+        self._lookup = lookup
+        self._patterns = [e for e in self.entries if e.startswith("mcp:") and _WILD.search(e)]
+
+    def entry_for(self, name: str) -> str:
+        """The entry that would allow the tool called ``name``."""
+        tool = self._lookup(name) if self._lookup is not None else None
+        entry = tool.allow_entry if tool is not None else None
+        return entry or name
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        entry = self.entry_for(name)
+        if entry in self.entries:
+            return True
+        return entry != name and any(fnmatchcase(entry, p) for p in self._patterns)
+
+
+_WILD = re.compile(r"[*?\[]")
+
+
 @dataclass(frozen=True)
 class Decision:
     """A confirmation outcome.
@@ -103,7 +144,7 @@ class ConfirmationBroker:
     Args:
         bus: Where ``confirm_request`` / ``confirm_response`` events go.
         auto_approve: Allow every write (``--yes``).
-        allow: Tool names allowed without asking.
+        allow: Tools allowed without asking: an :class:`AllowList`, or names.
         interactive: Whether any channel can answer; if not, writes are refused at once.
         timeout_s: Seconds to wait for an answer.
         lang: Language of the refusal texts.
@@ -114,14 +155,14 @@ class ConfirmationBroker:
         bus: EventBus,
         *,
         auto_approve: bool = False,
-        allow: frozenset[str] = frozenset(),
+        allow: AllowList | Iterable[str] = (),
         interactive: bool = True,
         timeout_s: float = 60.0,
         lang: str = "en",
     ) -> None:
         self.bus = bus
         self.auto_approve = auto_approve
-        self.allow = allow
+        self.allow = allow if isinstance(allow, AllowList) else AllowList(allow)
         self.interactive = interactive
         self.timeout_s = timeout_s
         self.lang = lang
@@ -158,11 +199,14 @@ class ConfirmationBroker:
                     key,
                     self.lang,
                     name=call.name,
+                    entry=self.allow.entry_for(call.name),
                     source=untrusted.source,
                     remote=untrusted.remote_name,
                 )
                 return Decision(False, why)
-            return Decision(False, t("confirm.noninteractive", self.lang, name=call.name))
+            entry = self.allow.entry_for(call.name)
+            why = t("confirm.noninteractive", self.lang, name=call.name, entry=entry)
+            return Decision(False, why)
         request_id = f"confirm-{next(self._ids)}"
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = fut

@@ -11,12 +11,19 @@ once, before the response has finished streaming. Ordering rules:
   tool asks for it by its arguments (:meth:`~loopact.tools.base.Tool.needs_confirmation`,
   e.g. ``remember`` of a preference the user did not say, issue 21).
 
-Results go back in call order regardless of finishing order. Guards (SPEC A3): a read-only call
-identical to an earlier one in the task with no state-changing call in between is answered
-from the earlier result with "result unchanged, answer now"; a tool called more than its
-class's limit is refused and makes the round invalid. A step of a checked plan (SPEC A4) is not
-refused by that limit: the plan was written once and is bounded by its step limit, so a plan
-of twelve turns runs twelve turns instead of stopping half-way after the tenth; it still counts.
+Results go back in call order regardless of finishing order. Guards (SPEC A3; issue 39 item 1):
+
+- a read-only call identical to an earlier one in the task, with no state-changing call in
+  between, is answered from the earlier result with "result unchanged, answer now" only when
+  its tool declares its answer constant (:attr:`~loopact.tools.base.Tool.constant`, e.g. a
+  skill's text). Every other read-only tool reads something that changes by itself — a clock,
+  a sensor, a camera, a file, any node or MCP tool — and runs again: a cached reading would
+  be stale. When the fresh result is the same as the earlier one it carries the same note
+  and ``repeat_of``, which is what stops a model from asking again and again;
+- a tool called more than its class's limit is refused and makes the round invalid. A step
+  of a checked plan (SPEC A4) is not refused by that limit: the plan was written once and is
+  bounded by its step limit, so a plan of twelve turns runs twelve turns instead of stopping
+  half-way after the tenth; it still counts.
 
 A call whose name is a declared tool's name mangled the way models mangle it (whitespace,
 a ``functions.`` prefix, a template token glued on, :mod:`loopact.llm.toolnames`) runs that
@@ -179,14 +186,17 @@ class RoundDispatcher:
             self._add_done(call, tool, ToolResult.failure(msg))
             return
 
+        same: tuple[str, asyncio.Future[ToolResult]] | None = None
         if tool.safety is SafetyClass.READ_ONLY:
             key = (call.name, call.arguments_json())
             earlier = self.state.readonly_results.get(key)
             if earlier is not None and earlier[0] == self.state.state_version:
-                self._add_task(call, tool, self._repeat(call, earlier[1], earlier[2]), False)
-                return
+                if tool.constant:
+                    self._add_task(call, tool, self._repeat(call, earlier[1], earlier[2]), False)
+                    return
+                same = (earlier[1], earlier[2])  # runs again; noted if its answer is the same
         deps = self._dependencies(tool)
-        task = self._add_task(call, tool, self._run(valid, deps), True)
+        task = self._add_task(call, tool, self._run(valid, deps, same), True)
         if tool.safety is SafetyClass.READ_ONLY:
             key = (call.name, call.arguments_json())
             self.state.readonly_results[key] = (self.state.state_version, call.id, task)
@@ -332,11 +342,19 @@ class RoundDispatcher:
             data=prev.data,
             metadata={**prev.metadata, "repeat_of": earlier_id, "note": note},
             error=prev.error,
+            outcome=prev.outcome,
         )
         self._emit_result(call, result)
         return result
 
-    async def _run(self, valid: ValidCall, deps: list[asyncio.Future[ToolResult]]) -> ToolResult:
+    async def _run(
+        self,
+        valid: ValidCall,
+        deps: list[asyncio.Future[ToolResult]],
+        same: tuple[str, asyncio.Future[ToolResult]] | None = None,
+    ) -> ToolResult:
+        """Run one call after ``deps``; ``same`` is an identical earlier read of a tool that
+        is not constant (SPEC A3): the result is noted as unchanged when it equals that one's."""
         call, tool = valid.call, valid.tool
         if deps:
             await asyncio.wait(deps)
@@ -377,25 +395,38 @@ class RoundDispatcher:
             executor=self.registry.blocking,
         )
         result = await self.registry.run(valid, ctx, self.bounds.tool_timeout_s)
+        if same is not None:
+            result = self._note_unchanged(result, *same)
         result = self._annotate(call, result)
         self._emit_result(call, result)
         return result
+
+    def _note_unchanged(
+        self, result: ToolResult, earlier_id: str, earlier: asyncio.Future[ToolResult]
+    ) -> ToolResult:
+        """``result`` with the repeat note when it reads the same as the earlier identical
+        call (same outcome, data, error and images; metadata such as time stamps may differ)."""
+        if not earlier.done() or earlier.cancelled() or earlier.exception() is not None:
+            return result
+        prev = earlier.result()
+        if (prev.ok, prev.data, prev.error) != (result.ok, result.data, result.error) or [
+            i.data for i in prev.images
+        ] != [i.data for i in result.images]:
+            return result
+        note = t("guard.repeat", self.lang)
+        return dataclasses.replace(
+            result, metadata={**result.metadata, "repeat_of": earlier_id, "note": note}
+        )
 
     def _annotate(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """The result with ``metadata.normalized`` when the call's units were converted."""
         normalized = self._normalized.get(call.id)
         if not normalized:
             return result
-        return ToolResult(
-            ok=result.ok,
-            data=result.data,
-            metadata={**result.metadata, "normalized": normalized},
-            error=result.error,
-            images=result.images,
-        )
+        return dataclasses.replace(result, metadata={**result.metadata, "normalized": normalized})
 
     def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
-        fields = tool_result_event(call.id, call.name, result)
+        fields = tool_result_event(call.id, call.name, result, self.lang)
         self.bus.emit(EventType.TOOL_RESULT, self.state.task_id, **fields)
 
     async def gather(self) -> list[tuple[ToolCall, ToolResult]]:

@@ -106,7 +106,11 @@ class AgentOptions:
             write tool that is not pre-approved is refused with a result saying how to allow it.
         confirm_timeout_s: Seconds to wait for a confirmation; no answer means denied.
         stop_hooks: Called with a reason on every stop and preemption (e.g. the safety
-            governor's ``stop_all``), before the model is involved (A6).
+            governor's ``stop_all``), before the model is involved (A6); the reason is a
+            :class:`~loopact.errors.StopReason`, a string that carries its typed cause.
+        after_stop_hooks: Called with the reason once the stop hooks have finished, and only
+            when a running task was stopped or preempted (re-centring the camera:
+            ``robot.recentre_on_stop``, A6); never for a command that finds the agent idle.
         state_provider: Returns the robot state for the ``robot_state`` event, or None.
         trace_full: Put each request's messages into ``model_request`` events (H3).
         temperature: Sampling temperature (0-2) sent with every model request; None for the
@@ -136,6 +140,7 @@ class AgentOptions:
     interactive: bool = True
     confirm_timeout_s: float = 60.0
     stop_hooks: tuple[StopHook, ...] = ()
+    after_stop_hooks: tuple[StopHook, ...] = ()
     state_provider: StateProvider | None = None
     trace_full: bool = False
     temperature: float | None = None

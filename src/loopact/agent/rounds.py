@@ -52,7 +52,7 @@ from loopact.errors import (
 from loopact.events import Event, EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
-from loopact.llm.messages import Image, Message, ToolCall, ToolOutcome, Usage
+from loopact.llm.messages import Audio, Image, Message, ToolCall, ToolOutcome, Usage
 from loopact.llm.tokens import estimate_fixed_tokens, estimate_prompt_tokens
 from loopact.tools.base import ToolResult
 
@@ -101,6 +101,7 @@ class TaskRounds:
         task_id: The command id.
         text: The user's instruction.
         images: Images sent with it (already through the image gate).
+        audio: Spoken clips of it, for a model that hears them (SPEC B8).
 
     Attributes:
         state: The task's guard state (tokens used, repeat guard, invalid streak; SPEC A3).
@@ -110,12 +111,20 @@ class TaskRounds:
             (:mod:`loopact.agent.turns`; made by :attr:`TaskEnv.new_policy`).
     """
 
-    def __init__(self, env: TaskEnv, task_id: str, text: str, images: tuple[Image, ...]) -> None:
+    def __init__(
+        self,
+        env: TaskEnv,
+        task_id: str,
+        text: str,
+        images: tuple[Image, ...],
+        audio: tuple[Audio, ...] = (),
+    ) -> None:
         self.env = env
         self.conv = env.conversation
         self.task_id = task_id
         self.text = text
         self.images = images
+        self.audio = audio
         self.state = TaskState(task_id, instruction=text)
         self.requests: Counter[RequestKind] = Counter()
         self.bounds = env.options.bounds

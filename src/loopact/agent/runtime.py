@@ -14,22 +14,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from loopact._compat import wait_within
-from loopact.agent.confirm import ConfirmationBroker
+from loopact.agent.confirm import AllowList, ConfirmationBroker
 from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
 from loopact.agent.options import AgentOptions
 from loopact.agent.state import Conversation, HourlyBudget, InputSource
 from loopact.agent.task import TaskEnv, TaskOutcome, TaskRun
-from loopact.errors import BoundReached, ModelError, ModelRefused, PromptTooLong, TaskFailed
+from loopact.errors import (
+    BoundReached,
+    ModelError,
+    ModelRefused,
+    PromptTooLong,
+    StopCause,
+    StopReason,
+    TaskFailed,
+)
 from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
-from loopact.llm.messages import Image, Message, valid_text
+from loopact.llm.messages import Audio, Image, Message, valid_text
 from loopact.tools.base import Tool
 from loopact.tools.registry import ToolRegistry
 
@@ -54,6 +62,7 @@ class _Command:
     images: tuple[Image, ...]
     source: str
     superseded: bool = False
+    audio: tuple[Audio, ...] = ()
 
 
 class Agent:
@@ -90,7 +99,7 @@ class Agent:
         self.broker = ConfirmationBroker(
             self.bus,
             auto_approve=opts.auto_approve,
-            allow=opts.allow,
+            allow=AllowList(opts.allow, lambda name: self.registry.get(name)),
             interactive=opts.interactive,
             timeout_s=opts.confirm_timeout_s,
             lang=opts.lang,
@@ -101,6 +110,7 @@ class Agent:
         self._current_id: str | None = None
         self._current_run: TaskRun | None = None
         self._background: set[asyncio.Future[Any]] = set()
+        self._status_parts: dict[str, Callable[[], Any]] = {}
         self._closed = False
         self._context = self._context_for(model)
 
@@ -202,12 +212,18 @@ class Agent:
 
     # ---------------------------------------------------------------- commands
     def submit(
-        self, text: str, images: Iterable[Image] = (), source: str = "terminal"
+        self,
+        text: str,
+        images: Iterable[Image] = (),
+        source: str = "terminal",
+        audio: Iterable[Audio] = (),
     ) -> str | None:
         """Put a user command into the inbox; returns its command id (None for a stop).
 
         In task mode the running task is preempted (SPEC A6). Call on the event loop thread.
-        Bytes that were not UTF-8 (lone surrogates) become U+FFFD.
+        Bytes that were not UTF-8 (lone surrogates) become U+FFFD. ``text`` is what the
+        command says (a spoken command's transcript); ``audio`` its spoken clips, for a model
+        that hears them (SPEC B8; continuous mode injects the transcript only).
         """
         text = valid_text(text)
         if is_stop(text) and not images:
@@ -215,7 +231,7 @@ class Agent:
             return None
         if self.options.mode == "continuous":
             return self.inject(text, source, images)
-        cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source)
+        cmd = _Command(uuid.uuid4().hex[:12], text, tuple(images), source, audio=tuple(audio))
         self._preempt(f"new command from {source}")
         self._queued.append(cmd)
         self._inbox.put_nowait(cmd)
@@ -242,18 +258,31 @@ class Agent:
     def stop(self, source: str = "terminal") -> None:
         """Stop the current task and the robot now, without asking the model (SPEC A6)."""
         self.bus.emit(EventType.STOP, self._current_id, source=source)
-        self._preempt(f"stop from {source}")
+        self._preempt(f"stop from {source}", StopCause.STOPPED)
 
-    def _preempt(self, reason: str) -> None:
+    def _preempt(self, reason: str, cause: StopCause = StopCause.PREEMPTED) -> None:
+        """Cancel the running task and call the stop hooks with ``reason`` and its ``cause``
+        (a :class:`~loopact.errors.StopReason`: the governor's ``stop_all`` ends the motions
+        with that cause, SPEC A6, X3)."""
         for queued in self._queued:
             queued.superseded = True
         running = self._current is not None and not self._current.done()
         if running and self._current is not None:
             self._current.cancel()
-        for hook in self.options.stop_hooks:
-            fut = asyncio.ensure_future(hook(reason))
+        why = StopReason(reason, cause)
+        stops = [asyncio.ensure_future(hook(why)) for hook in self.options.stop_hooks]
+        if running and self.options.after_stop_hooks:
+            stops.append(asyncio.ensure_future(self._after_stop(list(stops), why)))
+        for fut in stops:
             self._background.add(fut)
             fut.add_done_callback(self._hook_done)
+
+    async def _after_stop(self, stops: list[asyncio.Future[Any]], reason: str) -> None:
+        """Run the after-stop hooks once the stop hooks are done (A6: re-centre the camera)."""
+        if stops:
+            await asyncio.wait(stops)
+        for hook in self.options.after_stop_hooks:
+            await hook(reason)
 
     def _hook_done(self, fut: asyncio.Future[Any]) -> None:
         self._background.discard(fut)
@@ -266,7 +295,7 @@ class Agent:
 
     def reset(self) -> None:
         """New conversation: stop what runs, clear the history, reset provider state."""
-        self._preempt("reset")
+        self._preempt("reset", StopCause.STOPPED)
         self.conversation.reset()
         self.model.reset()
 
@@ -312,10 +341,23 @@ class Agent:
         caps = self.model.capabilities
         return not caps.native_tool_calls and not caps.constrained_decoding
 
+    def add_status(self, name: str, report: Callable[[], Any]) -> None:
+        """Add ``name: report()`` to :meth:`status` (``/status``, the web console): the state
+        of a part of the run, e.g. the memory's sync with its remote (SPEC E2)."""
+        self._status_parts[name] = report
+
     def status(self) -> dict[str, Any]:
-        """What the agent is doing: busy, task_id, provider, model, n_messages, tools, backend."""
+        """What the agent is doing: busy, task_id, provider, model, n_messages, tools, backend,
+        and what :meth:`add_status` added (a report that fails shows its error)."""
         busy = self._current is not None and not self._current.done()
+        parts: dict[str, Any] = {}
+        for name, report in self._status_parts.items():
+            try:
+                parts[name] = report()
+            except Exception as exc:
+                parts[name] = {"error": f"{type(exc).__name__}: {exc}"}
         return {
+            **parts,
             "busy": busy,
             "task_id": self._current_id if busy else None,
             "provider": self.model.provider,
@@ -413,7 +455,7 @@ class Agent:
     async def _execute(self, cmd: _Command, continuous: bool = False) -> TaskOutcome:
         bus = self.bus
         bus.emit(EventType.TASK_START, cmd.id, text=cmd.text, source=cmd.source)
-        run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images)
+        run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images, cmd.audio)
         self._current_run = run
         outcome = TaskOutcome(cmd.id, "failed")
         lang = self.options.lang
@@ -474,7 +516,7 @@ class Agent:
     async def close(self) -> None:
         """Stop the running task, wait for it and for the stop hooks, close the model."""
         self._closed = True
-        self._preempt("shutdown")
+        self._preempt("shutdown", StopCause.STOPPED)
         if self._current is not None and not self._current.done():
             await asyncio.wait({self._current}, timeout=10)
         if self._background:

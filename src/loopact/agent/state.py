@@ -116,6 +116,15 @@ class Conversation:
         """Start a new conversation: only the system message stays."""
         self.history = [Message.system(self.system_prompt)] if self.system_prompt else []
 
+    def set_system_prompt(self, text: str) -> None:
+        """Use ``text`` as the system message from the next request on (rules and
+        preferences that arrived from other robots, SPEC E2); the history is kept."""
+        self.system_prompt = text
+        if self.history and self.history[0].role == "system":
+            self.history[0] = Message.system(text)
+        elif text:
+            self.history.insert(0, Message.system(text))
+
     def append(self, message: Message) -> None:
         """Append a message to the history."""
         self.history.append(message)

@@ -43,12 +43,12 @@ __all__ = ["StepPolicy", "ToldFromResults", "task_policy"]
 
 def task_policy(task: TaskView, options: AgentOptions) -> TaskPolicy:
     """The policy of ``task``: :class:`OneTurn` unless ``options.split_steps``; then
-    :class:`StepPolicy` when a task-mode instruction without images splits into clauses,
+    :class:`StepPolicy` when a task-mode instruction without images or audio splits into clauses,
     else :class:`ToldFromResults`."""
     if not options.split_steps:
         return OneTurn(task)
     clauses = [task.text]
-    if not task.images and options.mode == "task":
+    if not task.images and not task.audio and options.mode == "task":
         clauses = split_clauses(task.text)
     return StepPolicy(task, clauses) if len(clauses) > 1 else ToldFromResults(task)
 

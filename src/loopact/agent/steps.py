@@ -37,9 +37,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from loopact.agent.result_zh import result_zh
+from loopact.i18n import Phrase
 
 #: Imperative verbs that start a robot action or a request for information (English).
 EN_VERBS = frozenset((
@@ -254,6 +254,34 @@ def is_speech(clause: str) -> bool:
     return bool(_SPEECH.match(clause))
 
 
+class Ran(NamedTuple):
+    """One call a clause ran: the tool's name and what its result says.
+
+    Attributes:
+        name: The tool's name.
+        ok: Whether it succeeded.
+        data: Its ``data``.
+        error: Its ``error`` (the model's text of a failure).
+        outcome: What happened as a typed phrase (a robot tool's), rendered in the reply's
+            language; None for a tool that says nothing typed.
+    """
+
+    name: str
+    ok: bool
+    data: Any
+    error: str | None
+    outcome: Phrase | None = None
+
+    def said(self, lang: str) -> str:
+        """What the call did, in ``lang``: its outcome, else its ``data.result`` sentence as
+        written (a tool of the user's, never a guessed translation), else ""."""
+        if self.outcome is not None:
+            return self.outcome.text(lang)
+        if isinstance(self.data, dict) and isinstance(self.data.get("result"), str):
+            return str(self.data["result"]).strip()
+        return ""
+
+
 @dataclass
 class ClauseResult:
     """What one clause of a split instruction did.
@@ -261,17 +289,21 @@ class ClauseResult:
     Attributes:
         text: The clause.
         answer: The model's answer text for the clause.
-        results: ``(tool name, ok, data, error)`` of every call the clause ran, in order.
+        results: Every call the clause ran, in order (:class:`Ran`; a plain ``(tool name,
+            ok, data, error)`` tuple is taken for one with no outcome).
     """
 
     text: str
     answer: str = ""
-    results: list[tuple[str, bool, Any, str | None]] = field(default_factory=list)
+    results: list[Ran] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.results = [Ran(*r) for r in self.results]
 
     @classmethod
     def of(cls, text: str, answer: str, ran: Sequence[tuple[Any, Any]]) -> ClauseResult:
         """The clause ``text`` with its answer and its ``(ToolCall, ToolResult)`` pairs."""
-        return cls(text, answer, [(c.name, r.ok, r.data, r.error) for c, r in ran])
+        return cls(text, answer, [Ran(c.name, r.ok, r.data, r.error, r.outcome) for c, r in ran])
 
     @property
     def failed(self) -> str | None:
@@ -280,35 +312,30 @@ class ClauseResult:
         A failed call followed by a retry that ran is a success ("drive at 50 m/s" refused,
         then ``move_forward(0.2)``).
         """
-        if not self.results or self.results[-1][1]:
+        return self.failure("en")
+
+    def failure(self, lang: str) -> str | None:
+        """:attr:`failed` in ``lang``: ``name: error``, the error rendered from the call's
+        typed outcome when it has one."""
+        if not self.results or self.results[-1].ok:
             return None
-        for name, ok, _, error in self.results:
-            if not ok:
-                return f"{name}: {error or 'failed'}"
+        for r in self.results:
+            if not r.ok:
+                error = r.outcome.text(lang) if r.outcome is not None else r.error
+                return f"{r.name}: {error or 'failed'}"
         return None
 
     def sentence(self, zh: bool = False) -> str:
         """What the clause did, from the results the runtime wrote when there are any.
 
-        Motion and head tools describe what happened in ``data.result`` (issue 6); those
-        sentences are used, in Chinese with ``zh`` (:func:`~loopact.agent.result_zh.
-        result_zh`). Otherwise (a look-up, a description) the model's answer, which it wrote
-        from the tool's result.
+        Robot tools say what happened as a typed outcome (issue 6, issue 38): it is
+        rendered in Chinese with ``zh``, else in English (:meth:`Ran.said`). Otherwise (a
+        look-up, a description) the model's answer, which it wrote from the tool's result.
         """
-        said = [
-            (str(data["result"]).strip(), _place_names(data))
-            for _, ok, data, _ in self.results
-            if ok and isinstance(data, dict) and isinstance(data.get("result"), str)
-        ]
+        lang = "zh" if zh else "en"
+        said = (r.said(lang) for r in self.results if r.ok)
         sep = "；" if zh else "; "
-        text = (result_zh(s, names) if zh else s for s, names in said if s)
-        return sep.join(text) or self.answer.strip()
-
-
-def _place_names(data: dict[str, Any]) -> dict[str, str]:
-    """``{place: place_zh}`` of a result that names a place in Chinese (navigation), else {}."""
-    place, zh = data.get("place"), data.get("place_zh")
-    return {place: zh} if isinstance(place, str) and isinstance(zh, str) and place else {}
+        return sep.join(s for s in said if s) or self.answer.strip()
 
 
 def _decapitalise(text: str) -> str:
@@ -322,9 +349,9 @@ def _decapitalise(text: str) -> str:
 def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool = False) -> str:
     """The reply of a split instruction: what each step that ran did, and what did not run.
 
-    Each sentence keeps its own language (the runtime's result sentences are English, and
-    Chinese for a Chinese instruction where :mod:`loopact.agent.result_zh` has them; a
-    model's answer may be either), and so do the words joining it to the one before.
+    Each sentence keeps its own language (a robot tool's typed outcome is rendered in the
+    instruction's language; a sentence a tool wrote itself and a model's answer stay as
+    written, in either), and so do the words joining it to the one before.
 
     Args:
         done: The clauses that ran, in order.
@@ -333,7 +360,7 @@ def compose_reply(done: Sequence[ClauseResult], skipped: Sequence[str], zh: bool
     """
     parts: list[str] = []
     for i, clause in enumerate(done):
-        failed = clause.failed
+        failed = clause.failure("zh" if zh else "en")
         if failed:
             failed = failed.rstrip(".。")  # it goes inside brackets
             text = (
@@ -387,7 +414,7 @@ def bounded_reply(
     skipped = clauses[len(marks) :]
     told: list[ClauseResult] = []
     for clause in done:
-        succeeded = [r for r in clause.results if r[1]]
+        succeeded = [r for r in clause.results if r.ok]
         if succeeded:
             told.append(ClauseResult(clause.text, _tools_ran(succeeded, zh), succeeded))
         if clause.failed is not None:
@@ -398,10 +425,10 @@ def bounded_reply(
     return compose_reply(told, [*not_run, *skipped], zh=zh)
 
 
-def _tools_ran(results: Sequence[tuple[str, bool, Any, str | None]], zh: bool) -> str:
+def _tools_ran(results: Sequence[Ran], zh: bool) -> str:
     """``ran file_read, wait`` (``执行了 file_read、wait``): the tools of ``results``, said
     when none of them wrote a sentence of what it did."""
-    names = list(dict.fromkeys(name for name, _, _, _ in results))
+    names = list(dict.fromkeys(r.name for r in results))
     return f"执行了 {'、'.join(names)}" if zh else f"ran {', '.join(names)}"
 
 
@@ -417,9 +444,9 @@ def answered_from_results(ran: Sequence[tuple[Any, Any]], acted: bool) -> bool:
 
 def chinese_from_results(text: str, reply: str, ran: Sequence[tuple[Any, Any]]) -> bool:
     """Whether a Chinese instruction's English reply is better said by the runtime's own
-    sentences in Chinese (:func:`~loopact.agent.result_zh.result_zh`): the local brain often
-    answers 离门多远？ in English ("The door is 5.43 meters away ..."), while ``distance_to``
-    wrote its sentence, which renders as 门在 5.43 米外 ... (issue 13). ``ran`` holds
+    sentences in Chinese (the tools' typed outcomes, :meth:`ClauseResult.sentence`): the
+    local brain often answers 离门多远？ in English ("The door is 5.43 meters away ..."),
+    while ``distance_to``'s outcome renders as 门在 5.43 米外 ... (issue 13). ``ran`` holds
     ``(ToolCall, ToolResult)`` pairs; False when the last call failed or no result has a
     sentence that renders."""
     if not ran or not ran[-1][1].ok or not is_chinese(text) or is_chinese(reply):

@@ -67,11 +67,11 @@ class TaskRun(TaskRounds):
             asyncio.CancelledError: The task was preempted (history is left consistent).
         """
         if self.env.options.mode == "plan":
-            self.conv.append(Message.user(self.text, self.images))
+            self.conv.append(Message.user(self.text, self.images, self.audio))
             return await plan_body(self)
         policy = self.policy
         while (turn := policy.next_turn()) is not None:
-            self.conv.append(Message.user(turn.text, turn.images))
+            self.conv.append(Message.user(turn.text, turn.images, turn.audio))
             answer, ran = await self._turn(turn)
             policy.turn_done(answer, ran)
         return policy.reply()

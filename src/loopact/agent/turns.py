@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from loopact.agent.steps import ClauseResult, compose_reply, is_chinese
 from loopact.events import EventType
-from loopact.llm.messages import Image, ToolCall
+from loopact.llm.messages import Audio, Image, ToolCall
 from loopact.tools.base import ToolResult
 
 __all__ = ["OneTurn", "Outcomes", "TaskPolicy", "TaskView", "Turn"]
@@ -47,6 +47,7 @@ class Turn:
     Attributes:
         text: The user message.
         images: Images sent with it (already through the image gate).
+        audio: Spoken clips of it, for a model that hears them (SPEC B8).
         act_first: The first round's response must be a call (``tool_choice: "required"``).
         native_rounds: The turn runs ReAct rounds with the tools in the request even when the
             agent offers tools as action text (SPEC A5): a split instruction's steps have
@@ -55,6 +56,7 @@ class Turn:
 
     text: str
     images: tuple[Image, ...] = ()
+    audio: tuple[Audio, ...] = ()
     act_first: bool = False
     native_rounds: bool = False
 
@@ -69,6 +71,10 @@ class TaskView(Protocol):
     @property
     def images(self) -> tuple[Image, ...]:
         """Images sent with it."""
+
+    @property
+    def audio(self) -> tuple[Audio, ...]:
+        """Spoken clips of it (SPEC B8)."""
 
     @property
     def lang(self) -> str:
@@ -144,7 +150,7 @@ class OneTurn:
 
     def first_turn(self) -> Turn:
         """The turn of the whole instruction."""
-        return Turn(self.task.text, self.task.images)
+        return Turn(self.task.text, self.task.images, self.task.audio)
 
     def round_done(self, ran: Outcomes) -> None:
         """Nothing to do: the model's answer will be the reply."""

@@ -45,16 +45,16 @@ def general_tools(cfg: Config, workspace: Path | Workspace) -> list[Tool]:
 
 def _image_tool(cfg: Config, ws: Workspace) -> Tool:
     """``generate_image``; its images reach the model through the image gate (SPEC G1)."""
+    from loopact.app.robot import image_gate
     from loopact.llm.messages import Image
     from loopact.tools.builtin.images import ImageEndpoint, make_image_tool
-    from loopact.vision.gate import ImageGate
 
     images = cfg.images
     assert images.base_url and images.model
     key = images.api_key.get_secret_value() if images.api_key else None
     if key is None and images.base_url == cfg.model.base_url:
         key = cfg.api_key  # the same service: its key (never sent to another host)
-    gate = ImageGate()
+    gate = image_gate(cfg)  # SPEC G1: the configured limits
 
     def through_gate(data: bytes) -> Image | None:
         return gate.process(data).image

@@ -225,6 +225,7 @@ async def serve_mcp(
             exclude=NOT_SERVED,
             bus=agent.bus,
             state_provider=body.session.state if body.session is not None else None,
+            lang=cfg.agent.lang,
         )
         served = ", ".join(t.name for t in tools.tools())
         if http is None:

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from loopact.agent import Agent
 from loopact.agent.prompt import preferences_section
 from loopact.config import Config, config_secret_settings
 from loopact.errors import ConfigError, MemoryRepoError
-from loopact.memory import GitMemory, default_memory_dir, make_memory_tools
+from loopact.events import EventType
+from loopact.memory import (
+    GitMemory,
+    MemorySyncer,
+    SyncResult,
+    default_memory_dir,
+    make_memory_tools,
+    make_sync_tool,
+)
 from loopact.memory.recorder import MemoryRecorder
 from loopact.redact import Redactor
 from loopact.skills.loader import SkillLibrary, builtin_dir
@@ -27,11 +37,21 @@ class OpenedMemory:
         rules: Rule and preference text for the system prompt, or None.
         skills: The skills catalogue for the system prompt, or None.
         recorder: Writes diaries and snapshots; None when memory is disabled.
+        syncer: Syncs the memory with its remote while the agent runs (not started yet);
+            None without ``memory.remote``.
     """
 
     rules: str | None
     skills: str | None
     recorder: MemoryRecorder | None
+    syncer: MemorySyncer | None = None
+
+
+def memory_rules(memory: GitMemory) -> str | None:
+    """The rule files and the remembered preferences for the system prompt (E2, E4)."""
+    prefs = [(i.text, i.date) for i in memory.preference_items()]
+    parts = [memory.rules_text(), preferences_section(prefs)]
+    return "\n\n".join(p for p in parts if p.strip()) or None
 
 
 def machine_id() -> str:
@@ -57,7 +77,8 @@ async def open_memory(
 ) -> OpenedMemory:
     """Open the Git-backed memory and the skills (SPEC E2-E4); ``stack`` closes them.
 
-    Adds ``remember``/``recall`` and ``skill`` to ``registry``.
+    Adds ``remember``/``recall`` and ``skill`` to ``registry``, and with ``memory.remote``
+    ``memory_sync`` and the :class:`~loopact.memory.MemorySyncer` (started by the caller).
 
     Args:
         cfg: The configuration (``memory``).
@@ -72,6 +93,7 @@ async def open_memory(
     skill_dirs = [builtin_dir()]
     rules: str | None = None
     recorder: MemoryRecorder | None = None
+    syncer: MemorySyncer | None = None
     if cfg.memory.enabled:
         path = memory_folder(cfg)
         memory = GitMemory(
@@ -89,12 +111,13 @@ async def open_memory(
                 "memory.enabled: false)",
                 key="memory.path",
             ) from None
-        if cfg.memory.remote:
-            stack.push_async_callback(memory.sync)
         stack.push_async_callback(memory.close)
-        prefs = [(i.text, i.date) for i in memory.preference_items()]
-        parts = [memory.rules_text(), preferences_section(prefs)]
-        rules = "\n\n".join(p for p in parts if p.strip()) or None
+        if cfg.memory.remote:
+            stack.push_async_callback(memory.sync)  # after the syncer stopped (E2)
+            syncer = MemorySyncer(memory, cfg.memory.sync_interval_s)
+            stack.push_async_callback(syncer.stop)
+            registry.add(make_sync_tool(syncer))
+        rules = memory_rules(memory)
         for tool in make_memory_tools(memory):
             registry.add(tool)
         recorder = MemoryRecorder(memory, list, snapshots=cfg.memory.snapshots)
@@ -102,4 +125,44 @@ async def open_memory(
     library = SkillLibrary.load(skill_dirs)
     if library.names:
         registry.add(make_skill_tool(library))
-    return OpenedMemory(rules, library.catalogue_text() or None, recorder)
+    return OpenedMemory(rules, library.catalogue_text() or None, recorder, syncer)
+
+
+async def start_memory_sync(
+    opened: OpenedMemory, agent: Agent, prompt: Callable[[str | None], str]
+) -> None:
+    """Start syncing the memory with its remote while the agent runs (SPEC E2, issue 46).
+
+    Each sync is a ``memory_sync`` event on the agent's bus (``why``, ``ok``, ``integration``,
+    ``pushed``, ``conflicts``, ``error``, ``unsynced_commits``); ``/status`` shows the sync
+    under ``memory``; rules and preferences that arrive are in the system prompt from the next
+    request on. Nothing without ``memory.remote``.
+
+    Args:
+        opened: What :func:`open_memory` opened.
+        agent: The agent.
+        prompt: The system prompt for given rules and preferences text.
+    """
+    syncer = opened.syncer
+    if syncer is None:
+        return
+    memory = syncer.memory
+    agent.add_status("memory", syncer.status)
+
+    def on_result(result: SyncResult, why: str) -> None:
+        agent.bus.emit(
+            EventType.MEMORY_SYNC,
+            None,
+            why=why,
+            ok=result.ok,
+            integration=result.integration,
+            pushed=result.pushed,
+            conflicts=list(result.conflicts),
+            error=result.error,
+            unsynced_commits=syncer.unsynced,
+        )
+        if result.integration != "none":  # another robot's rules or preferences may be new
+            agent.conversation.set_system_prompt(prompt(memory_rules(memory)))
+
+    syncer.on_result = on_result
+    await syncer.start()  # open_memory's stack stops it before the exit sync

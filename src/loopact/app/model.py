@@ -24,8 +24,9 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
             prompt).
 
     Raises:
-        ConfigError: The provider is unknown, the Dify provider has no base URL, or
-            ``model.temperature`` is set for Dify (the app sets its own).
+        ConfigError: The provider is unknown, the Dify provider has no base URL,
+            ``model.temperature`` is set for Dify (the app sets its own), or
+            ``model.thinking_budget_tokens`` for another provider than Anthropic.
     """
     from loopact.llm.openai_chat import OpenAIChatModel
     from loopact.llm.small_model import SmallModelPolicy, needs_small_model_policy
@@ -34,6 +35,7 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
         return _local_model(cfg, local_brain)
     caps = Capabilities(**cfg.model.capabilities.model_dump())
     provider = cfg.model.provider
+    budget = cfg.model.thinking_budget_tokens
     if provider == "anthropic":
         from loopact.llm.anthropic import AnthropicModel
 
@@ -42,7 +44,17 @@ def make_model(cfg: Config, local_brain: LocalBrain | None = None) -> Model:
             base_url=cfg.model.base_url,
             api_key=cfg.api_key,
             capabilities=caps,
+            # a request without its own cap still leaves the answer room past the thinking
+            max_tokens=max(2048, (budget or 0) + 1024),
+            thinking_budget_tokens=budget,
             request_timeout_s=cfg.agent.bounds.request_timeout_s,
+        )
+    if budget is not None:
+        raise ConfigError(
+            f"model.thinking_budget_tokens (--thinking-budget) is Anthropic's extended "
+            f"thinking and does not apply to the {provider} provider; remove it, or use "
+            "--provider anthropic",
+            key="model.thinking_budget_tokens",
         )
     if provider == "dify" and cfg.model.temperature is not None:
         raise ConfigError(

@@ -155,6 +155,7 @@ async def attach_mqtt_tools(cfg: Config, agent: Agent, stack: AsyncExitStack) ->
         min_interval_s=m.min_publish_interval_s,
         max_publish_bytes=m.max_publish_bytes,
         history_per_topic=m.history_per_topic,
+        retained=m.retained,
     )
     tools = MqttTools(
         policy,
@@ -165,7 +166,7 @@ async def attach_mqtt_tools(cfg: Config, agent: Agent, stack: AsyncExitStack) ->
     stack.push_async_callback(tools.close)
     agent.add_input_source(tools.take_snapshot)
     for sub in m.subscriptions:
-        await tools.add_configured(sub.topic, sub.mode, list(sub.rules))
+        await tools.add_configured(sub.topic, sub.mode, list(sub.rules), sub.retained)
     names = []
     for tool in tools.tools():
         if tool.name in agent.registry:

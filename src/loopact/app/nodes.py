@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from loopact.nodes.input import InputNode, InputSource
 from loopact.nodes.inputs import InputHub, make_input_tools
 from loopact.nodes.protocol import SHARED_AGENT
 from loopact.tools.base import SafetyClass
+from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +138,7 @@ async def attach_nodes(
     settle_s: float = 0.0,
     shared: bool = False,
     trust: NodeTrust | None = None,
+    gate: ImageGate | None = None,
 ) -> NodeAttachment:
     """Discover tools and inputs for ``agent`` over ``connector``.
 
@@ -151,16 +154,20 @@ async def attach_nodes(
             tool whose name the agent already has is reported and not offered.
         trust: The safety class each node's tool gets (issue 21; :func:`node_trust` from
             the config); None: every remote tool is a write tool.
+        gate: The image gate of node results and input images (SPEC G1); None: default limits.
     """
     await connector.start()
-    discovery = ToolDiscovery(connector, agent.registry, agent_name, bus=agent.bus, trust=trust)
+    gate = gate or ImageGate()
+    discovery = ToolDiscovery(
+        connector, agent.registry, agent_name, bus=agent.bus, trust=trust, gate=gate
+    )
     hub = InputHub(connector, agent_name, bus=agent.bus, on_new=agent.wake)
     await discovery.start()
     await hub.start()
-    agent.add_input_source(hub.take_snapshot)
+    agent.add_input_source(functools.partial(hub.take_snapshot, gate))
     want_seewhat = ("seewhat" not in agent.registry) if seewhat is None else seewhat
     added: list[str] = []
-    for t in make_input_tools(hub, seewhat=want_seewhat):
+    for t in make_input_tools(hub, gate, seewhat=want_seewhat):
         if t.name in agent.registry:
             logger.info("input tool %s not added: a tool with that name exists", t.name)
             continue
@@ -174,12 +181,14 @@ async def attach_nodes(
     extra: list[ToolDiscovery | InputHub] = []
     if shared:
         extra = [
-            ToolDiscovery(connector, agent.registry, SHARED_AGENT, bus=agent.bus, trust=trust),
+            ToolDiscovery(
+                connector, agent.registry, SHARED_AGENT, bus=agent.bus, trust=trust, gate=gate
+            ),
             InputHub(connector, SHARED_AGENT, bus=agent.bus, on_new=agent.wake),
         ]
         for watch in extra:
             await watch.start()
-        agent.add_input_source(extra[1].take_snapshot)  # type: ignore[union-attr]
+        agent.add_input_source(functools.partial(extra[1].take_snapshot, gate))  # type: ignore[union-attr]
     if settle_s > 0:
         await asyncio.sleep(settle_s)
     return NodeAttachment(discovery, hub, channel, added, agent.registry, builtin, extra)

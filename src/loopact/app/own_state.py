@@ -54,6 +54,7 @@ def _named_files(cfg: Config) -> list[ProtectedPath]:
         (yaml_file(cfg.robot.site), "the site map file in use"),
         (cfg.board.file, "the device board file in use"),
         (cfg.robot.sim_log, "the simulator log"),
+        (cfg.record.path, "the MCAP recording"),
         (cfg.mqtt.tls.ca_file, "a TLS file loopact uses"),
         (cfg.mqtt.tls.cert_file, "a TLS file loopact uses"),
         (cfg.mqtt.tls.key_file, "a TLS file loopact uses"),
@@ -80,8 +81,9 @@ _OWN_FIRST_LINE = {"trace.path": "type", "robot.sim_log": "t_s"}
 
 
 def check_output_files(cfg: Config) -> None:
-    """The files a run writes (``--trace``, ``--sim-log``, ``--audio-out``) are files, each its
-    own, and none overwrites a file loopact did not write (SPEC H3; nothing lost).
+    """The files a run writes (``--trace``, ``--sim-log``, ``--record``, ``--audio-out``) are
+    files, each its own, and none overwrites a file loopact did not write (SPEC H3; nothing
+    lost).
 
     Raises:
         ConfigError: A path is a folder, two keys name the same file (their lines would be
@@ -92,6 +94,7 @@ def check_output_files(cfg: Config) -> None:
     outputs = [
         (cfg.trace.path, "trace.path"),
         (cfg.robot.sim_log, "robot.sim_log"),
+        (cfg.record.path, "record.path"),
         (Path(audio) if audio not in (None, "-") else None, "voice.audio_out"),
     ]
     seen: dict[Path, str] = {}
@@ -109,12 +112,26 @@ def check_output_files(cfg: Config) -> None:
             )
         seen[resolved] = key
         field = _OWN_FIRST_LINE.get(key)
-        if field is not None and not _written_by_loopact(path, field):
+        if key == "record.path":
+            ours = _is_mcap(path)
+        else:
+            ours = field is None or _written_by_loopact(path, field)
+        if not ours:
             raise ConfigError(
-                f"{key} {path} holds something else (its first line is not loopact's) and "
+                f"{key} {path} holds something else (not a file loopact wrote) and "
                 "would be overwritten; choose another file or remove it",
                 key=key,
             )
+
+
+def _is_mcap(path: Path) -> bool:
+    """True when ``path`` is missing, empty, unreadable here, or an MCAP file (its magic)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+    except OSError:
+        return True
+    return not head or head.startswith(b"\x89MCAP")
 
 
 def _written_by_loopact(path: Path, field: str) -> bool:

@@ -46,7 +46,7 @@ async def open_robot(
         profile: Hardware profile name or YAML path.
         site: Site map name or YAML path.
         speed: Simulation speed (simulated seconds per wall second), ``sim`` only.
-        gate: The image gate (default :class:`ImageGate` defaults), ``sim`` only.
+        gate: The image gate (default :class:`ImageGate` defaults).
         scenario: Simulator scenario (``default``, ``moving-target``), ``sim`` only.
         sim_log: Ground-truth pose log (JSON Lines) of the simulator, ``sim`` only.
         perception: Options of the perception tools (:func:`perception_options`).
@@ -68,7 +68,7 @@ async def open_robot(
 
         connector = Ros2Connector(f"{agent_name}_agent")
         try:
-            session = await _open_ros2(connector, profile, site, agent_name, perception)
+            session = await _open_ros2(connector, profile, site, agent_name, perception, gate)
         except BaseException:
             await connector.shutdown()
             raise
@@ -93,10 +93,19 @@ async def _open_ros2(
     site: str,
     agent_name: str,
     perception: PerceptionOptions | None,
+    gate: ImageGate | None = None,
 ) -> RobotSession:
     from loopact.robot.ros2_robot import open_ros2_session
 
-    return await open_ros2_session(connector, profile, site, agent_name, perception=perception)
+    return await open_ros2_session(
+        connector, profile, site, agent_name, perception=perception, gate=gate
+    )
+
+
+def image_gate(cfg: Config) -> ImageGate:
+    """The image gate the config asks for (SPEC G1): ``vision.max_side_px`` and
+    ``vision.blur_threshold``; every image a run hands to a model passes one."""
+    return ImageGate(max_side_px=cfg.vision.max_side_px, blur_threshold=cfg.vision.blur_threshold)
 
 
 def perception_options(cfg: Config) -> PerceptionOptions:
@@ -178,7 +187,12 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
         connector = Ros2Connector(f"{cfg.agent.name}_agent")
         stack.push_async_callback(connector.shutdown)
         session = await _open_ros2(
-            connector, cfg.robot.profile, cfg.robot.site, cfg.agent.name, perception_options(cfg)
+            connector,
+            cfg.robot.profile,
+            cfg.robot.site,
+            cfg.agent.name,
+            perception_options(cfg),
+            image_gate(cfg),
         )
     else:
         try:
@@ -190,6 +204,7 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
                 scenario=cfg.robot.scenario,
                 sim_log=cfg.robot.sim_log,
                 perception=perception_options(cfg),
+                gate=image_gate(cfg),
             )
         except OSError as exc:
             raise ConfigError(
@@ -197,4 +212,5 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
                 key="robot.sim_log",
             ) from None
     stack.push_async_callback(session.close)
+    session.recentre_on_stop = cfg.robot.recentre_on_stop  # SPEC A6
     return Body(kind, session, connector)

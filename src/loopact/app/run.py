@@ -10,7 +10,6 @@ everything down in reverse order, so that the robot is stopped whatever happens.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import gc
 import logging
 from collections.abc import Sequence
@@ -29,13 +28,14 @@ from loopact.app import modes
 from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
 from loopact.app.local import prepare_local_prompt, start_local_brain, use_local_brain
-from loopact.app.mcp import attach_mcp
-from loopact.app.memory import OpenedMemory, open_memory
+from loopact.app.mcp import allow_warnings, attach_mcp
+from loopact.app.memory import OpenedMemory, open_memory, start_memory_sync
 from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
+from loopact.app.observe import open_observe
 from loopact.app.own_state import agent_state_paths, check_output_files
-from loopact.app.robot import Body, open_body
+from loopact.app.robot import Body, image_gate, open_body
 from loopact.app.vision import attach_vision
 from loopact.app.voice import VoiceRun
 from loopact.config import Config, config_secret_settings
@@ -161,6 +161,7 @@ async def open_agent(
     elif local_brain:
         cfg, brain = await start_local_brain(cfg, stack, bus)
     _open_trace(cfg, bus, stack, config_source)  # before anything connects: every event
+    observe = open_observe(cfg, bus, stack, Console(stderr=True, soft_wrap=True))  # issue 44
     body = await open_body(cfg, stack)
     connector = await open_nodes_connector(cfg, body, stack, bus)
     served = await _robot_tools(cfg, body, connector, registry, stack)
@@ -173,8 +174,10 @@ async def open_agent(
     options = dataclasses.replace(options, interactive=interactive)
     channels = await open_message_channels(cfg, stack, body.connector)
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
-    _warn_unknown_allowed(cfg.confirm.allow, registry.names)
+    await observe.attach(body.session, bus, agent)  # issue 44: robot readings, governor
+    _warn_unknown_allowed(cfg, registry)
     await _attach(cfg, agent, connector, served, memory, stack, once)
+    await start_memory_sync(memory, agent, lambda r: system_prompt(cfg, body, r, memory.skills))
     await attach_board(cfg, agent, stack, connector)
     if brain is not None and cfg.local.prompt_cache:
         await prepare_local_prompt(agent)
@@ -195,19 +198,12 @@ def _warn_short_secrets(secrets: list[tuple[str, str]]) -> None:
         )
 
 
-def _warn_unknown_allowed(allowed: Sequence[str], tools: Sequence[str]) -> None:
-    """One warning per ``confirm.allow`` name that no tool has at start, with the closest
-    tool name (a typo such as ``fiel_write`` left the write asking, or refused unattended).
-    Not an error: a node or MCP server that connects later may bring the tool (SPEC H2)."""
-    for name in sorted(set(allowed) - set(tools)):
-        close = difflib.get_close_matches(name, tools, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        logger.warning(
-            "confirm.allow: no tool is named %r yet; %s(a tool of a node or MCP server that "
-            "connects later is allowed when it comes)",
-            name,
-            hint,
-        )
+def _warn_unknown_allowed(cfg: Config, registry: ToolRegistry) -> None:
+    """One warning per ``confirm.allow`` entry that allows no tool at start
+    (:func:`~loopact.app.mcp.allow_warnings`): a typo such as ``fiel_write``, a plain name
+    of an MCP server's tool, an ``mcp:`` entry of no configured server (SPEC H2, C5)."""
+    for line in allow_warnings(cfg.confirm.allow, registry, list(cfg.mcp.servers)):
+        logger.warning("%s", line)
 
 
 def _open_trace(
@@ -297,6 +293,18 @@ def _workspace(cfg: Config, config_source: Path | None) -> tuple[Workspace, list
     return files, tools
 
 
+def system_prompt(cfg: Config, body: Body, rules: str | None, skills: str | None) -> str:
+    """The system prompt of a run: the robot, the user's instructions, the memory's rules and
+    preferences, the skills catalogue (SPEC E2, E3)."""
+    return build_system_prompt(
+        body.prompt_info(),
+        cfg.agent.system_prompt,
+        rules=rules,
+        skills=skills,
+        continuous=cfg.agent.mode == "continuous",
+    )
+
+
 def agent_options(
     cfg: Config, body: Body, memory: OpenedMemory, workspace: Path, *, local: bool = False
 ) -> AgentOptions:
@@ -326,13 +334,7 @@ def agent_options(
     session = body.session
     return AgentOptions(
         bounds=bounds,
-        system_prompt=build_system_prompt(
-            body.prompt_info(),
-            cfg.agent.system_prompt,
-            rules=memory.rules,
-            skills=memory.skills,
-            continuous=cfg.agent.mode == "continuous",
-        ),
+        system_prompt=system_prompt(cfg, body, memory.rules, memory.skills),
         context=context,
         hourly_rounds=cfg.agent.hourly_rounds,
         hourly_tokens=cfg.agent.hourly_tokens,
@@ -344,6 +346,9 @@ def agent_options(
         allow=frozenset(cfg.confirm.allow),
         confirm_timeout_s=cfg.confirm.timeout_s,
         stop_hooks=(session.stop,) if session is not None else (),
+        after_stop_hooks=(session.recentre_after_stop,)
+        if session is not None and session.recentre_on_stop
+        else (),
         state_provider=session.state if session is not None else None,
         trace_full=cfg.trace.full,
         split_steps=local and cfg.local.split_steps,
@@ -395,9 +400,12 @@ async def _attach(
             agent,
             connector,
             cfg.agent.name,
+            # issue 39 item 17: over MQTT the text channel is the operator's choice
+            text_channel=connector.transport != "mqtt" or cfg.mqtt.text_channel,
             settle_s=1.5 if once is not None else 0.0,
             shared=cfg.nodes.shared and connector.transport == "mqtt",
             trust=node_trust(cfg, own=served),
+            gate=image_gate(cfg),  # SPEC G1: the configured limits
             # the robot's own seewhat comes as a node (MQTT transport): no second one
             seewhat=False if "seewhat" in served else None,
         )

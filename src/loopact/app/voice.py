@@ -243,7 +243,12 @@ async def open_voice(
                 tts = None
         player = Player(sink, tts, agent.bus)
         stack.push_async_callback(player.close)
-    channel = VoiceChannel(agent, player)
+    channel = VoiceChannel(agent, player, to_model=v.to_model)
+    if v.to_model != "transcript" and not agent.model.capabilities.audio_input:
+        console.print(
+            f"[yellow]loopact: voice.to_model is {v.to_model}, but the model does not take "
+            "audio (model.capabilities.audio_input: false): it gets the transcript[/]"
+        )
     stack.callback(channel.close)
     listener: Listener | None = None
     if source is not None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AsyncExitStack
 from typing import Any, Protocol
 
 from rich.console import Console
 
 from loopact.agent import Agent
+from loopact.app.robot import image_gate
 from loopact.config import Config
 from loopact.errors import ConfigError, LoopactError
 from loopact.llm.base import Model
@@ -87,7 +89,13 @@ async def serve_web(
             port=cfg.web.port,
             token=token,
             settings=_with_voice(
-                settings_from_config(cfg, on_settings=apply, token=token), cfg, agent, stack
+                dataclasses.replace(
+                    settings_from_config(cfg, on_settings=apply, token=token),
+                    gate=image_gate(cfg),  # uploads pass the configured gate (SPEC G1)
+                ),
+                cfg,
+                agent,
+                stack,
             ),
         )
     except ConfigError as exc:
@@ -116,6 +124,7 @@ def _with_voice(settings: Any, cfg: Config, agent: Agent, stack: AsyncExitStack)
         lambda: make_tts(cfg),
         voice_refusal(modality),  # the command line's line (G3)
         lambda: listener_options(cfg),
+        to_model=cfg.voice.to_model,  # SPEC B8: the clip to a model that hears it
     )
     stack.push_async_callback(voice.close)
     settings.voice = voice

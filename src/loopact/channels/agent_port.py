@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from loopact.events import Event
 from loopact.llm.base import Model
-from loopact.llm.messages import Image
+from loopact.llm.messages import Audio, Image
 
 
 class EventSource(Protocol):
@@ -51,10 +51,15 @@ class AgentPort(Protocol):
         """True while a task runs."""
 
     def submit(
-        self, text: str, images: Iterable[Image] = (), source: str = "terminal"
+        self,
+        text: str,
+        images: Iterable[Image] = (),
+        source: str = "terminal",
+        audio: Iterable[Audio] = (),
     ) -> str | None:
-        """A command from ``source``: preempts the running task; the new task's id, or None
-        when the text only stopped the robot."""
+        """A command from ``source`` (with its pictures, and the spoken clips of a voice
+        command): preempts the running task; the new task's id, or None when the text only
+        stopped the robot."""
 
     def stop(self, source: str = "terminal") -> None:
         """Stop the running task and the robot at once."""

@@ -39,7 +39,7 @@ from loopact.events.payloads import (
     ToolResultPayload,
     TranscriptPayload,
 )
-from loopact.i18n import t
+from loopact.i18n import Phrase, t
 from loopact.redact import printable
 
 
@@ -140,14 +140,16 @@ class ProgressPrinter:
             self.console.print(f"[dim]    … {shown(str(progress['text']))}[/]")
         elif typ == EventType.TOOL_RESULT:
             result = ev.payload(ToolResultPayload)
+            said = self._outcome(result.get("outcome"))  # a robot tool's outcome, in our language
             if result["ok"]:
                 data = result.get("data")
                 body = _args(data, 140) if data is not None else "ok"
                 n = result.get("n_images")
                 extra = f" [{n} image(s)]" if n else ""
-                self.console.print(f"[green]  ✓ {shown(name)}: {shown(body)}{extra}[/]")
+                self.console.print(f"[green]  ✓ {shown(name)}: {shown(said or body)}{extra}[/]")
             else:
-                self.console.print(f"[red]  ✗ {shown(name)}: {shown(str(result['error']))}[/]")
+                error = said or str(result["error"])
+                self.console.print(f"[red]  ✗ {shown(name)}: {shown(error)}[/]")
         elif typ == EventType.CONFIRM_REQUEST:
             self._end_text()
             asked = ev.payload(ConfirmRequestPayload)
@@ -155,6 +157,15 @@ class ProgressPrinter:
             args = asked.get("shown") or shown_arguments(asked["arguments"])
             prompt = t("confirm.prompt", self.lang, name=asked["name"], args=args)
             self.console.print(f"[magenta]{shown(prompt)}[/]", end="")
+
+    def _outcome(self, outcome: Any) -> str | None:
+        """A ``tool_result``'s typed outcome (``{id, params}``) in :attr:`lang`, or None."""
+        if not outcome:
+            return None
+        try:
+            return Phrase.from_json(outcome).text(self.lang)
+        except (ValueError, KeyError, TypeError):  # not one this version knows: say nothing
+            return None
 
     def _notice(self, typ: EventType, ev: Event) -> None:
         """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""

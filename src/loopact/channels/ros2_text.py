@@ -7,7 +7,9 @@
   results, replies, errors) as one JSON object per message, the same lines a trace file holds
   (live-only deltas are left out).
 
-Works over any :class:`~loopact.nodes.connector.Connector`.
+Works over any :class:`~loopact.nodes.connector.Connector`; an instruction is traced with
+``source: "mqtt"`` over MQTT, ``"ros2"`` otherwise (``task_start``). Over MQTT the channel is
+on only with ``mqtt.text_channel`` (issue 39 item 17, docs/security.md).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Ros2TextChannel:
         self._queue: deque[str] = deque(maxlen=MAX_QUEUED_EVENTS)
         self._wake = asyncio.Event()
         self._pump: asyncio.Task[None] | None = None
+        self.source = "mqtt" if connector.transport == "mqtt" else "ros2"
 
     async def start(self) -> None:
         """Subscribe to the input topic and publish the agent's events."""
@@ -96,9 +99,9 @@ class Ros2TextChannel:
         if not text:
             return
         try:
-            self.agent.submit(text, source="ros2")
+            self.agent.submit(text, source=self.source)
         except Exception:
-            logger.exception("could not submit a ROS 2 instruction")
+            logger.exception("could not submit an instruction from %s", self.source)
 
     def _on_event(self, event: Event) -> None:
         if event.type in LIVE_ONLY_TYPES:

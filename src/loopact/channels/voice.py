@@ -6,7 +6,9 @@ transcripts) and a :class:`~loopact.voice.playback.Player` (the robot's voice) t
 - a transcript that is only "stop" / "停" / "停止" stops the robot's voice and goes to
   :meth:`Agent.submit`, which stops the task and the robot without the model (the one stop path
   of the runtime); any other transcript is submitted as a command (``source="voice"``) and
-  preempts the running task like a typed one;
+  preempts the running task like a typed one; with ``to_model`` ``audio`` or ``both`` the
+  utterance itself goes with it as a WAV clip, instead of or beside its transcript, for a model
+  that hears audio (SPEC B8; a model that does not gets the transcript);
 - every task's reply is spoken sentence by sentence from its ``text_delta`` events while it
   streams, each task in its own generation (a new task drops the old reply's audio);
 - a reply that did not stream (a bound's fallback text) is spoken from its ``reply`` event.
@@ -23,6 +25,8 @@ from loopact.agent.runtime import is_stop
 from loopact.channels.agent_port import AgentPort
 from loopact.events import Event, EventType
 from loopact.events.payloads import DeltaPayload, TaskEndPayload, TextPayload
+from loopact.llm.messages import Audio
+from loopact.voice.audio import duration_s, wav_bytes
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
 from loopact.voice.stt import Transcript
@@ -52,15 +56,23 @@ class VoiceChannel:
         source: The ``source`` of submitted commands.
         speak: ``all`` speaks every task's reply; ``own`` only the replies to the commands
             this channel submitted (the web console's microphone).
+        to_model: What of a spoken command goes to the model (``voice.to_model``):
+            ``transcript``, ``audio`` (the clip instead of its words) or ``both``.
 
     Attributes:
         outcomes: ``task_end`` statuses of the tasks that voice commands started, in order.
     """
 
     def __init__(
-        self, agent: AgentPort, player: Player | None, source: str = "voice", speak: str = "all"
+        self,
+        agent: AgentPort,
+        player: Player | None,
+        source: str = "voice",
+        speak: str = "all",
+        to_model: str = "transcript",
     ) -> None:
         self.agent = agent
+        self.to_model = to_model
         self.speak = speak
         self.player = player
         self.source = source
@@ -84,11 +96,24 @@ class VoiceChannel:
             return
         if self.player is not None:
             self.player.stop("new command")
-        task_id = self.agent.submit(text, source=self.source)
+        task_id = self.agent.submit(text, source=self.source, audio=self._clips(transcript, text))
         self.submitted += 1
         if task_id is not None:
             self._voice_tasks.add(task_id)
         self._changed.set()
+
+    def _clips(self, transcript: Transcript, text: str) -> tuple[Audio, ...]:
+        """The spoken clip that goes to the model with the command (``to_model``), if any."""
+        if self.to_model == "transcript" or not transcript.pcm:
+            return ()
+        clip = Audio(
+            wav_bytes(transcript.pcm),
+            "wav",
+            duration_s(transcript.pcm),
+            transcript=text,
+            instead_of_text=self.to_model == "audio",
+        )
+        return (clip,)
 
     # ------------------------------------------------------------------ speaking
     def _on_event(self, ev: Event) -> None:

@@ -19,7 +19,7 @@ from loopact._compat import wait_within
 from loopact.errors import AudioFormatError, ToolError
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
 from loopact.tools.blocking import BlockingExecutor
-from loopact.tools.builtin.files import Workspace, read_bytes, write_text
+from loopact.tools.builtin.files import Workspace, open_regular, write_text
 from loopact.voice.audio import duration_s, read_wav, wav_bytes
 from loopact.voice.listen import Listener
 from loopact.voice.playback import Player
@@ -29,6 +29,11 @@ MAX_RECORD_S = 120.0
 
 MAX_PLAY_BYTES = 50 * 1024 * 1024
 """``play_audio`` refuses larger WAV files (50 MiB: about 5 minutes of CD-quality stereo)."""
+
+MAX_PLAY_S = 600.0
+"""``play_audio`` refuses longer audio (10 minutes: 19 MB of 16 kHz PCM to hold), from the
+file's header before its samples are read (issue 39 item 15: a 48 MB 8-bit 8 kHz file is
+100 minutes)."""
 
 LOAD_TIMEOUT_S = 30.0
 """How long ``play_audio`` may take to read and decode its file, in seconds."""
@@ -60,8 +65,9 @@ class VoiceControls:
     async def play(self, filename: str) -> ToolResult:
         """Play a WAV file of the workspace.
 
-        The file is read and decoded (up to 50 MiB, resampled to 16 kHz mono) on a daemon
-        thread, not on the event loop, within :data:`LOAD_TIMEOUT_S`.
+        The file (up to 50 MiB and 10 minutes) is read and converted to 16 kHz mono in
+        blocks, on a daemon thread, not on the event loop, within :data:`LOAD_TIMEOUT_S`:
+        memory holds the 16 kHz output and one block (issue 39 item 15).
 
         Raises:
             ToolError: No speaker, a path outside the workspace, not a regular file, too
@@ -84,10 +90,10 @@ class VoiceControls:
 
     def _load(self, filename: str) -> tuple[str, bytes, list[str]]:
         # A regular file of bounded size only: a FIFO would block for good (issue 21 item 11)
-        path, raw = read_bytes(self.ws, filename, MAX_PLAY_BYTES, "play_audio")
+        path, stream = open_regular(self.ws, filename, MAX_PLAY_BYTES, "play_audio")
         rel = self.ws.relative(path)
         try:
-            pcm, notes = read_wav(raw, name=rel)
+            pcm, notes = read_wav(stream, name=rel, max_s=MAX_PLAY_S)  # closes the stream
         except AudioFormatError as exc:
             raise ToolError(str(exc)) from None
         return rel, pcm, notes

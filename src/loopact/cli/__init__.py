@@ -1,7 +1,8 @@
 """The ``loopact`` command (typer).
 
 ``loopact run`` starts the agent (interactive terminal chat, or ``--once TEXT``);
-``loopact init`` writes a starter config; ``loopact trace`` reads a trace;
+``loopact init`` writes a starter config; ``loopact doctor`` checks the machine for each
+feature; ``loopact trace`` reads a trace (or writes it as MCAP);
 ``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
 ``loopact sim`` works with the simulator; ``loopact node`` serves a file's tools as nodes;
 ``loopact base`` runs the safety governor next to the base; ``loopact mcp`` serves the agent's
@@ -10,9 +11,10 @@ Exit codes of ``run --once``: 0 the task ended
 with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
 stderr), 2 a usage or configuration error, 130 Ctrl-C.
 
-The commands live beside this file: :mod:`loopact.cli.agent` (run, init, trace,
-scripted-server), :mod:`loopact.cli.services` (sim, node, base, mcp) and
-:mod:`loopact.eval.cli` (eval); :mod:`loopact.cli._common` holds the exit codes and runners.
+The commands live beside this file: :mod:`loopact.cli.agent` (run, trace,
+scripted-server), :mod:`loopact.cli.init` (init), :mod:`loopact.cli.services` (sim, node,
+base, mcp) and :mod:`loopact.eval.cli` (eval); :mod:`loopact.cli._common` holds the exit
+codes and runners.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from loopact.cli._common import (
     Command,
     Group,
 )
-from loopact.cli.agent import init, run, scripted_server, trace_cmd
+from loopact.cli.agent import run, scripted_server, trace_cmd
+from loopact.cli.doctor import doctor
+from loopact.cli.init import init
 from loopact.cli.services import base, mcp_cmd, node, sim
 from loopact.eval.cli import eval_command
 
@@ -68,6 +72,7 @@ def _root(
 # is its help: people read it, so it names no spec labels (those go in comments).
 app.command(cls=Command)(run)
 app.command(cls=Command)(init)
+app.command(cls=Command)(doctor)  # issue 44: what this machine has, the fix for what is not
 app.command("trace", cls=Command)(trace_cmd)
 app.command("scripted-server", cls=Command)(scripted_server)
 # a command, not a group: sim has options only (SPEC D6)

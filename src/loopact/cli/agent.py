@@ -1,4 +1,4 @@
-"""``loopact run`` (the agent), ``loopact init``, ``loopact trace`` and ``loopact scripted-server``.
+"""``loopact run`` (the agent), ``loopact trace`` and ``loopact scripted-server``.
 
 Exit codes of ``run --once``: 0 the task ended with a reply, 3 it ended on a bound (the fallback
 text is printed), 1 an error (message on stderr), 2 a usage or configuration error, 130 Ctrl-C.
@@ -56,6 +56,11 @@ def run(
     base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. .../v1."),
     model: str | None = typer.Option(None, "--model", help="Model name."),
     api_key: str | None = typer.Option(None, "--api-key", help="API key (prefer env vars)."),
+    thinking_budget: int | None = typer.Option(
+        None,
+        "--thinking-budget",
+        help="Anthropic extended thinking with this budget in tokens (at least 1024).",
+    ),
     robot: str | None = typer.Option(
         None, "--robot", help="Robot: sim (default), ros2 (ROS 2 topics) or none."
     ),
@@ -83,11 +88,22 @@ def run(
     sim_log: Path | None = typer.Option(
         None, "--sim-log", help="Sim: write ground-truth poses here (JSON Lines, 20 Hz)."
     ),
+    recentre_on_stop: bool = typer.Option(
+        False,
+        "--recentre-on-stop",
+        help="Bring the camera back to centre when a task is stopped or preempted.",
+    ),
     workspace: Path | None = typer.Option(None, "--workspace", help="Folder for file tools."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow write tools without asking."),
     once: str | None = typer.Option(None, "--once", help="Run one instruction and exit."),
     trace: Path | None = typer.Option(None, "--trace", help="Write a JSON Lines trace here."),
     trace_full: bool = typer.Option(False, "--trace-full", help="Also trace request messages."),
+    record: Path | None = typer.Option(
+        None, "--record", help="Record the run as MCAP here, for Foxglove (docs/observability.md)."
+    ),
+    foxglove: bool = typer.Option(
+        False, "--foxglove", help="Serve the run live to Foxglove (WebSocket, loopback)."
+    ),
     lang: str | None = typer.Option(None, "--lang", help="Language for people: en or zh."),
     voice: bool = typer.Option(
         False, "--voice", help="Talk to the robot: microphone and speaker (docs/voice.md)."
@@ -120,6 +136,7 @@ _RUN_FLAG_KEYS = {
     "base_url": "model.base_url",
     "model": "model.model",
     "api_key": "model.api_key",
+    "thinking_budget": "model.thinking_budget_tokens",
     "robot": "robot.kind",
     "profile": "robot.profile",
     "site": "robot.site",
@@ -137,6 +154,7 @@ _RUN_FLAG_KEYS = {
     "web_port": "web.port",
     "web_token": "web.token",
     "trace": "trace.path",
+    "record": "record.path",
     "transport": "nodes.transport",
     "broker": "mqtt.broker",
     "board": "board.kind",
@@ -152,7 +170,9 @@ _RUN_SWITCHES = {
     "no_web": ("web.enabled", False),
     "yes": ("confirm.auto_approve", True),
     "trace_full": ("trace.full", True),
+    "foxglove": ("foxglove.enabled", True),
     "voice": ("voice.enabled", True),
+    "recentre_on_stop": ("robot.recentre_on_stop", True),
 }
 """``loopact run`` switches that, when given, set a config key to a fixed value."""
 
@@ -209,38 +229,19 @@ def _start(
         return EXIT_ERROR
 
 
-def init(
-    path: Path = typer.Option(Path("loopact.yaml"), "--path", help="Where to write the config."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
-) -> None:
-    """Write a commented starter config (./loopact.yaml)."""
-    from loopact.config import STARTER_CONFIG
-
-    if path.is_dir():  # --force cannot help: a config is a file
-        err.print(
-            f"loopact: --path {path} is a folder; give the config file's name "
-            f"(e.g. --path {path / 'loopact.yaml'})",
-            markup=False,
-        )
-        raise typer.Exit(EXIT_USAGE)
-    if path.exists() and not force:
-        err.print(f"loopact: {path} exists; use --force to overwrite it", markup=False)
-        raise typer.Exit(EXIT_USAGE)
-    try:
-        path.write_text(STARTER_CONFIG, encoding="utf-8")
-    except OSError as exc:
-        err.print(f"loopact: cannot write {path}: {exc.strerror or exc}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
-    typer.echo(f"wrote {path}; edit model.base_url / model.model, then: loopact run")
-
-
 def trace_cmd(
     path: Path = typer.Argument(..., help="A trace written by --trace."),
     to_script: Path | None = typer.Option(
         None, "--to-script", help="Write a scripted-server script that replays the run."
     ),
+    to_mcap: Path | None = typer.Option(
+        None, "--to-mcap", help="Write the trace (and --sim-log) as MCAP, for Foxglove."
+    ),
+    sim_log: Path | None = typer.Option(
+        None, "--sim-log", help="The run's --sim-log file: ground truth for --to-mcap."
+    ),
 ) -> None:
-    """Print a trace as a timeline, or turn it into a replay script."""
+    """Print a trace as a timeline, turn it into a replay script, or into MCAP for Foxglove."""
     # The docstring is the --help text. SPEC H3, docs/trace.md "Reading a trace": exit 2 when
     # the trace cannot be read, is empty, has a line that is not an event (named) or a call
     # the replay would have to guess; 1 when it has nothing to replay; a cut-off last line
@@ -248,6 +249,8 @@ def trace_cmd(
     from loopact.trace import NOTHING_TO_REPLAY, load_trace, timeline
     from loopact.trace import to_script as make_script
 
+    if to_mcap is not None or sim_log is not None:
+        raise typer.Exit(_trace_to_mcap(path, to_mcap, sim_log, to_script))
     try:
         trace = load_trace(path)
     except (OSError, ValueError) as exc:
@@ -276,6 +279,36 @@ def trace_cmd(
         err.print(f"loopact: cannot write {to_script}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     typer.echo(f"wrote {to_script} with {len(script['turns'])} turns")
+
+
+def _trace_to_mcap(
+    trace: Path, out: Path | None, sim_log: Path | None, to_script: Path | None
+) -> int:
+    """``loopact trace T --to-mcap OUT [--sim-log LOG]`` (issue 44); returns the exit code:
+    2 for a usage error or a file that cannot be read or written."""
+    if out is None or to_script is not None:
+        what = "--sim-log goes with --to-mcap" if out is None else "give --to-mcap or --to-script"
+        err.print(f"loopact: {what}", markup=False)
+        return EXIT_USAGE
+    try:
+        from loopact.observe.convert import trace_to_mcap
+    except ImportError as exc:
+        err.print(
+            f"loopact: --to-mcap needs foxglove-sdk ({exc.name} is missing): "
+            "pip install 'loopact[observe]'",
+            markup=False,
+        )
+        return EXIT_USAGE
+    try:
+        done = trace_to_mcap(trace, out, sim_log)
+    except (OSError, ValueError) as exc:
+        err.print(f"loopact: cannot convert: {exc}", markup=False)
+        return EXIT_USAGE
+    for warning in done.warnings:
+        err.print(f"loopact: {warning}", markup=False)
+    counts = ", ".join(f"{topic} {n}" for topic, n in sorted(done.counts.items()))
+    typer.echo(f"wrote {out}: {counts}")
+    return EXIT_OK
 
 
 def scripted_server(

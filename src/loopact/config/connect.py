@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 
@@ -38,6 +38,21 @@ class McpServerConfig(pydantic.BaseModel):
     safety: dict[str, McpSafety] = pydantic.Field(default_factory=dict)
     timeout_s: float | None = pydantic.Field(None, gt=0)
     connect_timeout_s: float = pydantic.Field(30.0, gt=0)
+    _env_refs: list[tuple[str, str]] = pydantic.PrivateAttr(default_factory=list)
+    _written: dict[str, Any] = pydantic.PrivateAttr(default_factory=dict)
+
+    @property
+    def env_refs(self) -> list[tuple[str, str]]:
+        """``(VAR, value)`` for every ``${VAR}`` the config file's entry referenced (set by
+        :func:`~loopact.config.load_config`): the values of secret-named variables are
+        masked everywhere (issue 39 item 14)."""
+        return self._env_refs
+
+    @property
+    def written(self) -> dict[str, Any]:
+        """``command``, ``args`` and ``url`` as the config file wrote them, ``${VAR}``
+        references unexpanded (empty for an entry built in code): what events show."""
+        return self._written
 
     @pydantic.model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -106,10 +121,20 @@ class MqttSubscriptionConfig(pydantic.BaseModel):
     topic: str = pydantic.Field(min_length=1)
     mode: Literal["filter", "inject"] = "filter"
     rules: list[str] = pydantic.Field(default_factory=list)
+    retained: Literal["skip", "inject"] | None = None  # None: mqtt.retained
 
 
 class MqttConfig(pydantic.BaseModel):
-    """``mqtt``: the broker, its credentials, the MQTT tools and rules (SPEC C4, C7, X4)."""
+    """``mqtt``: the broker, its credentials, the MQTT tools and rules (SPEC C4, C7, X4).
+
+    ``text_channel`` (default off; issue 39 item 17): the text channel on
+    ``<p>/<agent>/text_input`` / ``text_output``. Whoever may publish on the first instructs
+    the agent as its user, whoever may subscribe to the second reads everything the agent
+    reads; turn it on only where the broker's ACL is the boundary (docs/security.md).
+
+    ``retained`` (issue 39 item 8): what rules and inject mode do with a retained message
+    (published before the subscription): ``skip`` (the default) or ``inject`` it, marked
+    retained with its age where known; a subscription may say otherwise."""
 
     model_config = _STRICT
     broker: str = "mqtt://127.0.0.1:1883"
@@ -120,12 +145,14 @@ class MqttConfig(pydantic.BaseModel):
     keepalive_s: int = pydantic.Field(10, ge=2, le=3600)
     client_id: str | None = pydantic.Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     tools: bool = True
+    text_channel: bool = False
     brokers: list[str] = pydantic.Field(default_factory=list)
     allow_subscribe: list[str] = pydantic.Field(default_factory=lambda: ["#"])
     allow_publish: list[str] = pydantic.Field(default_factory=lambda: ["#"])
     min_publish_interval_s: float = pydantic.Field(0.1, ge=0.1)
     max_publish_bytes: int = pydantic.Field(65_536, ge=1, le=8_000_000)
     history_per_topic: int = pydantic.Field(100, ge=1, le=10_000)
+    retained: Literal["skip", "inject"] = "skip"
     subscriptions: list[MqttSubscriptionConfig] = pydantic.Field(default_factory=list)
 
     @property

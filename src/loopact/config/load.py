@@ -16,6 +16,7 @@ import pydantic
 import yaml
 from pydantic_core import ErrorDetails
 
+from loopact.config.mcp_secrets import server_secrets
 from loopact.config.sections import Config
 from loopact.config.yaml_strict import safe_load_unique
 from loopact.errors import ConfigError
@@ -182,7 +183,7 @@ def load_config(
         servers = servers if isinstance(servers, dict) else {}
         from_file = read_mcp_servers(mcp_config)
         data["mcp"] = {**section, "servers": {**servers, **from_file}}
-    _expand_mcp_env(data, env)
+    written = _expand_mcp_env(data, env)
     try:
         cfg = Config.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -199,6 +200,12 @@ def load_config(
         raise _format_error(exc.errors(), where) from None
     if mcp_config is not None:
         cfg.mcp._config_file = mcp_config
+    for name, server in cfg.mcp.servers.items():  # what events may show (issue 39 item 14)
+        server._env_refs, server._written = written.get(name, ([], {}))
+    named = cfg.model.api_key_env
+    if named and not _has_path(flags_given, ("model", "api_key")):
+        key = _named_variable(env, named, "model.api_key_env")
+        cfg.model.api_key = pydantic.SecretStr(key)
     email = cfg.messages.email
     if email is not None and email.password_env:
         email._password = _named_variable(env, email.password_env, "messages.email.password_env")
@@ -343,11 +350,15 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MCP_EXPANDED = ("command", "args", "env", "url", "headers", "cwd")
 
 
-def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
+def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, _Written]:
     """Replace ``${VAR}`` / ``${VAR:-default}`` in MCP server settings from ``env``, in place.
 
     Keeps secrets (API keys in ``env`` or ``headers``) out of config files, as desktop
     assistants allow.
+
+    Returns:
+        Per server: the ``(VAR, value)`` pairs substituted, and its ``command``, ``args``
+        and ``url`` as written (for :attr:`McpServerConfig.env_refs` and ``.written``).
 
     Raises:
         ConfigError: A referenced variable is not set and has no default (names the key).
@@ -355,7 +366,8 @@ def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
     section = data.get("mcp")
     servers = section.get("servers") if isinstance(section, dict) else None
     if not isinstance(servers, dict):
-        return
+        return {}
+    refs: list[tuple[str, str]] = []
 
     def expand(value: Any, key: str) -> Any:
         if isinstance(value, str):
@@ -363,8 +375,10 @@ def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
             def one(m: re.Match[str]) -> str:
                 name, default = m.group(1), m.group(2)
                 if name in env:
+                    refs.append((name, env[name]))
                     return env[name]
                 if default is not None:
+                    refs.append((name, default))
                     return default
                 raise ConfigError(
                     f"{key}: environment variable {name} is not set (referenced as "
@@ -379,12 +393,20 @@ def _expand_mcp_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
             return {k: expand(v, f"{key}.{k}") for k, v in value.items()}
         return value
 
+    written: dict[str, _Written] = {}
     for name, server in list(servers.items()):
         if isinstance(server, dict):
+            refs = []
+            as_written = {k: server[k] for k in ("command", "args", "url") if k in server}
             servers[name] = {
                 k: expand(v, f"mcp.servers.{name}.{k}") if k in _MCP_EXPANDED else v
                 for k, v in server.items()
             }
+            written[str(name)] = (list(refs), as_written)
+    return written
+
+
+_Written = tuple[list[tuple[str, str]], dict[str, Any]]
 
 
 _ENV_VARS = {
@@ -463,15 +485,6 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-_SECRET_NAME = re.compile(
-    r"(^|[_-])(api_?key|key|token|secret|pass(word|wd)?|auth(orization)?|credentials?|cookie)"
-    r"($|[_-])",
-    re.IGNORECASE,
-)
-"""A header or variable name that holds a secret: ``Authorization``, ``X-API-Key``,
-``GITHUB_TOKEN``, ``DB_PASSWORD`` (not ``AUTHOR`` or ``KEYBOARD``)."""
-
-
 def config_secrets(cfg: Config, env: Mapping[str, str] | None = None) -> list[str]:
     """Every secret value the configuration holds or names, for the event bus's masker
     (:class:`~loopact.redact.Redactor`; issue 21 item 5, SPEC A8).
@@ -479,9 +492,12 @@ def config_secrets(cfg: Config, env: Mapping[str, str] | None = None) -> list[st
     Besides the model's key: every ``SecretStr`` (the vision, speech, images and e-mail
     keys, the console's and ``loopact mcp``'s tokens, the e-stop reset token, the MQTT
     password), the values of the variables that ``*_env`` keys name, the SMTP password, and
-    the MCP servers' ``headers`` and ``env`` values whose names look secret
-    (``Authorization``: the whole value and its last word, ``Bearer <token>``;
-    ``GITHUB_TOKEN``, ``API_KEY``, ...).
+    the credentials of the MCP servers' settings
+    (:func:`~loopact.config.mcp_secrets.server_secrets`): ``headers`` and ``env`` values
+    whose names look secret (``Authorization``: the whole value and its last word, ``Bearer
+    <token>``; ``GITHUB_TOKEN``, ``API_KEY``, ...), ``${VAR}`` values of secret-named
+    variables, a URL's password and secret-named query values, and the values of
+    secret-named flags in ``args`` (issue 39 item 14).
 
     Args:
         cfg: The loaded configuration.
@@ -530,11 +546,7 @@ def config_secret_settings(
     if email is not None and email.password():
         found.append(("messages.email.password_env", str(email.password())))
     for server_name, server in cfg.mcp.servers.items():
-        where = f"mcp.servers.{server_name}"
-        for header, value in server.headers.items():
-            if _SECRET_NAME.search(header) and value.split():
-                found += [(f"{where}.headers.{header}", v) for v in (value, value.split()[-1])]
-        found += [(f"{where}.env.{k}", v) for k, v in server.env.items() if _SECRET_NAME.search(k)]
+        found += server_secrets(server_name, server)
     return found
 
 

@@ -34,6 +34,7 @@ class RobotConfig(pydantic.BaseModel):
     sim_speed: float = pydantic.Field(1.0, gt=0)
     scenario: Literal["default", "moving-target"] = "default"
     sim_log: Path | None = None
+    recentre_on_stop: bool = False
     estop: EstopConfig = EstopConfig()
 
 
@@ -97,9 +98,14 @@ class VisionModelConfig(pydantic.BaseModel):
 
 
 class VisionConfig(pydantic.BaseModel):
-    """``vision``: perception tools (SPEC D5, G2; issue 15)."""
+    """``vision``: perception tools (SPEC D5, G2; issue 15) and the image gate every image
+    passes before it reaches a model (SPEC G1, issue 46): ``max_side_px`` is the longest side
+    of a gated image in pixels, ``blur_threshold`` the variance of the Laplacian below which an
+    image counts as blurry (measured default 4.0, :mod:`loopact.vision.gate`)."""
 
     model_config = _STRICT
+    max_side_px: int = pydantic.Field(1024, ge=16, le=8192)
+    blur_threshold: float = pydantic.Field(4.0, ge=0, le=100_000)
     colors: dict[str, list[tuple[HsvTriple, HsvTriple]]] = pydantic.Field(default_factory=dict)
     model: VisionModelConfig | None = None
     use_main_model: bool = True

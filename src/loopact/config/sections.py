@@ -9,6 +9,7 @@ module. Loading, merging and the environment are in :mod:`loopact.config.load`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +37,7 @@ from loopact.config.connect import (
     NodeSafety,
     NodesConfig,
 )
+from loopact.config.observe import FoxgloveConfig, RecordConfig, TelemetryConfig
 from loopact.config.robot import (
     BoardConfig,
     EstopConfig,
@@ -94,12 +96,33 @@ class AgentConfig(pydantic.BaseModel):
 
 
 class ConfirmConfig(pydantic.BaseModel):
-    """``confirm``: who may run write tools (SPEC C5)."""
+    """``confirm``: who may run write tools (SPEC C5).
+
+    ``allow`` lists what runs without asking: a tool's name for loopact's own tools (and
+    nodes'), ``mcp:SERVER/TOOL`` for a tool of an MCP server (``TOOL`` its name on the
+    server, or an ``fnmatch`` pattern: ``mcp:lab/read_*``). A plain name never allows an MCP
+    tool: whichever server lists a name first gets it (issue 39 item 13).
+    """
 
     model_config = _STRICT
     auto_approve: bool = False
     allow: list[str] = pydantic.Field(default_factory=list)
     timeout_s: float = pydantic.Field(60.0, gt=0)
+
+    @pydantic.field_validator("allow")
+    @classmethod
+    def _entries(cls, allow: list[str]) -> list[str]:
+        bad = [e for e in allow if e.startswith("mcp:") and not _MCP_ENTRY.fullmatch(e)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not mcp:SERVER/TOOL (the server's name in mcp.servers, a "
+                "slash, the tool's name on that server or a pattern like read_*)"
+            )
+        return allow
+
+
+_MCP_ENTRY = re.compile(r"mcp:[^/\s]{1,64}/\S+")
+"""A ``confirm.allow`` entry for an MCP server's tool."""
 
 
 class TraceConfig(pydantic.BaseModel):
@@ -140,6 +163,8 @@ class MemoryConfig(pydantic.BaseModel):
     machine_id: str | None = None
     snapshots: bool = True
     snapshot_retention: int = pydantic.Field(200, ge=1)
+    sync_interval_s: float = pydantic.Field(300.0, ge=0)
+    """With ``remote``: seconds between syncs while running (0: at start and exit only)."""
 
 
 class Config(pydantic.BaseModel):
@@ -164,6 +189,9 @@ class Config(pydantic.BaseModel):
     nodes: NodesConfig = NodesConfig()
     mqtt: MqttConfig = MqttConfig()
     voice: VoiceConfig = VoiceConfig()
+    record: RecordConfig = RecordConfig()
+    foxglove: FoxgloveConfig = FoxgloveConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
     @property
     def endpoint_configured(self) -> bool:
@@ -188,6 +216,7 @@ __all__ = [
     "DocumentsConfig",
     "EmailConfig",
     "EstopConfig",
+    "FoxgloveConfig",
     "HsvTriple",
     "ImagesConfig",
     "LLAMA_CPP_SDIST_SHA256",
@@ -205,9 +234,11 @@ __all__ = [
     "MqttTlsConfig",
     "NodeSafety",
     "NodesConfig",
+    "RecordConfig",
     "RobotConfig",
     "ShellConfig",
     "SttConfig",
+    "TelemetryConfig",
     "ToolsConfig",
     "TopicMessagesConfig",
     "TraceConfig",

@@ -1,7 +1,19 @@
 """The starter config ``loopact init`` writes (also the body of docs/config.md).
 
 Every key with its default and a comment; keep it in step with :mod:`loopact.config.sections`.
+:func:`starter_config` puts given values in place of the defaults (``loopact init``'s answers),
+keeping every comment.
 """
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:@+-]+$")
+_YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"})
 
 STARTER_CONFIG = """\
 # loopact configuration. Every key is optional; defaults are shown.
@@ -17,12 +29,19 @@ model:
   base_url: null              # e.g. https://api.openai.com/v1 or http://localhost:11434/v1
   model: gpt-4o-mini
   api_key: null               # better: export LOOPACT_API_KEY=...
+  api_key_env: null           # or the name of the variable that holds the key (MY_KEY)
   temperature: null           # sampling temperature 0-2 sent with every request; null: the
                               # endpoint's default (not for dify: the app sets its own)
+  thinking_budget_tokens: null  # anthropic only: extended thinking with this budget in
+                              # tokens (>= 1024; like --thinking-budget); its thinking blocks
+                              # go back to the API with their signatures
   # capabilities:             # what the endpoint can do; the loop adapts to it
   #   vision: true
   #   native_tool_calls: true
-  #   parallel_tool_calls: true
+  #   parallel_tool_calls: true   # sent as parallel_tool_calls with native tools ...
+  #   audio_input: false      # true: it hears audio (input_audio parts; voice.to_model)
+  #   parallel_tool_calls_param: true  # ... unless false (an endpoint that refuses it; one
+  #                           # that answers HTTP 400 naming it is remembered anyway)
   #   context_tokens: 128000
   #   stream_usage: true      # set false if the endpoint rejects stream_options
 
@@ -72,8 +91,10 @@ agent:
 
 confirm:
   auto_approve: false         # true: never ask before write tools (like --yes)
-  allow: []                   # write tools allowed without asking, e.g. [file_write]; a
-                              # name no tool has at start is warned about (closest name)
+  allow: []                   # write tools allowed without asking, e.g. [file_write]; an
+                              # MCP server's tool by server and name: mcp:lab/echo (a plain
+                              # name allows loopact's own tools only); a name no tool has
+                              # at start is warned about (closest name)
   timeout_s: 60               # no answer within this time means denied
 
 robot:
@@ -85,6 +106,8 @@ robot:
   sim_speed: 1.0              # simulated time per real second
   scenario: default           # sim only: default, or moving-target (a cyan ball circling)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
+  recentre_on_stop: false     # true: a stopped or preempted task brings the camera back to
+                              # its home position (like --recentre-on-stop)
   estop:                      # the base-side governor (loopact base, sim --ros2): anyone on
                               # the graph may stop; releasing a latched stop needs
     reset_token: null         # "reset <token>" (better: LOOPACT_ESTOP_TOKEN), or
@@ -92,6 +115,10 @@ robot:
                               # (restrict its publishers with SROS2; docs/security.md)
 
 vision:
+  max_side_px: 1024           # the image gate (G1): every image for a model is scaled to at
+                              # most this long side, in pixels (16-8192) ...
+  blur_threshold: 4.0         # ... and held back as blurry below this sharpness (variance of
+                              # the Laplacian; 4.0 passes every sharp frame measured)
   colors: {}                  # HSV ranges (OpenCV: H 0..179) by colour name, added to or
                               # replacing the built-in ones measured on the simulator, e.g.
                               # orange: [[[8, 150, 120], [20, 255, 255]]]
@@ -113,6 +140,15 @@ vision:
 trace:
   path: null                  # write a JSON Lines trace here (like --trace)
   full: false                 # also record every request's messages
+record:                       # the run as MCAP for Foxglove (docs/observability.md)
+  path: null                  # like --record run.mcap
+  camera_hz: 1                # camera frames per second in the file (0: none)
+  pose_hz: 10                 # pose and TF messages per second
+  jpeg_quality: 75
+foxglove: {enabled: false, host: 127.0.0.1, port: 8765}  # live view (--foxglove), loopback
+telemetry:                    # OpenTelemetry spans over OTLP/HTTP; OTEL_EXPORTER_OTLP_* win
+  otlp_endpoint: null         # e.g. http://127.0.0.1:4318 (spans to /v1/traces)
+  service_name: loopact
 
 web:
   enabled: true               # the console at http://localhost:8080 (not with --once)
@@ -124,7 +160,10 @@ web:
 memory:
   enabled: true               # Git-backed memory: rules, diaries, facts, skills
   path: null                  # null: <user data folder>/loopact/memory (like --memory DIR)
-  remote: null                # a Git remote shared by several robots (pull, then push)
+  remote: null                # a Git remote shared by several robots: pulled at start, then
+                              # synced (fetch, merge, push) while running and at exit
+  sync_interval_s: 300        # seconds between syncs while running (0: at start and exit
+                              # only); a remote out of reach is retried sooner, nothing is lost
   machine_id: null            # prefix of diary entries; null: /etc/machine-id or hostname
   snapshots: true             # a JSON snapshot of the context per model round
   snapshot_retention: 200     # snapshots kept per machine
@@ -198,6 +237,9 @@ voice:                        # spoken commands and replies (docs/voice.md)
   audio_out: null             # a WAV file or - (raw PCM on stdout), like --audio-out
   ros2_topics: false          # true: listen on /<agent>/audio/in, speak on /<agent>/audio/out
                               # (std_msgs/UInt8MultiArray of 16 kHz s16le PCM; robot.kind ros2)
+  to_model: transcript        # what the model gets of a spoken command: transcript, audio
+                              # (the clip instead of its words) or both; the clip needs a
+                              # model with model.capabilities.audio_input (docs/voice.md)
   barge_in: true              # speech over the robot's voice stops it at once
   vad_aggressiveness: 2       # WebRTC VAD 0..3 (3 rejects the most noise)
   onset_ms: 60                # speech needed to count as a person talking (barge-in)
@@ -267,13 +309,112 @@ mqtt:
   client_id: null             # null: loopact-<role>-<random>, one per process run
   tools: true                 # the mqtt_* tools, when the transport is mqtt or
                               # subscriptions are set
+  text_channel: false         # <agent>/text_input and text_output on the broker: whoever
+                              # may publish there instructs the agent as its user, whoever
+                              # may subscribe reads all it reads; on only behind a broker
+                              # ACL (docs/security.md)
   brokers: []                 # other brokers mqtt_connect may use (same credentials)
   allow_subscribe: ["#"]      # topic filters the tools may subscribe to
   allow_publish: ["#"]        # topics mqtt_publish may write (a write tool: confirmed)
   min_publish_interval_s: 0.1 # per topic; at least 0.1
   max_publish_bytes: 65536    # largest mqtt_publish payload
   history_per_topic: 100      # messages kept per topic for mqtt_history
+  retained: skip              # a retained message (the broker's copy of an earlier one):
+                              # skip: rules and inject mode ignore it; inject: it reaches
+                              # the agent marked "retained" with its age where known
   subscriptions: []           # subscribed at start, e.g.
                               # - {topic: home/+/temperature, mode: filter,
-                              #    rules: ["temperature > 30"]}
+                              #    rules: ["temperature > 30"]}  (retained: per topic)
 """
+
+
+def starter_sections() -> dict[str, str]:
+    """:data:`STARTER_CONFIG` cut into its top-level sections, in order.
+
+    ``"_header"`` is the comment before the first section; each other key is a top-level key
+    of the file (``model``, ``robot``, ...) with its text up to the next one, comment lines
+    directly above a key belonging to that key. The docs show the file in parts, one page per
+    group of sections (docs/config.md, config-robot.md, config-connect.md;
+    ``scripts/sync-config-docs.py`` rewrites them, tests/test_docs_and_surface.py checks).
+
+    Returns:
+        Section name -> its lines, each ending in a newline, trailing blank lines left out.
+    """
+    lines = STARTER_CONFIG.splitlines(keepends=True)
+    starts: list[tuple[int, str]] = []
+    for i, line in enumerate(lines):
+        key = line.split(":", 1)[0]
+        if line[:1].isalpha() and key.isidentifier():
+            first = i
+            while first > 0 and lines[first - 1].startswith("#"):
+                first -= 1
+            starts.append((first, key))
+    bounds = [(0, "_header"), *starts, (len(lines), "")]
+    sections: dict[str, str] = {}
+    for (begin, name), (end, _) in zip(bounds, bounds[1:], strict=False):
+        sections[name] = "".join(lines[begin:end]).rstrip("\n") + "\n"
+    return sections
+
+
+def _yaml_value(value: Any) -> str:
+    """``value`` as a YAML scalar (a string that YAML would read otherwise is quoted)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS and not _is_number(text):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def starter_config(values: Mapping[str, Any] | None = None) -> str:
+    """The starter config with ``values`` in place of the defaults, every comment kept.
+
+    Args:
+        values: ``{"section.key": value}`` for keys the starter config has on a line of
+            their own (``model.provider``, ``web.host``, ...).
+
+    Returns:
+        The YAML text.
+
+    Raises:
+        KeyError: A key the starter config does not have.
+    """
+    lines = STARTER_CONFIG.splitlines(keepends=True)
+    for dotted, value in (values or {}).items():
+        section, key = dotted.split(".", 1)
+        lines[_line_of(lines, section, key)] = _with_value(
+            lines[_line_of(lines, section, key)], key, value
+        )
+    return "".join(lines)
+
+
+def _line_of(lines: list[str], section: str, key: str) -> int:
+    inside = False
+    for n, line in enumerate(lines):
+        if line[:1] not in (" ", "#", "\n", ""):
+            inside = re.match(rf"^{re.escape(section)}:(\s|$)", line) is not None
+        elif inside and re.match(rf"^  {re.escape(key)}:(\s|$)", line):
+            return n
+    raise KeyError(f"{section}.{key}")
+
+
+def _with_value(line: str, key: str, value: Any) -> str:
+    """``line`` (``  key: old   # comment``) with ``value``, the comment kept in its column."""
+    new = f"  {key}: {_yaml_value(value)}"
+    at = line.find(" #")
+    if at == -1:
+        return new + "\n"
+    hash_col = at + 1
+    return f"{new}{' ' * max(1, hash_col - len(new))}{line[hash_col:]}"

@@ -61,3 +61,4 @@ class VoiceConfig(pydantic.BaseModel):
     audio_in: str | None = None
     audio_out: str | None = None
     ros2_topics: bool = False
+    to_model: Literal["transcript", "audio", "both"] = "transcript"

@@ -27,7 +27,7 @@ def open_board(kind: str = "sim", file: str | Path | None = None) -> Board:
     """
     spec = load_board(file or "sim")
     if kind == "linux":
-        from loopact.devices.linux import LinuxDriver
+        from loopact.devices.linux import LinuxDriver, line_configs
 
-        return Board(spec, LinuxDriver())
+        return Board(spec, LinuxDriver(lines=line_configs(spec)))
     return Board(spec, SimDriver(spec))

@@ -6,8 +6,9 @@ written: buses, the console UART, an ID EEPROM) and its devices, each of one cla
 ======== ==================================================================================
 class    fields
 ======== ==================================================================================
-gpio     ``pin``, ``direction`` (in / out), ``edge`` (none / rising / falling / both: input
-         events)
+gpio     ``pin``, ``direction`` (in / out), ``bias`` (as-is / pull-up / pull-down /
+         disabled: the line's internal resistor, Linux only), ``edge`` (none / rising /
+         falling / both: input events)
 led      ``pin`` (on/off; brightness and blink in software)
 pwm      ``chip``, ``channel``, ``frequency_hz`` (duty 0-100 %)
 adc      ``channel``, ``vref_v``, ``bits``
@@ -46,6 +47,7 @@ class DeviceSpec(pydantic.BaseModel):
     description: str = ""
     pin: int | None = pydantic.Field(None, ge=0)
     direction: Literal["in", "out"] = "out"
+    bias: Literal["as-is", "pull-up", "pull-down", "disabled"] = "as-is"
     edge: Literal["none", "rising", "falling", "both"] = "none"
     chip: int = pydantic.Field(0, ge=0)
     channel: int = pydantic.Field(0, ge=0)
@@ -67,6 +69,8 @@ class DeviceSpec(pydantic.BaseModel):
     def _needs(self) -> DeviceSpec:
         if self.device_class in ("gpio", "led") and self.pin is None:
             raise ValueError(f"a {self.device_class} device needs `pin`")
+        if self.edge != "none" and not (self.device_class == "gpio" and self.direction == "in"):
+            raise ValueError("`edge` needs an input pin (class gpio, direction in)")
         if self.device_class == "sensor" and self.address is None:
             raise ValueError("a sensor needs `address` (its I2C address)")
         return self

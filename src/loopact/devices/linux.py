@@ -1,12 +1,23 @@
-"""Linux drivers for real boards (SPEC C9, issue 19): ``loopact run --board linux``.
+"""Linux drivers for real boards (SPEC C9, issues 19 and 46): ``loopact run --board linux``.
 
-- GPIO: the character device through ``gpiod`` (libgpiod 2 Python bindings, LGPL-2.1+;
-  ``pip install gpiod``), one request per line, edge events read on a watcher thread.
+- GPIO: the character device (``/dev/gpiochipN``, kernel GPIO uAPI v2) through ``gpiod``
+  (libgpiod 2 Python bindings, LGPL-2.1+; ``pip install gpiod``): one request per line, edge
+  events read on a watcher thread.
 - PWM: sysfs (``/sys/class/pwm/pwmchipN/pwmM/{period,duty_cycle,enable}``, nanoseconds).
 - ADC: IIO sysfs (``/sys/bus/iio/devices/iio:device0/in_voltageN_raw``).
 - DAC: IIO sysfs (``out_voltageN_raw``).
-- I2C: ``smbus2`` (MIT) register reads and writes.
-- SPI: ``spidev`` (MIT) full-duplex transfers.
+- I2C: ``smbus2`` (MIT) register block reads and writes on ``/dev/i2c-N`` (i2c-dev), at most
+  32 bytes each (an SMBus block).
+- SPI: ``spidev`` (MIT) full-duplex transfers on ``/dev/spidevB.C``.
+
+A GPIO line is requested the way the board file describes it (:class:`LineConfig`: direction,
+bias, edge). A line is never requested twice (the kernel answers ``EBUSY``): a read reuses
+the line's request whatever its direction (an output reads back the level it drives), a write
+to a line that is not an output yet turns it into one with the written level as its first
+value (no glitch), and edge watching reconfigures an input's request. An output-pin the board
+file describes is first requested "as is" when it is read before any write, so that reading a
+relay does not switch it. The kernel's rules hold: edge detection and bias need an explicit
+direction (edges an input), and only outputs can be set.
 
 Libraries are imported when first used, so a board without SPI needs no ``spidev``; a
 missing library or device node is a :class:`DriverError` that says what to install or which
@@ -15,12 +26,55 @@ node is missing. ``sysfs_root`` moves the sysfs tree (tests use a temporary fold
 
 from __future__ import annotations
 
+import errno
+import logging
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
+from loopact.devices.board import BoardSpec
 from loopact.devices.driver import Driver, EdgeCallback
 from loopact.errors import DriverError
+
+log = logging.getLogger(__name__)
+
+#: The most bytes one SMBus block read or write carries (``I2C_SMBUS_BLOCK_MAX``).
+SMBUS_BLOCK_MAX = 32
+
+Bias = Literal["as-is", "pull-up", "pull-down", "disabled"]
+Edge = Literal["none", "rising", "falling", "both"]
+
+
+@dataclass(frozen=True)
+class LineConfig:
+    """How the board file describes a GPIO line.
+
+    Attributes:
+        direction: ``in`` or ``out``; None for a line the board file does not describe (a
+            raw ``gpio<N>``): it follows the verb (read: as it is, write: output).
+        bias: The internal resistor: ``as-is`` (leave it), ``pull-up``, ``pull-down`` or
+            ``disabled``.
+        edge: Edge events the board wants of an input (``none`` for others).
+    """
+
+    direction: Literal["in", "out"] | None = None
+    bias: Bias = "as-is"
+    edge: Edge = "none"
+
+
+def line_configs(spec: BoardSpec) -> dict[int, LineConfig]:
+    """The GPIO lines a board file describes: gpio devices as given, LEDs as outputs."""
+    out: dict[int, LineConfig] = {}
+    for dev in spec.devices.values():
+        if dev.pin is None:
+            continue
+        if dev.device_class == "gpio":
+            out[dev.pin] = LineConfig(dev.direction, dev.bias, dev.edge)
+        elif dev.device_class == "led":
+            out[dev.pin] = LineConfig("out")
+    return out
 
 
 def _need(module: str, package: str) -> Any:
@@ -32,6 +86,19 @@ def _need(module: str, package: str) -> Any:
         ) from None
 
 
+def _oserror(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+@dataclass
+class _Line:
+    """A requested line: its request and how it is configured now."""
+
+    request: Any
+    direction: Literal["as-is", "in", "out"]
+    edge: Edge
+
+
 class LinuxDriver(Driver):
     """Real pins and buses (see the module docstring).
 
@@ -39,6 +106,8 @@ class LinuxDriver(Driver):
         gpio_chip: The GPIO character device, e.g. ``/dev/gpiochip0``.
         sysfs_root: Root of the sysfs tree (``/sys``).
         iio_device: The IIO device folder name for ADC and DAC (``iio:device0``).
+        lines: The GPIO lines the board file describes (:func:`line_configs`); a line not
+            in it follows the verb.
     """
 
     kind = "linux"
@@ -48,11 +117,13 @@ class LinuxDriver(Driver):
         gpio_chip: str = "/dev/gpiochip0",
         sysfs_root: Path = Path("/sys"),
         iio_device: str = "iio:device0",
+        lines: Mapping[int, LineConfig] | None = None,
     ) -> None:
         self.gpio_chip = gpio_chip
         self.sysfs = sysfs_root
         self.iio = sysfs_root / "bus" / "iio" / "devices" / iio_device
-        self._lines: dict[int, Any] = {}
+        self.lines = dict(lines or {})
+        self._lines: dict[int, _Line] = {}
         self._buses: dict[int, Any] = {}
         self._spi: dict[tuple[int, int], Any] = {}
         self._stop = threading.Event()
@@ -60,58 +131,138 @@ class LinuxDriver(Driver):
         self._lock = threading.Lock()
 
     # ---- GPIO (gpiod) -----------------------------------------------------------------------
-    def _line(self, pin: int, output: bool, edge: str = "none") -> Any:
+    def _settings(self, pin: int, direction: str, edge: Edge, level: int) -> Any:
+        """The ``gpiod.LineSettings`` of ``pin`` as ``direction`` (``as-is``/``in``/``out``)."""
         gpiod = _need("gpiod", "gpiod")
-        with self._lock:
-            req = self._lines.get(pin)
-            if req is not None and edge == "none":
-                return req
-            from gpiod.line import Direction, Edge, Value
+        from gpiod.line import Bias, Direction, Edge, Value
 
-            settings = gpiod.LineSettings(
-                direction=Direction.OUTPUT if output else Direction.INPUT,
-                output_value=Value.INACTIVE,
-                edge_detection={
-                    "rising": Edge.RISING,
-                    "falling": Edge.FALLING,
-                    "both": Edge.BOTH,
-                }.get(edge, Edge.NONE),
-            )
+        bias = self.lines.get(pin, LineConfig()).bias
+        return gpiod.LineSettings(
+            direction={"in": Direction.INPUT, "out": Direction.OUTPUT}.get(
+                direction, Direction.AS_IS
+            ),
+            # the kernel refuses a bias without an explicit direction (EINVAL)
+            bias=Bias.AS_IS
+            if direction == "as-is"
+            else {
+                "pull-up": Bias.PULL_UP,
+                "pull-down": Bias.PULL_DOWN,
+                "disabled": Bias.DISABLED,
+            }.get(bias, Bias.AS_IS),
+            edge_detection={
+                "rising": Edge.RISING,
+                "falling": Edge.FALLING,
+                "both": Edge.BOTH,
+            }.get(edge, Edge.NONE),
+            output_value=Value.ACTIVE if level else Value.INACTIVE,
+        )
+
+    def _claim(
+        self,
+        pin: int,
+        direction: Literal["as-is", "in", "out"],
+        edge: Edge = "none",
+        level: int = 0,
+    ) -> Any:
+        """The request of ``pin`` configured as asked: requested once, reconfigured after.
+
+        Raises:
+            DriverError: The library is missing, the line is busy or the kernel refused.
+        """
+        settings = self._settings(pin, direction, edge, level)
+        with self._lock:
+            line = self._lines.get(pin)
             try:
-                req = gpiod.request_lines(
-                    self.gpio_chip, consumer="loopact", config={pin: settings}
-                )
+                if line is None:
+                    gpiod = _need("gpiod", "gpiod")
+                    req = gpiod.request_lines(
+                        self.gpio_chip, consumer="loopact", config={pin: settings}
+                    )
+                    self._lines[pin] = _Line(req, direction, edge)
+                    return req
+                if (line.direction, line.edge) != (direction, edge):
+                    line.request.reconfigure_lines({pin: settings})
+                    line.direction, line.edge = direction, edge
+                return line.request
             except OSError as exc:
-                raise DriverError(
-                    f"cannot request GPIO line {pin} on {self.gpio_chip}: {exc}"
-                ) from None
-            self._lines[pin] = req
-            return req
+                raise DriverError(self._gpio_error(pin, exc)) from None
+
+    def _gpio_error(self, pin: int, exc: OSError) -> str:
+        if exc.errno == errno.EBUSY:
+            return (
+                f"GPIO line {pin} on {self.gpio_chip} is used by another program or driver "
+                "(busy); free it (gpioinfo shows its consumer)"
+            )
+        if exc.errno in (errno.ENOENT, errno.ENODEV):
+            return f"no GPIO chip {self.gpio_chip}: {_oserror(exc)}"
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return f"no permission for {self.gpio_chip} (add the user to the gpio group)"
+        return f"GPIO line {pin} on {self.gpio_chip}: {_oserror(exc)}"
 
     def gpio_read(self, pin: int) -> int:
-        """See :meth:`Driver.gpio_read`."""
-        req = self._line(pin, output=False)
-        return 1 if req.get_value(pin).value else 0
+        """See :meth:`Driver.gpio_read`; an output reads back the level it drives."""
+        line = self._lines.get(pin)
+        if line is not None:
+            req = line.request
+        else:
+            wanted = self.lines.get(pin, LineConfig()).direction
+            req = self._claim(pin, "in" if wanted == "in" else "as-is")
+        try:
+            return 1 if req.get_value(pin).value else 0
+        except OSError as exc:
+            raise DriverError(self._gpio_error(pin, exc)) from None
 
     def gpio_write(self, pin: int, level: int) -> None:
-        """See :meth:`Driver.gpio_write`."""
-        from_value = _need("gpiod", "gpiod")
-        req = self._line(pin, output=True)
-        value = from_value.line.Value.ACTIVE if level else from_value.line.Value.INACTIVE
-        req.set_value(pin, value)
+        """See :meth:`Driver.gpio_write`: a line that is not an output becomes one, driving
+        ``level`` from its first instant.
+
+        Raises:
+            DriverError: The board file makes the pin an input, or the kernel refused.
+        """
+        if self.lines.get(pin, LineConfig()).direction == "in":
+            raise DriverError(f"GPIO line {pin} is an input in the board file; it is not driven")
+        line = self._lines.get(pin)
+        if line is None or line.direction != "out":
+            self._claim(pin, "out", level=level)
+            return
+        gpiod = _need("gpiod", "gpiod")
+        value = gpiod.line.Value.ACTIVE if level else gpiod.line.Value.INACTIVE
+        try:
+            line.request.set_value(pin, value)
+        except OSError as exc:
+            raise DriverError(self._gpio_error(pin, exc)) from None
 
     def watch_edges(self, pin: int, edge: str, callback: EdgeCallback) -> None:
-        """Read edge events of ``pin`` on a daemon thread (stopped by :meth:`close`)."""
-        req = self._line(pin, output=False, edge=edge)
+        """Read edge events of the input ``pin`` on a daemon thread (stopped by :meth:`close`).
+
+        Raises:
+            DriverError: The line is an output, or the kernel cannot detect its edges.
+        """
+        if edge not in ("rising", "falling", "both"):
+            raise DriverError(f"unknown edge {edge!r}: rising, falling or both")
+        line = self._lines.get(pin)
+        if (line is not None and line.direction == "out") or self.lines.get(
+            pin, LineConfig()
+        ).direction == "out":
+            raise DriverError(f"GPIO line {pin} is an output: edges are watched on inputs")
+        req = self._claim(pin, "in", cast(Edge, edge))
+        gpiod = _need("gpiod", "gpiod")
+        rising_type = gpiod.EdgeEvent.Type.RISING_EDGE
 
         def run() -> None:
-            import datetime
-
             while not self._stop.is_set():
-                if not req.wait_edge_events(datetime.timedelta(milliseconds=200)):
-                    continue
-                for ev in req.read_edge_events():
-                    rising = "RISING" in str(ev.event_type)
+                try:
+                    if not req.wait_edge_events(0.2):
+                        continue
+                    events = req.read_edge_events()
+                except Exception as exc:  # released at close, or the chip went away
+                    if not self._stop.is_set():
+                        log.warning("GPIO line %d: edge events stopped: %s", pin, exc)
+                    return
+                for ev in events:
+                    if ev.line_offset != pin:
+                        continue
+                    rising = ev.event_type == rising_type
                     callback(pin, "rising" if rising else "falling", 1 if rising else 0)
 
         thread = threading.Thread(target=run, name=f"loopact-gpio-{pin}", daemon=True)
@@ -160,47 +311,87 @@ class LinuxDriver(Driver):
     # ---- I2C, SPI ---------------------------------------------------------------------------
     def _bus(self, bus: int) -> Any:
         smbus2 = _need("smbus2", "smbus2")
-        if bus not in self._buses:
-            try:
-                self._buses[bus] = smbus2.SMBus(bus)
-            except OSError as exc:
-                raise DriverError(f"cannot open /dev/i2c-{bus}: {exc.strerror or exc}") from None
-        return self._buses[bus]
+        with self._lock:
+            if bus not in self._buses:
+                try:
+                    self._buses[bus] = smbus2.SMBus(bus)
+                except OSError as exc:
+                    raise DriverError(
+                        f"cannot open /dev/i2c-{bus}: {_oserror(exc)} (is i2c-dev loaded and "
+                        "the bus enabled?)"
+                    ) from None
+            return self._buses[bus]
 
     def i2c_read(self, bus: int, address: int, register: int, length: int) -> bytes:
-        """See :meth:`Driver.i2c_read`."""
-        return bytes(self._bus(bus).read_i2c_block_data(address, register, length))
+        """See :meth:`Driver.i2c_read` (an SMBus I2C block read, at most 32 bytes)."""
+        if not 1 <= length <= SMBUS_BLOCK_MAX:
+            raise DriverError(f"an I2C block read is 1-{SMBUS_BLOCK_MAX} bytes, not {length}")
+        dev = self._bus(bus)
+        try:
+            return bytes(dev.read_i2c_block_data(address, register, length))
+        except OSError as exc:
+            raise DriverError(self._i2c_error(bus, address, exc)) from None
 
     def i2c_write(self, bus: int, address: int, register: int, data: bytes) -> None:
-        """See :meth:`Driver.i2c_write`."""
-        self._bus(bus).write_i2c_block_data(address, register, list(data))
+        """See :meth:`Driver.i2c_write` (an SMBus I2C block write, at most 32 bytes)."""
+        if not 1 <= len(data) <= SMBUS_BLOCK_MAX:
+            raise DriverError(
+                f"an I2C block write carries 1-{SMBUS_BLOCK_MAX} bytes, not {len(data)}; "
+                "write longer data register by register"
+            )
+        dev = self._bus(bus)
+        try:
+            dev.write_i2c_block_data(address, register, list(data))
+        except OSError as exc:
+            raise DriverError(self._i2c_error(bus, address, exc)) from None
+
+    @staticmethod
+    def _i2c_error(bus: int, address: int, exc: OSError) -> str:
+        if exc.errno in (errno.EREMOTEIO, errno.ENXIO, errno.EIO):
+            return f"no device acknowledged at 0x{address:02x} on I2C bus {bus}"
+        if exc.errno == errno.EBUSY:
+            return f"I2C address 0x{address:02x} on bus {bus} is held by a kernel driver"
+        return f"I2C bus {bus}, address 0x{address:02x}: {_oserror(exc)}"
 
     def spi_transfer(self, bus: int, cs: int, data: bytes, speed_hz: int) -> bytes:
-        """See :meth:`Driver.spi_transfer`."""
+        """See :meth:`Driver.spi_transfer` (one ``xfer2``: chip select held throughout)."""
         spidev = _need("spidev", "spidev")
-        dev = self._spi.get((bus, cs))
-        if dev is None:
-            dev = spidev.SpiDev()
-            try:
-                dev.open(bus, cs)
-            except OSError as exc:
-                raise DriverError(
-                    f"cannot open /dev/spidev{bus}.{cs}: {exc.strerror or exc}"
-                ) from None
-            self._spi[(bus, cs)] = dev
-        dev.max_speed_hz = speed_hz
-        return bytes(dev.xfer2(list(data)))
+        with self._lock:
+            dev = self._spi.get((bus, cs))
+            if dev is None:
+                dev = spidev.SpiDev()
+                try:
+                    dev.open(bus, cs)
+                except OSError as exc:
+                    raise DriverError(
+                        f"cannot open /dev/spidev{bus}.{cs}: {_oserror(exc)} (is the SPI "
+                        "bus enabled?)"
+                    ) from None
+                self._spi[(bus, cs)] = dev
+        try:
+            return bytes(dev.xfer2(list(data), speed_hz))
+        except OSError as exc:
+            raise DriverError(f"SPI transfer on /dev/spidev{bus}.{cs}: {_oserror(exc)}") from None
 
     def close(self) -> None:
-        """Release every line, bus and thread."""
+        """Stop the edge watchers, release every line, close every bus."""
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=1.0)
-        for obj in [*self._lines.values(), *self._buses.values(), *self._spi.values()]:
-            try:
-                obj.close()
-            except Exception:
-                pass
+        with self._lock:
+            for line in self._lines.values():
+                try:
+                    line.request.release()  # gpiod's LineRequest has release(), not close()
+                except Exception as exc:
+                    log.debug("releasing a GPIO line failed: %s", exc)
+            for obj in [*self._buses.values(), *self._spi.values()]:
+                try:
+                    obj.close()
+                except Exception as exc:
+                    log.debug("closing a bus failed: %s", exc)
+            self._lines.clear()
+            self._buses.clear()
+            self._spi.clear()
 
 
 def _read(path: Path) -> str:

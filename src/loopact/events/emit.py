@@ -129,6 +129,10 @@ class TypedEmit:
     ) -> Event: ...
     @overload
     def emit(
+        self, type: L[E.GOVERNOR], task_id: TaskId = None, **data: U[p.GovernorPayload]
+    ) -> Event: ...
+    @overload
+    def emit(
         self, type: L[E.STEPS], task_id: TaskId = None, **data: U[p.StepsPayload]
     ) -> Event: ...
     @overload
@@ -177,6 +181,10 @@ class TypedEmit:
     @overload
     def emit(
         self, type: L[E.NODE_CONFLICT], task_id: TaskId = None, **data: U[p.NodeConflictPayload]
+    ) -> Event: ...
+    @overload
+    def emit(
+        self, type: L[E.MEMORY_SYNC], task_id: TaskId = None, **data: U[p.MemorySyncPayload]
     ) -> Event: ...
     @overload
     def emit(

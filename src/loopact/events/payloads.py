@@ -150,6 +150,8 @@ class ToolResultPayload(TypedDict):
     error: str | None
     n_images: int
     images: list[ImageSummary]
+    outcome: dict[str, Any] | None
+    outcome_text: str | None
 
 
 class ConfirmRequestPayload(TypedDict):
@@ -265,6 +267,18 @@ class RobotStatePayload(TypedDict):
     frame: str
 
 
+class GovernorPayload(TypedDict):
+    """``governor``: the safety governor changed what a motion does (issue 44): ``decision``
+    (``halt``, ``clamp``, ``refuse``, ``stop``, ``emergency_stop``, ``estop_reset``), ``reason``
+    (``obstacle``, ``geofence``, ..., or the clamped field), ``motion`` (the tool holding the
+    base, or None)."""
+
+    decision: str
+    reason: str
+    motion: str | None
+    detail: str
+
+
 class StepsPayload(TypedDict):
     """``steps``: a sequencing instruction was split into clauses, one task each."""
 
@@ -378,6 +392,18 @@ class NodeConflictPayload(TypedDict):
     ignored: str
 
 
+class MemorySyncPayload(TypedDict):
+    """``memory_sync``: the memory synced with ``memory.remote`` while running."""
+
+    why: str
+    ok: bool
+    integration: str
+    pushed: bool
+    conflicts: list[str]
+    error: str | None
+    unsynced_commits: int
+
+
 class SpeechInPayload(TypedDict):
     """``speech_in``: speech began (``started``), an utterance ended (``ended``) or a false
     start was dropped (``discarded``) (issue 16)."""
@@ -454,6 +480,7 @@ PAYLOADS: dict[str, type[Any]] = {
     EventType.STOP: StopPayload,
     EventType.ERROR: ErrorPayload,
     EventType.ROBOT_STATE: RobotStatePayload,
+    EventType.GOVERNOR: GovernorPayload,
     EventType.STEPS: StepsPayload,
     EventType.CLAUSE_START: ClauseStartPayload,
     EventType.CLAUSE_END: ClauseEndPayload,
@@ -466,6 +493,7 @@ PAYLOADS: dict[str, type[Any]] = {
     EventType.NODE_ERROR: NodeErrorPayload,
     EventType.NODE_RESTARTED: NodeRestartedPayload,
     EventType.NODE_CONFLICT: NodeConflictPayload,
+    EventType.MEMORY_SYNC: MemorySyncPayload,
     EventType.SPEECH_IN: SpeechInPayload,
     EventType.TRANSCRIPT: TranscriptPayload,
     EventType.SPEECH_OUT: SpeechOutPayload,

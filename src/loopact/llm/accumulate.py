@@ -22,7 +22,9 @@ What it handles:
   an object; in a whole ``message`` (a JSON body) each entry is its own call, indexed or not;
   the deprecated ``function_call`` (one call, streamed like a tool call) is a call too; a
   delta that carries no id, name or arguments is no call;
-* ``<tool_call>`` blocks in the text, and bare JSON calls for endpoints without native calls;
+* ``<tool_call>`` blocks and the open models' own call markup in the text
+  (:mod:`loopact.llm.markup`), and bare JSON calls for endpoints without native calls; markup
+  left over that no block could read becomes a failed call and is cut from the answer text;
 * stream-early readiness (X1): a call is yielded as :class:`ToolCallReady` as soon as its
   own arguments are a complete JSON object (parsed strictly, never a prefix that a repair
   would accept: a JSON object cannot be extended once it has closed), or when no further
@@ -58,6 +60,7 @@ from loopact.llm.base import (
     ToolCallDelta,
     ToolCallReady,
 )
+from loopact.llm.markup import cut_stray_markup
 from loopact.llm.messages import Message, ToolCall, Usage
 from loopact.llm.repair import parse_tool_arguments
 from loopact.llm.surrogates import SurrogateJoiner
@@ -255,6 +258,10 @@ def finish_stream(state: StreamState) -> list[ModelEvent]:
         _emit_text(rest, events, state)
         for call in calls:
             _add_text_call(call, state)
+    kept, unreadable = cut_stray_markup(state.text)
+    if unreadable is not None:  # raw tool markup is never the answer (issue 39 item 2)
+        state.text_parts[:] = [kept] if kept else []
+        _add_text_call(unreadable, state)
     truncated += _complete_slots(state, truncated_by_length)
     _drain(events, state)
     usable = tuple(s.call for s in state.slots if s.emitted and s.call is not None)

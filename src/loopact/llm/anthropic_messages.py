@@ -22,7 +22,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from loopact.llm.messages import NO_VISION_NOTE, Image, Message, TextPart
+from loopact.llm.messages import (
+    NO_VISION_NOTE,
+    AudioPart,
+    Image,
+    Message,
+    TextPart,
+    audio_fallback_text,
+)
 
 __all__ = ["to_anthropic_messages", "tools_used", "wire_id"]
 
@@ -101,10 +108,15 @@ def _image_block(image: Image) -> dict[str, Any]:
 
 def _content_blocks(m: Message, vision: bool) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
+    heard = audio_fallback_text(m)  # the Messages API takes no audio: its transcript (B8)
     for part in m.content:
         if isinstance(part, TextPart):
             if part.text.strip():  # the API refuses empty and whitespace-only text blocks
                 blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, AudioPart):
+            if heard:
+                blocks.append({"type": "text", "text": heard})
+                heard = ""
         elif vision:
             blocks.append(_image_block(part.image))
         else:

@@ -39,6 +39,13 @@ class Capabilities:
             business (a Dify app keeps the conversation itself): the loop's default
             compression threshold is a fraction of it (SPEC E1).
         stream_usage: Accepts ``stream_options: {include_usage: true}`` (OpenAI protocol).
+        audio_input: Hears audio: a spoken command's clip goes to it as an ``input_audio``
+            content part (OpenAI-compatible; gpt-4o-audio-preview, Qwen-Omni, vLLM's audio
+            models); False: the clip's transcript is sent instead (SPEC B8).
+        parallel_tool_calls_param: Accepts the ``parallel_tool_calls`` request parameter
+            (OpenAI protocol): a request with native tools then says ``parallel_tool_calls``
+            (the value of :attr:`parallel_tool_calls`); False leaves it out, for endpoints
+            that refuse parameters they do not know.
     """
 
     vision: bool = True
@@ -47,6 +54,8 @@ class Capabilities:
     constrained_decoding: bool = False
     context_tokens: int | None = 128_000
     stream_usage: bool = True
+    parallel_tool_calls_param: bool = True
+    audio_input: bool = False
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from loopact.llm.httperrors import (
     parse_retry_after,
     status_error,
 )
-from loopact.llm.messages import NO_VISION_NOTE, Image, Message
+from loopact.llm.messages import NO_VISION_NOTE, Image, Message, audio_fallback_text
 from loopact.llm.wire import drain, read_error_body
 from loopact.redact import Redactor
 
@@ -149,7 +149,7 @@ class DifyModel:
         texts: list[str] = []
         images: list[Image] = []
         for m in tail:
-            text = m.text.strip()
+            text = m.text.strip() or audio_fallback_text(m)  # Dify hears no audio (B8)
             if m.role == "tool":
                 texts.append(f"Result of {m.name or 'tool'}: {text or '(no output)'}")
             elif text:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import email.utils
 import html
 import json
+import math
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -149,29 +150,57 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 3] + "..."
 
 
+GATEWAY_PREFIX = "llm_provider-"
+"""LiteLLM's proxy passes the backend's response headers on under this prefix
+(``llm_provider-retry-after``; issue 39 item 9)."""
+
+
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date).
+    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date), and
+    from the same headers of the backend behind a gateway (``llm_provider-retry-after-ms``,
+    ``llm_provider-retry-after``: LiteLLM's proxy).
+
+    Of one source the milliseconds header wins (it is the precise one); of the gateway's own
+    and the backend's, the longer wait, so that a retry never comes sooner than either allows.
 
     Args:
-        headers: Response headers (case-insensitive mapping or lower-case keys).
+        headers: Response headers (any mapping; names are compared case-insensitively).
 
     Returns:
-        Seconds (>= 0), or None when the server sent no usable value.
+        Seconds (>= 0), or None when no usable value was sent.
     """
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after") or headers.get("Retry-After")
+    lower = {str(k).lower(): v for k, v in headers.items()}
+    waits = []
+    for prefix in ("", GATEWAY_PREFIX):
+        wait = _milliseconds(lower.get(prefix + "retry-after-ms"))
+        if wait is None:
+            wait = _retry_after(lower.get(prefix + "retry-after"))
+        if wait is not None:
+            waits.append(wait)
+    return max(waits) if waits else None
+
+
+def _milliseconds(raw: str | None) -> float | None:
+    if not raw:
+        return None
+    try:
+        value = float(raw) / 1000.0
+    except ValueError:
+        return None
+    return None if math.isnan(value) else max(0.0, value)
+
+
+def _retry_after(raw: str | None) -> float | None:
+    """A ``Retry-After`` value: seconds or an HTTP date."""
     if not raw:
         return None
     raw = raw.strip()
     try:
-        return max(0.0, float(raw))
+        value = float(raw)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(value) else max(0.0, value)
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):

@@ -2,8 +2,9 @@
 
 OpenAI-like in shape, typed, and able to hold whatever any provider needs back: reasoning
 text, thinking blocks with their signatures (Anthropic), images in user messages and in tool
-results, provider file ids (Dify uploads). Providers convert to and from it losslessly; the loop
-and the tools never see provider differences.
+results, spoken audio in user messages (SPEC B8), provider file ids (Dify uploads).
+Providers convert to and from it losslessly; the loop and the tools never see provider
+differences.
 
 All types are frozen dataclasses: history is a list of immutable messages, so a provider can
 never corrupt the loop's state by editing a message in place.
@@ -121,7 +122,60 @@ class ImagePart:
     type: Literal["image"] = "image"
 
 
-ContentPart = TextPart | ImagePart
+@dataclass(frozen=True)
+class Audio:
+    """A spoken clip for a model that hears audio (SPEC B8; OpenAI-compatible ``input_audio``).
+
+    Attributes:
+        data: The encoded clip (a WAV file of 16 kHz mono 16-bit PCM from the voice input).
+        format: ``wav`` or ``mp3`` (the formats of OpenAI's ``input_audio``).
+        duration_s: Its length in seconds.
+        transcript: What speech-to-text heard in it: what a model that cannot hear audio gets
+            instead (every provider falls back to it), and what traces and memory show.
+        instead_of_text: The clip replaces its transcript in the message (``voice.to_model:
+            audio``); False: it goes beside the transcript (``both``).
+    """
+
+    data: bytes
+    format: Literal["wav", "mp3"] = "wav"
+    duration_s: float = 0.0
+    transcript: str = ""
+    instead_of_text: bool = False
+
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of ``data``: how traces and memory snapshots refer to a clip."""
+        return hashlib.sha256(self.data).hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-able stand-in for logs and traces: hash, size, format, length, transcript."""
+        return {
+            "sha256": self.sha256,
+            "bytes": len(self.data),
+            "format": self.format,
+            "duration_s": round(self.duration_s, 3),
+            "transcript": self.transcript,
+        }
+
+
+@dataclass(frozen=True)
+class AudioPart:
+    """An audio content part of a user message (SPEC B8)."""
+
+    audio: Audio
+    type: Literal["audio"] = "audio"
+
+
+ContentPart = TextPart | ImagePart | AudioPart
+
+
+def audio_fallback_text(msg: Message) -> str:
+    """What a model that cannot hear audio reads for the clips of ``msg``: their transcripts
+    when the message has no text of its own (the clips replaced it), else nothing (its text
+    already is the transcript)."""
+    if msg.text.strip():
+        return ""
+    return " ".join(a.transcript for a in msg.audio if a.transcript.strip())
 
 
 @dataclass(frozen=True)
@@ -246,16 +300,29 @@ class Message:
         """The images among the content parts, in order."""
         return [p.image for p in self.content if isinstance(p, ImagePart)]
 
+    @property
+    def audio(self) -> list[Audio]:
+        """The audio clips among the content parts, in order."""
+        return [p.audio for p in self.content if isinstance(p, AudioPart)]
+
     @classmethod
     def system(cls, text: str) -> Message:
         """A system message."""
         return cls(role="system", content=(TextPart(text),))
 
     @classmethod
-    def user(cls, text: str, images: list[Image] | tuple[Image, ...] = ()) -> Message:
-        """A user message: text first, then images as content parts (SPEC B8)."""
-        parts: list[ContentPart] = [TextPart(text)] if text else []
+    def user(
+        cls,
+        text: str,
+        images: list[Image] | tuple[Image, ...] = (),
+        audio: list[Audio] | tuple[Audio, ...] = (),
+    ) -> Message:
+        """A user message: text first, then images, then audio clips as content parts
+        (SPEC B8); the text is left out when a clip replaces it (``Audio.instead_of_text``)."""
+        replaced = any(a.instead_of_text for a in audio)
+        parts: list[ContentPart] = [TextPart(text)] if text and not replaced else []
         parts.extend(ImagePart(i) for i in images)
+        parts.extend(AudioPart(a) for a in audio)
         return cls(role="user", content=tuple(parts))
 
     @classmethod
@@ -309,6 +376,8 @@ def history_summary(messages: list[Message] | tuple[Message, ...]) -> list[dict[
         for p in m.content:
             if isinstance(p, TextPart):
                 parts.append({"type": "text", "text": p.text})
+            elif isinstance(p, AudioPart):
+                parts.append({"type": "audio", **p.audio.summary()})
             else:
                 parts.append({"type": "image", **p.image.summary()})
         d["content"] = parts

@@ -101,6 +101,8 @@ class OpenAIChatModel:
         self._api_key = api_key or _PLACEHOLDER_KEY
         self.redactor = Redactor([api_key])
         self._official = base_url is None or "//api.openai.com" in base_url
+        # learnt per endpoint: it refused the parallel_tool_calls parameter (HTTP 400)
+        self._parallel_param = capabilities.parallel_tool_calls_param
         # OpenAI's own chat completions (also on Azure) have no reasoning_content field.
         self._reasoning_back = not self._official and ".openai.azure.com" not in (base_url or "")
         self._client = openai.AsyncOpenAI(
@@ -123,8 +125,10 @@ class OpenAIChatModel:
             request: Canonical messages and tools.
 
         Returns:
-            A JSON-able dict: ``model``, ``messages``, and ``tools``, ``grammar`` (text tool
-            calls with ``constrained_decoding``), ``stream_options``, ``max_tokens``
+            A JSON-able dict: ``model``, ``messages``, and ``tools`` with
+            ``parallel_tool_calls`` (when the endpoint accepts it:
+            ``Capabilities.parallel_tool_calls_param``), ``grammar`` (text tool calls with
+            ``constrained_decoding``), ``stream_options``, ``max_tokens``
             (``max_completion_tokens`` for api.openai.com), ``temperature`` when they apply.
         """
         caps = self.capabilities
@@ -138,11 +142,14 @@ class OpenAIChatModel:
                 native_tool_calls=caps.native_tool_calls,
                 tools=request.tools,
                 reasoning_back=self._reasoning_back,
+                audio=caps.audio_input,
             ),
         }
         if request.tools and caps.native_tool_calls:
             offered = request.tools if request.allowed_tools is None else callable_tools
             body["tools"] = [t.openai() for t in offered or request.tools]
+            if self._parallel_param:  # SPEC B4: the capability descriptor on the wire
+                body["parallel_tool_calls"] = caps.parallel_tool_calls
             if forced:
                 body["tool_choice"] = "required"
             elif request.tool_choice == "none":
@@ -287,6 +294,22 @@ class OpenAIChatModel:
     def _status_error(self, exc: openai.APIStatusError) -> ModelError:
         message = _server_message(exc)
         status = exc.status_code
+        if status in (400, 422) and self._parallel_param and "parallel_tool_calls" in message:
+            # An endpoint that refuses the parameter (Azure's older API versions: "Unrecognized
+            # request argument supplied: parallel_tool_calls", some reasoning models): it is
+            # left out from now on and the request is worth another try (nothing ran yet).
+            self._parallel_param = False
+            logger.warning(
+                "%s refused parallel_tool_calls; sending requests without it (set "
+                "model.capabilities.parallel_tool_calls_param: false to skip the first try)",
+                public_url(str(self._client.base_url)),
+            )
+            return ModelRetryableError(
+                f"model endpoint refused the parallel_tool_calls parameter (HTTP {status}: "
+                f"{message}); trying again without it",
+                status=status,
+                retry_after_s=0.0,
+            )
         asked = ""
         if status in (404, 405):  # mostly a base URL without /v1 or a model name typo
             request = exc.response.request

@@ -15,10 +15,12 @@ from typing import Any
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import (
     NO_VISION_NOTE,
+    Audio,
     Image,
     ImagePart,
     Message,
     TextPart,
+    audio_fallback_text,
     refused_for_units,
 )
 from loopact.llm.toolprompt import REFUSAL_INSTRUCTION, RESULT_INSTRUCTION, describe_tools_compact
@@ -46,12 +48,14 @@ def to_openai_messages(
     native_tool_calls: bool = True,
     tools: tuple[ToolSpec, ...] = (),
     reasoning_back: bool = True,
+    audio: bool = False,
 ) -> list[dict[str, Any]]:
     """Convert canonical messages to OpenAI chat messages (SPEC B4, B8).
 
-    Images become ``image_url`` content parts with a ``data:`` URL. Tool messages cannot hold
-    images, so the images of a run of tool messages go in one user message right after the
-    run. With ``vision=False`` every image becomes the text note :data:`NO_VISION_NOTE`.
+    Images become ``image_url`` content parts with a ``data:`` URL, spoken clips
+    ``input_audio`` parts (base64 WAV or MP3) for a model that hears audio. Tool messages
+    cannot hold images, so the images of a run of tool messages go in one user message right
+    after the run. With ``vision=False`` every image becomes the text note :data:`NO_VISION_NOTE`.
     With ``native_tool_calls=False`` assistant calls are written as ``<tool_call>`` blocks,
     tool results become user messages, and the offered tools are described in the system
     message. The reasoning of an assistant message with native tool calls goes back as its
@@ -66,6 +70,8 @@ def to_openai_messages(
         tools: The tools offered (only used when ``native_tool_calls`` is False).
         reasoning_back: Send reasoning back as ``reasoning_content`` (False for
             api.openai.com, whose chat completions have no such field).
+        audio: The model hears audio: a user message's clips become ``input_audio`` parts;
+            otherwise a message whose clips replaced its text gets their transcripts.
 
     Returns:
         The ``messages`` list of the request body.
@@ -89,7 +95,7 @@ def to_openai_messages(
             system_done = True
             out.append({"role": "system", "content": text})
         elif msg.role == "user":
-            out.append({"role": "user", "content": _user_content(msg, vision)})
+            out.append({"role": "user", "content": _user_content(msg, vision, audio)})
         elif msg.role == "assistant":
             out.append(_assistant(msg, native_tool_calls, reasoning_back))
         else:
@@ -116,13 +122,25 @@ def image_url_part(image: Image) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{data}"}}
 
 
-def _user_content(msg: Message, vision: bool) -> str | list[dict[str, Any]]:
+def input_audio_part(audio: Audio) -> dict[str, Any]:
+    """An OpenAI ``input_audio`` content part: the clip as base64 with its format (B8)."""
+    data = base64.b64encode(audio.data).decode("ascii")
+    return {"type": "input_audio", "input_audio": {"data": data, "format": audio.format}}
+
+
+def _user_content(msg: Message, vision: bool, audio: bool) -> str | list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
+    heard = "" if audio else audio_fallback_text(msg)
     for p in msg.content:
         if isinstance(p, TextPart):
             parts.append({"type": "text", "text": p.text})
         elif isinstance(p, ImagePart):
             parts.append(image_url_part(p.image) if vision else _text(NO_VISION_NOTE))
+        elif audio:
+            parts.append(input_audio_part(p.audio))
+        elif heard:  # a model that cannot hear gets the transcript, once
+            parts.append(_text(heard))
+            heard = ""
     if all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)
     return parts

@@ -1,11 +1,13 @@
 """Tool calls written as text (SPEC B4, B5, B7).
 
-Two forms are recognised in answer text:
+These forms are recognised in answer text:
 
 * ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (the Hermes / Qwen chat
-  template format that many local servers pass through as plain text). They are streamed:
-  :class:`ToolCallTagParser` finds them as chunks arrive and hands each block over at its
-  closing tag, so the call can run before the response ends (SPEC X1).
+  template format that many local servers pass through as plain text), and the open models'
+  own markup of :mod:`loopact.llm.markup` (Qwen3-Coder ``<function=...>``, GLM
+  ``<arg_key>``, Kimi K2 ``<|tool_calls_section_begin|>``; issue 39 item 2). They are
+  streamed: :class:`ToolCallTagParser` finds them as chunks arrive and hands each block over
+  at its closing tag, so the call can run before the response ends (SPEC X1).
 * A bare JSON object naming a known tool, ``{"name": ..., "arguments"|"parameters": {...}}``,
   possibly in a ```` ``` ```` fence. This is only trusted for endpoints without native tool
   calls and only decided at the end of the response (:func:`find_bare_json_calls`).
@@ -15,34 +17,55 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Collection
 from typing import Any
 
 from loopact.llm.arguments import MAX_ARGUMENT_CHARS, too_long_error
+from loopact.llm.markup import (
+    KIMI_CALL,
+    KIMI_SECTION,
+    QWEN_FUNCTION,
+    UNREADABLE,
+    new_call_id,
+    parse_glm_call,
+    parse_kimi_calls,
+    parse_qwen_function,
+)
 from loopact.llm.messages import ToolCall
 from loopact.llm.repair import parse_tool_arguments
 from loopact.llm.think import partial_tag_suffix
 from loopact.llm.toolnames import resolve_tool_name
 
+__all__ = [
+    "ToolCallTagParser",
+    "find_bare_json_calls",
+    "new_call_id",
+    "parse_block",
+    "parse_tool_call_block",
+]
+
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
+BLOCK_TAGS: dict[str, str] = {
+    OPEN_TAG: CLOSE_TAG,
+    KIMI_SECTION[0]: KIMI_SECTION[1],
+    KIMI_CALL[0]: KIMI_CALL[1],
+    QWEN_FUNCTION[0]: QWEN_FUNCTION[1],
+}
+"""Opening tag -> closing tag of every block that holds tool calls."""
 
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"]+)"')
 _FENCE_RE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _MAX_BARE_ATTEMPTS = 64
 
 
-def new_call_id() -> str:
-    """A fresh tool-call id, ``call_<24 hex digits>``, for calls that arrived without one."""
-    return "call_" + uuid.uuid4().hex[:24]
-
-
 class ToolCallTagParser:
-    """Incrementally cut ``<tool_call>...</tool_call>`` blocks out of streamed text.
+    """Incrementally cut tool-call blocks (:data:`BLOCK_TAGS`: ``<tool_call>...</tool_call>``
+    and the markup of :mod:`loopact.llm.markup`) out of streamed text.
 
     :meth:`feed` and :meth:`flush` return a list whose items are either answer text
-    (``str``) or a finished :class:`ToolCall` (one per closed block), in stream order. Text
+    (``str``) or a finished :class:`ToolCall` (one per call of a closed block), in stream
+    order. Text
     that could still be the start of a tag is held back until the next chunk decides. A
     block's body is collected in linear time (the closing tag is looked for only in the new
     text and the few characters before it) and bounded: past
@@ -58,10 +81,11 @@ class ToolCallTagParser:
         self._tail = ""  # the last few characters, which may start the closing tag
         self._size = 0  # characters of the block body so far
         self._head = ""  # its first characters (the tool name, even when it is too long)
+        self._open = OPEN_TAG  # the opening tag of the block we are in
 
     @property
     def in_block(self) -> bool:
-        """True while inside an unclosed ``<tool_call>`` block."""
+        """True while inside an unclosed tool-call block."""
         return self._in_block
 
     @property
@@ -77,24 +101,26 @@ class ToolCallTagParser:
         text = chunk
         while text or self._buf:
             if self._in_block:
+                close = BLOCK_TAGS[self._open]
                 window = self._tail + text
-                pos = window.find(CLOSE_TAG)
+                pos = window.find(close)
                 if pos < 0:
                     self._keep(window)
                     return out
                 self._keep(window[:pos], final=True)
-                out.append(self._close_block())
-                text = window[pos + len(CLOSE_TAG) :]
+                out.extend(self._close_block())
+                text = window[pos + len(close) :]
                 continue
             text, self._buf = self._buf + text, ""
-            pos = text.find(OPEN_TAG)
-            if pos >= 0:
+            found = [(text.find(tag), tag) for tag in BLOCK_TAGS if tag in text]
+            if found:
+                pos, self._open = min(found)
                 if pos:
                     out.append(text[:pos])
                 self._in_block = True
-                text = text[pos + len(OPEN_TAG) :]
+                text = text[pos + len(self._open) :]
                 continue
-            cut = len(text) - partial_tag_suffix(text, OPEN_TAG)
+            cut = len(text) - max(partial_tag_suffix(text, tag) for tag in BLOCK_TAGS)
             if cut:
                 out.append(text[:cut])
             self._buf = text[cut:]
@@ -108,7 +134,7 @@ class ToolCallTagParser:
         if self._in_block:
             self._keep(self._tail, final=True)
             if self._size > self.max_chars or "".join(self._block).strip():
-                out.append(self._close_block())
+                out.extend(self._close_block())
         elif self._buf:
             out.append(self._buf)
         self._buf = ""
@@ -117,7 +143,7 @@ class ToolCallTagParser:
 
     def _keep(self, window: str, final: bool = False) -> None:
         """Store ``window`` (the old tail plus new text) except a tail that may start the tag."""
-        hold = 0 if final else min(len(window), len(CLOSE_TAG) - 1)
+        hold = 0 if final else min(len(window), len(BLOCK_TAGS[self._open]) - 1)
         body, self._tail = window[: len(window) - hold], window[len(window) - hold :]
         if not body:
             return
@@ -129,32 +155,62 @@ class ToolCallTagParser:
         else:
             self._block = []
 
-    def _close_block(self) -> ToolCall:
+    def _close_block(self) -> list[ToolCall]:
         size, head, body = self._size, self._head, "".join(self._block)
         self._block, self._tail, self._size, self._head = [], "", 0, ""
         self._in_block = False
         if size > self.max_chars:
             name = _NAME_RE.search(head)
-            return ToolCall(
-                id=new_call_id(),
-                name=name.group(1) if name else "",
-                raw_arguments=head,
-                error=too_long_error(size, self.max_chars),
-            )
-        return parse_tool_call_block(body)
+            return [
+                ToolCall(
+                    id=new_call_id(),
+                    name=name.group(1) if name else "",
+                    raw_arguments=head,
+                    error=too_long_error(size, self.max_chars),
+                )
+            ]
+        return parse_block(self._open, body)
+
+
+def parse_block(open_tag: str, body: str) -> list[ToolCall]:
+    """The calls of one block that opened with ``open_tag`` (a key of :data:`BLOCK_TAGS`).
+
+    Args:
+        open_tag: The block's opening tag.
+        body: The text between its tags.
+
+    Returns:
+        The calls, in order (one failed call when the block cannot be read). Never raises.
+    """
+    if open_tag == KIMI_SECTION[0]:
+        return parse_kimi_calls(body)
+    if open_tag == KIMI_CALL[0]:
+        return parse_kimi_calls(KIMI_CALL[0] + body + KIMI_CALL[1])
+    if open_tag == QWEN_FUNCTION[0]:
+        return [parse_qwen_function(QWEN_FUNCTION[0] + body + QWEN_FUNCTION[1])]
+    return [parse_tool_call_block(body)]
 
 
 def parse_tool_call_block(body: str) -> ToolCall:
-    """Parse the JSON body of a ``<tool_call>`` block into a :class:`ToolCall`.
+    """Parse the body of a ``<tool_call>`` block into a :class:`ToolCall`.
 
     Args:
-        body: Text between the tags, e.g. ``{"name": "wait", "arguments": {"seconds": 1}}``;
-            ``"parameters"`` is accepted for ``"arguments"``, and arguments may be JSON text.
+        body: Text between the tags: JSON, e.g. ``{"name": "wait", "arguments": {"seconds":
+            1}}`` (``"parameters"`` is accepted for ``"arguments"``, and arguments may be JSON
+            text); a Qwen3-Coder ``<function=NAME>`` element; or GLM markup, ``NAME`` then
+            ``<arg_key>``/``<arg_value>`` pairs (:mod:`loopact.llm.markup`).
 
     Returns:
         The call with a generated id. When the body is not usable, ``error`` says why and
         ``name`` is whatever could be recovered (possibly ``""``). Never raises.
     """
+    text = body.strip()
+    if text.startswith(QWEN_FUNCTION[0]):
+        return parse_qwen_function(text)
+    if not text.startswith(("{", "[", "```")):
+        glm = parse_glm_call(text)
+        if glm is not None:
+            return glm
     obj, err = parse_tool_arguments(body)
     if err is not None or not obj:
         m = _NAME_RE.search(body)
@@ -162,7 +218,9 @@ def parse_tool_call_block(body: str) -> ToolCall:
             id=new_call_id(),
             name=m.group(1) if m else "",
             raw_arguments=body.strip(),
-            error=f"could not parse the <tool_call> block: {err or 'empty block'}",
+            error=UNREADABLE.format(
+                why=f"could not parse the <tool_call> block: {err or 'empty block'}"
+            ),
         )
     return _call_from_object(obj, body.strip())
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 
 from loopact.llm.base import Model, ModelRequest, ToolSpec
-from loopact.llm.messages import NO_VISION_NOTE, Message, TextPart
+from loopact.llm.messages import NO_VISION_NOTE, AudioPart, Message, TextPart
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -29,6 +29,8 @@ __all__ = [
 
 #: Tokens counted for one image before the provider reports usage.
 IMAGE_TOKENS = 1000
+#: Tokens counted per second of spoken audio (OpenAI bills audio input at about 10 per second).
+AUDIO_TOKENS_PER_S = 10
 #: Tokens counted for each message's framing (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
 
@@ -55,6 +57,9 @@ def estimate_message_tokens(messages: Sequence[Message], vision: bool = True) ->
         for p in m.content:
             if isinstance(p, TextPart):
                 chars += len(p.text)
+            elif isinstance(p, AudioPart):  # heard, or read as its transcript
+                total += math.ceil(p.audio.duration_s * AUDIO_TOKENS_PER_S)
+                chars += len(p.audio.transcript)
             elif vision:
                 total += IMAGE_TOKENS
             else:

@@ -9,34 +9,41 @@ drops the server's tools, says why in one line, and reconnects with exponential 
 
 The SDK's session is entered and exited only inside that supervisor task (anyio cancel
 scopes must not cross tasks: python-sdk issue 577). Calls come from other tasks and are
-raced against the connection's loss, so a call on a server that dies or hangs ends with a
-clear :class:`~loopact.errors.NodeError` within its timeout, never a hang (python-sdk issue
-1577). Cancelling a call cancels the MCP request (the SDK sends ``notifications/cancelled``).
+raced against the connection's loss (:mod:`loopact.mcp.calls`); the list, the liveness
+probe and the list-change stream are in :mod:`loopact.mcp.listing`, the status records in
+:mod:`loopact.mcp.status`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import mcp.types as mt
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from loopact._compat import timeout_after, wait_within
 from loopact._version import __version__
 from loopact.config import McpServerConfig
+from loopact.config.mcp_secrets import server_secrets, shown_server
 from loopact.errors import NodeError
+from loopact.mcp.calls import Connection, Linked, ProgressFn, call_tool, read_links
+from loopact.mcp.listing import (
+    is_list_changed,
+    list_tools,
+    open_listener,
+    probe,
+    stop_listener,
+)
+from loopact.mcp.sessions import HttpFailure, HttpWatch
+from loopact.mcp.status import LinkState, LinkStatus
 from loopact.mcp.transport import (
     file_safe,
     garbage_line,
@@ -45,6 +52,9 @@ from loopact.mcp.transport import (
     tail,
     watched_transport,
 )
+from loopact.redact import Redactor
+
+__all__ = ["LinkState", "LinkStatus", "McpServerLink"]
 
 log = logging.getLogger(__name__)
 
@@ -62,67 +72,10 @@ LIST_TIMEOUT_S = 10.0
 """Bound on one ``tools/list`` (all pages) after a list_changed notification, seconds."""
 CLOSE_TIMEOUT_S = 10.0
 """Bound on closing one connection (the SDK stops a stdio server within ~6 s), seconds."""
-MAX_LIST_PAGES = 50
-"""Pages of ``tools/list`` read at most (a server whose cursor never ends cannot hang us)."""
-
-
-class LinkState(str, enum.Enum):
-    """Where a link is: ``connecting``, ``connected``, ``restarting``, ``stopped``."""
-
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    RESTARTING = "restarting"
-    STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class LinkStatus:
-    """One state change of a link (the ``mcp_server`` event).
-
-    Attributes:
-        name: The server's name in ``mcp.servers``.
-        transport: ``stdio`` or ``http``.
-        state: See :class:`LinkState`.
-        detail: Why, in one line (why it dropped, what it said last on stderr, the log).
-        restarts: Reconnects so far.
-        delay_s: Seconds until the next attempt (``restarting`` only).
-        protocol: The negotiated protocol version (``connected`` only).
-    """
-
-    name: str
-    transport: str
-    state: LinkState
-    detail: str = ""
-    restarts: int = 0
-    delay_s: float | None = None
-    protocol: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able fields for the event bus."""
-        return {
-            "name": self.name,
-            "transport": self.transport,
-            "state": self.state.value,
-            "detail": self.detail,
-            "restarts": self.restarts,
-            "delay_s": self.delay_s,
-            "protocol": self.protocol,
-        }
 
 
 ToolsFn = Callable[["McpServerLink", list[mt.Tool]], None]
 StatusFn = Callable[[LinkStatus], None]
-ProgressFn = Callable[[str], None]
-
-
-@dataclass
-class _Connection:
-    """What one live connection holds (replaced on every reconnect)."""
-
-    client: Client
-    lost: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str = ""
-    resources: bool = False
 
 
 class McpServerLink:
@@ -167,16 +120,20 @@ class McpServerLink:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.mode = mode
+        self._mask = Redactor(value for _, value in server_secrets(name, cfg))
         self.restarts = 0
         self.state = LinkState.STOPPED
         self.detail = ""
         self.tools: list[mt.Tool] = []
         self.last_loss = ""
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._refresh = asyncio.Event()
         self._first_attempt = asyncio.Event()
+        self._up = asyncio.Event()
+        self._ending = ""
+        self._renew = False
         self._listed = asyncio.Event()
         self._listed.set()
         self._garbage = 0
@@ -251,7 +208,7 @@ class McpServerLink:
         line's start; the count goes into the note when the server drops)."""
         self._garbage += 1
         if self._garbage == 1:
-            self._garbage_first = garbage_line(exc)
+            self._garbage_first = self._mask.text(garbage_line(exc))
             log.warning(
                 "MCP server %s printed a line that is not JSON-RPC on stdout (ignored; later "
                 "ones are counted, not logged): %s",
@@ -266,7 +223,7 @@ class McpServerLink:
         arguments: dict[str, Any],
         timeout_s: float,
         report: ProgressFn | None = None,
-    ) -> tuple[mt.CallToolResult, list[mt.TextResourceContents | mt.BlobResourceContents]]:
+    ) -> tuple[mt.CallToolResult, Linked]:
         """Call ``tool`` on the server; returns its result and the resource links it read.
 
         Args:
@@ -284,86 +241,76 @@ class McpServerLink:
         if conn is None:
             why = self.detail or "starting"
             raise NodeError(f"MCP server {self.name} is not connected ({why})")
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if report is not None:
-                of = f"/{total:g}" if total else ""
-                report(f"{message or tool} ({progress:g}{of})")
-
-        request = asyncio.ensure_future(
-            conn.client.call_tool(
-                tool, arguments, read_timeout_seconds=timeout_s, progress_callback=on_progress
-            )
-        )
-        lost = asyncio.ensure_future(conn.lost.wait())
-        self._inflight += 1
+        deadline = time.monotonic() + timeout_s
         try:
-            done, _ = await asyncio.wait(
-                {request, lost}, timeout=timeout_s + 1.0, return_when=asyncio.FIRST_COMPLETED
-            )
-        except asyncio.CancelledError:
-            await _abandon(request, lost)
-            raise
-        finally:
-            self._inflight -= 1
-        if request not in done:
-            await _abandon(request, lost)
-            if lost in done:
-                raise NodeError(
-                    f"MCP server {self.name} was lost during the call to {tool}: {conn.reason}"
-                )
-            raise NodeError(
-                f"MCP server {self.name} did not answer {tool} within {timeout_s:g} s; "
-                "the call was cancelled"
-            )
-        lost.cancel()
-        try:
-            result = request.result()
-        except MCPError as exc:
-            if exc.code == mt.CONNECTION_CLOSED:
-                raise NodeError(
-                    f"MCP server {self.name} was lost during the call to {tool} (the connection "
-                    "closed: it exited or crashed)"
-                ) from None
-            raise NodeError(f"MCP server {self.name} refused {tool}: {exc}") from None
-        except (TimeoutError, asyncio.TimeoutError):
-            raise NodeError(
-                f"MCP server {self.name} did not answer {tool} within {timeout_s:g} s; "
-                "the call was cancelled"
-            ) from None
-        except Exception as exc:  # pydantic ValidationError, transport errors
-            raise NodeError(
-                f"MCP server {self.name} sent a result for {tool} that loopact cannot read: "
-                f"{one_line(exc)}"
-            ) from None
-        linked = await self._read_links(conn, result)
+            result = await self._call_on(conn, tool, arguments, timeout_s, report)
+        except NodeError as exc:
+            lost = conn.http.lost if conn.http is not None else None
+            if lost is None:
+                raise
+            # The server refused the call before running it: a new session, then once more.
+            conn = await self._renewed(conn, tool, lost, deadline)
+            left = max(1.0, deadline - time.monotonic())
+            try:
+                result = await self._call_on(conn, tool, arguments, left, report)
+            except NodeError as again:
+                raise NodeError(f"{again} (tried again after: {exc})") from None
+        linked = await read_links(conn, result, self.name)
         await self.settled()
         return result, linked
 
-    async def _read_links(
-        self, conn: _Connection, result: mt.CallToolResult
-    ) -> list[mt.TextResourceContents | mt.BlobResourceContents]:
-        """Read up to 2 resource links of a result (5 s each) so their contents reach the model."""
-        out: list[mt.TextResourceContents | mt.BlobResourceContents] = []
-        if not conn.resources:
-            return out
-        links = [b for b in result.content if isinstance(b, mt.ResourceLink)][:2]
-        for link in links:
-            try:
-                async with timeout_after(5.0):  # not wait_for (it can swallow a cancel)
-                    read = await conn.client.read_resource(str(link.uri))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("MCP server %s: reading %s failed: %r", self.name, link.uri, exc)
-                continue
-            out.extend(read.contents[:4])
-        return out
+    async def _call_on(
+        self,
+        conn: Connection,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        report: ProgressFn | None,
+    ) -> mt.CallToolResult:
+        self._inflight += 1
+        try:
+            return await call_tool(conn, self.name, tool, arguments, timeout_s, report)
+        finally:
+            self._inflight -= 1
+
+    async def _renewed(
+        self, old: Connection, tool: str, lost: HttpFailure, deadline: float
+    ) -> Connection:
+        """The connection that replaces ``old``, whose session the server lost (its
+        supervisor initializes a new one and lists the tools again, issue 39 item 6).
+
+        Raises:
+            NodeError: Not connected again before ``deadline`` (monotonic seconds), or
+                stopped meanwhile; the message names the server's HTTP answer.
+        """
+        why = f"MCP server {self.name} lost its session during the call to {tool} ({lost})"
+        up = asyncio.ensure_future(self._up.wait())
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await wait_within(old.lost.wait(), deadline - time.monotonic())
+            await asyncio.wait(
+                {up, stop},
+                timeout=max(0.0, deadline - time.monotonic()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            up.cancel()
+            stop.cancel()
+        conn = self._conn
+        if conn is None or conn is old:
+            state = (
+                "it was stopped"
+                if self.stopping
+                else f"not connected again in time ({self.detail})"
+            )
+            raise NodeError(f"{why}; {state}")
+        return conn
 
     # ------------------------------------------------------------------ supervision
     def _status(self, state: LinkState, detail: str = "", **extra: Any) -> None:
         self.state = state
-        self.detail = detail
+        self.detail = detail = self._mask.text(detail)  # its stderr, an error quoting a URL
         status = LinkStatus(self.name, self.transport, state, detail, self.restarts, **extra)
         try:
             self.on_status(status)
@@ -383,9 +330,7 @@ class McpServerLink:
             self._status(LinkState.CONNECTING, f"connecting ({self._describe()})")
             began = time.monotonic()
             try:
-                reason = await self._connect_once()
-            except Exception as exc:  # every failure is a reason to reconnect, never a crash
-                reason = one_line(exc)
+                reason = await self._attempt()
             finally:
                 self._first_attempt.set()
             if self._stopping.is_set():
@@ -393,38 +338,72 @@ class McpServerLink:
             if time.monotonic() - began >= HEALTHY_AFTER_S:
                 failures = 0
             delay = min(self.backoff_max_s, self.backoff_base_s * 2**failures)
+            if self._renew and not failures:  # a lost session: the server is up, renew now
+                delay = 0.0
             failures += 1
             self.restarts += 1
-            note = f"MCP server {self.name} dropped: {reason}{self._stderr_note()}"
+            note = self._mask.text(f"MCP server {self.name} dropped: {reason}{self._stderr_note()}")
             log.info("%s; reconnecting in %g s", note, delay)  # the status event says it
             self._status(LinkState.RESTARTING, note, delay_s=delay)
             with contextlib.suppress(asyncio.TimeoutError):
                 await wait_within(self._stopping.wait(), delay)
         self._status(LinkState.STOPPED, "stopped")
 
+    async def _attempt(self) -> str:
+        """One connection in a task of its own; why it ended (stop: "stopped").
+
+        The SDK's streamable HTTP transport fails by cancelling its task group, and so the
+        task that entered it (a refused POST, a server gone during a ping): that task is
+        this one's child, so supervision goes on and reconnects (issue 39 item 6).
+        """
+        self._ending = ""
+        self._renew = False
+        attempt = asyncio.ensure_future(self._connect_once())
+        try:
+            await asyncio.wait({attempt})
+        except asyncio.CancelledError:  # stop() while starting: unwind where it was entered
+            attempt.cancel()
+            await asyncio.wait({attempt}, timeout=CLOSE_TIMEOUT_S)
+            raise
+        if attempt.cancelled():
+            return self._ending or "its connection failed (the MCP SDK cancelled it)"
+        exc = attempt.exception()
+        if exc is not None:  # every failure is a reason to reconnect, never a crash
+            return self._ending or one_line(exc)
+        return attempt.result()
+
     async def _connect_once(self) -> str:
         """One connection, from spawn to close; returns why it ended (stop: "stopped")."""
         eof = asyncio.Event()
+        http = HttpWatch() if self.cfg.url is not None else None
         self._garbage = 0
         async with AsyncExitStack() as stack:
             try:
                 async with timeout_after(self.cfg.connect_timeout_s):
                     client = Client(
-                        self._transport(eof, stack),
+                        self._transport(eof, stack, http),
                         mode=self.mode,
                         message_handler=self._on_message,
                         client_info=mt.Implementation(name="loopact", version=__version__),
                         cache=None,
                     )
                     await stack.enter_async_context(client)
-                    listener = await self._listener(client)
+                    listener = await open_listener(
+                        client,
+                        server=self.name,
+                        on_change=self.request_refresh,
+                        listed=lambda: self._conn is not None,
+                        ack_timeout_s=self.ping_timeout_s,
+                    )
                     if listener is not None:  # closed before the session it listens on
-                        stack.push_async_callback(_stop, listener)
-                    tools = await self._list(client)
+                        stack.push_async_callback(stop_listener, listener)
+                    tools = await list_tools(client)
             except (TimeoutError, asyncio.TimeoutError):
                 return self._not_ready(eof)
-            conn = _Connection(client, resources=client.server_capabilities.resources is not None)
+            resources = client.server_capabilities.resources is not None
+            conn = Connection(client, resources=resources, http=http)
             self._conn = conn
+            self._up.set()
             self._listed.set()
             self._publish(tools)
             self._status(
@@ -434,18 +413,19 @@ class McpServerLink:
             )
             self._first_attempt.set()
             try:
-                conn.reason = await self._serve(client, eof)
+                conn.reason = await self._serve(conn, eof)
             finally:
                 conn.reason = conn.reason or "the connection failed"
-                self.last_loss = conn.reason
-                conn.lost.set()
+                self._ending = self.last_loss = conn.reason
                 self._conn = None
+                self._up.clear()
+                conn.lost.set()
                 self._listed.set()
                 self._publish([])
-                with contextlib.suppress(Exception):
-                    async with timeout_after(CLOSE_TIMEOUT_S):
-                        await stack.aclose()
-            return conn.reason
+                closing = await _close(stack)
+                if closing and conn.reason == "the connection failed":
+                    self._ending = self.last_loss = f"its connection failed ({closing})"
+            return self._ending
 
     def _not_ready(self, eof: asyncio.Event) -> str:
         if eof.is_set():
@@ -453,28 +433,33 @@ class McpServerLink:
         what = "start and answer initialize and tools/list"
         return f"did not {what} within {self.cfg.connect_timeout_s:g} s"
 
-    async def _serve(self, client: Client, eof: asyncio.Event) -> str:
-        """Wait for a stop, the end of the connection, a refresh or the next ping."""
+    async def _serve(self, conn: Connection, eof: asyncio.Event) -> str:
+        """Wait for a stop, the end of the connection, a lost session, a refresh or the
+        next ping."""
+        client = conn.client
         stop = asyncio.ensure_future(self._stopping.wait())
         ended = asyncio.ensure_future(eof.wait())
+        gone = asyncio.ensure_future(conn.http.session_gone.wait() if conn.http else eof.wait())
         try:
             while True:
                 refresh = asyncio.ensure_future(self._refresh.wait())
                 done, _ = await asyncio.wait(
-                    {stop, ended, refresh},
+                    {stop, ended, gone, refresh},
                     timeout=self.ping_interval_s,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 refresh.cancel()
                 if stop in done:
                     return "stopped"
+                if conn.http is not None and conn.http.lost is not None:
+                    return self._session_lost(conn.http.lost)
                 if ended in done:
                     return "the server closed the connection (it exited or crashed)"
                 if refresh in done:
                     self._refresh.clear()
                     try:
                         async with timeout_after(LIST_TIMEOUT_S):
-                            tools = await self._list(client)
+                            tools = await list_tools(client)
                     except (TimeoutError, asyncio.TimeoutError):
                         return f"tools/list did not answer within {LIST_TIMEOUT_S:g} s"
                     self._publish(tools)
@@ -483,12 +468,15 @@ class McpServerLink:
                 busy = self._inflight
                 try:
                     async with timeout_after(self.ping_timeout_s):
-                        await _probe(client)
+                        await probe(client)
                 except (TimeoutError, asyncio.TimeoutError):
                     if busy or self._inflight:
                         continue  # a large result may be on its way; the call has its timeout
                     return f"it did not answer a ping within {self.ping_timeout_s:g} s (hung)"
                 except MCPError as exc:
+                    # before the code: -32000 is also the TypeScript SDK's "no valid session"
+                    if conn.http is not None and conn.http.lost is not None:
+                        return self._session_lost(conn.http.lost)
                     if exc.code == mt.CONNECTION_CLOSED:
                         return "the connection closed (the server exited or crashed)"
                     # any other JSON-RPC error is an answer: the server is alive
@@ -497,69 +485,31 @@ class McpServerLink:
         finally:
             stop.cancel()
             ended.cancel()
+            gone.cancel()
 
-    async def _list(self, client: Client) -> list[mt.Tool]:
-        tools: list[mt.Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tools
-
-    async def _listener(self, client: Client) -> asyncio.Future[None] | None:
-        """On a 2026-era connection, open the ``subscriptions/listen`` stream (no replay) before
-        the first ``tools/list``, so no change between the two is lost; its ack is awaited for
-        ``ping_timeout_s`` at most (a later ack re-reads the list)."""
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return None  # 2025-era: notifications/tools/list_changed (:meth:`_on_message`)
-        ready = asyncio.Event()
-        listener = asyncio.ensure_future(self._listen(client, ready))
-        with contextlib.suppress(asyncio.TimeoutError):
-            await wait_within(ready.wait(), self.ping_timeout_s)
-        return listener
-
-    async def _listen(self, client: Client, ready: asyncio.Event) -> None:
-        """2026-era servers announce list changes on a ``subscriptions/listen`` stream;
-        ``ready`` is set once the server acknowledged it (or refused it)."""
-        try:
-            async with client.listen(tools_list_changed=True) as sub:
-                ready.set()
-                if self._conn is not None:  # acknowledged after the first list
-                    self.request_refresh()
-                async for _event in sub:
-                    self.request_refresh()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.info("MCP server %s: no list-change subscription (%r)", self.name, exc)
-        finally:
-            ready.set()
+    def _session_lost(self, answer: HttpFailure) -> str:
+        """Why a connection ends whose session the server no longer knows (it restarted):
+        reconnect at once (issue 39 item 6)."""
+        self._renew = True
+        return f"its session was lost: it answered {answer} (a restarted server); renewing it"
 
     async def _on_message(self, message: Any) -> None:
-        """``notifications/tools/list_changed`` of a 2025-era server re-reads the list. The SDK
-        also hands this handler the events of a ``subscriptions/listen`` stream (stamped with
-        its subscription id): :meth:`_listen` handles those."""
-        if isinstance(message, mt.ToolListChangedNotification):
-            meta = message.params.meta if message.params is not None else None
-            if not meta or SUBSCRIPTION_ID_META_KEY not in meta:
-                self.request_refresh()
+        """``notifications/tools/list_changed`` of a 2025-era server re-reads the list."""
+        if is_list_changed(message):
+            self.request_refresh()
         elif isinstance(message, Exception):
             log.debug("MCP server %s: %r", self.name, message)
 
     # ------------------------------------------------------------------ transports
-    def _transport(self, eof: asyncio.Event, stack: AsyncExitStack) -> Any:
+    def _transport(self, eof: asyncio.Event, stack: AsyncExitStack, http: HttpWatch | None) -> Any:
         errlog = None
         if self.cfg.command is not None and self.log_path is not None:
             errlog = open_log(self.log_path, stack, self._describe())
-        return watched_transport(self.cfg, eof, self.note_garbage, errlog)
+        return watched_transport(self.cfg, eof, self.note_garbage, errlog, http)
 
     def _describe(self) -> str:
-        if self.cfg.command is not None:
-            return " ".join([self.cfg.command, *self.cfg.args])[:200]
-        return str(self.cfg.url)
+        """The server as events may show it: no credentials (issue 39 item 14)."""
+        return shown_server(self.cfg)[:200]
 
     def _stderr_note(self) -> str:
         parts = []
@@ -576,24 +526,14 @@ class McpServerLink:
         return "".join(parts)
 
 
-async def _probe(client: Client) -> None:
-    """A liveness request: ``ping`` (2025-era), ``server/discover`` (2026-era, no ping)."""
-    version = client.protocol_version
-    if version in MODERN_PROTOCOL_VERSIONS:
-        await client.session.send_discover(version)
-    else:
-        await client.session.send_ping()
-
-
-async def _stop(task: asyncio.Future[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
-
-
-async def _abandon(*futures: asyncio.Future[Any]) -> None:
-    """Cancel ``futures`` and wait (bounded) so the SDK can send its courtesy cancel."""
-    for fut in futures:
-        fut.cancel()
-    with contextlib.suppress(asyncio.TimeoutError, Exception):
-        await wait_within(asyncio.gather(*futures, return_exceptions=True), 2.0)
+async def _close(stack: AsyncExitStack) -> str:
+    """Close a connection (bounded by :data:`CLOSE_TIMEOUT_S`); the transport's failure that
+    surfaced while closing, in one line ("" if none): the SDK's task group raises it here."""
+    try:
+        async with timeout_after(CLOSE_TIMEOUT_S):
+            await stack.aclose()
+    except (TimeoutError, asyncio.TimeoutError):
+        return ""
+    except Exception as exc:
+        return one_line(exc)
+    return ""

@@ -27,6 +27,7 @@ from typing import Any
 import mcp.types as mt
 
 from loopact.llm.messages import Image
+from loopact.mcp.structured import binary_blocks, binary_note, error_reason, without_binary
 from loopact.tools.base import SafetyClass, ToolResult
 from loopact.tools.report import result_json
 
@@ -242,8 +243,12 @@ def to_tool_result(
     images and image resources go through ``gate`` into ``images`` (at most
     :data:`MAX_IMAGES`); embedded text resources are added to the text with their URI;
     audio, binary resources and unknown blocks are named in ``metadata.notes``;
-    ``structuredContent`` is ``data`` when there is no text. ``isError`` makes a failed
-    result whose ``error`` is the text.
+    ``structuredContent`` is ``data`` when there is no text, else ``metadata.structured``
+    when small and different. Base64 of binary data is never text: a text block or a string
+    of ``structuredContent`` that holds it (an echo of the image block) is replaced by a
+    note (:mod:`loopact.mcp.structured`, issue 39 item 5). ``isError`` makes a failed result
+    whose ``error`` is the text, or the reason ``structuredContent`` gives, whose details are
+    ``data`` as for a success (issue 39 item 4).
 
     Args:
         result: The server's answer.
@@ -252,8 +257,14 @@ def to_tool_result(
         linked: Contents of resource links already read, added like embedded resources.
     """
     c = _Collector(gate)
+    blocks = binary_blocks(result.content)
     links: list[str] = []
     for block in result.content:
+        if isinstance(block, mt.TextContent):
+            echo = binary_note(block.text, blocks, echo_only=True)
+            if echo is not None:  # a binary block's base64 as text: the note instead
+                c.notes.append(echo)
+                continue
         links.extend(_block(c, block))
     for contents in linked:
         _resource(c, contents)
@@ -268,16 +279,19 @@ def to_tool_result(
     data: Any = text
     structured = result.structured_content
     if structured is not None:
+        structured = without_binary(structured, blocks)  # issue 39 item 5
         dumped = json.dumps(structured, ensure_ascii=False, default=str)
         if not text:
             data = structured if len(dumped) <= MAX_TEXT_CHARS else dumped[:MAX_TEXT_CHARS]
         elif len(dumped) <= 4_000 and dumped != text:
             meta["structured"] = structured
-    if result.is_error:
+    if result.is_error:  # the details as for a success; the reason in the error (item 4)
+        reason = text or (error_reason(structured) if structured is not None else "")
         return ToolResult(
             ok=False,
+            data=None if text else data or None,
             metadata=meta,
-            error=f"MCP server {server}: {text or 'the tool reported an error'}",
+            error=f"MCP server {server}: {reason or 'the tool reported an error'}",
             images=tuple(c.images),
         )
     return ToolResult(ok=True, data=data, metadata=meta, images=tuple(c.images))

@@ -5,10 +5,15 @@ of ``mcp.servers`` and keeps the agent's live :class:`~loopact.tools.registry.To
 in step with what each server offers: a tool appears as an :class:`McpTool` next to the
 other tools (prefixed with its server's name when its own name is taken), disappears when
 its server drops it or is lost, and is re-registered when its schema or safety class
-changes. A tool whose schema is not valid JSON Schema (or refers outside itself, or is
-larger than :data:`~loopact.mcp.convert.MAX_SCHEMA_CHARS`) is not offered, nor are a
-server's tools past the first :data:`~loopact.mcp.convert.MAX_TOOLS_PER_SERVER`; the reason
-is reported once. Everything the hub finds becomes an event on the bus:
+changes. Not offered, with the reason reported once: a tool that can only run as an MCP
+task (``execution.taskSupport: "required"``, :data:`TASKS_REQUIRED`); a tool whose schema
+is not valid JSON Schema, refers outside itself, is larger than
+:data:`~loopact.mcp.convert.MAX_SCHEMA_CHARS` or has a top-level combiner no model API
+accepts in any form (:mod:`loopact.mcp.schemas`); a server's tools past the first
+:data:`~loopact.mcp.convert.MAX_TOOLS_PER_SERVER`. A tool whose schema has a top-level
+``oneOf``/``anyOf``/``allOf`` is offered rewritten
+(:func:`~loopact.mcp.schemas.offered_schema`) and its calls checked against the original.
+Everything the hub finds becomes an event on the bus:
 
 - ``mcp_server`` (``name``, ``transport``, ``state``, ``detail``, ``restarts``, ``delay_s``,
   ``protocol``) on each state change of a server;
@@ -34,8 +39,9 @@ import mcp.types as mt
 
 from loopact.config import McpServerConfig
 from loopact.events import Event, EventBus, EventType
+from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image
-from loopact.mcp.client import LinkStatus, McpServerLink
+from loopact.mcp.client import McpServerLink
 from loopact.mcp.convert import (
     MAX_SCHEMA_CHARS,
     MAX_TOOLS_PER_SERVER,
@@ -45,11 +51,22 @@ from loopact.mcp.convert import (
     short_description,
     to_tool_result,
 )
+from loopact.mcp.schemas import Unofferable, offered_schema
+from loopact.mcp.status import LinkStatus
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, UntrustedSource
 from loopact.tools.registry import ToolRegistry
 from loopact.vision.gate import ImageGate
 
 log = logging.getLogger(__name__)
+
+TASKS_REQUIRED = (
+    "it requires task-augmented execution (execution.taskSupport: required), and the mcp SDK "
+    "loopact uses has no client support for MCP tasks (its 2.x defines their types only; "
+    "tasks were dropped from the core protocol in 2026-07-28), so every call would fail"
+)
+"""Why a tool that only runs as an MCP task is not offered (issue 39 item 7). A tool whose
+``taskSupport`` is ``optional`` is offered and called without a task, as the protocol
+allows."""
 
 
 class McpTool(Tool):
@@ -83,7 +100,9 @@ class McpTool(Tool):
             remote.description or remote.title, f"{remote.name} (MCP server {link.name})"
         )
         self.parameters = dict(remote.input_schema or {"type": "object", "properties": {}})
+        self.offered = offered_schema(self.parameters)  # calls are checked with the original
         self.safety = safety
+        self.allow_entry = f"mcp:{link.name}/{remote.name}"  # confirm.allow (issue 39)
         self.timeout_s = timeout_s
         self.gate = gate
         cfg = link.cfg
@@ -93,6 +112,12 @@ class McpTool(Tool):
             and granted_class(remote.name, cfg.safety) is None
         ):  # write because nobody trusts the server: the refusal says so (issue 21)
             self.untrusted_source = UntrustedSource("mcp", link.name, remote.name)
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it: its schema in the form every model API accepts,
+        what a top-level ``oneOf``/``anyOf`` said in its description (issue 39 item 3)."""
+        description = f"{self.description} {self.offered.note}".strip()
+        return ToolSpec(self.name, description, self.offered.schema, self.examples)
 
     def same_as(self, remote: mt.Tool, safety: SafetyClass) -> bool:
         """Whether ``remote`` (with ``safety``) is what this proxy already offers."""
@@ -252,6 +277,9 @@ class McpHub:
 
     def _add(self, link: McpServerLink, remote: mt.Tool, safety: SafetyClass) -> None:
         schema = _schema_key(remote.input_schema)
+        if remote.execution is not None and remote.execution.task_support == "required":
+            self._refuse(link, remote.name, schema, TASKS_REQUIRED)
+            return
         if len(schema) > MAX_SCHEMA_CHARS:
             why = (
                 f"its inputSchema is {len(schema)} characters of JSON, more than "
@@ -261,10 +289,10 @@ class McpHub:
             return
         name = offered_name(link.name, remote.name, lambda n: n in self.registry)
         timeout = link.cfg.timeout_s or self.default_timeout_s
-        tool = McpTool(name, remote, link, safety, timeout, self.gate)
         try:
+            tool = McpTool(name, remote, link, safety, timeout, self.gate)
             self.registry.add(tool)
-        except ValueError as exc:
+        except (ValueError, Unofferable) as exc:
             self._refuse(link, remote.name, schema, str(exc))
             return
         self._offered[name] = _Offered(tool, link.name)

@@ -9,14 +9,15 @@ and robot tools) to a :class:`ToolServer`, which builds the official SDK's low-l
   ``_meta["io.github.loopact/safety"]``;
 - ``tools/call``: the same path as the agent's own calls — the arguments are checked by
   loopact (the SDK's low-level server does not validate them): not an object, NaN or
-  infinity anywhere, an unknown tool, a schema violation are refused with a message that says
-  what was wrong; a write tool (or one that asks by its arguments, like a ``remember`` of a
-  preference) runs only after ``confirm`` allows it; the call runs
-  through :meth:`ToolRegistry.execute` with the tool's timeout, so motion tools go through
-  the safety governor exactly as the agent's calls do (clamped and saying so, deadline,
-  watchdog, emergency stop); a cancelled request (``notifications/cancelled``, a client that
-  disconnects) cancels the tool, which stops the robot. Results go back as JSON text plus
-  camera images as MCP image content (:func:`~loopact.mcp.convert.to_call_result`).
+  infinity anywhere, a schema violation are refused with a message that says what was wrong
+  (an unknown tool is JSON-RPC error ``-32602``, as the MCP specification asks); a write
+  tool (or one that asks by its arguments, like a ``remember`` of a preference) runs only
+  after ``confirm`` allows it; the call runs through :meth:`ToolRegistry.execute` with the
+  tool's timeout, so motion tools go through the safety governor exactly as the agent's
+  calls do (clamped and saying so, deadline, watchdog, emergency stop); a cancelled request
+  (``notifications/cancelled``, a client that disconnects) cancels the tool, which stops the
+  robot. Results go back as JSON text plus camera images as MCP image content
+  (:func:`~loopact.mcp.convert.to_call_result`).
 
 The transports are the SDK's: :meth:`ToolServer.serve_stdio` here, streamable HTTP in
 :mod:`loopact.mcp.http`.
@@ -37,6 +38,7 @@ import anyio
 import mcp.types as mt
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 from loopact._compat import wait_within
 from loopact._version import __version__
@@ -117,6 +119,8 @@ class ToolServer:
             ``robot_state`` event after every served motion call, like the agent does at
             the end of a task (traces then show where the robot really is).
         name: The server name clients see.
+        lang: The language of the people who read its events (``agent.lang``): a served
+            result's typed outcome is rendered in it (``outcome_text``).
     """
 
     def __init__(
@@ -131,8 +135,10 @@ class ToolServer:
         bus: EventBus | None = None,
         state_provider: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         name: str = "loopact",
+        lang: str = "en",
     ) -> None:
         self.registry = registry
+        self.lang = lang
         self.confirm = confirm
         self.timeout_s = timeout_s
         self.workspace = workspace or Path.cwd()
@@ -190,7 +196,8 @@ class ToolServer:
         return await self.call(params.name, params.arguments, session=session)
 
     async def call(self, name: str, arguments: Any, *, session: Any = None) -> mt.CallToolResult:
-        """Check and run one call; every refusal and failure is a result with ``isError``.
+        """Check and run one call; every refusal and failure is a result with ``isError``,
+        except a call of an unknown tool.
 
         Args:
             name: The tool's name.
@@ -198,6 +205,9 @@ class ToolServer:
             session: The SDK session, for progress notifications (optional).
 
         Raises:
+            MCPError: JSON-RPC ``-32602`` (invalid params) for a tool this server does not
+                have, as the MCP specification asks (tools, "Error Handling": unknown tools
+                are protocol errors; issue 39 item 10).
             asyncio.CancelledError: The client cancelled; the tool was cancelled too.
         """
         self.calls += 1
@@ -214,12 +224,18 @@ class ToolServer:
             self._emit_result(call_id, name, cancelled)
             raise
         self._emit_result(call_id, name, result)
+        if refusal is not None and self._registry_of(name) is None:
+            raise MCPError(mt.INVALID_PARAMS, refusal)
         if refusal is not None:
             return error_result(refusal)
         return to_call_result(result)
 
     async def _check(self, call_id: str, name: str, arguments: Any) -> str | None:
         """Why the call must not run (bad arguments, unknown tool, not confirmed), or None."""
+        registry = self._registry_of(name)
+        if registry is None:
+            available = ", ".join(t.name for t in self.tools()) or "(none)"
+            return f"unknown tool {name!r}; available tools: {available}"
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -233,10 +249,6 @@ class ToolServer:
                 f"invalid arguments for {name}: {bad} must be a finite number (got NaN or "
                 "infinity): refused"
             )
-        registry = self._registry_of(name)
-        if registry is None:
-            available = ", ".join(t.name for t in self.tools()) or "(none)"
-            return f"unknown tool {name!r}; available tools: {available}"
         try:
             # strict: a program sent these, so "1" for a number is its error (docs/mcp.md)
             registry.validate(ToolCall(call_id, name, arguments), strict=True)
@@ -284,7 +296,7 @@ class ToolServer:
         self._events.emit(EventType.ROBOT_STATE, TASK_ID, **state)
 
     def _emit_result(self, call_id: str, name: str, result: ToolResult) -> None:
-        fields = tool_result_event(call_id, name, result)
+        fields = tool_result_event(call_id, name, result, self.lang)
         self._events.emit(EventType.TOOL_RESULT, TASK_ID, **fields)
 
     def _progress_fn(self, session: Any) -> Callable[[str], None]:

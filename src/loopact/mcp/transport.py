@@ -25,6 +25,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from loopact.config import McpServerConfig
+from loopact.mcp.sessions import HttpWatch
 
 _TAIL_LINES = 3
 _MARK = "--- loopact:"
@@ -85,6 +86,7 @@ def watched_transport(
     eof: asyncio.Event,
     on_garbage: Callable[[Exception], None],
     errlog: TextIO | None = None,
+    http: HttpWatch | None = None,
 ) -> Any:
     """An SDK transport (async context manager of ``(read, write)``) for ``cfg``, watched.
 
@@ -93,11 +95,13 @@ def watched_transport(
         eof: Set when the server's side of the connection ends.
         on_garbage: See :class:`WatchedRead`.
         errlog: Where a stdio server's stderr goes (default: ours).
+        http: Sees every HTTP answer of a streamable HTTP server (its failures, a lost
+            session); unused for stdio.
     """
 
     @asynccontextmanager
     async def transport() -> AsyncIterator[tuple[Any, Any]]:
-        async with _open(cfg, errlog) as (read, write):
+        async with _open(cfg, errlog, http) as (read, write):
             yield WatchedRead(read, eof, on_garbage), write
         eof.set()
 
@@ -105,7 +109,9 @@ def watched_transport(
 
 
 @asynccontextmanager
-async def _open(cfg: McpServerConfig, errlog: TextIO | None) -> AsyncIterator[tuple[Any, Any]]:
+async def _open(
+    cfg: McpServerConfig, errlog: TextIO | None, watch: HttpWatch | None
+) -> AsyncIterator[tuple[Any, Any]]:
     if cfg.command is not None:
         params = StdioServerParameters(
             command=cfg.command,
@@ -121,7 +127,7 @@ async def _open(cfg: McpServerConfig, errlog: TextIO | None) -> AsyncIterator[tu
     http = httpx2.AsyncClient(
         headers=dict(cfg.headers),
         timeout=httpx2.Timeout(cfg.connect_timeout_s, read=300.0),
-        event_hooks={"response": [_refused]},
+        event_hooks={"response": [_refused] + ([watch.hook] if watch is not None else [])},
     )
     async with http, streamable_http_client(cfg.url, http_client=http) as streams:
         yield streams

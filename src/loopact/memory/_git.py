@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BRANCH = cast("Ref", b"refs/heads/main")
+#: The commit the remote held after the last successful sync (SPEC E2: what is still to push).
+SYNCED = cast("Ref", b"refs/loopact/synced")
 _FETCH_TRIES = 3
 
 
@@ -372,6 +374,23 @@ def push(repo: Repo, remote: str) -> None:
     for ref, error in (result.ref_status or {}).items():
         if error is not None:
             raise PushRejected(f"{ref!r}: {error}")
+
+
+def mark_synced(repo: Repo, commit_id: bytes | None) -> None:
+    """Remember ``commit_id`` as what the remote holds now (:data:`SYNCED`)."""
+    if commit_id is not None:
+        repo.refs[SYNCED] = cast("ObjectID", commit_id)
+
+
+def unsynced_count(repo: Repo) -> int:
+    """How many commits of ``main`` the remote did not have at the last successful sync
+    (all of them when it never synced): what waits to be pushed."""
+    local = head(repo)
+    if local is None:
+        return 0
+    synced = repo.refs.as_dict().get(SYNCED)
+    exclude = [synced] if synced is not None and synced in repo else []
+    return sum(1 for _ in repo.get_walker(include=[cast("ObjectID", local)], exclude=exclude))
 
 
 def is_ancestor(repo: Repo, ancestor: bytes, descendant: bytes) -> bool:

@@ -495,6 +495,11 @@ class GitMemory:
 
     # ----------------------------------------------------------------- remote
 
+    async def unsynced_commits(self) -> int:
+        """Local commits the remote did not have at the last successful sync (SPEC E2): what
+        waits to be pushed while the remote cannot be reached (all, before a first sync)."""
+        return await self._blocking.run(_git.unsynced_count, self._need_repo())
+
     async def sync(self) -> SyncResult:
         """Pull from the remote, merge, and push (SPEC E2); never raises.
 

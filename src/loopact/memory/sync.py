@@ -88,6 +88,7 @@ async def fetch_merge_push(
             if local is not None and local != remote_head:
                 await wait_within(blocking.run(_git.push, repo, remote), timeout_s)
                 pushed = True
+            await blocking.run(_git.mark_synced, repo, local)  # the remote holds it now
             return SyncResult(True, kind, pushed, conflicts)
         except PushRejected as exc:
             log.info("memory push rejected (attempt %d): %s", attempt + 1, exc)

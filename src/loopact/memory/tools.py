@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from loopact.errors import MemoryRepoError
 from loopact.memory.store import GitMemory
+from loopact.memory.syncer import MemorySyncer
 from loopact.redact import MASK
 from loopact.tools.base import FunctionTool, Tool, ToolResult, tool
 
@@ -176,3 +177,44 @@ def make_memory_tools(mem: GitMemory) -> list[Tool]:
 
     tools: list[FunctionTool] = [remember_tool, recall]
     return list(tools)
+
+
+def make_sync_tool(syncer: MemorySyncer) -> Tool:
+    """``memory_sync`` (idempotent): share the memory with the other robots now (SPEC E2,
+    issue 46). Present only when the memory has a remote.
+
+    Args:
+        syncer: The run's syncer (the tool's sync and the periodic ones take turns).
+    """
+    mem = syncer.memory
+
+    @tool(safety="idempotent", timeout_s=180)
+    async def memory_sync() -> ToolResult:
+        """Share memory with the other robots now: fetch what they remembered and wrote in
+        their diaries, merge it, and send them what this robot wrote. It also happens by
+        itself every few minutes; use this when the user wants it shared or looked up now.
+        """
+        before = {(i.kind, i.text) for i in await mem.items()}
+        result = await syncer.sync_now("tool")
+        arrived = [
+            {"kind": i.kind, "text": i.text, "by": i.machine_id}
+            for i in await mem.items()
+            if (i.kind, i.text) not in before
+        ]
+        waiting = syncer.unsynced
+        if not result.ok:
+            return ToolResult.failure(
+                f"memory not shared: {result.error}; what this robot wrote is kept and waits "
+                f"({waiting} commit(s)); the sync is tried again by itself",
+                unsynced_commits=waiting,
+            )
+        data = {
+            "result": "memory shared with the other robots",
+            "merged": result.integration,
+            "pushed": result.pushed,
+            "arrived": arrived[:20],
+            "conflicts": list(result.conflicts),
+        }
+        return ToolResult.success(data, note=RECALL_NOTE, unsynced_commits=waiting)
+
+    return memory_sync

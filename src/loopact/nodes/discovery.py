@@ -12,6 +12,12 @@ reported once. Every finding is an event on the bus (``node_added``, ``node_remo
 ``node_restarted``, ``node_conflict``, ``node_error``) and a log line; nothing here raises
 into the agent.
 
+A heartbeat is bounded as an MCP server's tools are (:mod:`loopact.tools.limits`; issue 39
+item 12): its description is cut, a parameter schema too large for every request is not
+offered, nor are a node process's tools past :data:`~loopact.tools.limits.MAX_TOOLS_PER_SOURCE`
+or the nodes' tools past :data:`~loopact.tools.limits.MAX_NODE_TOOLS`, each with a
+``node_error`` that says why.
+
 A node's heartbeat says which safety class its tool has, but anyone on the graph can start a
 node and say anything (issue 21 item 13). The class a remote tool gets is the operator's
 (:class:`NodeTrust`, config ``nodes.trust`` / ``nodes.safety``): a class granted for the
@@ -48,6 +54,13 @@ from loopact.nodes.protocol import (
     output_endpoint,
 )
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, UntrustedSource
+from loopact.tools.limits import (
+    MAX_NODE_TOOLS,
+    MAX_TOOLS_PER_SOURCE,
+    bounded_examples,
+    schema_refusal,
+    short_description,
+)
 from loopact.tools.registry import ToolRegistry
 from loopact.vision.gate import ImageGate
 
@@ -278,6 +291,8 @@ class ToolDiscovery(HeartbeatWatch):
         drop_after_s: Heartbeat silence after which a tool is dropped, seconds.
         trust: Which safety class each node's tool gets; None: ``write`` for every node
             (:class:`NodeTrust`, issue 21).
+        gate: The image gate of the images in every node's results (SPEC G1); None: one
+            with the default limits.
     """
 
     _kind = "output"
@@ -295,12 +310,15 @@ class ToolDiscovery(HeartbeatWatch):
         bus: EventBus | None = None,
         drop_after_s: float = DROP_AFTER_S,
         trust: NodeTrust | None = None,
+        gate: ImageGate | None = None,
     ) -> None:
         super().__init__(connector, agent, bus, drop_after_s)
         self.registry = registry
         self.trust = trust or NodeTrust()
-        self.gate = ImageGate()  # one for every node's results: bounded concurrent decodes
+        # one for every node's results: bounded concurrent decodes (SPEC G1: the run's limits)
+        self.gate = gate or ImageGate()
         self.tools: dict[str, _Entry] = {}
+        self._rejected: dict[str, str] = {}  # topic -> a heartbeat refused for its content
 
     def _release(self) -> None:
         """Remove every discovered tool from the registry (on :meth:`stop`)."""
@@ -319,11 +337,17 @@ class ToolDiscovery(HeartbeatWatch):
         if entry is not None and entry.text == payload:
             entry.last_s = time.monotonic()  # the same heartbeat again (every 0.5 s per node)
             return
+        if self._rejected.get(topic) == payload:
+            return  # refused already for what it says: not parsed again every 0.5 s
         try:
-            info = OutputInfo.parse(payload, expected_name=name)
+            info = self._bounded(OutputInfo.parse(payload, expected_name=name))
         except ProtocolError as exc:
+            if len(self._rejected) >= 1024:
+                self._rejected.clear()
+            self._rejected[topic] = payload
             self._report_error(topic, f"invalid heartbeat, tool not offered: {exc}")
             return
+        self._rejected.pop(topic, None)
         try:
             self._accept(topic, info)
             accepted = self.tools.get(name)
@@ -332,6 +356,43 @@ class ToolDiscovery(HeartbeatWatch):
         except Exception as exc:  # never let a heartbeat break the agent
             logger.exception("discovery failed on %s", topic)
             self._report_error(topic, f"could not add the tool: {exc}")
+
+    @staticmethod
+    def _bounded(info: OutputInfo) -> OutputInfo:
+        """``info`` within :mod:`loopact.tools.limits`: description cut, examples bounded.
+
+        Raises:
+            ProtocolError: Its parameter schema is too large to offer.
+        """
+        why = schema_refusal(info.parameters)
+        if why is not None:
+            raise ProtocolError(why)
+        description = short_description(info.description, info.name.replace("_", " "))
+        examples = bounded_examples(info.examples)
+        if description != info.description or examples != info.examples:
+            logger.info(
+                "tool %s: heartbeat cut (%d description characters, %d examples announced)",
+                info.name,
+                len(info.description),
+                len(info.examples),
+            )
+            info = dataclasses.replace(info, description=description, examples=examples)
+        return info
+
+    def _room_for(self, info: OutputInfo) -> str | None:
+        """Why a new tool of ``info``'s node is not offered (too many tools), or None."""
+        if len(self.tools) >= MAX_NODE_TOOLS:
+            return (
+                f"nodes already offer {len(self.tools)} tools, the most the agent offers "
+                "from nodes (every model request carries every tool)"
+            )
+        same = sum(1 for e in self.tools.values() if e.instance == info.instance)
+        if same >= MAX_TOOLS_PER_SOURCE:
+            return (
+                f"its node (instance {info.instance!r}) already offers {same} tools, the most "
+                "one node may (every model request carries every tool)"
+            )
+        return None
 
     def _accept(self, topic: str, info: OutputInfo) -> None:
         now = time.monotonic()
@@ -343,6 +404,10 @@ class ToolDiscovery(HeartbeatWatch):
                     f"a tool named {info.name!r} already exists in the agent; the node's tool "
                     "is not offered (rename it)",
                 )
+                return
+            full = self._room_for(info)
+            if full is not None:
+                self._report_error(topic, f"tool {info.name} not offered: {full}")
                 return
             tool = self._proxy(info, output_endpoint(self.agent, info.name))
             try:

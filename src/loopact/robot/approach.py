@@ -25,15 +25,17 @@ import asyncio
 import math
 from typing import Any
 
-from loopact.errors import RobotError, SafetyError
+from loopact.errors import RobotError, StopCause
+from loopact.i18n import Phrase
 from loopact.robot.interface import Pose, Twist
-from loopact.robot.lease import MotionLease, due_for_renewal, lease_span
+from loopact.robot.lease import MotionLease, cause_phrase, due_for_renewal, lease_span
 from loopact.robot.motion import RobotEnv
+from loopact.robot.outcome import said_by, why_of
 from loopact.robot.perception import PerceptionOptions, show
 from loopact.robot.sighting import Search, Sighting, query_problem, search, sight, turn
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.overlay import draw_boxes
-from loopact.vision.scene import TargetQuery, parse_target
+from loopact.vision.scene import TargetQuery, parse_target, thing
 
 FACE_TOL_DEG = 3.0
 """``face`` ends with the object's bearing within this, degrees."""
@@ -83,11 +85,14 @@ def _data(
 def _not_found(target: str, found: Search) -> ToolResult:
     if found.stopped is not None:
         return found.stopped
-    seen = "; saw " + ", ".join(found.seen) if found.seen else "; saw no coloured objects"
-    return ToolResult.failure(
-        f"no {target!r} in view after a full turn ({found.reason}){seen}",
-        data={"found": False, "target": target, "seen": found.seen},
-    )
+    if found.seen:
+        said = Phrase(
+            "approach.not_found", target=target, reason=found.reason, seen=tuple(found.seen)
+        )
+    else:
+        said = Phrase("approach.not_found_nothing", target=target, reason=found.reason)
+    seen = [s.text("en") for s in found.seen]
+    return ToolResult.failure(said, data={"found": False, "target": target, "seen": seen})
 
 
 async def _show(env: RobotEnv, ctx: ToolContext | None, s: Sighting, caption: str) -> None:
@@ -118,10 +123,10 @@ async def _start(
 ) -> tuple[TargetQuery, Search | None, ToolResult | None]:
     """Check the target, centre the head, search: ``(query, search, None)`` or a failure."""
     if not target.strip():
-        return parse_target(target), None, ToolResult.failure("target is empty: name the object")
+        return parse_target(target), None, ToolResult.failure(Phrase("approach.empty"))
     query = parse_target(target.strip(), opts.colors.names)
     problem = query_problem(query, opts)
-    if problem:
+    if problem is not None:
         return query, None, ToolResult.failure(problem)
     await _centre_head(env, name)
     found = await search(env, opts, query, name, progress=ctx.progress if ctx else None)
@@ -148,17 +153,15 @@ async def turn_to(
             return s, res
         again, _dets, reason = await sight(env, opts, query, near=s)
         if again is None:
-            return s, ToolResult.failure(
-                f"lost sight of the {s.name} after turning ({reason})",
-                data={"found": False, "target": s.name},
-            )
+            lost = Phrase("approach.lost_sight", name=thing(s.detection), reason=reason)
+            return s, ToolResult.failure(lost, data={"found": False, "target": s.name})
         s = again
     if abs(s.bearing_deg) <= tol_deg:
         return s, None
-    return s, ToolResult.failure(
-        f"the {s.name} is still {s.bearing_deg:+.1f} deg off after {FACE_TRIES} turns",
-        data=_data(s, query.text, env, s.pose, 0.0),
+    off = Phrase(
+        "approach.still_off", name=thing(s.detection), bearing_deg=s.bearing_deg, tries=FACE_TRIES
     )
+    return s, ToolResult.failure(off, data=_data(s, query.text, env, s.pose, 0.0))
 
 
 async def face_target(
@@ -172,15 +175,20 @@ async def face_target(
         s, failure = await turn_to(env, opts, query, found.sighting, "face", FACE_TOL_DEG)
         if failure is not None:
             return failure
-    except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(str(exc))
+    except RobotError as exc:
+        return ToolResult.failure(said_by(exc))
     data = _data(s, query.text, env, s.pose, 0.0)
-    data["result"] = (
-        f"now facing the {query.text}: {data['bearing_deg']:+.1f} deg off straight ahead"
-        + ("" if data["distance_m"] is None else f", {data['distance_m']:.2f} m away")
-    )
+    if data["distance_m"] is None:
+        said = Phrase("face.facing", target=query.text, bearing_deg=data["bearing_deg"])
+    else:
+        said = Phrase(
+            "face.facing_at",
+            target=query.text,
+            bearing_deg=data["bearing_deg"],
+            distance_m=data["distance_m"],
+        )
     await _show(env, ctx, s, f"face: {s.name} {data['bearing_deg']:+.1f} deg")
-    return ToolResult.success(data, confidence=s.confidence)
+    return ToolResult.said(said, data, confidence=s.confidence)
 
 
 async def approach_target(
@@ -192,7 +200,9 @@ async def approach_target(
 ) -> ToolResult:
     """``approach`` (see the module docstring); never raises for robot problems."""
     if not (math.isfinite(stop_at_m) and 0 < stop_at_m <= MAX_TRAVEL_M):
-        return ToolResult.failure(f"stop_at_m must be in (0, {MAX_TRAVEL_M:g}] m, got {stop_at_m}")
+        return ToolResult.failure(
+            Phrase("approach.stop_at_range", max_m=MAX_TRAVEL_M, stop_at_m=stop_at_m)
+        )
     meta: dict[str, Any] = {}
     floor_m = env.profile.limits.obstacle_stop_m + STOP_MARGIN_M
     if stop_at_m < floor_m:
@@ -204,7 +214,7 @@ async def approach_target(
             return failure or ToolResult.failure("not found")
         s = found.sighting
         if s.gap_m is None:
-            return ToolResult.failure(f"no depth for the {s.name}; approach needs the depth camera")
+            return ToolResult.failure(Phrase("approach.no_depth", name=thing(s.detection)))
         if s.gap_m > stop_at_m:
             s, failure = await turn_to(env, opts, query, s, "approach", DRIVE_TOL_DEG)
             if failure is not None:
@@ -213,8 +223,8 @@ async def approach_target(
         if s.gap_m is not None and s.gap_m > stop_at_m:
             await run.drive()
         return await run.outcome(meta)
-    except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(str(exc), **meta)
+    except RobotError as exc:
+        return ToolResult.failure(said_by(exc), **meta)
 
 
 class _Drive:
@@ -232,7 +242,8 @@ class _Drive:
     ) -> None:
         self.env, self.opts, self.query, self.ctx = env, opts, query, ctx
         self.s, self.stop_at_m = s, stop_at_m
-        self.stopped_by, self.detail = "target", ""
+        self.cause: StopCause = StopCause.TARGET
+        self.why: Phrase | None = None
         self.travelled = 0.0
         self.seen_s = env.robot.clock.now()
         self.sightings = 0
@@ -285,7 +296,7 @@ class _Drive:
             bearing = self.s.bearing_from(pose)
             stop = self._bound(now, end, gap)
             if stop:
-                self.stopped_by, self.detail = stop
+                self.cause, self.why = stop
                 return
             if due_for_renewal(self.lease, now, end, RENEW_MARGIN_S):
                 await gov.end_motion(self.lease)
@@ -297,8 +308,8 @@ class _Drive:
             w = max(-w_max, min(w_max, K_HEADING * math.radians(bearing)))
             await gov.command(self.lease, Twist(v, w))
             if not self.lease.active:
-                self.stopped_by = self.lease.stopped_by or "cancelled"
-                self.detail = self.lease.detail
+                self.cause = self.lease.cause or StopCause.REPLACED
+                self.why = self.lease.why
                 return
             if self.ctx is not None and now >= next_report:
                 next_report += PROGRESS_EVERY_S
@@ -308,18 +319,21 @@ class _Drive:
                 )
             await clock.sleep(CONTROL_PERIOD_S)
 
-    def _bound(self, now: float, end: float, gap: float) -> tuple[str, str] | None:
-        """Why the drive ends now (reason, detail), or None."""
+    def _bound(self, now: float, end: float, gap: float) -> tuple[StopCause, Phrase | None] | None:
+        """Why the drive ends now (cause, what to say about it), or None."""
         if self.error is not None:
-            return "error", str(self.error)
+            return StopCause.ERROR, why_of(self.error)
         if gap <= self.stop_at_m:
-            return "target", ""
+            return StopCause.TARGET, None
         if now - self.seen_s > LOST_GRACE_S:
-            return "lost", f"the {self.s.name} was out of sight for {now - self.seen_s:.1f} s"
+            lost_s = now - self.seen_s
+            return StopCause.LOST, Phrase(
+                "approach.lost", name=thing(self.s.detection), lost_s=lost_s
+            )
         if self.travelled >= MAX_TRAVEL_M:
-            return "max_distance", f"drove the longest approach, {MAX_TRAVEL_M:g} m"
+            return StopCause.MAX_DISTANCE, Phrase("approach.max_distance", max_m=MAX_TRAVEL_M)
         if now >= end:
-            return "timeout", f"the approach took the longest allowed, {MAX_DURATION_S:g} s"
+            return StopCause.TIMEOUT, Phrase("approach.timeout", max_s=MAX_DURATION_S)
         return None
 
     async def outcome(self, meta: dict[str, Any]) -> ToolResult:
@@ -329,24 +343,32 @@ class _Drive:
         pose = await self.env.pose()
         data = _data(s, self.query.text, self.env, pose, self.travelled)
         gap = data["distance_m"]
-        data["stopped_by"] = self.stopped_by
+        stopped_by = self.cause.stopped_by
+        data["stopped_by"] = stopped_by
         meta = {**meta, "sightings": self.sightings, "stop_at_m": self.stop_at_m}
+        meta["cause"] = self.cause.value
         within = gap is not None and gap <= self.stop_at_m + STOP_MARGIN_M
-        await _show(self.env, self.ctx, s, f"approach: {s.name} {gap} m, {self.stopped_by}")
-        if within and self.stopped_by in ("target", "obstacle"):
-            data["result"] = (
-                f"stopped {gap:.2f} m from the {self.query.text} ({data['bearing_deg']:+.0f} deg), "
-                f"after driving {self.travelled:.2f} m"
+        await _show(self.env, self.ctx, s, f"approach: {s.name} {gap} m, {stopped_by}")
+        travelled = self.travelled
+        if within and self.cause in (StopCause.TARGET, StopCause.OBSTACLE):
+            said = Phrase(
+                "approach.near",
+                gap_m=gap,
+                target=self.query.text,
+                bearing_deg=data["bearing_deg"],
+                travelled_m=travelled,
             )
-            return ToolResult(ok=True, data=data, metadata=meta)
-        why = f" ({self.detail})" if self.detail else ""
-        return ToolResult(
-            ok=False,
-            data=data,
-            metadata=meta,
-            error=f"approach stopped by {self.stopped_by}{why}: the {self.query.text} is "
-            f"{gap} m away (asked for {self.stop_at_m:.2f} m), drove {self.travelled:.2f} m",
+            return ToolResult.said(said, data, **meta)
+        short = Phrase(
+            "approach.short" if self.why is None else "approach.short_why",
+            cause=cause_phrase(self.cause),
+            why=self.why,
+            target=self.query.text,
+            gap_m=gap,
+            stop_at_m=self.stop_at_m,
+            travelled_m=travelled,
         )
+        return ToolResult(ok=False, data=data, metadata=meta, outcome=short)
 
 
 def make_approach_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from loopact.i18n import Phrase
 from loopact.robot.profile import HardwareProfile
 
 
@@ -24,7 +25,7 @@ class ObstacleReading:
         stamp_s: Depth capture time on the robot clock.
         x_m: Robot x (odom) when read, metres.
         y_m: Robot y (odom) when read, metres.
-        note: Why the reading is untrusted, if it is.
+        note: Why the reading is untrusted, if it is (None when it is trusted).
         received_s: When the reading was computed, robot clock (the monitor is alive while
             this stays recent; the robot's motion since ``stamp_s`` is compensated by pose).
     """
@@ -33,7 +34,7 @@ class ObstacleReading:
     stamp_s: float
     x_m: float
     y_m: float
-    note: str = ""
+    note: Phrase | None = None
     received_s: float = 0.0
 
 

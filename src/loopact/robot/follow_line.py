@@ -19,12 +19,14 @@ import asyncio
 import math
 from typing import Any
 
-from loopact.errors import RobotError, SafetyError
+from loopact.errors import RobotError, StopCause
+from loopact.i18n import Phrase, colour_name
 from loopact.robot.camera_loop import FrameWorker, Sample
 from loopact.robot.interface import CameraFrame, Twist
-from loopact.robot.lease import MotionLease, due_for_renewal, lease_span
+from loopact.robot.lease import MotionLease, cause_phrase, due_for_renewal, lease_span
 from loopact.robot.line_follower import Command, LineFollower
 from loopact.robot.motion import RobotEnv
+from loopact.robot.outcome import why_of
 from loopact.robot.perception import PerceptionOptions, fresh_frame, show
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.line import Camera, LineView, find_line, line_mask
@@ -59,7 +61,12 @@ def time_limit(duration_s: float, laps: int) -> float:
 
 def laps_text(laps: int) -> str:
     """``laps`` counted in words for people: ``0 laps``, ``1 lap``, ``2 laps``."""
-    return f"{laps} lap" if laps == 1 else f"{laps} laps"
+    return laps_phrase(laps).text("en")
+
+
+def laps_phrase(laps: int) -> Phrase:
+    """``laps`` counted as a phrase: ``1 lap`` / ``1 圈``, ``2 laps`` / ``2 圈``."""
+    return Phrase("line.lap" if laps == 1 else "line.laps", n=laps)
 
 
 def _caption(view: LineView, state: str, laps: int) -> str:
@@ -82,18 +89,17 @@ async def _aim_head(env: RobotEnv) -> float:
     return tilt
 
 
-def _request_problem(opts: PerceptionOptions, color: str, duration_s: float, laps: int) -> str:
-    """Why a follow_line request cannot start ("" when it can): colour, duration, laps."""
+def _request_problem(
+    opts: PerceptionOptions, color: str, duration_s: float, laps: int
+) -> Phrase | None:
+    """Why a follow_line request cannot start (None when it can): colour, duration, laps."""
     if color.strip().lower() not in opts.colors.ranges:
-        return (
-            f"no HSV range for colour {color!r} (vision.colors); known: "
-            f"{', '.join(opts.colors.names)}"
-        )
+        return Phrase("line.no_colour", color=color, known=", ".join(opts.colors.names))
     if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
-        return f"duration_s must be in (0, {MAX_DURATION_S:g}], got {duration_s}"
+        return Phrase("perception.duration_range", max_s=MAX_DURATION_S, duration_s=duration_s)
     if laps < 0:
-        return f"laps must be >= 0 (0: no limit), got {laps}"
-    return ""
+        return Phrase("line.bad_laps", laps=laps)
+    return None
 
 
 async def follow(
@@ -108,7 +114,7 @@ async def follow(
     key = color.strip().lower()
     duration_s = time_limit(duration_s, laps)
     problem = _request_problem(opts, color, duration_s, laps)
-    if problem:
+    if problem is not None:
         return ToolResult.failure(problem)
     clock, gov = env.robot.clock, env.governor
     max_s = env.profile.limits.max_motion_duration_s
@@ -119,8 +125,8 @@ async def follow(
         lease: MotionLease = await gov.begin_motion(
             "follow_line", lease_span(duration_s, max_s), True
         )
-    except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(f"follow_line could not start: {exc}")
+    except RobotError as exc:
+        return ToolResult.failure(Phrase("line.cannot_start", why=why_of(exc)))
     run = _LineRun(env, opts, ctx, key, follower, lease, t0, duration_s, laps)
     cam_cfg = env.profile.camera
     cam = Camera(cam_cfg.hfov_deg, cam_cfg.mount_height_m, cam_cfg.mount_forward_m, tilt)
@@ -132,8 +138,8 @@ async def follow(
         async with FrameWorker(env, process, FRAME_PERIOD_S) as frames:
             await run.control(frames)
             run.frames = frames.frames
-    except (SafetyError, RobotError) as exc:
-        run.stopped_by, run.detail = "error", str(exc)
+    except RobotError as exc:
+        run.cause, run.why = StopCause.ERROR, why_of(exc)
     finally:
         await gov.end_motion(run.lease)
         await asyncio.wait({run.showing})
@@ -159,7 +165,8 @@ class _LineRun:
         self.env, self.opts, self.ctx, self.key = env, opts, ctx, key
         self.follower, self.lease, self.laps = follower, lease, laps
         self.t0, self.end = t0, t0 + duration_s
-        self.stopped_by, self.detail = "duration", ""
+        self.cause: StopCause = StopCause.DURATION
+        self.why: Phrase | None = None
         self.on_line_s = 0.0
         self.frames = 0
         now = env.robot.clock.now()
@@ -188,11 +195,12 @@ class _LineRun:
             if sample is not None and sample.seq != self.seen_seq:
                 self._on_frame(sample, now)
             if now - self.last_seen > self.opts.line_lost_grace_s:
-                self.stopped_by = "line_lost"
-                self.detail = f"no {self.key} line in view for {now - self.last_seen:.1f} s"
+                self.cause = StopCause.LINE_LOST
+                lost_s = now - self.last_seen
+                self.why = Phrase("line.lost", color=colour_name(self.key), lost_s=lost_s)
                 break
             if self.laps and follower.laps >= self.laps:
-                self.stopped_by = "laps"
+                self.cause = StopCause.LAPS
                 break
             cmd = self.cmd
             fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
@@ -200,10 +208,8 @@ class _LineRun:
                 self.lease, Twist(cmd.linear_mps, cmd.angular_radps) if fresh else Twist()
             )
             if not self.lease.active:
-                self.stopped_by, self.detail = (
-                    self.lease.stopped_by or "cancelled",
-                    self.lease.detail,
-                )
+                self.cause = self.lease.cause or StopCause.REPLACED
+                self.why = self.lease.why
                 break
             if self.ctx is not None and now >= self.next_report:
                 self.next_report += 1.0
@@ -240,7 +246,7 @@ class _LineRun:
 
     async def outcome(self) -> ToolResult:
         """The result: distance, laps, time on the line, why it stopped; a last overlay."""
-        follower, stopped_by, detail = self.follower, self.stopped_by, self.detail
+        follower, stopped_by = self.follower, self.cause.stopped_by
         elapsed = self.env.robot.clock.now() - self.t0
         data: dict[str, Any] = {
             "distance_m": round(follower.path_m, 2),
@@ -249,12 +255,17 @@ class _LineRun:
             "duration_s": round(elapsed, 1),
             "stopped_by": stopped_by,
         }
-        data["result"] = (
-            f"followed the {self.key} line for {elapsed:.0f} s: {follower.path_m:.1f} m, "
-            f"{laps_text(follower.laps)}, on the line {data['time_on_line_s']:.0f} s; "
-            f"stopped by {stopped_by}" + (f" ({detail})" if detail else "")
+        data["result"] = Phrase(
+            "line.followed" if self.why is None else "line.followed_why",
+            color=colour_name(self.key),
+            elapsed_s=elapsed,
+            distance_m=follower.path_m,
+            laps=laps_phrase(follower.laps),
+            on_line_s=data["time_on_line_s"],
+            cause=cause_phrase(self.cause),
+            why=self.why,
         )
-        meta = {"frames": self.frames, "state": follower.state}
+        meta = {"frames": self.frames, "state": follower.state, "cause": self.cause.value}
         if self.view is not None and self.ctx is not None:
             try:
                 last = await fresh_frame(self.env)
@@ -270,9 +281,8 @@ class _LineRun:
                 )
             except RobotError:
                 pass
-        if stopped_by in ("duration", "laps"):
-            return ToolResult(ok=True, data=data, metadata=meta)
-        return ToolResult(ok=False, data=data, metadata=meta, error=data["result"])
+        ok = self.cause in (StopCause.DURATION, StopCause.LAPS)
+        return ToolResult(ok=ok, data=data, metadata=meta)
 
 
 async def _show(

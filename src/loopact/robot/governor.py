@@ -5,7 +5,8 @@ Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask th
 - clamps every command to the hardware profile's limits and reports what it clamped, and refuses
   NaN/inf values (:class:`~loopact.errors.SafetyError`);
 - gives the base to one motion at a time (:meth:`begin_motion` returns a :class:`MotionLease`;
-  a new lease ends the old one with ``stopped_by="cancelled"``), and the head likewise;
+  a new lease ends the old one for :attr:`~loopact.errors.StopCause.REPLACED`, whose
+  ``stopped_by`` is ``cancelled``), and the head likewise;
 - halts forward motion when the depth image shows something closer than
   ``limits.obstacle_stop_m`` to the robot's front in its path (depth is trusted only while the
   head looks forward; a forward motion re-centres the pan first);
@@ -14,7 +15,15 @@ Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask th
 - runs a watchdog on the robot's clock that zeroes the base when commands stop arriving for
   ``limits.command_timeout_s`` during motion (a dead agent or link stops the robot);
 - latches an emergency stop until :meth:`reset_emergency_stop`;
-- zeroes the base at once on :meth:`stop_all` (user stop, preemption).
+- zeroes the base at once on :meth:`stop_all` (user stop, preemption);
+- tells :attr:`SafetyGovernor.on_decision` (when set) each decision: a halt and why, a clamp, a
+  refusal, a stop, the emergency stop and its reset (``governor`` events; issue 44).
+
+Every stop is typed: the lease ends with a :class:`~loopact.errors.StopCause` and a phrase of
+what happened, and a refusal raises :class:`~loopact.errors.MotionStopped` with its cause
+(:class:`~loopact.errors.EmergencyStopError` for the latched emergency stop), so a tool never
+reads the cause from an error's text (issue 38). What the governor says is in the catalogue
+(:mod:`loopact.i18n.robot`, ``stop.*`` and ``governor.*``).
 
 It depends only on the :class:`~loopact.robot.interface.Robot` interface and its clock (no ROS),
 so it can later run base-side as its own node in front of ``cmd_vel``. The site map is assumed
@@ -27,10 +36,19 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
-from loopact.errors import EmergencyStopError, RobotError, SafetyError
+from loopact.errors import (
+    MotionStopped,
+    RobotError,
+    SafetyError,
+    StopCause,
+    StopReason,
+)
+from loopact.i18n import Phrase
 from loopact.robot.clearance import ObstacleReading, forward_clearance
+from loopact.robot.head_rules import HeadRules, finite
 from loopact.robot.interface import Pose, Robot, Twist
 from loopact.robot.lease import MotionLease
 from loopact.robot.logtext import log_text
@@ -44,14 +62,12 @@ BRAKE_DECEL_MPS2 = 1.0
 HEAD_FORWARD_TOL_DEG = 10.0
 """Depth is trusted for the obstacle stop only while |pan| is below this, degrees."""
 
-
-def _finite(name: str, value: float) -> float:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SafetyError(f"{name} must be a finite number, got {value!r}: refused")
-    return float(value)
+DecisionHook = Callable[[dict[str, Any]], None]
+"""Told ``{decision, reason, motion, detail}``: ``decision`` is ``halt``, ``clamp``, ``refuse``,
+``stop``, ``emergency_stop`` or ``estop_reset``; ``reason`` a stop reason or a clamped field."""
 
 
-class SafetyGovernor:
+class SafetyGovernor(HeadRules):
     """The only writer to the actuators (SPEC C5, X3). See the module docstring.
 
     Args:
@@ -84,6 +100,16 @@ class SafetyGovernor:
         self._watchdog: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
         self.watchdog_trips = 0
+        self.on_decision: DecisionHook | None = None
+
+    def _decided(self, decision: str, reason: str, motion: str | None, detail: str) -> None:
+        """Tell :attr:`on_decision`; a failing hook is logged, never raised into a motion."""
+        said = {"decision": decision, "reason": reason, "motion": motion, "detail": detail}
+        try:
+            if self.on_decision is not None:
+                self.on_decision(said)
+        except Exception:
+            logger.exception("governor decision hook failed")
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -124,22 +150,30 @@ class SafetyGovernor:
 
     # ---- stops -----------------------------------------------------------------------------
 
-    async def stop_all(self, reason: str) -> None:
+    async def stop_all(self, reason: str, cause: StopCause | None = None) -> None:
         """Zero the base now and cancel the active motions (user stop, preemption).
 
         Args:
-            reason: Why, for the motions' ``detail``.
+            reason: Why, in words, for the motions' ``detail``; a
+                :class:`~loopact.errors.StopReason` (the agent's stop hooks) brings its cause.
+            cause: Why, typed; default the :class:`~loopact.errors.StopReason`'s cause, else
+                :attr:`StopCause.STOPPED` (a person's stop).
         """
-        self._end_leases("cancelled", reason)
+        if cause is None:
+            cause = reason.cause if isinstance(reason, StopReason) else StopCause.STOPPED
+        if (held := self._base or self._head) is not None:
+            self._decided("stop", cause.stopped_by, held.name, str(reason))
+        self._end_leases(cause, Phrase("stop.reason", reason=str(reason)))
         await self._send(Twist())
 
     async def emergency_stop(self, reason: str = "emergency stop") -> None:
         """Latch the emergency stop: zero the base, refuse all motion until reset (X3)."""
         self._estop = True
         self._estop_reason = reason
-        self._end_leases("emergency_stop", reason)
+        self._end_leases(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=reason))
         await self._send(Twist())
         logger.warning("emergency stop latched: %s", reason)
+        self._decided("emergency_stop", "emergency_stop", None, reason)
 
     def reset_emergency_stop(self, by: str = "unknown") -> None:
         """Release the latched emergency stop (an explicit human decision).
@@ -150,22 +184,16 @@ class SafetyGovernor:
         """
         if self._estop:
             logger.warning("emergency stop reset by %s", log_text(by, 160))
+            self._decided("estop_reset", "reset", None, f"by {log_text(by, 160)}")
         self._estop = False
         self._estop_reason = ""
 
-    def _end_leases(self, reason: str, detail: str) -> None:
+    def _end_leases(self, cause: StopCause, why: Phrase) -> None:
         for lease in (self._base, self._head):
             if lease is not None:
-                lease.stop(reason, detail)
+                lease.stop(cause, why)
         self._base = None
         self._head = None
-
-    def _check_estop(self) -> None:
-        if self._estop:
-            raise EmergencyStopError(
-                f"emergency stop is latched ({self._estop_reason}); "
-                "a person must reset it before the robot can move"
-            )
 
     # ---- base ------------------------------------------------------------------------------
 
@@ -179,9 +207,9 @@ class SafetyGovernor:
             SafetyError: A non-finite component.
         """
         lim = self.profile.limits
-        lin = _finite("linear_mps", twist.linear_mps)
-        ang = _finite("angular_radps", twist.angular_radps)
-        lat = _finite("lateral_mps", twist.lateral_mps)
+        lin = finite("linear_mps", twist.linear_mps)
+        ang = finite("angular_radps", twist.angular_radps)
+        lat = finite("lateral_mps", twist.lateral_mps)
         clamped: dict[str, dict[str, float]] = {}
         max_ang = math.radians(lim.max_angular_dps)
         if abs(lin) > lim.max_linear_mps:
@@ -218,16 +246,17 @@ class SafetyGovernor:
 
         Raises:
             EmergencyStopError: The emergency stop is latched.
-            SafetyError: ``duration_s`` is not a positive finite number, or an obstacle is
-                already closer than ``obstacle_stop_m`` (forward motion only).
+            MotionStopped: An obstacle is already closer than ``obstacle_stop_m``, or the
+                path ahead cannot be checked (forward motion only; cause ``OBSTACLE``).
+            SafetyError: ``duration_s`` is not a positive finite number.
             RobotError: The robot failed to answer.
         """
         self._check_estop()
-        duration_s = _finite("duration_s", duration_s)
+        duration_s = finite("duration_s", duration_s)
         if duration_s <= 0:
-            raise SafetyError(f"duration_s must be > 0, got {duration_s}: refused")
+            raise SafetyError(Phrase("governor.bad_duration", duration_s=duration_s))
         if self._base is not None:
-            self._base.stop("cancelled", f"replaced by {name}")
+            self._base.stop(StopCause.REPLACED, Phrase("stop.replaced", name=name))
             self._base = None
             await self._send(Twist())
         now = self.clock.now()
@@ -240,9 +269,11 @@ class SafetyGovernor:
         if forward:
             try:
                 await self._prepare_forward(lease)
-            except BaseException:
+            except BaseException as exc:
                 # Refused or cancelled while preparing: the lease must not keep the base.
-                lease.stop("cancelled", "not started")
+                cancelled = isinstance(exc, asyncio.CancelledError)
+                cause = StopCause.PREEMPTED if cancelled else StopCause.ERROR
+                lease.stop(cause, Phrase("stop.not_started"))
                 if self._base is lease:
                     self._base = None
                 raise
@@ -266,11 +297,11 @@ class SafetyGovernor:
         reach = self.profile.footprint_radius_m + self.profile.limits.obstacle_stop_m
         return math.degrees(math.atan2(cam.mount_height_m, reach) - vfov_half)
 
-    def _view_problem(self, pan_rad: float, tilt_rad: float) -> str | None:
+    def _view_problem(self, pan_rad: float, tilt_rad: float) -> Phrase | None:
         if abs(math.degrees(pan_rad)) > HEAD_FORWARD_TOL_DEG:
-            return "the camera is not looking forward (head panned)"
+            return Phrase("governor.view_panned")
         if math.degrees(tilt_rad) < self.min_trusted_tilt_deg() - 1.0:
-            return "the camera looks too high to see the floor ahead (head tilted up)"
+            return Phrase("governor.view_high")
         return None
 
     async def _prepare_forward(self, lease: MotionLease) -> None:
@@ -279,7 +310,7 @@ class SafetyGovernor:
             if self._view_problem(head.pan_rad, head.tilt_rad) is not None:
                 # Re-centre so the depth image covers the path (X3); ends any head motion.
                 if self._head is not None:
-                    self._head.stop("cancelled", f"head re-centred for {lease.name}")
+                    self._head.stop(StopCause.REPLACED, Phrase("stop.recentred", name=lease.name))
                     self._head = None
                 tilt = max(
                     math.degrees(head.tilt_rad),
@@ -293,14 +324,16 @@ class SafetyGovernor:
         self._obstacle = reading
         stop_m = self.profile.limits.obstacle_stop_m
         if reading.clearance_m is None or reading.clearance_m < stop_m:
-            lease.stop("obstacle", reading.note or f"obstacle {reading.clearance_m:.2f} m ahead")
-            self._base = None
             if reading.clearance_m is None:
-                raise SafetyError(f"cannot check the path ahead: {reading.note}")
-            raise SafetyError(
-                f"obstacle {reading.clearance_m:.2f} m in front of the robot (the limit is "
-                f"{stop_m} m): forward motion refused"
-            )
+                refusal = Phrase("governor.cannot_check", problem=reading.note)
+            else:
+                refusal = Phrase(
+                    "governor.obstacle_ahead", clearance_m=reading.clearance_m, limit_m=stop_m
+                )
+            lease.stop(StopCause.OBSTACLE, refusal)
+            self._decided("refuse", "obstacle", lease.name, refusal.text())
+            self._base = None
+            raise MotionStopped(refusal, StopCause.OBSTACLE)
         if self._monitor is None or self._monitor.done():
             self._monitor = asyncio.get_running_loop().create_task(
                 self._monitor_loop(), name="loopact-governor-obstacles"
@@ -322,24 +355,26 @@ class SafetyGovernor:
         """
         cmd, clamped = self.clamp_twist(twist)
         if not lease.active or self._base is not lease:
-            lease.stop("cancelled", "another motion took the base")
+            lease.stop(StopCause.REPLACED, Phrase("stop.taken"))
             return Twist()
         if self._estop:
-            return await self._halt(lease, "emergency_stop", self._estop_reason)
+            why = Phrase("stop.reason", reason=self._estop_reason)
+            return await self._halt(lease, StopCause.EMERGENCY_STOP, why)
         now = self.clock.now()
         self._last_cmd_s = now
         for key, val in clamped.items():
+            if key not in lease.clamped:
+                said = f"{val['requested']:g} -> {val['applied']:g}"
+                self._decided("clamp", key, lease.name, said)
             lease.clamped.setdefault(key, val)
         if now >= lease.deadline_s:
-            return await self._halt(
-                lease, "deadline", f"motion deadline reached after {now - lease.started_s:.1f} s"
-            )
+            why = Phrase("stop.deadline", elapsed_s=now - lease.started_s)
+            return await self._halt(lease, StopCause.DEADLINE, why)
         if self.site is not None and self.site.geofence and cmd.linear_mps != 0.0:
             pose = await self.robot.get_pose()
             if self._leaves_fence(pose, cmd):
-                return await self._halt(
-                    lease, "geofence", f"geofence: stopped at ({pose.x_m:.2f}, {pose.y_m:.2f})"
-                )
+                why = Phrase("stop.geofence", x_m=pose.x_m, y_m=pose.y_m)
+                return await self._halt(lease, StopCause.GEOFENCE, why)
         if cmd.linear_mps > 0:
             cmd = await self._limit_for_obstacle(lease, cmd)
             if not lease.active:
@@ -368,7 +403,8 @@ class SafetyGovernor:
         if reading is None or now - reading.received_s > self.profile.camera.max_age_s:
             return Twist(0.0, cmd.angular_radps, cmd.lateral_mps)
         if reading.clearance_m is None:
-            return await self._halt(lease, "obstacle", f"cannot check the path: {reading.note}")
+            why = Phrase("stop.cannot_check", problem=reading.note)
+            return await self._halt(lease, StopCause.OBSTACLE, why)
         pose = await self.robot.get_pose()
         moved = math.hypot(pose.x_m - reading.x_m, pose.y_m - reading.y_m)
         # Distance still covered before a stop takes effect: one more control period at the
@@ -378,25 +414,26 @@ class SafetyGovernor:
         clearance -= v_now * v_now / (2 * BRAKE_DECEL_MPS2)
         stop_m = self.profile.limits.obstacle_stop_m
         if clearance <= stop_m + 0.01:
-            return await self._halt(
-                lease, "obstacle", f"obstacle {max(clearance, 0.0):.2f} m ahead of the robot"
-            )
+            why = Phrase("stop.obstacle_ahead", clearance_m=max(clearance, 0.0))
+            return await self._halt(lease, StopCause.OBSTACLE, why)
         v_safe = 0.8 * math.sqrt(2 * BRAKE_DECEL_MPS2 * (clearance - stop_m))
         if cmd.linear_mps > v_safe:
             return Twist(max(0.05, v_safe), cmd.angular_radps, cmd.lateral_mps)
         return cmd
 
-    async def _halt(self, lease: MotionLease, reason: str, detail: str) -> Twist:
-        lease.stop(reason, detail)
+    async def _halt(self, lease: MotionLease, cause: StopCause, why: Phrase) -> Twist:
+        if lease.active:
+            self._decided("halt", cause.stopped_by, lease.name, why.text())
+        lease.stop(cause, why)
         if self._base is lease:
             self._base = None
         await self._send(Twist())
-        logger.info("motion %s halted: %s (%s)", lease.name, reason, detail)
+        logger.info("motion %s halted: %s (%s)", lease.name, cause.value, why)
         return Twist()
 
     async def end_motion(self, lease: MotionLease) -> None:
         """Finish a motion: zero the base if the lease still owns it. Safe to call twice."""
-        lease.stop("target", "finished")
+        lease.stop(StopCause.TARGET, Phrase("stop.finished"))
         if self._base is lease:
             self._base = None
             await self._send(Twist())
@@ -426,7 +463,7 @@ class SafetyGovernor:
         clearance = await asyncio.to_thread(
             forward_clearance, depth.depth_m, self.profile, pan, tilt
         )
-        return ObstacleReading(clearance, depth.stamp_s, pose.x_m, pose.y_m, "", self.clock.now())
+        return ObstacleReading(clearance, depth.stamp_s, pose.x_m, pose.y_m, None, self.clock.now())
 
     async def _monitor_loop(self) -> None:
         """Refresh the obstacle reading while a forward-capable motion owns the base."""
@@ -447,108 +484,19 @@ class SafetyGovernor:
             lease = self._base
             try:
                 if lease is not None and now >= lease.deadline_s:
-                    await self._halt(lease, "deadline", "motion deadline reached (watchdog)")
+                    why = Phrase("stop.deadline_watchdog")
+                    await self._halt(lease, StopCause.DEADLINE, why)
                 elif not self._last_twist.is_zero and now - self._last_cmd_s > timeout:
                     self.watchdog_trips += 1
                     if lease is not None:
-                        await self._halt(
-                            lease, "watchdog", f"no command for {now - self._last_cmd_s:.2f} s"
-                        )
+                        why = Phrase("stop.watchdog", idle_s=now - self._last_cmd_s)
+                        await self._halt(lease, StopCause.WATCHDOG, why)
                     else:
                         await self._send(Twist())
+                        self._decided("halt", "watchdog", None, f"no command for {timeout:.2f} s")
                     logger.warning("watchdog: no base command for %.2f s, base zeroed", timeout)
             except RobotError as exc:
                 logger.error("watchdog could not stop the base: %s", exc)
-
-    # ---- head ------------------------------------------------------------------------------
-
-    def check_head(self, pan_deg: float, tilt_deg: float) -> None:
-        """Validate a head target against the profile (SPEC D4).
-
-        Raises:
-            SafetyError: No head, a non-finite value or a value past the joint limits.
-        """
-        head = self.profile.head
-        if not (head.present and self.robot.has_head):
-            raise SafetyError("this robot has no pan-tilt head")
-        pan_deg = _finite("pan_deg", pan_deg)
-        tilt_deg = _finite("tilt_deg", tilt_deg)
-        lo, hi = head.pan_limits_deg
-        if not lo <= pan_deg <= hi:
-            raise SafetyError(f"pan_deg {pan_deg} is outside the pan limits [{lo}, {hi}] degrees")
-        lo, hi = head.tilt_limits_deg
-        if not lo <= tilt_deg <= hi:
-            raise SafetyError(
-                f"tilt_deg {tilt_deg} is outside the tilt limits [{lo}, {hi}] degrees "
-                "(down positive)"
-            )
-
-    async def begin_head(self, name: str, duration_s: float = 10.0) -> MotionLease:
-        """Take the head, ending any other head motion.
-
-        Raises:
-            EmergencyStopError: The emergency stop is latched.
-        """
-        self._check_estop()
-        if self._head is not None:
-            self._head.stop("cancelled", f"replaced by {name}")
-        now = self.clock.now()
-        self._head = MotionLease(name, now, now + duration_s)
-        return self._head
-
-    async def set_head(self, lease: MotionLease, pan_deg: float, tilt_deg: float) -> bool:
-        """Command the head for ``lease`` after checking the limits.
-
-        Returns:
-            False (nothing sent) when the lease no longer owns the head.
-
-        Raises:
-            SafetyError: See :meth:`check_head`.
-            EmergencyStopError: The emergency stop is latched.
-        """
-        self.check_head(pan_deg, tilt_deg)
-        if self._estop:
-            lease.stop("emergency_stop", self._estop_reason)
-        if not lease.active or self._head is not lease:
-            return False
-        await self.robot.set_head(math.radians(pan_deg), math.radians(tilt_deg))
-        return True
-
-    def end_head(self, lease: MotionLease) -> None:
-        """Release the head."""
-        lease.stop("target", "finished")
-        if self._head is lease:
-            self._head = None
-
-    async def _wait_head(self, pan_rad: float, tilt_rad: float, timeout_s: float) -> bool:
-        end = self.clock.now() + timeout_s
-        while self.clock.now() < end:
-            head = await self.robot.get_head()
-            if abs(head.pan_rad - pan_rad) < math.radians(2) and abs(
-                head.tilt_rad - tilt_rad
-            ) < math.radians(2):
-                return True
-            await self.clock.sleep(self.period_s)
-        return False
-
-    async def wait_head(
-        self, lease: MotionLease, pan_deg: float, tilt_deg: float, timeout_s: float = 3.0
-    ) -> bool:
-        """Wait (robot clock) until the head is within 2 degrees of the target.
-
-        Returns:
-            True if it got there before ``timeout_s`` and while ``lease`` was active.
-        """
-        end = self.clock.now() + timeout_s
-        while self.clock.now() < end and lease.active:
-            head = await self.robot.get_head()
-            if (
-                abs(math.degrees(head.pan_rad) - pan_deg) < 2.0
-                and abs(math.degrees(head.tilt_rad) - tilt_deg) < 2.0
-            ):
-                return True
-            await self.clock.sleep(self.period_s)
-        return False
 
     def status(self) -> dict[str, Any]:
         """JSON-able state: emergency stop, owners, last twist."""

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 
-from loopact.errors import RobotError, SafetyError
+from loopact.errors import RobotError, StopCause
+from loopact.i18n import Phrase
 from loopact.robot.lease import MotionLease
 from loopact.robot.motion import RobotEnv
+from loopact.robot.outcome import said_by
 from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
 
 SHAKE_PAN_DEG = 25.0
@@ -20,18 +22,18 @@ NOD_TILT_DEG = 15.0
 
 
 async def _sequence(
-    env: RobotEnv, name: str, targets: list[tuple[float, float]], summary: str | None = None
+    env: RobotEnv, name: str, targets: list[tuple[float, float]], summary: Phrase | None = None
 ) -> ToolResult:
-    """Move the head through ``targets`` (pan, tilt in degrees); ``summary`` becomes
-    ``data.result`` on success (a plain sentence models can retell), by default where the
+    """Move the head through ``targets`` (pan, tilt in degrees); ``summary`` is the outcome
+    (``data.result``) on success (a plain sentence models can retell), by default where the
     camera now looks ("the camera now looks 44 degrees right and 0 degrees down")."""
     gov = env.governor
     try:
         for pan, tilt in targets:
             gov.check_head(pan, tilt)
         lease: MotionLease = await gov.begin_head(name)
-    except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(str(exc))
+    except RobotError as exc:
+        return ToolResult.failure(said_by(exc))
     reached = True
     try:
         for pan, tilt in targets:
@@ -40,8 +42,8 @@ async def _sequence(
             reached = await gov.wait_head(lease, pan, tilt, timeout_s=3.0)
             if not reached:
                 break
-    except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(str(exc))
+    except RobotError as exc:
+        return ToolResult.failure(said_by(exc))
     finally:
         gov.end_head(lease)
     head = await env.robot.get_head()
@@ -49,23 +51,23 @@ async def _sequence(
         "pan_deg": round(math.degrees(head.pan_rad), 1),
         "tilt_deg": round(math.degrees(head.tilt_rad), 1),
     }
-    if lease.stopped_by not in (None, "target") and lease.detail != "finished":
-        return ToolResult.failure(f"interrupted: {lease.detail}", data=data)
+    if lease.cause not in (None, StopCause.TARGET):
+        why = lease.why or Phrase("stop.reason", reason="")
+        return ToolResult.failure(Phrase("head.interrupted", why=why), data=data)
     if not reached:
-        return ToolResult.failure("the head did not reach its target in time", data=data)
-    data["result"] = summary or looks(float(data["pan_deg"]), float(data["tilt_deg"]))
-    return ToolResult.success(data)
+        return ToolResult.failure(Phrase("head.too_slow"), data=data)
+    said = summary or looks(float(data["pan_deg"]), float(data["tilt_deg"]))
+    return ToolResult.said(said, data)
 
 
-def looks(pan_deg: float, tilt_deg: float) -> str:
-    """Where the camera looks, in words: pan left positive, tilt down positive (degrees)."""
-    pan = (
-        "straight ahead"
-        if abs(pan_deg) < 1
-        else (f"{abs(pan_deg):.0f} degrees {'left' if pan_deg > 0 else 'right'}")
-    )
-    tilt = f"{abs(tilt_deg):.0f} degrees {'down' if tilt_deg >= 0 else 'up'}"
-    return f"the camera now looks {pan} and {tilt}"
+def looks(pan_deg: float, tilt_deg: float) -> Phrase:
+    """Where the camera looks: pan left positive, tilt down positive (degrees)."""
+    if abs(pan_deg) < 1:
+        pan = Phrase("head.ahead")
+    else:
+        pan = Phrase("head.left" if pan_deg > 0 else "head.right", angle_deg=abs(pan_deg))
+    tilt = Phrase("head.down" if tilt_deg >= 0 else "head.up", angle_deg=abs(tilt_deg))
+    return Phrase("head.looks", pan=pan, tilt=tilt)
 
 
 def home(env: RobotEnv) -> tuple[float, float]:
@@ -106,7 +108,7 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
     @tool(safety=SafetyClass.MOTION, timeout_s=15)
     async def servo_init() -> ToolResult:
         """Centre the camera: turn the camera head back to its home position. 摄像头回正。"""
-        return await _sequence(env, "servo_init", [home(env)], "centred the camera")
+        return await _sequence(env, "servo_init", [home(env)], Phrase("head.centred"))
 
     @tool(
         safety=SafetyClass.MOTION,
@@ -121,7 +123,7 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
             env,
             "servo_shake",
             [(p + a, t), (p - a, t), (p + a, t), (p - a, t), (p, t)],
-            'shook the head ("no")',
+            Phrase("head.shook"),
         )
 
     @tool(
@@ -134,7 +136,10 @@ def make_head_tools(env: RobotEnv) -> list[Tool]:
         p, t = home(env)
         a = min(NOD_TILT_DEG, lim.tilt_limits_deg[1] - t, t - lim.tilt_limits_deg[0])
         return await _sequence(
-            env, "servo_nod", [(p, t + a), (p, t - a), (p, t + a), (p, t)], 'nodded ("yes")'
+            env,
+            "servo_nod",
+            [(p, t + a), (p, t - a), (p, t + a), (p, t)],
+            Phrase("head.nodded"),
         )
 
     return [servo_move, servo_init, servo_shake, servo_nod]

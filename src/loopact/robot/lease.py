@@ -1,21 +1,21 @@
 """A motion's ownership of the base or the head, handed out by the safety governor (SPEC C5).
 
 A :class:`MotionLease` says who holds the base (or the head), until when, and, once it ended,
-why (one of :data:`STOP_REASONS`) and what the governor clamped. Motion tools hold one for the
-length of a motion and stop when it is no longer :attr:`~MotionLease.active`.
+why: a typed :class:`~loopact.errors.StopCause` and what the governor says about it (a
+:class:`~loopact.i18n.Phrase`), and what the governor clamped. Motion tools hold one for the
+length of a motion and stop when it is no longer :attr:`~MotionLease.active`; a tool waiting on
+the base learns the cause from :meth:`MotionLease.check` (issue 38).
 """
 
 from __future__ import annotations
 
-STOP_REASONS = (
-    "target",
-    "obstacle",
-    "geofence",
-    "deadline",
-    "cancelled",
-    "emergency_stop",
-    "watchdog",
-)
+from loopact.errors import MotionStopped, StopCause
+from loopact.i18n import Phrase
+
+
+def cause_phrase(cause: StopCause) -> Phrase:
+    """``cause`` as a phrase (``cause.obstacle``: "obstacle" / "遇到障碍物")."""
+    return Phrase(f"cause.{cause.value}")
 
 
 class MotionLease:
@@ -25,9 +25,8 @@ class MotionLease:
         name: Who holds it (the tool name).
         started_s: Start time on the robot's clock.
         deadline_s: When the governor stops it, robot clock seconds.
-        stopped_by: None while running; then one of ``target``, ``obstacle``, ``geofence``,
-            ``deadline``, ``cancelled``, ``emergency_stop`` or ``watchdog``.
-        detail: A readable reason for the stop.
+        cause: None while running; then why it ended (the first cause wins).
+        why: What the governor said about the end, or None.
         clamped: What the governor clamped: ``{field: {"requested": x, "applied": y}}``.
     """
 
@@ -35,20 +34,45 @@ class MotionLease:
         self.name = name
         self.started_s = started_s
         self.deadline_s = deadline_s
-        self.stopped_by: str | None = None
-        self.detail = ""
+        self.cause: StopCause | None = None
+        self.why: Phrase | None = None
         self.clamped: dict[str, dict[str, float]] = {}
 
     @property
     def active(self) -> bool:
         """True until the lease is stopped."""
-        return self.stopped_by is None
+        return self.cause is None
 
-    def stop(self, reason: str, detail: str = "") -> None:
-        """Mark the lease stopped (first reason wins)."""
-        if self.stopped_by is None:
-            self.stopped_by = reason
-            self.detail = detail
+    @property
+    def stopped_by(self) -> str | None:
+        """The ``stopped_by`` word of the cause (:attr:`StopCause.stopped_by`), or None while
+        running."""
+        return None if self.cause is None else self.cause.stopped_by
+
+    @property
+    def detail(self) -> str:
+        """:attr:`why` in English ("" when nothing was said)."""
+        return "" if self.why is None else self.why.text("en")
+
+    def stop(self, cause: StopCause, why: Phrase | None = None) -> None:
+        """Mark the lease stopped for ``cause`` (the first cause wins).
+
+        Args:
+            cause: Why.
+            why: What the governor says about it ("obstacle 0.31 m ahead of the robot").
+        """
+        if self.cause is None:
+            self.cause = cause
+            self.why = why
+
+    def check(self) -> None:
+        """Raise why the lease ended, if it ended for anything but reaching its target.
+
+        Raises:
+            MotionStopped: The governor (or a stop) ended it; ``cause`` says why.
+        """
+        if self.cause is not None and self.cause is not StopCause.TARGET:
+            raise MotionStopped(self.why or cause_phrase(self.cause), self.cause)
 
 
 END_GRACE_S = 0.5

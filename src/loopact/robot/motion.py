@@ -3,8 +3,9 @@
 All motion is closed-loop on odometry and goes through the safety governor (X3). Speeds above
 the profile's limits are clamped (the motion takes longer, it is never shortened) and reported
 in ``metadata.clamped``. Every motion result carries ``metadata.achieved = {distance_m,
-angle_deg, stopped_by}``. Cancelling a running tool (the agent's preemption, SPEC A6) zeroes the
-base in a ``finally`` before the ``CancelledError`` propagates.
+angle_deg, stopped_by, cause}`` and says what happened as a typed outcome
+(:mod:`loopact.robot.outcome`). Cancelling a running tool (the agent's preemption, SPEC A6) zeroes
+the base in a ``finally`` before the ``CancelledError`` propagates.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loopact.errors import RobotError, SafetyError, StaleDataError, ToolArgumentError
+from loopact.errors import RobotError, SafetyError, StaleDataError, StopCause, ToolArgumentError
+from loopact.i18n import Phrase
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
 from loopact.robot.lease import MotionLease
+from loopact.robot.outcome import failed, motion_result, refused
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.gate import ImageGate
@@ -61,92 +64,15 @@ class RobotEnv:
         pose = await self.robot.get_pose()
         age = self.robot.clock.now() - pose.stamp_s
         if age > self.profile.pose_max_age_s:
-            raise StaleDataError(
-                f"the robot's pose is {age:.2f} s old (limit {self.profile.pose_max_age_s} s); "
-                "odometry may be down",
-                age_s=age,
-            )
+            limit = self.profile.pose_max_age_s
+            raise StaleDataError(Phrase("robot.stale_pose", age_s=age, limit_s=limit), age_s=age)
         return pose
 
 
 def _num(name: str, value: float) -> float:
     if not math.isfinite(value):
-        raise ToolArgumentError(f"{name} must be a finite number, got {value}")
+        raise ToolArgumentError(Phrase("motion.not_finite", name=name, value=value))
     return float(value)
-
-
-def achieved(distance_m: float, angle_deg: float, stopped_by: str) -> dict[str, Any]:
-    """The ``metadata.achieved`` dict."""
-    return {
-        "distance_m": round(distance_m, 3),
-        "angle_deg": round(angle_deg, 1),
-        "stopped_by": stopped_by,
-    }
-
-
-def motion_result(
-    lease: MotionLease,
-    distance_m: float,
-    angle_deg: float,
-    pose: Pose,
-    clamped: dict[str, Any],
-    summary: str,
-    goal: str = "",
-) -> ToolResult:
-    """Build the result of a finished motion: ok only when it reached its target.
-
-    The error of a motion stopped early does not name the tool: every reader shows the
-    error after the tool's name already (the terminal's ``✗ move_forward: ...``, a step's
-    "did not succeed (move_forward: ...)"), which read ``move_forward: move_forward stopped
-    early ...`` while the error began with it.
-
-    Args:
-        lease: The finished motion's lease (``stopped_by``, ``detail``, ``clamped``).
-        distance_m: Distance achieved, metres (signed for straight motions).
-        angle_deg: Angle turned, degrees, left positive.
-        pose: The pose at the end.
-        clamped: Arguments the tool clamped to the limits.
-        summary: On success, ``data.result``: one plain sentence of what happened ("moved
-            forward 0.998 m and reached the target"). Models, small ones above all, retell
-            it; with a bare "move_forward done" the 0.5B local brain told users the robot had
-            "stopped for obstacles" (issue 6).
-        goal: Where the motion was going, for the error (``"door"``: "stopped early by
-            obstacle on the way to the door: ..."); empty for a motion by distance or angle.
-    """
-    stopped_by = lease.stopped_by or "target"
-    meta: dict[str, Any] = {"achieved": achieved(distance_m, angle_deg, stopped_by)}
-    all_clamped = {**lease.clamped, **clamped}
-    if all_clamped:
-        meta["clamped"] = all_clamped
-    data: dict[str, Any] = {
-        "pose": {
-            "x_m": round(pose.x_m, 3),
-            "y_m": round(pose.y_m, 3),
-            "yaw_deg": round(pose.yaw_deg, 1),
-            "frame": pose.frame,
-        }
-    }
-    if stopped_by == "target":
-        note = summary
-        if all_clamped:
-            note += " (speed clamped to the robot's limit)"
-        data["result"] = note
-        return ToolResult(ok=True, data=data, metadata=meta)
-    return ToolResult(
-        ok=False,
-        data=data,
-        metadata=meta,
-        error=f"stopped early by {stopped_by}{f' on the way to the {goal}' if goal else ''}: "
-        f"{lease.detail}; achieved {distance_m:.2f} m, {angle_deg:.1f} deg",
-    )
-
-
-def failed(error: str, stopped_by: str | None = None) -> ToolResult:
-    """A refused motion (nothing moved)."""
-    meta: dict[str, Any] = {}
-    if stopped_by:
-        meta["achieved"] = achieved(0.0, 0.0, stopped_by)
-    return ToolResult.failure(error, **meta)
 
 
 async def run_motion(
@@ -219,7 +145,7 @@ async def pose_at_rest(env: RobotEnv, pose: Pose) -> Pose:
 def _speed(name: str, requested: float, limit: float, clamped: dict[str, Any]) -> float:
     requested = _num(name, requested)
     if requested <= 0:
-        raise ToolArgumentError(f"{name} must be > 0, got {requested}")
+        raise ToolArgumentError(Phrase("motion.not_positive", name=name, value=requested))
     if requested > limit:
         clamped[name] = {"requested": requested, "applied": limit}
         return limit
@@ -240,7 +166,7 @@ async def straight(
         if distance_m <= 0:
             other = "move_backward" if sign > 0 else "move_forward"
             raise ToolArgumentError(
-                f"distance_m must be > 0, got {distance_m} (use {other} to go the other way)"
+                Phrase("motion.distance_other_way", value=distance_m, other=other)
             )
         clamped: dict[str, Any] = {}
         v = _speed("speed_mps", speed_mps, env.profile.limits.max_linear_mps, clamped)
@@ -250,19 +176,23 @@ async def straight(
         ex = start.x_m + sign * distance_m * math.cos(start.yaw_rad)
         ey = start.y_m + sign * distance_m * math.sin(start.yaw_rad)
         if not env.site.contains(ex, ey) and env.site.contains(start.x_m, start.y_m):
-            return failed(
-                f"refused: the end point ({ex:.2f}, {ey:.2f}) is outside the geofence", "geofence"
-            )
+            outside = Phrase("motion.outside_fence", x_m=ex, y_m=ey)
+            return failed(outside, StopCause.GEOFENCE)
         need_s = distance_m / v
         max_s = env.profile.limits.max_motion_duration_s
         if need_s > max_s:
             raise SafetyError(
-                f"moving {distance_m} m at {v} m/s takes {need_s:.0f} s, more than the "
-                f"{max_s:.0f} s allowed per motion; split it into moves of at most "
-                f"{v * max_s * 0.9:.1f} m"
+                Phrase(
+                    "motion.too_long_move",
+                    distance_m=distance_m,
+                    speed_mps=v,
+                    need_s=need_s,
+                    max_s=max_s,
+                    split_m=v * max_s * 0.9,
+                )
             )
     except (ToolArgumentError, RobotError) as exc:
-        return failed(str(exc))
+        return refused(exc)
     travelled = 0.0
 
     async def step(lease: MotionLease, pose: Pose) -> bool:
@@ -281,13 +211,13 @@ async def straight(
         lease, pose = await run_motion(
             env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), sign > 0, step, progress
         )
-    except (SafetyError, RobotError) as exc:
-        return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
+    except RobotError as exc:
+        return refused(exc)
     dx, dy = pose.x_m - start.x_m, pose.y_m - start.y_m
     travelled = sign * (dx * math.cos(start.yaw_rad) + dy * math.sin(start.yaw_rad))
     turned = math.degrees(normalize_angle(pose.yaw_rad - start.yaw_rad))
-    way = "forward" if sign > 0 else "backward"
-    summary = f"moved {way} {abs(travelled):.2f} m and reached the target"
+    way = "motion.moved_forward" if sign > 0 else "motion.moved_backward"
+    summary = Phrase(way, distance_m=abs(travelled))
     return motion_result(lease, travelled, turned, pose, clamped, summary)
 
 
@@ -304,21 +234,24 @@ async def rotate(
         angle_deg = _num("angle_deg", angle_deg)
         if angle_deg <= 0 or angle_deg > 720:
             other = "turn_right" if sign > 0 else "turn_left"
-            raise ToolArgumentError(
-                f"angle_deg must be in (0, 720], got {angle_deg} (use {other} for the other way)"
-            )
+            raise ToolArgumentError(Phrase("motion.angle_range", value=angle_deg, other=other))
         clamped: dict[str, Any] = {}
         w_dps = _speed("speed_dps", speed_dps, env.profile.limits.max_angular_dps, clamped)
         need_s = angle_deg / w_dps
         max_s = env.profile.limits.max_motion_duration_s
         if need_s > max_s:
             raise SafetyError(
-                f"turning {angle_deg} deg at {w_dps} deg/s takes {need_s:.0f} s, more than the "
-                f"{max_s:.0f} s allowed per motion"
+                Phrase(
+                    "motion.too_long_turn",
+                    angle_deg=angle_deg,
+                    speed_dps=w_dps,
+                    need_s=need_s,
+                    max_s=max_s,
+                )
             )
         start = await env.pose()
     except (ToolArgumentError, RobotError) as exc:
-        return failed(str(exc))
+        return refused(exc)
     target = math.radians(angle_deg)
     w = math.radians(w_dps)
     turned = 0.0
@@ -340,11 +273,11 @@ async def rotate(
             env, name, min(max_s, need_s * 1.5 + SETTLE_MARGIN_S), False, step, progress
         )
     except (ToolArgumentError, RobotError) as exc:
-        return failed(str(exc))
+        return refused(exc)
     turned += sign * normalize_angle(pose.yaw_rad - last_yaw)
     moved = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
-    way = "left" if sign > 0 else "right"
-    summary = f"turned {way} {abs(math.degrees(turned)):.1f} degrees and reached the target"
+    way = "motion.turned_left" if sign > 0 else "motion.turned_right"
+    summary = Phrase(way, angle_deg=abs(math.degrees(turned)))
     return motion_result(lease, moved, sign * math.degrees(turned), pose, clamped, summary)
 
 
@@ -362,7 +295,7 @@ async def drive_for(
         ang = _num("angular_dps", angular_dps)
         dur = _num("duration_s", duration_s)
         if dur <= 0:
-            raise ToolArgumentError(f"duration_s must be > 0, got {dur}")
+            raise ToolArgumentError(Phrase("motion.not_positive", name="duration_s", value=dur))
         clamped: dict[str, Any] = {}
         max_s = env.profile.limits.max_motion_duration_s
         if dur > max_s:
@@ -372,7 +305,7 @@ async def drive_for(
         clamped.update(tw_clamped)
         start = await env.pose()
     except (ToolArgumentError, RobotError) as exc:
-        return failed(str(exc))
+        return refused(exc)
     clock = env.robot.clock
     t_end: float | None = None  # set when the base is ready (see SafetyGovernor.begin_motion)
     path = 0.0
@@ -397,19 +330,19 @@ async def drive_for(
             env, "drive", min(max_s, dur + 0.5), twist.linear_mps > 0, step, progress
         )
         pose = await pose_at_rest(env, pose)
-    except (SafetyError, RobotError) as exc:
-        return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
+    except RobotError as exc:
+        return refused(exc)
     path += math.hypot(pose.x_m - last.x_m, pose.y_m - last.y_m)
     turned += normalize_angle(pose.yaw_rad - last.yaw_rad)
-    if lease.stopped_by == "deadline" and t_end is not None and clock.now() >= t_end:
-        lease.stopped_by = "target"
+    if lease.cause is StopCause.DEADLINE and t_end is not None and clock.now() >= t_end:
+        lease.cause = StopCause.TARGET  # the governor's deadline came with the drive's own end
     return motion_result(
         lease,
         math.copysign(path, twist.linear_mps or 1.0),
         math.degrees(turned),
         pose,
         clamped,
-        f"drove for {dur:g} s: {path:.2f} m, turned {math.degrees(turned):.1f} degrees",
+        Phrase("motion.drove", duration_s=dur, distance_m=path, angle_deg=math.degrees(turned)),
     )
 
 
@@ -510,8 +443,8 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
     @tool(safety=SafetyClass.MOTION, timeout_s=5, reentrant=True)
     async def stop() -> ToolResult:
         """Stop the robot now: zero the base and cancel any running motion. 停止。"""
-        await env.governor.stop_all("stop tool")
-        return ToolResult.success({"result": "stopped"})
+        await env.governor.stop_all("stop tool", StopCause.STOPPED)
+        return ToolResult.said(Phrase("motion.stopped"))
 
     @tool(
         safety=SafetyClass.READ_ONLY,
@@ -524,20 +457,18 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
         try:
             pose = await env.pose()
         except RobotError as exc:
-            return ToolResult.failure(str(exc))
-        return ToolResult.success(
+            return refused(exc)
+        # the runtime's sentence, as motions have (issue 6), so that a reply built from
+        # results states the pose itself, in the user's language too (agent/steps.py)
+        said = Phrase("motion.pose", x_m=pose.x_m, y_m=pose.y_m, yaw_deg=pose.yaw_deg)
+        return ToolResult.said(
+            said,
             {
                 "x_m": round(pose.x_m, 3),
                 "y_m": round(pose.y_m, 3),
                 "yaw_deg": round(pose.yaw_deg, 1),
                 "frame": pose.frame,
-                # the runtime's sentence, as motions have (issue 6), so that a reply built
-                # from results states the pose itself, in Chinese too (agent/result_zh.py)
-                "result": (
-                    f"the robot is at x={pose.x_m:.2f} m, y={pose.y_m:.2f} m, "
-                    f"heading {pose.yaw_deg:.1f} degrees"
-                ),
-            }
+            },
         )
 
     return [drive, stop, get_current_pose]

@@ -15,9 +15,11 @@ to subtract coordinates itself).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
-from loopact.errors import RobotError, SafetyError
+from loopact.errors import RobotError, StopCause
+from loopact.i18n import Name, Phrase
 from loopact.robot.interface import Pose, Twist, normalize_angle
 from loopact.robot.lease import MotionLease
 from loopact.robot.motion import (
@@ -27,12 +29,11 @@ from loopact.robot.motion import (
     SETTLE_MARGIN_S,
     Progress,
     RobotEnv,
-    failed,
-    motion_result,
     rotate,
     run_motion,
     straight,
 )
+from loopact.robot.outcome import failed, motion_result, refused
 from loopact.robot.profile import SiteMap
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 
@@ -68,10 +69,15 @@ def find_place(site: SiteMap, name: str) -> str | None:
 
 
 def _place_names(site: SiteMap, key: str) -> dict[str, str]:
-    """``{place: key}``, with ``place_zh`` when the place has a Chinese name: the reply to a
-    Chinese instruction names it so (``loopact.agent.steps``)."""
+    """``{place: key}``, with ``place_zh`` when the place has a Chinese name."""
     zh = chinese_name(site, key)
     return {"place": key, **({"place_zh": zh} if zh else {})}
+
+
+def place_name(site: SiteMap, key: str) -> Name:
+    """The waypoint ``key`` as a :class:`Name`: the key, and its Chinese name when it has one
+    (a phrase then names it so in Chinese: 到达厨房)."""
+    return Name(key, chinese_name(site, key) or "")
 
 
 def chinese_name(site: SiteMap, key: str) -> str | None:
@@ -93,10 +99,8 @@ def unknown_place(site: SiteMap, name: str, noun: str) -> ToolResult:
             in the data key ``known_<noun>s``.
     """
     names = sorted(site.waypoints)
-    return ToolResult.failure(
-        f"unknown {noun} {name!r}; known {noun}s: {', '.join(names) or '(none)'}",
-        data={f"known_{noun}s": names},
-    )
+    said = Phrase(f"nav.unknown_{noun}", name=name, known=", ".join(names) or "(none)")
+    return ToolResult.failure(said, data={f"known_{noun}s": names})
 
 
 async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) -> ToolResult:
@@ -113,11 +117,11 @@ async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) 
         return unknown_place(site, waypoint, "waypoint")
     wp = site.waypoints[key]
     if not site.contains(wp.x_m, wp.y_m):
-        return failed(f"waypoint {key!r} lies outside the geofence: refused", "geofence")
+        return failed(Phrase("nav.outside_fence", name=key), StopCause.GEOFENCE)
     try:
         start = await env.pose()
     except RobotError as exc:
-        return failed(str(exc))
+        return refused(exc)
     detours = 0
     while True:
         result = await _seek(env, key, start, progress)
@@ -126,8 +130,10 @@ async def go_to(env: RobotEnv, waypoint: str, progress: Progress | None = None) 
             break
         detours += 1
     result.metadata["detours"] = detours
-    if result.ok and detours:
-        result.data["result"] += f", going around {detours} obstacle{'s' * (detours > 1)}"
+    if result.ok and detours and result.outcome is not None:
+        said = result.outcome
+        around = "nav.reached_around_one" if detours == 1 else "nav.reached_around"
+        return dataclasses.replace(result, outcome=Phrase(around, **said.params, detours=detours))
     return result
 
 
@@ -157,13 +163,13 @@ async def _seek(env: RobotEnv, key: str, start: Pose, progress: Progress | None)
     try:
         here = await env.pose()
     except RobotError as exc:
-        return failed(str(exc))
+        return refused(exc)
     dist0 = math.hypot(wp.x_m - here.x_m, wp.y_m - here.y_m)
     est_s = dist0 / v_max + 2 * math.pi / w_max + SETTLE_MARGIN_S
     if dist0 / v_max > lim.max_motion_duration_s:
+        max_s = lim.max_motion_duration_s
         return failed(
-            f"{key!r} is {dist0:.1f} m away: more than one motion may take "
-            f"({lim.max_motion_duration_s:.0f} s at {v_max} m/s); move closer first"
+            Phrase("nav.too_far", name=key, distance_m=dist0, max_s=max_s, speed_mps=v_max)
         )
     final_yaw = None if wp.yaw_deg is None else math.radians(wp.yaw_deg)
     phase = "drive"
@@ -201,12 +207,13 @@ async def _seek(env: RobotEnv, key: str, start: Pose, progress: Progress | None)
         lease, pose = await run_motion(
             env, "navigation", min(lim.max_motion_duration_s, est_s * 1.5), True, step, progress
         )
-    except (SafetyError, RobotError) as exc:
-        return failed(str(exc), "obstacle" if "obstacle" in str(exc) else None)
+    except RobotError as exc:
+        return refused(exc)
     turned += normalize_angle(pose.yaw_rad - last_yaw)
     travelled = math.hypot(pose.x_m - start.x_m, pose.y_m - start.y_m)
-    summary = f"reached the {key} after {travelled:.2f} m"
-    result = motion_result(lease, travelled, math.degrees(turned), pose, {}, summary, goal=key)
+    place = place_name(env.site, key)
+    summary = Phrase("nav.reached", place=place, distance_m=travelled)
+    result = motion_result(lease, travelled, math.degrees(turned), pose, {}, summary, goal=place)
     if result.ok:
         result.data.update(_place_names(env.site, key))
     result.metadata["goal"] = {"waypoint": key, "x_m": wp.x_m, "y_m": wp.y_m}
@@ -230,24 +237,25 @@ async def distance_to_place(env: RobotEnv, place: str) -> ToolResult:
     try:
         pose = await env.pose()
     except RobotError as exc:
-        return ToolResult.failure(str(exc))
+        return refused(exc)
     wp = site.waypoints[key]
     dx, dy = wp.x_m - pose.x_m, wp.y_m - pose.y_m
     dist = math.hypot(dx, dy)
     bearing = 0.0
     if dist < AT_PLACE_M:
-        where = "the robot is there"
+        where = "place.there"
     else:
         bearing = math.degrees(normalize_angle(math.atan2(dy, dx) - pose.yaw_rad))
         if abs(bearing) < 5:
-            where = "straight ahead"
+            where = "place.ahead"
         elif abs(bearing) > 175:
-            where = "straight behind"
+            where = "place.behind"
         else:
-            where = f"{abs(bearing):.0f} degrees to the {'left' if bearing > 0 else 'right'}"
+            where = "place.left" if bearing > 0 else "place.right"
+    said = Phrase(where, place=place_name(site, key), distance_m=dist, angle_deg=abs(bearing))
     return ToolResult.success(
         {
-            "result": f"the {key} is {dist:.2f} m away, {where}",
+            "result": said,
             **_place_names(site, key),
             "distance_m": round(dist, 3),
             "bearing_deg": round(bearing, 1),

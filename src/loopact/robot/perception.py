@@ -23,15 +23,17 @@ import numpy as np
 import numpy.typing as npt
 
 from loopact.errors import ModelError, RobotError, StaleDataError
+from loopact.i18n import Phrase, colour_name
 from loopact.llm.messages import Image
 from loopact.robot.interface import CameraFrame, DepthFrame
 from loopact.robot.motion import RobotEnv, rotate
+from loopact.robot.outcome import said_by
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.tools.builtin.frames import keep_for_plan
 from loopact.vision.detect import ColorRanges, Detection, detect_colors
 from loopact.vision.model import VisionModel, iou
 from loopact.vision.overlay import draw_boxes
-from loopact.vision.scene import describe
+from loopact.vision.scene import describe_phrase
 
 KEEP_FRAMES = 8
 """Frames a perception result may refer to that are kept for ``track`` (by timestamp)."""
@@ -198,42 +200,48 @@ def as_objects(dets: list[Detection], pan_deg: float) -> list[dict[str, Any]]:
 
 
 def caption(objects: list[dict[str, Any]]) -> str:
-    """A one-line description of colour detections for the model."""
+    """A one-line description of colour detections for the model (:func:`caption_phrase`
+    in English)."""
+    return caption_phrase(objects).text("en")
+
+
+def caption_phrase(objects: list[dict[str, Any]]) -> Phrase:
+    """What :func:`caption` says, as a typed phrase (``detected.*``)."""
     if not objects:
-        return "no coloured objects detected"
+        return Phrase("detected.none")
     parts = []
     for o in objects[:6]:
-        side = "ahead"
+        side = Phrase("detected.ahead")
         if o["bearing_deg"] > 5:
-            side = f"{o['bearing_deg']:.0f} deg left"
+            side = Phrase("detected.left", angle_deg=o["bearing_deg"])
         elif o["bearing_deg"] < -5:
-            side = f"{-o['bearing_deg']:.0f} deg right"
-        dist = "" if o["distance_m"] is None else f" at {o['distance_m']:.1f} m"
-        parts.append(f"{o['color']} object{dist}, {side}")
-    return "detected: " + "; ".join(parts)
+            side = Phrase("detected.right", angle_deg=-o["bearing_deg"])
+        color = colour_name(o["color"])
+        if o["distance_m"] is None:
+            parts.append(Phrase("detected.object", color=color, side=side))
+        else:
+            distance = o["distance_m"]
+            parts.append(Phrase("detected.object_at", color=color, distance_m=distance, side=side))
+    return Phrase("detected.some", items=tuple(parts))
 
 
 SEEN_PER_VIEW = 4
 """Objects each view of ``observe_surroundings`` names in its sentence, nearest first."""
 
 
-def around_sentence(views: Sequence[dict[str, Any]]) -> str:
-    """``observe_surroundings``' result sentence: ``"looked all around. In front: I see a red
-    box 2.8 m away, 29 degrees right. To the left: I see ...."``, one part per view in the order
-    turned (front, left, behind, right). Bearings in every part are relative to the robot's
-    heading before it turned (degrees, left positive, wrapped to (-180, 180]): the green box
-    to the right of the left view is "56 degrees left". Rendered in Chinese by
-    :func:`loopact.agent.result_zh.result_zh`."""
-    parts = [f"{_VIEW_WORDS.get(v['view'], v['view'])}: {v['seen']}" for v in views]
-    return " ".join(["looked all around.", *parts])
+def around_sentence(seen: Sequence[tuple[str, Phrase]]) -> Phrase:
+    """``observe_surroundings``' outcome: ``"looked all around. In front: I see a red box 2.8 m
+    away, 29 degrees right. To the left: I see ...."`` (环顾了四周。前方：我看到...), one part per
+    view in the order turned (front, left, behind, right). Bearings in every part are relative
+    to the robot's heading before it turned (degrees, left positive, wrapped to (-180, 180]):
+    the green box to the right of the left view is "56 degrees left".
 
-
-_VIEW_WORDS = {
-    "front": "In front",
-    "left": "To the left",
-    "behind": "Behind",
-    "right": "To the right",
-}
+    Args:
+        seen: ``(view, what it saw)`` per view: ``front``, ``left``, ``behind`` or ``right``
+            and the scene phrase (:func:`~loopact.vision.scene.describe_phrase`).
+    """
+    parts = (Phrase("around.view", view=Phrase(f"around.{v}"), seen=said) for v, said in seen)
+    return Phrase("around.all", views=tuple(parts))
 
 
 async def _view(
@@ -242,18 +250,20 @@ async def _view(
     label: str,
     ctx: ToolContext | None = None,
     turned_deg: float = 0.0,
-) -> tuple[dict[str, Any], list[Image]]:
+) -> tuple[dict[str, Any], list[Image], Phrase]:
     """One view of ``observe_surroundings``: its detections (bearings relative to the robot's
-    heading now) and ``seen``, a sentence whose bearings are relative to the heading before
-    the robot turned ``turned_deg`` degrees (left positive), so the four views agree."""
+    heading now), its images and what it saw, a phrase (also ``seen``, in English) whose
+    bearings are relative to the heading before the robot turned ``turned_deg`` degrees (left
+    positive), so the four views agree."""
     frame = await fresh_frame(env)
     gated = await asyncio.to_thread(env.gate.process, frame.rgb)
     dets, pan = await detections(env, frame, None, ranges)
     objects = as_objects(dets, pan)
+    seen = describe_phrase(dets, pan + turned_deg, limit=SEEN_PER_VIEW)
     view: dict[str, Any] = {
         "view": label,
         "caption": caption(objects),
-        "seen": describe(dets, pan + turned_deg, limit=SEEN_PER_VIEW),
+        "seen": seen.text("en"),
         "objects": objects,
     }
     overlay = await asyncio.to_thread(
@@ -271,7 +281,7 @@ async def _view(
     else:
         images.append(gated.image)
         view["image"] = f"attached ({gated.image.width_px}x{gated.image.height_px} JPEG)"
-    return view, images
+    return view, images, seen
 
 
 async def see(
@@ -285,7 +295,9 @@ async def see(
     frame = await fresh_frame(env)
     gated = await asyncio.to_thread(env.gate.process, frame.rgb)
     dets, pan = await detections(env, frame, None, opts.colors)
-    text = describe(dets, pan)
+    scene = describe_phrase(dets, pan)
+    said: Phrase | None = scene
+    text = scene.text("en")
     # ``caption`` is what plans refer to ({{steps.N.outputs.data.caption}}, issue 19)
     data: dict[str, Any] = {
         "view": "camera",
@@ -315,10 +327,11 @@ async def see(
             except ModelError as exc:
                 data["note"] = f"the vision model failed ({exc}); this is the detector's view"
             else:
-                if answer:
+                if answer:  # the vision model's own words: nothing typed to render
                     data["result"] = data["caption"] = answer
                     data["detector"] = text
                     meta["source"] = opts.describer.name
+                    said = None
     if question:
         data["question"] = question
         if meta["source"] == "detector":
@@ -330,7 +343,41 @@ async def see(
         meta.update(await keep_for_plan(ctx, images, "seewhat"))
     overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
     await show(env, ctx, overlay, text)
-    return ToolResult(ok=True, data=data, metadata=meta, images=tuple(images))
+    return ToolResult(ok=True, data=data, metadata=meta, images=tuple(images), outcome=said)
+
+
+async def look_around(env: RobotEnv, col: ColorRanges, ctx: ToolContext | None) -> ToolResult:
+    """``observe_surroundings``: turn in four 90-degree steps (through the governor) and look
+    each way; the outcome is :func:`around_sentence` of the four views."""
+    views: list[dict[str, Any]] = []
+    seen: list[tuple[str, Phrase]] = []
+    images: list[Image] = []
+    labels = ["front", "left", "behind", "right"]
+    try:
+        for i, label in enumerate(labels):
+            if i > 0:
+                turned = await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
+                if not turned.ok:
+                    why = turned.outcome or Phrase("stop.reason", reason=turned.error or "")
+                    failed = Phrase("around.turn_failed", why=why)
+                    return ToolResult.failure(failed, data={"views": views})
+            view, imgs, said = await _view(env, col, label, ctx, turned_deg=90.0 * i)
+            views.append(view)
+            seen.append((label, said))
+            images.extend(imgs)
+        await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
+    except RobotError as exc:
+        return ToolResult.failure(said_by(exc), data={"views": views})
+    return ToolResult.success(
+        {
+            "result": around_sentence(seen),
+            "views": views,
+            "note": "images in order: " + ", ".join(labels) + "; each view's objects have "
+            "bearings from the heading it was taken at, its 'seen' and 'result' from the "
+            "heading at the start",
+        },
+        images=images,
+    )
 
 
 def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) -> list[Tool]:
@@ -353,40 +400,12 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
         try:
             return await see(env, opts, question, ctx)
         except RobotError as exc:
-            return ToolResult.failure(str(exc))
+            return ToolResult.failure(said_by(exc))
 
     @tool(safety=SafetyClass.MOTION, timeout_s=90, examples=[("look all around you", {})])
     async def observe_surroundings(ctx: ToolContext) -> ToolResult:
         """Look all around: turn in four 90-degree steps, return the four views. 四处看看。"""
-        views: list[dict[str, Any]] = []
-        images: list[Image] = []
-        labels = ["front", "left", "behind", "right"]
-        try:
-            for i, label in enumerate(labels):
-                if i > 0:
-                    turned = await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
-                    if not turned.ok:
-                        return ToolResult.failure(
-                            f"turning failed: {turned.error}",
-                            data={"views": views},
-                        )
-                view, imgs = await _view(env, col, label, ctx, turned_deg=90.0 * i)
-                views.append(view)
-                images.extend(imgs)
-            await rotate(env, "observe_surroundings", 90.0, 60.0, +1)
-        except RobotError as exc:
-            return ToolResult.failure(str(exc), data={"views": views})
-        result = around_sentence(views)
-        return ToolResult.success(
-            {
-                "result": result,
-                "views": views,
-                "note": "images in order: " + ", ".join(labels) + "; each view's objects have "
-                "bearings from the heading it was taken at, its 'seen' and 'result' from the "
-                "heading at the start",
-            },
-            images=images,
-        )
+        return await look_around(env, col, ctx)
 
     @tool(safety=SafetyClass.READ_ONLY, timeout_s=20)
     async def detect_objects(ctx: ToolContext, color: str | None = None) -> ToolResult:
@@ -399,17 +418,19 @@ def make_perception_tools(env: RobotEnv, opts: PerceptionOptions | None = None) 
             color: Only this colour, or omit for all.
         """
         if color is not None and color.strip().lower() not in col.ranges:
-            return ToolResult.failure(f"unknown colour {color!r}; known colours: {known}")
+            return ToolResult.failure(Phrase("perception.unknown_colour", color=color, known=known))
         try:
             frame = await fresh_frame(env)
             dets, pan = await detections(env, frame, color, col)
             objects = as_objects(dets, pan)
-            text = caption(objects)
+            said = caption_phrase(objects)
+            text = said.text("en")
             overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, None, text)
             await show(env, ctx, overlay, text)
         except RobotError as exc:
-            return ToolResult.failure(str(exc))
-        return ToolResult.success(objects, caption=caption(objects))
+            return ToolResult.failure(said_by(exc))
+        # the objects are the data; the caption is for the model and, typed, for people
+        return ToolResult(ok=True, data=objects, metadata={"caption": text}, outcome=said)
 
     detect_objects.description += f" Colours: {known}."
     return [seewhat, observe_surroundings, detect_objects]

@@ -17,7 +17,9 @@ import asyncio
 from typing import Any
 
 from loopact.errors import RobotError
+from loopact.i18n import Phrase
 from loopact.robot.motion import RobotEnv
+from loopact.robot.outcome import said_by
 from loopact.robot.perception import PerceptionOptions, detections, fresh_frame, show
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.overlay import draw_boxes
@@ -42,6 +44,7 @@ async def locate(
         "source": "detector",
     }
     answer: dict[str, Any] | None = None
+    said: Phrase | None = None  # the reason, typed, when the runtime wrote it
     if opts.vision is not None:
         gated = await asyncio.to_thread(env.gate.process, frame.rgb)
         if gated.image is not None and (gated.image.width_px, gated.image.height_px) == (w, h):
@@ -53,17 +56,19 @@ async def locate(
         else:
             meta["model_refused"] = ["the image gate changed the frame; detector used"]
     if answer is None and query.color is not None and query.color not in opts.colors.ranges:
+        known = ", ".join(opts.colors.names)
+        said = Phrase("positioning.no_range", color=query.color, target=target, known=known)
         answer = {  # the detector cannot see this colour: never a box of another one
             "found": False,
             "target": target,
             "bbox": None,
             "confidence": 0.0,
-            "reason": f"no HSV range for colour {query.color!r} (vision.colors); the camera "
-            f"cannot find {target!r}; known colours: {', '.join(opts.colors.names)}",
+            "reason": said.text("en"),
         }
     if answer is None:
         sel: Selection = select_target(query, dets, w)
         det = sel.detection
+        said = sel.said
         answer = {
             "found": det is not None,
             "target": noun(det) if det is not None else target,
@@ -73,10 +78,10 @@ async def locate(
         }
     if answer["found"] and float(answer["confidence"]) < opts.min_confidence:
         meta["low_confidence"] = True
-        answer["reason"] = (
-            f"low confidence ({answer['confidence']:.2f}): {answer['reason']}; "
-            "tell the user you are not sure this is the right object"
-        )
+        reason = said or str(answer["reason"])  # a vision model's reason: its own words
+        confidence = float(answer["confidence"])
+        said = Phrase("positioning.low_confidence", confidence=confidence, reason=reason)
+        answer["reason"] = said.text("en")
     if answer["found"]:
         opts.keep_box(frame, answer["bbox"])
     caption = (
@@ -87,7 +92,8 @@ async def locate(
     overlay = await asyncio.to_thread(draw_boxes, frame.rgb, dets, answer["bbox"], caption)
     await show(env, ctx, overlay, caption)
     data = {k: answer[k] for k in ("found", "target", "bbox", "confidence", "reason")}
-    return ToolResult(ok=True, data=data, metadata=meta)
+    # the box is the data; the reason, typed, is what people read (issue 38)
+    return ToolResult(ok=True, data=data, metadata=meta, outcome=said)
 
 
 def make_positioning_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:
@@ -108,10 +114,10 @@ def make_positioning_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]
             target: What to find, e.g. "the red box", "the ball on the left", "红色的方块".
         """
         if not target.strip():
-            return ToolResult.failure("target is empty: name the object to find")
+            return ToolResult.failure(Phrase("positioning.empty"))
         try:
             return await locate(env, opts, target.strip(), ctx)
         except RobotError as exc:
-            return ToolResult.failure(str(exc))
+            return ToolResult.failure(said_by(exc))
 
     return [visual_positioning]

@@ -40,6 +40,7 @@ from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, P
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile
 from loopact.robot.session import RobotSession, start_session
+from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
 
@@ -362,12 +363,14 @@ async def open_ros2_session(
     agent: str = "loopact",
     first_data_timeout_s: float = 5.0,
     perception: PerceptionOptions | None = None,
+    gate: ImageGate | None = None,
 ) -> RobotSession:
     """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
     governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
 
     Waits up to ``first_data_timeout_s`` for odometry; without it the agent still starts (the
-    robot tools then report that no odometry arrives).
+    robot tools then report that no odometry arrives). ``gate`` is the image gate of the
+    robot tools' images (default :class:`~loopact.vision.gate.ImageGate`).
 
     Raises:
         ConfigError: Unknown profile or site.
@@ -388,4 +391,4 @@ async def open_ros2_session(
         await wait_within(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    return start_session(robot, prof, site_map, perception=perception)
+    return start_session(robot, prof, site_map, gate, perception=perception)

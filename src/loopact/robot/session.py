@@ -78,6 +78,9 @@ class RobotSession:
         perception: What the perception tools share (colours, the vision model).
         on_close: Called after the robot is closed, in order (e.g. shutting down the
             transport the robot was opened on).
+        recentre_on_stop: Whether a stopped or preempted task should bring the camera head
+            back to its home position (``robot.recentre_on_stop``, SPEC A6): the agent then
+            runs :meth:`recentre_after_stop` after the stop (``AgentOptions.after_stop_hooks``).
     """
 
     robot: Robot
@@ -87,6 +90,7 @@ class RobotSession:
     tools: list[Tool] = field(default_factory=list)
     perception: PerceptionOptions = field(default_factory=PerceptionOptions)
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    recentre_on_stop: bool = False
     _closed: bool = field(default=False, init=False, repr=False)
 
     async def state(self) -> dict[str, Any]:
@@ -101,6 +105,40 @@ class RobotSession:
     async def stop(self, reason: str) -> None:
         """Zero the base now and cancel running motions (:meth:`SafetyGovernor.stop_all`)."""
         await self.governor.stop_all(reason)
+
+    async def recentre_after_stop(self, reason: str) -> None:
+        """The agent's after-stop hook for :attr:`recentre_on_stop`: :meth:`recentre`."""
+        await self.recentre()
+
+    async def recentre(self, timeout_s: float = 3.0) -> bool:
+        """Turn the camera head to its home position through the governor (SPEC A6, D4).
+
+        A head motion that starts meanwhile (the next task's) takes the head over and this
+        one gives way; with the emergency stop latched nothing moves. Never raises: a head
+        that cannot move is logged.
+
+        Args:
+            timeout_s: How long to wait for the head to arrive (robot clock), in seconds.
+
+        Returns:
+            True when the head is at home, False otherwise (no head, given way, failed).
+        """
+        head = self.profile.head
+        if not (head.present and self.robot.has_head):
+            return False
+        pan, tilt = head.home_pan_deg, head.home_tilt_deg
+        gov = self.governor
+        try:
+            lease = await gov.begin_head("recentre")
+            try:
+                if not await gov.set_head(lease, pan, tilt):
+                    return False
+                return await gov.wait_head(lease, pan, tilt, timeout_s=timeout_s)
+            finally:
+                gov.end_head(lease)
+        except Exception as exc:  # a closing or stopped robot: said, never raised
+            logger.warning("camera not re-centred after the stop: %s", exc)
+            return False
 
     async def close(self) -> None:
         """Stop the governor, release the robot, then run :attr:`on_close`; safe to call twice."""

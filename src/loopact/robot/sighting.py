@@ -26,12 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from loopact.i18n import Phrase, colour_name
 from loopact.robot.interface import CameraFrame, Pose, normalize_angle
 from loopact.robot.motion import RobotEnv, rotate
 from loopact.robot.perception import PerceptionOptions, detections_and_depth, fresh_frame
 from loopact.tools.base import ToolResult
 from loopact.vision.detect import Detection
-from loopact.vision.scene import LINE_COLOR, TargetQuery, noun, select_target
+from loopact.vision.scene import LINE_COLOR, TargetQuery, noun, select_target, thing
 
 SEARCH_STEP_DEG = 60.0
 """Turn between two looks while searching, degrees (the 70-degree view overlaps by 10)."""
@@ -161,19 +162,16 @@ def nearest_range(
     return float(np.percentile(np.hypot(fwd_b[keep], lat_b[keep]), NEAR_PERCENTILE))
 
 
-def query_problem(query: TargetQuery, opts: PerceptionOptions) -> str:
-    """Why the detector cannot find what ``query`` names ("" when it can)."""
+def query_problem(query: TargetQuery, opts: PerceptionOptions) -> Phrase | None:
+    """Why the detector cannot find what ``query`` names (None when it can)."""
+    known = ", ".join(opts.colors.names)
     if query.color is None and query.shape is None and query.place is None:
-        return (
-            f"cannot tell which object {query.text!r} is: name its colour "
-            f"({', '.join(opts.colors.names)}) or shape (ball, box, cylinder)"
-        )
+        return Phrase("approach.which", target=query.text, known=known)
     if query.color is not None and query.color not in opts.colors.ranges:
-        return (
-            f"{query.text!r}: the camera cannot see {query.color} (no HSV range in "
-            f"vision.colors; known: {', '.join(opts.colors.names)})"
+        return Phrase(
+            "approach.cannot_see", target=query.text, color=colour_name(query.color), known=known
         )
-    return ""
+    return None
 
 
 def _near(dets: list[Detection], ref: Sighting, spots: list[Sighting]) -> list[Detection]:
@@ -192,7 +190,7 @@ def _near(dets: list[Detection], ref: Sighting, spots: list[Sighting]) -> list[D
 
 async def sight(
     env: RobotEnv, opts: PerceptionOptions, query: TargetQuery, near: Sighting | None = None
-) -> tuple[Sighting | None, list[Detection], str]:
+) -> tuple[Sighting | None, list[Detection], Phrase]:
     """Look once for ``query`` in the newest frame.
 
     Args:
@@ -205,7 +203,7 @@ async def sight(
 
     Returns:
         The sighting (None when the target is not in view), all blobs of the frame, and the
-        selection's reason.
+        selection's reason (a phrase).
 
     Raises:
         RobotError: No fresh frame or pose.
@@ -237,7 +235,7 @@ async def sight(
     pool = dets if near is None else _near(dets, near, spots)
     sel = select_target(query, pool, w)
     if sel.detection is None:
-        return None, dets, sel.reason
+        return None, dets, sel.said
     spot = spots[next(i for i, d in enumerate(dets) if d is sel.detection)]
     return (
         Sighting(
@@ -253,7 +251,7 @@ async def sight(
             frame,
         ),
         dets,
-        sel.reason,
+        sel.said,
     )
 
 
@@ -263,7 +261,7 @@ class Search:
 
     Attributes:
         sighting: The target, or None.
-        seen: Names of the other things it saw, in order.
+        seen: What else it saw, in order (``thing.*`` phrases).
         turned_deg: How far it turned, degrees, left positive.
         reason: The last selection's reason.
         stopped: The failed result of a turn the governor stopped (a stop, the emergency
@@ -271,9 +269,9 @@ class Search:
     """
 
     sighting: Sighting | None
-    seen: list[str]
+    seen: list[Phrase]
     turned_deg: float
-    reason: str
+    reason: Phrase
     stopped: ToolResult | None = None
 
 
@@ -292,9 +290,9 @@ async def search(
     Raises:
         RobotError: No fresh frame or pose.
     """
-    seen: list[str] = []
+    seen: list[Phrase] = []
     turned = 0.0
-    reason = ""
+    reason = Phrase("select.none")
     for i in range(looks):
         if i > 0:
             if progress is not None:
@@ -307,7 +305,8 @@ async def search(
         if found is not None:
             return Search(found, seen, turned, reason)
         for det in dets:
-            what = noun(det) if det.color != LINE_COLOR else f"the {LINE_COLOR} floor line"
+            line = Phrase("thing.the_floor_line", color=colour_name(LINE_COLOR))
+            what = thing(det) if det.color != LINE_COLOR else line
             if what not in seen:
                 seen.append(what)
     if turned:
@@ -324,5 +323,5 @@ async def turn(env: RobotEnv, name: str, angle_deg: float) -> ToolResult:
     :func:`~loopact.robot.motion.rotate` at :data:`SEARCH_TURN_DPS`; a turn under 0.05
     degrees is done at once."""
     if abs(angle_deg) < 0.05:
-        return ToolResult.success({"result": "already there"})
+        return ToolResult.said(Phrase("sighting.already"))
     return await rotate(env, name, abs(angle_deg), SEARCH_TURN_DPS, 1 if angle_deg > 0 else -1)

@@ -21,11 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from loopact.errors import RobotError, SafetyError
+from loopact.errors import RobotError, StopCause
+from loopact.i18n import Phrase
 from loopact.robot.camera_loop import FrameWorker, Sample
 from loopact.robot.interface import CameraFrame, Twist
-from loopact.robot.lease import MotionLease, due_for_renewal, lease_span
+from loopact.robot.lease import MotionLease, cause_phrase, due_for_renewal, lease_span
 from loopact.robot.motion import RobotEnv
+from loopact.robot.outcome import why_of
 from loopact.robot.perception import PerceptionOptions, show
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 from loopact.vision.overlay import draw_boxes
@@ -127,23 +129,22 @@ def _first_frame(
     opts: PerceptionOptions,
     box: tuple[float, float, float, float],
     duration_s: float,
-) -> tuple[CameraFrame | None, str]:
+) -> tuple[CameraFrame | None, str | Phrase]:
     """The frame ``box`` was handed out on, or None and why the request cannot start: the
     duration, the head, the box itself, and whether visual_positioning returned it (G2)."""
     if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
-        return None, f"duration_s must be in (0, {MAX_DURATION_S:g}], got {duration_s}"
+        return None, Phrase(
+            "perception.duration_range", max_s=MAX_DURATION_S, duration_s=duration_s
+        )
     if not (env.robot.has_head and env.profile.head.present):
-        return None, "track needs a pan-tilt head; this robot has none"
+        return None, Phrase("track.no_head")
     width, height = opts.frame_size() or (None, None)
     problem = check_box(box, width, height)
     if problem:  # say what is wrong with the box itself (negative size, outside the frame)
-        return None, f"{problem}; pass the bbox visual_positioning returned"
+        return None, Phrase("track.bad_box", problem=problem)
     first = opts.frame_of(box)
     if first is None:
-        return None, (
-            f"bbox {list(box)} is not a box visual_positioning returned: call "
-            "visual_positioning(target) first and pass its bbox"
-        )
+        return None, Phrase("track.not_handed_out", bbox=str(list(box)))
     h, w = first.rgb.shape[:2]
     problem = check_box(box, w, h)
     return (None, problem) if problem else (first, "")
@@ -177,8 +178,8 @@ async def track_target(
         max_s = env.profile.limits.max_motion_duration_s
         lease: MotionLease = await gov.begin_motion("track", lease_span(duration_s, max_s), forward)
         head_lease = await gov.begin_head("track", duration_s + 5)
-    except (SafetyError, RobotError) as exc:
-        return ToolResult.failure(f"track could not start: {exc}")
+    except RobotError as exc:
+        return ToolResult.failure(Phrase("track.cannot_start", why=why_of(exc)))
     h, w = first.rgb.shape[:2]
     run = _TrackRun(env, ctx, ctrl, (w, h), lease, head_lease, forward, cmd, duration_s)
 
@@ -188,8 +189,8 @@ async def track_target(
     try:
         async with FrameWorker(env, process, FRAME_PERIOD_S) as frames:
             await run.control(frames)
-    except (SafetyError, RobotError) as exc:
-        run.stopped_by, run.detail = "error", str(exc)
+    except RobotError as exc:
+        run.cause, run.why = StopCause.ERROR, why_of(exc)
     finally:
         await gov.end_motion(run.lease)
         gov.end_head(head_lease)
@@ -218,7 +219,8 @@ class _TrackRun:
         clock = env.robot.clock
         self.t0 = clock.now()
         self.end = self.t0 + duration_s
-        self.stopped_by, self.detail = "duration", ""
+        self.cause: StopCause = StopCause.DURATION
+        self.why: Phrase | None = None
         self.seen = {"frames": 0, "in_view": 0, "recentred": 0}
         self.last_ok = clock.now()
         self.state: TrackState | None = None
@@ -248,8 +250,8 @@ class _TrackRun:
             if sample is not None and sample.seq != self.seen_seq:
                 await self._on_frame(sample, now)
             if now - self.last_ok > LOST_GRACE_S:
-                self.stopped_by = "lost"
-                self.detail = f"the target was out of sight for {now - self.last_ok:.1f} s"
+                self.cause = StopCause.LOST
+                self.why = Phrase("track.lost", lost_s=now - self.last_ok)
                 break
             fresh = sample is not None and now - sample.frame.stamp_s <= STALE_S
             cmd = self.cmd
@@ -258,7 +260,7 @@ class _TrackRun:
             )
             if not self.lease.active or not self.head_lease.active:
                 who = self.lease if not self.lease.active else self.head_lease
-                self.stopped_by, self.detail = who.stopped_by or "cancelled", who.detail
+                self.cause, self.why = who.cause or StopCause.REPLACED, who.why
                 break
             await clock.sleep(CONTROL_PERIOD_S)
 
@@ -295,7 +297,7 @@ class _TrackRun:
     async def outcome(self) -> ToolResult:
         """The result: time, frames in view, last box and distance, why it stopped."""
         elapsed = self.env.robot.clock.now() - self.t0
-        seen, state, stopped_by = self.seen, self.state, self.stopped_by
+        seen, state, stopped_by = self.seen, self.state, self.cause.stopped_by
         frac = seen["in_view"] / seen["frames"] if seen["frames"] else 0.0
         data: dict[str, Any] = {
             "duration_s": round(elapsed, 1),
@@ -305,19 +307,21 @@ class _TrackRun:
             "distance_m": None if self.distance is None else round(self.distance, 2),
             "stopped_by": stopped_by,
         }
-        data["result"] = (
-            f"tracked the target for {elapsed:.0f} s ({data['in_view_pct']:.0f} % of frames in "
-            f"view); stopped by {stopped_by}" + (f" ({self.detail})" if self.detail else "")
+        data["result"] = Phrase(
+            "track.tracked" if self.why is None else "track.tracked_why",
+            elapsed_s=elapsed,
+            in_view_pct=data["in_view_pct"],
+            cause=cause_phrase(self.cause),
+            why=self.why,
         )
         meta = {
             "recentred": seen["recentred"],
             "camera_hz": round(seen["frames"] / max(elapsed, 1e-3), 1),
+            "cause": self.cause.value,
         }
         if self.ctx is not None and state is not None and self.last_frame is not None:
             await _show(self.env, self.ctx, self.last_frame.rgb, state, f"stopped: {stopped_by}")
-        if stopped_by == "duration":
-            return ToolResult(ok=True, data=data, metadata=meta)
-        return ToolResult(ok=False, data=data, metadata=meta, error=data["result"])
+        return ToolResult(ok=self.cause is StopCause.DURATION, data=data, metadata=meta)
 
 
 async def _show(env: RobotEnv, ctx: ToolContext, rgb: Any, state: TrackState, what: str) -> None:

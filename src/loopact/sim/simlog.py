@@ -4,21 +4,27 @@ JSON Lines, one object per sample, :data:`LOG_PERIOD_S` apart in simulated time 
 
     {"t_s": 1.25, "x_m": 0.312, "y_m": -0.004, "yaw_deg": 1.7,
      "head": {"pan_deg": 0.0, "tilt_deg": 15.0},
-     "objects": {"cyan_ball": {"x_m": 2.49, "y_m": 0.36}}}
+     "objects": {"cyan_ball": {"x_m": 2.49, "y_m": 0.36}}, "wall_s": 1764510000.125}
 
-``t_s`` is simulated time; ``x_m``, ``y_m``, ``yaw_deg`` are the robot base's true pose in the
-world frame (= ``map`` = ``odom`` in the simulator); ``objects`` holds every movable object
-(empty in the ``default`` scenario). Graders read it with :func:`read_sim_log`. Lines are
+``t_s`` is simulated time; ``wall_s`` the Unix time the sample was taken (``loopact trace
+--to-mcap`` places it beside the trace's events with it; issue 44); ``x_m``, ``y_m``,
+``yaw_deg`` are the robot base's true pose in the world frame (= ``map`` = ``odom`` in the
+simulator); ``objects`` holds every movable object (empty in the ``default`` scenario).
+Graders read it with :func:`read_sim_log`. Lines are
 flushed about once per simulated second, and on close, so a crash loses at most that much.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Protocol
+
+logger = logging.getLogger(__name__)
 
 
 class SimState(Protocol):
@@ -62,34 +68,63 @@ def sample(state: SimState) -> dict[str, Any]:
     }
 
 
+Listener = Callable[[dict[str, Any]], None]
+"""Called with each line (a dict) as it is written, on the physics thread."""
+
+
 class SimLog:
     """Writes :func:`sample` lines every :data:`LOG_PERIOD_S` of simulated time.
 
-    Called on the physics thread only (:meth:`write` after every control tick).
+    Called on the physics thread only (:meth:`write` after every control tick). Listeners
+    (:meth:`listen`: a recording, issue 44) get every line as it is written, so what they see
+    is exactly the file.
 
     Args:
-        path: The file (parent folders are created; an existing file is replaced).
+        path: The file (parent folders are created; an existing file is replaced), or None to
+            feed listeners only.
 
     Raises:
         OSError: The file cannot be created.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+    def __init__(self, path: Path | None) -> None:
+        self.path = None if path is None else Path(path)
+        self._file: IO[str] | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("w", encoding="utf-8")
+        self._listeners: tuple[Listener, ...] = ()
+        self._closed = False
         self._next_s = 0.0
         self._unflushed = 0
         self.lines = 0
 
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every line from the next one on; returns the remover."""
+        self._listeners = (*self._listeners, listener)
+
+        def remove() -> None:
+            self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+        return remove
+
     def write(self, state: SimState) -> None:
         """Write a line if a sample is due at ``state.stamp_s``."""
-        if self._file is None or state.stamp_s + 1e-9 < self._next_s:
+        if self._closed or state.stamp_s + 1e-9 < self._next_s:
             return
-        self._file.write(json.dumps(sample(state)) + "\n")
+        line = {**sample(state), "wall_s": round(time.time(), 4)}
+        for listener in self._listeners:
+            try:
+                listener(line)
+            except Exception:  # a recording must never stop the physics
+                logger.exception("a sim log listener failed; it is dropped")
+                self._listeners = tuple(x for x in self._listeners if x is not listener)
         self.lines += 1
         # the next sample is due one period after this one's slot (no drift, no bursts)
         self._next_s = (math.floor(state.stamp_s / LOG_PERIOD_S + 1e-6) + 1) * LOG_PERIOD_S
+        if self._file is None:
+            return
+        self._file.write(json.dumps(line) + "\n")
         self._unflushed += 1
         if self._unflushed >= _FLUSH_EVERY:
             self._file.flush()
@@ -97,6 +132,7 @@ class SimLog:
 
     def close(self) -> None:
         """Flush and close; idempotent."""
+        self._closed = True
         if self._file is not None:
             self._file.close()
             self._file = None

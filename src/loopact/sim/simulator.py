@@ -19,6 +19,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from loopact.robot.interface import normalize_angle
 from loopact.sim import world
 from loopact.sim.render import import_mujoco
 from loopact.sim.scenarios import Scenario, get_scenario
-from loopact.sim.simlog import SimLog
+from loopact.sim.simlog import Listener, SimLog
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,16 @@ class Simulator:
                 return
             self._thread = threading.Thread(target=self._run, name="loopact-sim", daemon=True)
             self._thread.start()
+
+    def listen_truth(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` on the physics thread with every ground-truth sample from now on:
+        the lines of the sim log (:class:`SimLog`), also without ``--sim-log`` (a recording,
+        issue 44). It must be quick and must not raise. Returns the remover."""
+        with self._lock:
+            if self._log is None:
+                self._log = SimLog(None)
+            sim_log = self._log
+        return sim_log.listen(listener)
 
     def hold(self) -> None:
         """Freeze simulated time until the matching :meth:`release` (sensor rendering).

@@ -17,7 +17,7 @@ def make_skill_tool(library: SkillLibrary) -> Tool:
             the library itself is replaced in a new tool).
     """
 
-    @tool(safety="read_only", timeout_s=10)
+    @tool(safety="read_only", timeout_s=10, constant=True)  # a skill's text (SPEC A3)
     async def skill(name: str = "") -> ToolResult:
         """Read the step-by-step instructions of a skill before doing that kind of job.
 

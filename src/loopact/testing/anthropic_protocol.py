@@ -36,6 +36,7 @@ from loopact.testing.protocol import (
     ResponsePlan,
     wire_json,
 )
+from loopact.testing.schema_rules import anthropic_problem
 from loopact.testing.script import ScriptUsage, Turn
 
 __all__ = ["AnthropicMessagesProtocol"]
@@ -90,6 +91,38 @@ def _id_problem(block: dict[str, Any]) -> str | None:
     return None
 
 
+def _thinking_problem(messages: list[Any]) -> str | None:
+    """What the API refuses of a history when thinking is enabled: the last assistant message
+    with ``tool_use`` blocks must start with a ``thinking`` or ``redacted_thinking`` block, and a
+    ``thinking`` block must carry its ``signature``."""
+    last: tuple[int, list[Any]] | None = None
+    for m, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for b, block in enumerate(content):
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "thinking"
+                and not str(block.get("signature") or "")
+            ):
+                return f"messages.{m}.content.{b}.thinking.signature: Field required"
+        if any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
+            last = (m, content)
+    if last is None:
+        return None
+    m, content = last
+    first = content[0].get("type") if isinstance(content[0], dict) else None
+    if first in ("thinking", "redacted_thinking"):
+        return None
+    return (
+        f"messages.{m}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+        f"`{first}`. When `thinking` is enabled, a final `assistant` message must start with a "
+        "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). "
+        "We recommend you include thinking blocks from previous turns."
+    )
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -142,13 +175,23 @@ class AnthropicMessagesProtocol(Protocol):
         """What the real API refuses with HTTP 400 (and a test must not get past): a text
         content block that is empty or only whitespace; a ``max_tokens`` not above
         ``thinking.budget_tokens``; a ``tool_use`` id or ``tool_result`` ``tool_use_id``
-        outside ``^[a-zA-Z0-9_-]+$``."""
+        outside ``^[a-zA-Z0-9_-]+$``; a tool whose ``input_schema`` has a top-level
+        ``oneOf``, ``allOf`` or ``anyOf`` (:mod:`loopact.testing.schema_rules`); with thinking
+        enabled, a last assistant message with ``tool_use`` that does not start with its
+        thinking block, or a thinking block without its signature (the thinking must be passed
+        back as it came, SPEC B2)."""
         body = request.body if isinstance(request.body, dict) else {}
+        problem = anthropic_problem(body.get("tools"))
+        if problem is not None:
+            return problem
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "enabled":
             budget = thinking.get("budget_tokens")
             if isinstance(budget, int) and budget >= int(body.get("max_tokens") or 0):
                 return "`max_tokens` must be greater than `thinking.budget_tokens`."
+            problem = _thinking_problem(body.get("messages") or [])
+            if problem is not None:
+                return problem
         for m, message in enumerate(body.get("messages") or []):
             content = message.get("content") if isinstance(message, dict) else None
             if not isinstance(content, list):
@@ -210,6 +253,8 @@ class AnthropicMessagesProtocol(Protocol):
         headers = {"request-id": f"req_scripted_{request.index + 1}"}
         if spec is not None and spec.retry_after is not None:
             headers["retry-after"] = spec.retry_after
+        if spec is not None:
+            headers.update(spec.headers)
         body = {"type": "error", "error": {"type": kind, "message": message}}
         return ResponsePlan(
             status=status,

@@ -154,6 +154,8 @@ class DifyProtocol(Protocol):
         headers = {}
         if spec is not None and spec.retry_after is not None:
             headers["Retry-After"] = spec.retry_after
+        if spec is not None:
+            headers.update(spec.headers)
         body = {"code": code, "message": message, "status": status}
         return ResponsePlan(
             status=status,

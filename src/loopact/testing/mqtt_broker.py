@@ -61,6 +61,8 @@ class MqttBroker:
         port: TCP port (default: a free one).
         tls: ``(ca_file, cert_file, key_file)`` of the broker: the listener speaks TLS and
             requires a client certificate signed by that CA (mosquitto only).
+        acl: The text of a mosquitto ``acl_file`` (who may read and write which topics;
+            docs/security.md), or None for none (mosquitto only).
     """
 
     def __init__(
@@ -70,12 +72,14 @@ class MqttBroker:
         users: dict[str, str] | None = None,
         port: int | None = None,
         tls: tuple[Path, Path, Path] | None = None,
+        acl: str | None = None,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kind: BrokerKind = kind or default_kind()
         self.users = dict(users or {})
         self.tls = tls
+        self.acl = acl
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self.log_path = self.workdir / f"{self.kind}.log"
@@ -123,6 +127,11 @@ class MqttBroker:
             lines += ["allow_anonymous false", f"password_file {pwfile}"]
         else:
             lines.append("allow_anonymous true")
+        if self.acl is not None:
+            acl_file = self.workdir / "acl"
+            acl_file.write_text(self.acl, encoding="utf-8")
+            acl_file.chmod(0o600)
+            lines.append(f"acl_file {acl_file}")
         conf = self.workdir / "mosquitto.conf"
         conf.write_text("\n".join(lines) + "\n")
         return conf
@@ -161,8 +170,8 @@ class MqttBroker:
         Raises:
             RuntimeError: It exited or did not listen within ``timeout_s`` (the log is quoted).
         """
-        if self.tls and self.kind != "mosquitto":
-            raise RuntimeError("TLS brokers are mosquitto only")
+        if (self.tls or self.acl is not None) and self.kind != "mosquitto":
+            raise RuntimeError("TLS and ACL brokers are mosquitto only")
         if self.kind == "mosquitto":
             exe = mosquitto_path()
             if exe is None:

@@ -16,11 +16,21 @@ do), ``reuse_index`` (every call on ``index`` 0, told apart only by its new ``id
 ``omit_index`` (no ``index`` in any call delta: every delta names its call by ``id``, as some
 gateways send them) and ``require_reasoning_content`` (answer HTTP 400 as Kimi K2.5 and
 DeepSeek V4 in thinking mode do when an assistant message with ``tool_calls`` in the request
-carries no ``reasoning_content``).
+carries no ``reasoning_content``), ``reject_audio`` (answer HTTP 400 to ``input_audio`` parts, as
+a model without audio input does), ``reject_parallel_tool_calls`` (answer HTTP 400
+"Unrecognized request argument supplied: parallel_tool_calls" to a request that has the
+parameter, as endpoints that refuse parameters they do not know do).
+
+User messages may carry ``input_audio`` parts (``{"data": <base64>, "format": "wav" | "mp3"}``,
+SPEC B8); a malformed one, or one outside a user message, is refused with HTTP 400.
+
+A request with ``parallel_tool_calls: false`` gets at most one tool call, as a server
+honouring it answers: the turn's first call (the others are dropped).
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import time
@@ -33,6 +43,7 @@ from loopact.testing.protocol import (
     ResponsePlan,
     wire_json,
 )
+from loopact.testing.schema_rules import openai_problem
 from loopact.testing.script import Turn
 
 __all__ = ["OpenAIChatProtocol"]
@@ -59,6 +70,38 @@ def _content_text(content: Any) -> str:
             if isinstance(part, dict) and part.get("type") == "text"
         )
     return ""
+
+
+def _audio_parts(content: Any) -> list[Any]:
+    """The ``input_audio`` parts of a message ``content``."""
+    if not isinstance(content, list):
+        return []
+    return [p for p in content if isinstance(p, dict) and p.get("type") == "input_audio"]
+
+
+def _audio_problem(body: dict[str, Any], reject: bool) -> str | None:
+    """Why a server refuses the ``input_audio`` parts of a request (HTTP 400), or None: a part
+    is ``{"type": "input_audio", "input_audio": {"data": <base64>, "format": "wav"|"mp3"}}``,
+    only in user messages; ``reject`` answers as a model without audio input does."""
+    for index, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, dict):
+            continue
+        for part in _audio_parts(message.get("content")):
+            where = f"messages[{index}]"
+            if reject:
+                return f"{where}: audio input is not supported by this model"
+            if message.get("role") != "user":
+                return f"{where}: input_audio parts are only allowed in user messages"
+            spec = part.get("input_audio")
+            if not isinstance(spec, dict) or spec.get("format") not in ("wav", "mp3"):
+                return f"{where}: Invalid value for 'input_audio.format': expected wav or mp3"
+            try:
+                base64.b64decode(str(spec.get("data") or ""), validate=True)
+            except ValueError:
+                return f"{where}: Invalid 'input_audio.data': expected base64-encoded audio"
+            if not spec.get("data"):
+                return f"{where}: Invalid 'input_audio.data': empty"
+    return None
 
 
 def _missing_reasoning(body: dict[str, Any]) -> int | None:
@@ -92,6 +135,13 @@ class OpenAIChatProtocol(Protocol):
         }
         return ResponsePlan(body=json.dumps(body).encode())
 
+    def reject(self, request: RecordedRequest) -> str | None:
+        """What the real API refuses with HTTP 400: a tool whose ``parameters`` is not
+        ``type: "object"`` or has a top-level ``oneOf``/``anyOf``/``allOf``/``enum``/``not``
+        (:mod:`loopact.testing.schema_rules`)."""
+        body = request.body if isinstance(request.body, dict) else {}
+        return openai_problem(body.get("tools"))
+
     def summarize(self, request: RecordedRequest) -> RequestSummary:
         """Tool names, last user text, all text and ``stream`` of a chat completions request."""
         body = request.body if isinstance(request.body, dict) else {}
@@ -103,15 +153,16 @@ class OpenAIChatProtocol(Protocol):
         )
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         texts = [_content_text(m.get("content")) for m in messages]
-        last_user = ""
+        last_user, audio = "", 0
         for message, text in zip(messages, texts, strict=True):
             if message.get("role") == "user":
-                last_user = text
+                last_user, audio = text, len(_audio_parts(message.get("content")))
         return RequestSummary(
             tool_names=names,
             last_user_text=last_user,
             all_text="\n".join(texts),
             stream=bool(body.get("stream")),
+            last_user_audio=audio,
         )
 
     def render(self, turn: Turn, request: RecordedRequest) -> ResponsePlan:
@@ -129,6 +180,15 @@ class OpenAIChatProtocol(Protocol):
                 f"message at index {missing}",
                 request,
             )
+        audio_problem = _audio_problem(body, bool(turn.extra("openai").get("reject_audio")))
+        if audio_problem is not None:
+            return self.render_error(400, audio_problem, request)
+        if "parallel_tool_calls" in body and turn.extra("openai").get("reject_parallel_tool_calls"):
+            return self.render_error(
+                400, "Unrecognized request argument supplied: parallel_tool_calls", request
+            )
+        if body.get("parallel_tool_calls") is False and len(turn.tool_calls) > 1:
+            turn = turn.model_copy(update={"tool_calls": turn.tool_calls[:1]})
         model = str(body.get("model") or "scripted")
         ident = f"chatcmpl-scripted-{request.index + 1}"
         created = int(time.time())
@@ -166,6 +226,8 @@ class OpenAIChatProtocol(Protocol):
         headers = {}
         if spec is not None and spec.retry_after is not None:
             headers["Retry-After"] = spec.retry_after
+        if spec is not None:
+            headers.update(spec.headers)
         return ResponsePlan(
             status=status,
             body=json.dumps({"error": error}).encode(),

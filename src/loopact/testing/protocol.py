@@ -103,12 +103,14 @@ class RequestSummary:
         last_user_text: Text of the last user message ("" when none).
         all_text: All message text (system included), joined with newlines.
         stream: Whether the request asks for a streamed response.
+        last_user_audio: Audio parts in the last user message (OpenAI ``input_audio``).
     """
 
     tool_names: tuple[str, ...] = ()
     last_user_text: str = ""
     all_text: str = ""
     stream: bool = False
+    last_user_audio: int = 0
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ class TurnError(_Strict):
         body: Send this text as the whole error body instead of the protocol's JSON error
             (an HTML page from a proxy, a plain-text message).
         content_type: The ``Content-Type`` of ``body``; default ``text/html; charset=utf-8``.
+        headers: More response headers, e.g. what a gateway adds (LiteLLM's
+            ``llm_provider-retry-after``, the backend's ``Retry-After`` passed on).
     """
 
     status: int = Field(ge=400, le=599)
@@ -98,6 +100,7 @@ class TurnError(_Strict):
     code: str | None = None
     body: str | None = None
     content_type: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("retry_after", mode="before")
     @classmethod
@@ -165,6 +168,8 @@ class Expect(_Strict):
         last_user_contains: Text that must appear in the last user message.
         contains: Text that must appear somewhere in the request's messages (system included).
         stream: When set, whether the request must (True) or must not (False) ask to stream.
+        audio: When set, whether the last user message must (True) or must not (False)
+            carry audio (OpenAI ``input_audio`` parts).
     """
 
     tools: list[str] | None = None
@@ -172,6 +177,7 @@ class Expect(_Strict):
     last_user_contains: str | None = None
     contains: str | None = None
     stream: bool | None = None
+    audio: bool | None = None
 
 
 class Turn(_Strict):

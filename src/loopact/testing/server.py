@@ -108,6 +108,9 @@ class ScriptedModelServer:
         host: Interface to listen on.
         port: TCP port; 0 picks a free one.
         protocols: The protocols to speak; None for :func:`default_protocols`.
+        api_key: When set, a request without this key (``Authorization: Bearer KEY`` or
+            ``x-api-key: KEY``) is answered 401 in its protocol's error shape, as a hosted
+            service refuses a wrong key (``loopact doctor``'s key check, issue 44).
 
     Raises:
         ScriptError: The script is malformed (the message names the turn and field).
@@ -120,8 +123,10 @@ class ScriptedModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         protocols: Sequence[Protocol] | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.script = Script.load(script)
+        self.api_key = api_key
         self._host = host
         self._port = port
         self._routes: dict[str, Protocol] = {}
@@ -328,7 +333,9 @@ class ScriptedModelServer:
             )
             turn: Turn | None = None
             plan: ResponsePlan | None = None
-            if proto is None:
+            if proto is not None and not self._key_given(headers):
+                plan = proto.render_error(401, "invalid api key (scripted model server)", request)
+            elif proto is None:
                 self._failures.append(
                     f"request {request.index + 1}: no protocol serves {handler.command} {path}"
                 )
@@ -353,6 +360,13 @@ class ScriptedModelServer:
             plan = self._render(proto, turn, request)
         assert plan is not None
         write_plan(handler, plan, self._stopping)
+
+    def _key_given(self, headers: dict[str, str]) -> bool:
+        """True without :attr:`api_key`, or when the request carries it."""
+        if self.api_key is None:
+            return True
+        given = {headers.get("authorization", ""), f"Bearer {headers.get('x-api-key', '')}"}
+        return f"Bearer {self.api_key}" in given
 
     def _lane_turn(
         self, proto: Protocol, request: RecordedRequest
@@ -435,6 +449,11 @@ class ScriptedModelServer:
             diffs.append(f"no message contains {expect.contains!r}")
         if expect.stream is not None and expect.stream != summary.stream:
             diffs.append(f"expected stream={expect.stream}, got stream={summary.stream}")
+        if expect.audio is not None and expect.audio != bool(summary.last_user_audio):
+            diffs.append(
+                f"expected audio={expect.audio}, the last user message has "
+                f"{summary.last_user_audio} audio part(s)"
+            )
         if diffs:
             with self._lock:
                 self._failures.append(

@@ -35,12 +35,18 @@ import docstring_parser
 import pydantic
 
 from loopact.errors import ToolArgumentError
+from loopact.i18n import Phrase
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image
 from loopact.tools.blocking import BlockingExecutor
 from loopact.tools.directions import check_directions
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+MODEL_LANG = "en"
+"""The language of the result texts the model reads (``data.result``, ``error``): English,
+as the system prompt and the tool descriptions are, whatever ``agent.lang`` says; people read
+an outcome in their own language (:attr:`ToolResult.outcome`)."""
 
 
 class SafetyClass(str, enum.Enum):
@@ -72,6 +78,13 @@ class ToolResult:
         metadata: Extra JSON-able facts (``achieved``, ``clamped``, file paths, ...).
         error: What went wrong, for the model, when ``ok`` is False.
         images: Images for the model (already through the image gate, SPEC G1).
+        outcome: What happened as a typed phrase (issue 38; robot tools): rendered in each
+            reader's language where a result is shown, kept in traces as its id and
+            parameters. When set, the model reads this phrase in :data:`MODEL_LANG`: as
+            ``error`` of a failed result, and as ``data["result"]`` when the data has that
+            key (replaced where it stands) or a successful result has no data; other data
+            (a box, a list) stays as it is, and the outcome is for people and traces. A
+            :class:`Phrase` given as ``data["result"]`` is the outcome.
     """
 
     ok: bool = True
@@ -79,17 +92,54 @@ class ToolResult:
     metadata: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     images: tuple[Image, ...] = ()
+    outcome: Phrase | None = None
+
+    def __post_init__(self) -> None:
+        data, outcome = self.data, self.outcome
+        if isinstance(data, dict) and isinstance(data.get("result"), Phrase):
+            outcome = outcome or data["result"]
+            object.__setattr__(self, "outcome", outcome)
+        if outcome is None:
+            return
+        text = outcome.text(MODEL_LANG)
+        if isinstance(data, dict) and "result" in data:
+            object.__setattr__(self, "data", {**data, "result": text})
+        elif data is None and self.ok:
+            object.__setattr__(self, "data", {"result": text})
+        if not self.ok:
+            object.__setattr__(self, "error", text)
 
     @classmethod
     def success(
         cls, data: Any = None, images: tuple[Image, ...] | list[Image] = (), **metadata: Any
     ) -> ToolResult:
-        """A successful result with ``data`` and ``metadata`` keywords."""
+        """A successful result with ``data`` and ``metadata`` keywords.
+
+        Raises:
+            TypeError: A phrase given as ``outcome=`` (that is :meth:`said`).
+        """
+        if isinstance(metadata.get("outcome"), Phrase):
+            raise TypeError("a typed outcome goes to ToolResult.said(), not into metadata")
         return cls(ok=True, data=data, metadata=metadata, images=tuple(images))
 
     @classmethod
-    def failure(cls, error: str, data: Any = None, **metadata: Any) -> ToolResult:
-        """A failed result that tells the model ``error``."""
+    def said(
+        cls,
+        outcome: Phrase,
+        data: dict[str, Any] | None = None,
+        images: tuple[Image, ...] | list[Image] = (),
+        **metadata: Any,
+    ) -> ToolResult:
+        """A successful result that says what happened as a typed ``outcome`` (its English
+        text becomes ``data["result"]``, added last; see :attr:`outcome`)."""
+        said = {**(data or {}), "result": outcome}
+        return cls(ok=True, data=said, metadata=metadata, images=tuple(images), outcome=outcome)
+
+    @classmethod
+    def failure(cls, error: str | Phrase, data: Any = None, **metadata: Any) -> ToolResult:
+        """A failed result that tells the model ``error`` (a phrase: the :attr:`outcome`)."""
+        if isinstance(error, Phrase):
+            return cls(ok=False, data=data, metadata=metadata, outcome=error)
         return cls(ok=False, data=data, metadata=metadata, error=error)
 
     def to_dict(self, with_images: bool = False) -> dict[str, Any]:
@@ -173,6 +223,14 @@ class Tool:
             (:mod:`loopact.tools.directions`). Not shown to the model.
         untrusted_source: Set when the tool is ``write`` only because the operator does
             not trust where it comes from (:class:`UntrustedSource`); None for others.
+        allow_entry: The ``confirm.allow`` entry that allows it without asking when its
+            name does not: ``mcp:SERVER/TOOL`` for an MCP server's tool, whose offered name
+            another server may have taken first (issue 39 item 13); None: its name.
+        constant: True when a read-only tool's answer depends only on its arguments and on
+            what this agent's own state-changing calls change (a skill's text): an identical
+            repeat is then answered from the earlier result (SPEC A3). False (the default)
+            for anything that reads the world — a clock, a sensor, a camera, a file, any
+            remote tool — which always runs again.
     """
 
     name: str
@@ -184,6 +242,8 @@ class Tool:
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
     untrusted_source: UntrustedSource | None = None
+    allow_entry: str | None = None
+    constant: bool = False
 
     def needs_confirmation(self, arguments: Mapping[str, Any], said: str) -> bool:
         """Whether this call waits for a person's yes before it runs (SPEC C5).
@@ -242,6 +302,7 @@ class FunctionTool(Tool):
             ``[("what is in front of you?", {})]``; shown to models that write calls as text.
         directions: Sign conventions, e.g. ``{"pan_deg": ("left", "right")}`` (see
             :attr:`Tool.directions`).
+        constant: The answer depends only on the arguments (see :attr:`Tool.constant`).
 
     Raises:
         ValueError: Bad name, missing type hint, a parameter type pydantic cannot describe,
@@ -260,8 +321,10 @@ class FunctionTool(Tool):
         timeout_s: float | None = None,
         examples: Sequence[tuple[str, dict[str, Any]]] = (),
         directions: Mapping[str, tuple[str, str]] | None = None,
+        constant: bool = False,
     ) -> None:
         self.fn = fn
+        self.constant = constant
         self.examples = tuple((str(text), dict(args)) for text, args in examples)
         self.directions = MappingProxyType(dict(directions or {}))
         check_directions(self.directions)
@@ -349,6 +412,23 @@ def _format_validation_error(exc: pydantic.ValidationError) -> str:
     return "invalid arguments: " + "; ".join(parts)
 
 
+def outcome_fields(result: ToolResult, lang: str) -> dict[str, Any]:
+    """The ``tool_result`` event's fields of a result's typed outcome (docs/trace.md):
+    ``outcome`` (``{"id", "params"}``, :meth:`Phrase.to_json`, or None) and ``outcome_text``
+    (the outcome in ``lang``, the language of the people reading the terminal and the web
+    console, or None).
+
+    Args:
+        result: The tool's result.
+        lang: ``en`` or ``zh`` (``agent.lang``).
+    """
+    said = result.outcome
+    return {
+        "outcome": None if said is None else said.to_json(),
+        "outcome_text": None if said is None else said.text(lang),
+    }
+
+
 def as_result(value: Any) -> ToolResult:
     """Wrap a tool's return value: a :class:`ToolResult` stays, anything else is ``data``."""
     if isinstance(value, ToolResult):
@@ -373,6 +453,7 @@ def tool(
     timeout_s: float | None = None,
     examples: Sequence[tuple[str, dict[str, Any]]] = (),
     directions: Mapping[str, tuple[str, str]] | None = None,
+    constant: bool = False,
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -387,6 +468,7 @@ def tool(
     timeout_s: float | None = None,
     examples: Sequence[tuple[str, dict[str, Any]]] = (),
     directions: Mapping[str, tuple[str, str]] | None = None,
+    constant: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a :class:`FunctionTool` from a typed function (SPEC C1); exported as ``loopact.tool``.
 
@@ -404,6 +486,7 @@ def tool(
             timeout_s=timeout_s,
             examples=examples,
             directions=directions,
+            constant=constant,
         )
 
     if fn is not None:

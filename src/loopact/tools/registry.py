@@ -5,7 +5,9 @@ The registry holds the tools offered to the model, keyed by name. For each call 
 1. finds the tool (an unknown name becomes an error that lists the available tools),
 2. rejects arguments the stream parser could not repair (``ToolCall.error``, SPEC B7),
 3. applies a small schema-driven normalisation (numeric strings for number fields, ``2.0`` for
-   integer fields) and validates against the tool's JSON Schema with a Draft 2020-12 validator
+   integer fields, ``"true"``/``"false"`` for boolean fields, JSON text for object and array
+   fields: the values of calls written in markup are text, :mod:`loopact.llm.markup`) and
+   validates against the tool's JSON Schema with a Draft 2020-12 validator
    compiled once per tool,
 4. runs the tool under a timeout that cancels it, one call at a time unless the tool is
    re-entrant (SPEC C2),
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import math
 import re
@@ -43,6 +46,7 @@ from referencing.jsonschema import DRAFT202012
 
 from loopact._compat import wait_within
 from loopact.errors import RobotError, SafetyError, ToolArgumentError, ToolError
+from loopact.llm.arguments import MAX_ARGUMENT_DEPTH, nesting_depth
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import Tool, ToolContext, ToolResult, as_result
@@ -174,8 +178,11 @@ class ToolRegistry:
 
         Numeric strings (``"1.5"``) given for ``number``/``integer`` fields become numbers,
         hexadecimal strings (``"0x50"``, as models write I2C addresses) given for ``integer``
-        fields become ints, and integer-valued floats (``2.0``) given for ``integer`` fields
-        become ints; nothing else is changed. ``call`` itself is never modified.
+        fields become ints, ``"true"``/``"false"`` given for ``boolean`` fields become
+        booleans, JSON text given for ``object``/``array`` fields becomes that object or array
+        (only for fields that do not also take a string), and integer-valued floats
+        (``2.0``) given for ``integer`` fields become ints; nothing else is changed.
+        ``call`` itself is never modified.
 
         Args:
             call: The model's tool call.
@@ -194,6 +201,8 @@ class ToolRegistry:
         tool = self._tools.get(call.name)
         if tool is None:
             available = ", ".join(self.names) or "(none)"
+            if call.error and not call.name.strip():  # the call could not be read: say so
+                raise ToolArgumentError(f"{call.error}. Available tools: {available}")
             raise ToolError(f"unknown tool {call.name!r}; available tools: {available}")
         if call.error:
             raise ToolArgumentError(
@@ -385,6 +394,24 @@ def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
     return schema
 
 
+def _from_text(value: str, types: set[str]) -> Any:
+    """``value`` as the boolean, object or array a field of ``types`` (without ``string``)
+    takes, when it is that written as text; else ``value`` itself."""
+    text = value.strip()
+    if "boolean" in types and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if not types & {"object", "array"} or text[:1] not in ("{", "[") or len(text) > 1_000_000:
+        return value
+    if nesting_depth(text) > MAX_ARGUMENT_DEPTH:
+        return value
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return value
+    kinds = tuple(kind for name, kind in (("object", dict), ("array", list)) if name in types)
+    return parsed if isinstance(parsed, kinds) else value
+
+
 def _branches(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The schema itself plus its ``anyOf``/``oneOf`` alternatives, ``$ref``s followed."""
     out = [schema]
@@ -426,8 +453,10 @@ def _normalise(
     branches = _branches(schema, root)
     types = _types(branches)
     if isinstance(value, str):
-        if not strings or "string" in types or not types & {"number", "integer"}:
+        if not strings or "string" in types:
             return value
+        if not types & {"number", "integer"}:
+            return _from_text(value, types)
         if "integer" in types and _HEX_RE.match(value):
             return int(value, 16)
         if not _NUMERIC_RE.match(value):

@@ -8,7 +8,7 @@ A finished call is told twice, and each form is built here only:
   what is empty left out (``images`` is how many were attached; they travel as images).
 - :func:`tool_result_event`: the fields of the ``tool_result`` event (``docs/trace.md``), as the
   agent's dispatcher and ``loopact mcp`` emit it: every field always present, images as their
-  hash and size.
+  hash and size, a robot tool's typed outcome as its phrase and as text in the reader's language.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopact.events.payloads import ToolResultPayload
-from loopact.tools.base import ToolResult
+from loopact.tools.base import ToolResult, outcome_fields
 
 
 def result_json(result: ToolResult) -> dict[str, Any]:
@@ -42,14 +42,17 @@ def result_json(result: ToolResult) -> dict[str, Any]:
     return body
 
 
-def tool_result_event(call_id: str, name: str, result: ToolResult) -> ToolResultPayload:
+def tool_result_event(call_id: str, name: str, result: ToolResult, lang: str) -> ToolResultPayload:
     """The ``tool_result`` event's fields for the call ``call_id`` of tool ``name``.
 
     Args:
         call_id: The call's id (the ``tool_call`` event's ``id``).
         name: The tool's name as it ran.
         result: What the call returned.
+        lang: The language of the people reading it (``agent.lang``): a robot tool's typed
+            outcome is also given as text in it (:func:`~loopact.tools.base.outcome_fields`).
     """
+    said = outcome_fields(result, lang)
     return {
         "id": call_id,
         "name": name,
@@ -59,4 +62,6 @@ def tool_result_event(call_id: str, name: str, result: ToolResult) -> ToolResult
         "error": result.error,
         "n_images": len(result.images),
         "images": [image.summary() for image in result.images],
+        "outcome": said["outcome"],
+        "outcome_text": said["outcome_text"],
     }

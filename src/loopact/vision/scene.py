@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from loopact.i18n import ParamValue, Phrase, colour_name
 from loopact.vision.detect import Detection
 
 LINE_COLOR = "purple"
@@ -127,26 +128,34 @@ def _wrapped(angle_deg: float) -> float:
     return -((-angle_deg + 180.0) % 360.0 - 180.0)
 
 
-def _side(bearing_deg: float) -> str:
+def _side(bearing_deg: float) -> Phrase:
     if bearing_deg > 5:
-        return f"{bearing_deg:.0f} degrees left"
+        return Phrase("scene.left", angle_deg=bearing_deg)
     if bearing_deg < -5:
-        return f"{-bearing_deg:.0f} degrees right"
-    return "straight ahead"
+        return Phrase("scene.right", angle_deg=-bearing_deg)
+    return Phrase("scene.ahead")
 
 
 def noun(det: Detection) -> str:
     """``red box``, ``cyan ball``, ``brown crate or table``, ``purple floor line``: what a
-    person would call the blob."""
+    person would call the blob (:func:`thing` in English)."""
+    return thing(det).text("en")
+
+
+def thing(det: Detection) -> Phrase:
+    """What a person would call the blob, in their language: ``red box`` / ``红色盒子``."""
     if det.color == LINE_COLOR:
-        return f"{LINE_COLOR} floor line"
-    if det.color == "brown":
-        return "brown crate or table"
-    return f"{det.color} {'ball' if shape_of(det) == 'round' else 'box'}"
+        kind = "thing.floor_line"
+    elif det.color == "brown":
+        kind = "thing.crate"
+    else:
+        kind = "thing.ball" if shape_of(det) == "round" else "thing.box"
+    return Phrase(kind, color=colour_name(det.color))
 
 
 def describe(dets: list[Detection], bearing_offset_deg: float = 0.0, limit: int = 6) -> str:
-    """One paragraph of what is in view, nearest first (SPEC D5; the local brain's eyes).
+    """One paragraph of what is in view, nearest first (SPEC D5; the local brain's eyes):
+    :func:`describe_phrase` in English.
 
     Args:
         dets: Detections of one frame (bearing relative to the camera).
@@ -161,20 +170,29 @@ def describe(dets: list[Detection], bearing_offset_deg: float = 0.0, limit: int 
         ``"I see a red box 3.3 m away, 28 degrees right; a yellow box ...; and the purple floor
         line."``, or ``"I see no coloured objects ..."``.
     """
+    return describe_phrase(dets, bearing_offset_deg, limit).text("en")
+
+
+def describe_phrase(
+    dets: list[Detection], bearing_offset_deg: float = 0.0, limit: int = 6
+) -> Phrase:
+    """What :func:`describe` says, as a typed phrase (``scene.*``; issue 38), to be rendered
+    in the reader's language ("我看到红色盒子（3.3 米，右方 28 度）；..."). Same arguments."""
     objects = [d for d in dets if d.color != LINE_COLOR]
     line = any(d.color == LINE_COLOR for d in dets)
     objects.sort(key=lambda d: (d.range_m is None, d.range_m or 0.0))
-    parts = []
+    parts: list[Phrase] = []
     for d in objects[:limit]:
-        dist = "" if d.range_m is None else f" {d.range_m:.1f} m away,"
-        parts.append(f"a {noun(d)}{dist} {_side(_wrapped(d.bearing_deg + bearing_offset_deg))}")
+        where = _side(_wrapped(d.bearing_deg + bearing_offset_deg))
+        if d.range_m is None:
+            parts.append(Phrase("scene.thing", what=thing(d), where=where))
+        else:
+            parts.append(Phrase("scene.thing_at", what=thing(d), distance_m=d.range_m, where=where))
     if line:
-        parts.append(f"the {LINE_COLOR} line on the floor")
+        parts.append(Phrase("scene.line", color=colour_name(LINE_COLOR)))
     if not parts:
-        return "I see no coloured objects and no floor line, only the floor and walls."
-    if len(parts) == 1:
-        return f"I see {parts[0]}."
-    return "I see " + "; ".join(parts[:-1]) + "; and " + parts[-1] + "."
+        return Phrase("scene.nothing")
+    return Phrase("scene.seen", items=tuple(parts))
 
 
 @dataclass(frozen=True)
@@ -184,12 +202,17 @@ class Selection:
     Attributes:
         detection: The chosen blob, None when nothing fits.
         confidence: 0..1; below 0.5 the tool says it is unsure (SPEC G2).
-        reason: Why this one (or why none), one sentence.
+        said: Why this one (or why none), one sentence as a typed phrase (``select.*``).
     """
 
     detection: Detection | None
     confidence: float
-    reason: str
+    said: Phrase
+
+    @property
+    def reason(self) -> str:
+        """:attr:`said` in English (what the model reads)."""
+        return self.said.text("en")
 
 
 def select_target(query: TargetQuery, dets: list[Detection], width_px: int) -> Selection:
@@ -209,15 +232,15 @@ def select_target(query: TargetQuery, dets: list[Detection], width_px: int) -> S
     if query.color is not None:
         cands = [d for d in cands if d.color == query.color]
         if not cands:
-            seen = sorted({d.color for d in dets if d.color != LINE_COLOR})
-            return Selection(
-                None,
-                0.0,
-                f"no {query.color} object in view"
-                + (f" (seen: {', '.join(seen)})" if seen else " (no coloured objects in view)"),
-            )
+            seen = tuple(colour_name(c) for c in sorted({d.color for d in dets} - {LINE_COLOR}))
+            colour = colour_name(query.color)
+            if seen:
+                return Selection(
+                    None, 0.0, Phrase("select.no_colour_seen", color=colour, seen=seen)
+                )
+            return Selection(None, 0.0, Phrase("select.no_colour", color=colour))
     if not cands:
-        return Selection(None, 0.0, "no coloured object in view")
+        return Selection(None, 0.0, Phrase("select.none"))
     confidence = 0.9 if query.color else 0.6
     shaped = [d for d in cands if query.shape is None or shape_of(d) == query.shape]
     if shaped:
@@ -243,12 +266,23 @@ def select_target(query: TargetQuery, dets: list[Detection], width_px: int) -> S
         confidence -= 0.25  # several fit and nothing says which
     if best.area_px < 150:
         confidence -= 0.2
-    why = f"the {noun(best)} at bbox {list(best.bbox)}"
+    return Selection(
+        best, round(max(0.05, min(1.0, confidence)), 2), _why(query, best, cands, shaped)
+    )
+
+
+def _why(
+    query: TargetQuery, best: Detection, cands: list[Detection], shaped: list[Detection]
+) -> Phrase:
+    """Why :func:`select_target` chose ``best`` among ``cands``."""
+    found: dict[str, ParamValue] = {"what": thing(best), "bbox": str(list(best.bbox))}
+    if len(cands) < 2:
+        why = Phrase("select.chose", **found)
+    elif query.place in ("left", "right"):
+        why = Phrase(f"select.chose_{query.place}most", n=len(cands), **found)
+    else:
+        why = Phrase("select.chose_among", n=len(cands), **found)
     if query.shape is not None and not shaped:  # "the yellow ball" with only a yellow box
-        wanted = "round" if query.shape == "round" else "box-shaped"
-        why = f"nothing {wanted} of that colour in view; the closest fit is {why}"
-    if len(cands) > 1:
-        why += f", chosen among {len(cands)} candidates"
-        if query.place is not None:
-            why += f" as the {query.place}most" if query.place in ("left", "right") else ""
-    return Selection(best, round(max(0.05, min(1.0, confidence)), 2), why)
+        closest = "select.closest_round" if query.shape == "round" else "select.closest_boxy"
+        why = Phrase(closest, chosen=why)
+    return why

@@ -32,6 +32,10 @@ from typing import BinaryIO, Protocol
 import numpy as np
 
 from loopact.errors import AudioFormatError
+from loopact.voice.resampling import MonoConverter
+from loopact.voice.resampling import StreamResampler as StreamResampler
+from loopact.voice.resampling import lowpass_taps as lowpass_taps
+from loopact.voice.resampling import resample as _resample
 
 SAMPLE_RATE = 16_000
 """Samples per second of every frame (Hz)."""
@@ -132,72 +136,10 @@ def rms(samples: np.ndarray) -> float:
     return float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
 
 
-def lowpass_taps(cutoff: float, taps: int = 63) -> np.ndarray:
-    """A windowed-sinc low-pass FIR filter, unity gain at 0 Hz.
-
-    Args:
-        cutoff: The cut-off frequency as a fraction of the sample rate (0..0.5).
-        taps: Filter length (odd: the delay is ``(taps - 1) / 2`` samples).
-    """
-    n = np.arange(taps) - (taps - 1) / 2
-    h: np.ndarray = np.sinc(2 * cutoff * n) * np.hamming(taps)
-    normalised: np.ndarray = h / h.sum()
-    return normalised
-
-
-def _lowpass(x: np.ndarray, cutoff: float, taps: int = 63) -> np.ndarray:
-    """Windowed-sinc low-pass of ``x`` (float); ``cutoff`` as a fraction of its sample rate."""
-    return np.convolve(x, lowpass_taps(cutoff, taps), mode="same")
-
-
 def resample(samples: np.ndarray, rate_hz: int, to_hz: int = SAMPLE_RATE) -> np.ndarray:
-    """Resample float samples from ``rate_hz`` to ``to_hz`` (anti-aliased when downsampling)."""
-    if rate_hz == to_hz or samples.size == 0:
-        return samples
-    if to_hz < rate_hz:
-        samples = _lowpass(samples, 0.5 * to_hz / rate_hz * 0.9)
-    n_out = int(round(samples.size * to_hz / rate_hz))
-    t_out = np.arange(n_out) * (rate_hz / to_hz)
-    out: np.ndarray = np.interp(t_out, np.arange(samples.size), samples)
-    return out
-
-
-class StreamResampler:
-    """:func:`resample` for a stream cut into blocks (a sound card's callbacks): the filter's
-    history and the interpolation phase carry over from block to block, so the output is the
-    same as resampling the whole stream at once, without clicks at block edges.
-
-    Downsampling low-passes first (the same filter as :func:`resample`, delay 31 input
-    samples); both ways interpolate linearly.
-
-    Args:
-        from_hz: Input sample rate (Hz).
-        to_hz: Output sample rate (Hz).
-    """
-
-    def __init__(self, from_hz: int, to_hz: int) -> None:
-        self.from_hz, self.to_hz = from_hz, to_hz
-        self._step = from_hz / to_hz
-        self._taps = lowpass_taps(0.5 * to_hz / from_hz * 0.9) if to_hz < from_hz else None
-        self._history = np.zeros(0 if self._taps is None else self._taps.size - 1)
-        self._prev = 0.0
-        self._pos = 1.0  # where the next output sample lies; index 0 is the previous input
-
-    def process(self, samples: np.ndarray) -> np.ndarray:
-        """Resample the next block (int16 or float samples); returns float samples."""
-        x = samples.astype(np.float64)
-        if self._taps is not None:
-            joined = np.concatenate([self._history, x])
-            self._history = joined[joined.size - self._history.size :]
-            x = np.convolve(joined, self._taps, mode="valid")
-        buf = np.concatenate([[self._prev], x])
-        last = buf.size - 1
-        n = int((last - self._pos) // self._step) + 1 if self._pos <= last else 0
-        at = self._pos + np.arange(n) * self._step
-        out: np.ndarray = np.interp(at, np.arange(buf.size), buf)
-        self._pos += n * self._step - last
-        self._prev = float(buf[-1])
-        return out
+    """Resample float samples from ``rate_hz`` to ``to_hz`` (default 16 kHz; anti-aliased when
+    downsampling; :func:`loopact.voice.resampling.resample`)."""
+    return _resample(samples, rate_hz, to_hz)
 
 
 def to_pcm16(samples: np.ndarray) -> bytes:
@@ -220,29 +162,62 @@ def to_mono16k(data: np.ndarray, rate_hz: int, channels: int = 1) -> tuple[bytes
     Raises:
         AudioFormatError: No samples, or a sample rate below 8 kHz.
     """
-    notes: list[str] = []
-    if data.size == 0:
-        raise AudioFormatError("the audio has no samples")
-    if rate_hz < 8000:
-        raise AudioFormatError(f"a sample rate of {rate_hz} Hz is too low for speech (8 kHz min)")
-    x = data.astype(np.float64)
-    if channels > 1:
-        x = x[: x.size - x.size % channels].reshape(-1, channels).mean(axis=1)
-        notes.append(f"{channels}-channel audio mixed down to mono")
-    if rate_hz != SAMPLE_RATE:
-        if rate_hz < SAMPLE_RATE:
-            notes.append(
-                f"{rate_hz / 1000:g} kHz audio upsampled to 16 kHz: recognition may be worse"
+    conversion = _Mono16k(rate_hz, channels)
+    conversion.feed(data)
+    return conversion.finish()
+
+
+class _Mono16k:
+    """:func:`to_mono16k` in blocks (:class:`~loopact.voice.resampling.MonoConverter`): the
+    PCM so far and the counts its notes need, never the whole input as floats."""
+
+    def __init__(self, rate_hz: int, channels: int) -> None:
+        if rate_hz < 8000:
+            raise AudioFormatError(
+                f"a sample rate of {rate_hz} Hz is too low for speech (8 kHz min)"
             )
-        x = resample(x, rate_hz)
-    clipped = float(np.mean(np.abs(x) >= _CLIP_LEVEL)) if x.size else 0.0
-    if clipped > 0.005:
-        notes.append(f"the audio is clipped ({clipped:.1%} of samples at full scale)")
-    pcm = np.clip(np.round(x), -32768, 32767).astype("<i2").tobytes()
-    return pcm, notes
+        self.rate_hz, self.channels = rate_hz, channels
+        self._converter = MonoConverter(rate_hz, SAMPLE_RATE, channels)
+        self._pcm = bytearray()
+        self._clipped = 0
+
+    @property
+    def seconds(self) -> float:
+        """Seconds of audio converted so far."""
+        return len(self._pcm) / 2 / SAMPLE_RATE
+
+    def feed(self, data: np.ndarray) -> None:
+        """Convert the next block of interleaved int16 samples (whole frames)."""
+        self._add(self._converter.feed(data))
+
+    def _add(self, x: np.ndarray) -> None:
+        self._clipped += int(np.count_nonzero(np.abs(x) >= _CLIP_LEVEL))
+        self._pcm += to_pcm16(x)
+
+    def finish(self) -> tuple[bytes, list[str]]:
+        """The PCM and the notes (see :func:`to_mono16k`).
+
+        Raises:
+            AudioFormatError: No samples were fed.
+        """
+        if self._converter.samples_in == 0:
+            raise AudioFormatError("the audio has no samples")
+        self._add(self._converter.finish())
+        notes: list[str] = []
+        if self.channels > 1:
+            notes.append(f"{self.channels}-channel audio mixed down to mono")
+        if self.rate_hz < SAMPLE_RATE:
+            notes.append(
+                f"{self.rate_hz / 1000:g} kHz audio upsampled to 16 kHz: recognition may be worse"
+            )
+        samples = len(self._pcm) // 2
+        clipped = self._clipped / samples if samples else 0.0
+        if clipped > 0.005:
+            notes.append(f"the audio is clipped ({clipped:.1%} of samples at full scale)")
+        return bytes(self._pcm), notes
 
 
-def _is_empty(source: str | Path | bytes, stream: BinaryIO) -> bool:
+def _is_empty(source: str | Path | bytes | BinaryIO, stream: BinaryIO) -> bool:
     """True for no bytes at all: an empty ``bytes``, or a regular file of size 0 (a pipe's
     size says nothing, so a FIFO is never called empty here)."""
     if isinstance(source, bytes):
@@ -254,12 +229,25 @@ def _is_empty(source: str | Path | bytes, stream: BinaryIO) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
-def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes, list[str]]:
+READ_BLOCK_FRAMES = 65_536
+"""Frames :func:`read_wav` reads and converts at a time (memory stays bounded by the output)."""
+
+
+def read_wav(
+    source: str | Path | bytes | BinaryIO, name: str | None = None, max_s: float | None = None
+) -> tuple[bytes, list[str]]:
     """Read a PCM WAV file (any rate, 8/16/32-bit, mono or stereo) as 16 kHz mono PCM.
 
+    The file is read and converted :data:`READ_BLOCK_FRAMES` frames at a time, so memory
+    holds the 16 kHz output and one block, not the whole file as floats (issue 39 item 15).
+
     Args:
-        source: A path or the file's bytes.
-        name: What the error messages call it (default: the path, or ``audio`` for bytes).
+        source: A path, the file's bytes, or an open binary file (read from where it is;
+            closed when done).
+        name: What the error messages call it (default: the path, or ``audio``).
+        max_s: The longest audio accepted, in seconds: a longer file is refused from its
+            header before its samples are read (one whose writer left the length open is
+            refused once it has passed it). None: no limit.
 
     Returns:
         The PCM and notes for people: a file cut short (fewer frames than its header says;
@@ -267,11 +255,17 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
 
     Raises:
         AudioFormatError: Not a readable PCM WAV file (names the file and the problem; an
-            empty file is said to be empty).
+            empty file is said to be empty), or longer than ``max_s``.
     """
-    name = name or ("audio" if isinstance(source, bytes) else str(source))
+    if name is None:
+        name = str(source) if isinstance(source, (str, Path)) else "audio"
     try:
-        stream = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
+        if isinstance(source, bytes):
+            stream: BinaryIO = io.BytesIO(source)
+        elif isinstance(source, (str, Path)):
+            stream = open(source, "rb")  # noqa: SIM115 - closed below
+        else:
+            stream = source
     except OSError as exc:
         raise AudioFormatError(f"{name}: cannot be read: {exc.strerror or exc}") from None
     if _is_empty(source, stream):
@@ -282,33 +276,62 @@ def read_wav(source: str | Path | bytes, name: str | None = None) -> tuple[bytes
         with stream, wave.open(stream, "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
             claimed = wav.getnframes()
-            raw = wav.readframes(claimed)
+            open_length = claimed * width * channels >= _STREAMED_BYTES
+            if max_s is not None and not open_length and claimed > max_s * rate:
+                raise AudioFormatError(
+                    f"{name}: {_length(claimed / rate)} of audio, longer than the "
+                    f"{_length(max_s)} allowed"
+                )
+            if width not in (1, 2, 4):
+                raise AudioFormatError(
+                    f"{name}: {8 * width}-bit samples are not supported (use 16-bit)"
+                )
+            try:
+                conversion = _Mono16k(rate, channels)
+            except AudioFormatError as exc:
+                raise AudioFormatError(f"{name}: {exc}") from None
+            present = 0
+            while True:
+                raw = wav.readframes(READ_BLOCK_FRAMES)
+                frames = len(raw) // (width * channels)
+                if frames == 0:
+                    break
+                present += frames
+                conversion.feed(_int16(raw[: frames * width * channels], width))
+                if max_s is not None and conversion.seconds > max_s:
+                    raise AudioFormatError(
+                        f"{name}: more than the {_length(max_s)} of audio allowed"
+                    )
     except (wave.Error, EOFError) as exc:
         why = _why_not_wav(exc, head, size)
         raise AudioFormatError(f"{name}: not a PCM WAV file ({why})") from None
-    present = len(raw) // (width * channels)
-    raw = raw[: present * width * channels]  # a file cut inside a frame
     notes = _cut_short(claimed, present, rate, width * channels)
-    if width == 2:
-        data = np.frombuffer(raw, dtype="<i2")
-    elif width == 1:
-        data = ((np.frombuffer(raw, dtype=np.uint8).astype(np.int16) - 128) << 8).astype(np.int16)
-    elif width == 4:
-        data = (np.frombuffer(raw, dtype="<i4") >> 16).astype(np.int16)
-    else:
-        raise AudioFormatError(f"{name}: {8 * width}-bit samples are not supported (use 16-bit)")
     try:
-        pcm, converted = to_mono16k(data, rate, channels)
+        pcm, converted = conversion.finish()
     except AudioFormatError as exc:
         raise AudioFormatError(f"{name}: {exc}") from None
     return pcm, notes + converted
+
+
+def _int16(raw: bytes, width: int) -> np.ndarray:
+    """PCM samples of ``width`` bytes (8-bit unsigned, 16- or 32-bit signed) as int16."""
+    if width == 2:
+        return np.frombuffer(raw, dtype="<i2")
+    if width == 1:
+        return ((np.frombuffer(raw, dtype=np.uint8).astype(np.int16) - 128) << 8).astype(np.int16)
+    return (np.frombuffer(raw, dtype="<i4") >> 16).astype(np.int16)
+
+
+def _length(seconds: float) -> str:
+    """``100 min (6000 s)``, ``4.5 s``."""
+    return f"{seconds / 60:.0f} min ({seconds:.0f} s)" if seconds >= 120 else f"{seconds:.1f} s"
 
 
 _RIFF_HEADER_BYTES = 12
 """``RIFF``, the size, ``WAVE``: how every WAV file starts."""
 
 
-def _head(source: str | Path | bytes, stream: BinaryIO) -> tuple[bytes, int | None]:
+def _head(source: str | Path | bytes | BinaryIO, stream: BinaryIO) -> tuple[bytes, int | None]:
     """The first bytes of the audio (up to :data:`_RIFF_HEADER_BYTES`; fewer from a pipe that
     has not written them yet) and its size in bytes when known (not for a pipe)."""
     if isinstance(source, bytes):

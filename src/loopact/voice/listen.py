@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -297,7 +298,8 @@ class Listener:
                 self.player.recover()
             return
         self.stats.heard += 1
-        await self.on_transcript(transcript)
+        # the whole utterance goes with its words (a model may hear it, SPEC B8)
+        await self.on_transcript(dataclasses.replace(transcript, pcm=utt.pcm))
 
     # ------------------------------------------------------------------ recording
     def _record(self, frame: AudioFrame) -> None:

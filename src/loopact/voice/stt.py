@@ -19,7 +19,7 @@ import logging
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -66,6 +66,9 @@ class Transcript:
         engine: ``whisper`` or ``openai``.
         audio_s: Duration of the audio (s).
         elapsed_s: Time the engine took (s); ``elapsed_s / audio_s`` is the real-time factor.
+        pcm: The utterance it was heard in (16 kHz mono s16le), set by the
+            :class:`~loopact.voice.listen.Listener`, so that the clip itself can go to a model
+            that hears audio (SPEC B8); empty when unknown.
     """
 
     text: str
@@ -73,6 +76,7 @@ class Transcript:
     engine: str
     audio_s: float
     elapsed_s: float
+    pcm: bytes = field(default=b"", repr=False, compare=False)
 
     @property
     def rtf(self) -> float:

@@ -2,7 +2,8 @@
 
 Usage: ``python raw.py MODE``:
 
-- ``exit``: prints a line on stderr and exits with code 2 at once;
+- ``exit``: prints its arguments and a line on stderr (as servers that log their
+  settings at start do) and exits with code 2 at once;
 - ``garbage``: prints lines that are not JSON-RPC on stdout, then serves normally;
 - ``silent``: reads its input and never answers (not even initialize);
 - ``bad_list``: answers ``tools/list`` with a tool whose inputSchema is not an object;
@@ -28,6 +29,7 @@ def send(obj: dict) -> None:
 
 def main() -> None:
     if MODE == "exit":
+        sys.stderr.write(f"raw: started with {' '.join(sys.argv[2:])}\n")
         sys.stderr.write("raw: missing API key, giving up\n")
         sys.exit(2)
     if MODE == "garbage":

@@ -364,6 +364,30 @@ async def test_broker_restart_mid_call_the_result_arrives_once(
     await agent.shutdown()
 
 
+async def test_a_broker_shutdown_is_named_in_the_log_and_the_trace(
+    mqtt_broker: MqttBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 39 item 10: a broker that shut down was logged as "Unspecified error" (paho's
+    name for a closed socket under MQTT 3.1.1)."""
+    caplog.set_level(logging.WARNING)
+    states: list[tuple[str, str]] = []
+    link = MqttLink(
+        MqttSettings(broker=mqtt_broker.url), "watch", on_state=lambda s, d: states.append((s, d))
+    )
+    await link.start(require=True)
+    try:
+        await asyncio.to_thread(mqtt_broker.stop)
+        await wait_until(lambda: [d for s, d in states if s == "down"], what="the link down")
+    finally:
+        await link.stop()
+    (down,) = [d for s, d in states if s == "down"]
+    assert (
+        down == "the connection was lost: the broker shut down or restarted, or the network dropped"
+    )
+    assert f"MQTT link to {link.address} lost ({down}); reconnecting" in caplog.text
+    assert "Unspecified error" not in caplog.text
+
+
 # ------------------------------------------------------------------------ input nodes
 
 

@@ -167,6 +167,8 @@ class WebVoice:
         refusal: Why voice is refused (G3: ``agent.modality`` without voice), or None.
         options: Builds the :class:`Listener` keyword arguments (``voice`` settings: VAD,
             end of utterance, barge-in, language); None for the defaults.
+        to_model: What of a spoken command the model gets (``voice.to_model``: transcript,
+            audio or both; SPEC B8).
     """
 
     def __init__(
@@ -177,8 +179,10 @@ class WebVoice:
         tts: Callable[[], TextToSpeech | None],
         refusal: str | None = None,
         options: Callable[[], dict[str, Any]] | None = None,
+        to_model: str = "transcript",
     ) -> None:
         self.agent = agent
+        self.to_model = to_model
         self._options = options or dict
         self.bus = bus
         self._stt_factory = stt
@@ -204,7 +208,9 @@ class WebVoice:
         if self._task is not None:
             return
         self.player = Player(self.sink, self._tts_factory(), self.bus)
-        self.channel = VoiceChannel(self.agent, self.player, source="web", speak="own")
+        self.channel = VoiceChannel(
+            self.agent, self.player, source="web", speak="own", to_model=self.to_model
+        )
         self._stt = self._stt_factory()
         self.listener = Listener(
             self.source,

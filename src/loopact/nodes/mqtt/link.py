@@ -72,6 +72,18 @@ _REFUSED_HINTS = {
 }
 _LOGIN_REFUSALS = ("Bad user name or password", "Not authorized")
 
+_LOSSES = {
+    # MQTT 3.1.1 has no DISCONNECT from the broker: paho reports a closed socket (the broker
+    # shut down or restarted, the network dropped) as "Unspecified error" (issue 39 item 10)
+    "Unspecified error": (
+        "the connection was lost: the broker shut down or restarted, or the network dropped"
+    ),
+    "Keep alive timeout": "the broker stopped answering (nothing within the keep-alive time)",
+    "Success": "disconnected",
+    "Normal disconnection": "disconnected",
+}
+"""paho's disconnect reasons in words people can act on."""
+
 
 def new_client_id(role: str) -> str:
     """A client id for one process run: ``loopact-<role>-<8 hex>`` (at most 64 characters)."""
@@ -321,8 +333,11 @@ class MqttLink:
             client.publish(topic, payload, qos, True)
         self._post(self._set_state, "up", "session kept" if session else "new session")
 
-    def _on_disconnect(self, _c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        self._post(self._set_state, "down", str(reason))
+    def _on_disconnect(self, _c: Any, _u: Any, flags: Any, reason: Any, _p: Any) -> None:
+        text = str(reason)
+        from_broker = bool(getattr(flags, "is_disconnect_packet_from_server", False))
+        detail = f"the broker closed the session: {text}" if from_broker else None
+        self._post(self._set_state, "down", detail or _LOSSES.get(text, text))
 
     def _on_message(self, _c: Any, _u: Any, msg: Any) -> None:
         topic = str(msg.topic)

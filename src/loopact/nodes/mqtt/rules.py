@@ -14,10 +14,16 @@ not in a JSON payload matches a bare-number payload when it is the topic's last 
 a rule cannot read (not JSON, no such field, not a number) simply does not match.
 
 :class:`History` keeps the newest messages of each topic (bounded per topic and in topics).
+
+A *retained* message is one the broker kept and sends on subscribing: it was published
+before, perhaps long before (issue 39 item 8). MQTT 3.1.1 carries no publish time, so its age
+is known only when a JSON payload says when it was published (:data:`TIME_FIELDS`: Unix
+seconds or milliseconds, or ISO 8601 with a time zone); :meth:`MqttMessage.to_dict` marks it.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -34,6 +40,41 @@ _RULE_RE = re.compile(
 MAX_TEXT_CHARS = 2000
 """Payload text kept per message (history, receive, injection); longer is cut."""
 
+TIME_FIELDS = ("timestamp", "ts", "time", "stamp_s", "published_at")
+"""Top-level fields of a JSON payload read as its publish time (the first one present)."""
+
+_EARLIEST_TS = 946_684_800.0  # 2000-01-01: a smaller number is no Unix time
+
+
+def payload_time(text: str, now: float) -> float | None:
+    """When a JSON payload says it was published (Unix seconds), or None.
+
+    Args:
+        text: The payload text.
+        now: The time now (Unix seconds): a time more than a day ahead is not believed.
+    """
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    value = next((obj[k] for k in TIME_FIELDS if isinstance(obj, dict) and k in obj), None)
+    ts: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        ts = float(value) / 1000.0 if value > 1e11 else float(value)
+    elif isinstance(value, str):
+        try:
+            when = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+        if when.tzinfo is None:  # a local time of an unknown zone: no age
+            return None
+        ts = when.timestamp()
+    if ts is None or not _EARLIEST_TS <= ts <= now + 86_400:
+        return None
+    return ts
+
 
 @dataclass(frozen=True)
 class MqttMessage:
@@ -45,7 +86,9 @@ class MqttMessage:
             cut to :data:`MAX_TEXT_CHARS`).
         size_bytes: The payload's size.
         ts: Arrival time, Unix seconds.
-        retained: Whether the broker sent it as a retained message.
+        retained: Whether the broker sent it as a retained message (published earlier).
+        published_ts: When a retained message was published, from its payload
+            (:func:`payload_time`), Unix seconds; None when unknown.
     """
 
     topic: str
@@ -53,6 +96,7 @@ class MqttMessage:
     size_bytes: int
     ts: float
     retained: bool = False
+    published_ts: float | None = None
 
     @classmethod
     def from_payload(cls, topic: str, payload: bytes, retained: bool = False) -> MqttMessage:
@@ -61,14 +105,53 @@ class MqttMessage:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
             text = f"<{len(payload)} bytes of binary data>"
+        now = time.time()
+        published = payload_time(text, now) if retained else None
         if len(text) > MAX_TEXT_CHARS:
             text = text[:MAX_TEXT_CHARS] + " [...cut]"
-        return cls(topic, text, len(payload), time.time(), retained)
+        return cls(topic, text, len(payload), now, retained, published)
+
+    @property
+    def age_s(self) -> float | None:
+        """Seconds between its publication and its arrival (0 for a live message; None for a
+        retained one whose payload does not say when it was published)."""
+        if not self.retained:
+            return 0.0
+        return None if self.published_ts is None else max(0.0, self.ts - self.published_ts)
+
+    def describe_age(self) -> str:
+        """``retained, published 2.0 h ago`` or ``retained, age unknown`` ("" when live)."""
+        if not self.retained:
+            return ""
+        age = self.age_s
+        if age is None:
+            return "retained, age unknown"
+        if age < 120:
+            return f"retained, published {age:.0f} s ago"
+        if age < 7200:
+            return f"retained, published {age / 60:.0f} min ago"
+        return f"retained, published {age / 3600:.1f} h ago"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for tool results."""
+        """JSON-able form for tool results: ``time`` is when it was published (a live message:
+        when it arrived; a retained one: from its payload, else None), ``retained`` and
+        ``age_s`` mark a retained message, ``received`` says when it arrived."""
         clock = time.strftime("%H:%M:%S", time.localtime(self.ts))
-        return {"topic": self.topic, "payload": self.text, "time": clock, "bytes": self.size_bytes}
+        out: dict[str, Any] = {
+            "topic": self.topic,
+            "payload": self.text,
+            "time": clock,
+            "bytes": self.size_bytes,
+        }
+        if self.retained:
+            age = self.age_s
+            published = self.published_ts
+            out["time"] = (
+                None if published is None else time.strftime("%H:%M:%S", time.localtime(published))
+            )
+            out.update(retained=True, age_s=None if age is None else round(age, 1), received=clock)
+            out["note"] = self.describe_age() + ": kept by the broker from before the subscription"
+        return out
 
 
 @dataclass(frozen=True)

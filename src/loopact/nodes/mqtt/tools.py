@@ -17,7 +17,11 @@ Each subscription has a mode: ``inject`` hands every message to the agent; ``fil
 default) keeps routine data in the history and hands over only the messages a rule matches
 (:mod:`loopact.nodes.mqtt.rules`). Handed-over messages are accumulate-mode input: one
 snapshot user message at the next round boundary (:meth:`MqttTools.take_snapshot`), and
-``on_inject`` (``agent.wake``) wakes a continuous-mode agent.
+``on_inject`` (``agent.wake``) wakes a continuous-mode agent. A retained message (the broker's
+copy of one published before the subscription, perhaps long before) is marked as such with its
+age where its payload says it, and by default rules and inject mode skip it
+(``mqtt.retained: skip``; issue 39 item 8): a stale alarm is not a live event. It is in the
+history and ``mqtt_receive`` either way.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from loopact.tools.base import SafetyClass, Tool, ToolResult, tool
 logger = logging.getLogger(__name__)
 
 Mode = Literal["filter", "inject"]
+Retained = Literal["skip", "inject"]
 MAX_UNREAD = 1000
 """Messages waiting for ``mqtt_receive``; the oldest are dropped beyond this."""
 MAX_PENDING = 100
@@ -62,6 +67,8 @@ class ToolsPolicy:
         min_interval_s: Seconds between two publishes on one topic (at least 0.1).
         max_publish_bytes: Largest payload ``mqtt_publish`` sends.
         history_per_topic: Messages kept per topic for ``mqtt_history``.
+        retained: What rules and inject mode do with retained messages: ``skip`` them or
+            ``inject`` them (marked retained, with their age where known).
     """
 
     broker: str = "mqtt://127.0.0.1:1883"
@@ -72,6 +79,7 @@ class ToolsPolicy:
     min_interval_s: float = 0.1
     max_publish_bytes: int = 65_536
     history_per_topic: int = 100
+    retained: Retained = "skip"
 
     def in_protocol(self, topic: str) -> bool:
         """Whether ``topic`` (or filter) is under the node protocol's prefix."""
@@ -114,6 +122,7 @@ class _ToolSub:
     filter: str
     mode: Mode
     rules: tuple[Rule, ...]
+    retained: Retained = "skip"
     link_sub: Any = None
     received: int = 0
     injected: int = 0
@@ -225,6 +234,8 @@ class MqttTools:
             if not mqtt.topic_matches_sub(sub.filter, topic):
                 continue
             sub.received += 1
+            if message.retained and sub.retained == "skip":
+                continue  # published before: not a live event (history and receive have it)
             if sub.mode == "inject":
                 self._inject(message, None)
                 sub.injected += 1
@@ -239,7 +250,8 @@ class MqttTools:
         if len(self.pending.lines) == MAX_PENDING:
             self.pending.dropped += 1
         why = f" (rule: {rule.text})" if rule is not None else ""
-        self.pending.lines.append(f"{message.topic}: {message.text}{why}")
+        age = f" [{message.describe_age()}]" if message.retained else ""
+        self.pending.lines.append(f"{message.topic}: {message.text}{why}{age}")
         if self.on_inject is not None:
             try:
                 self.on_inject()
@@ -261,9 +273,14 @@ class MqttTools:
 
     # ------------------------------------------------------------------ verbs
     async def subscribe(
-        self, topic: str, mode: Mode = "filter", rules: list[str] | None = None
+        self,
+        topic: str,
+        mode: Mode = "filter",
+        rules: list[str] | None = None,
+        retained: Retained | None = None,
     ) -> _ToolSub:
-        """Subscribe ``topic`` (a filter) in ``mode`` with ``rules``.
+        """Subscribe ``topic`` (a filter) in ``mode`` with ``rules``; ``retained`` (None: the
+        policy's) says whether rules and inject mode skip retained messages.
 
         Raises:
             ValueError: A bad filter, mode or rule, or a filter outside ``allow_subscribe``.
@@ -289,17 +306,20 @@ class MqttTools:
             raise ValueError(f"at most {MAX_SUBSCRIPTIONS} subscriptions")
         link = await self.connect(None) if self.link is None else self.link
         old = self.subs.get(topic)
-        sub = _ToolSub(topic, mode, parsed)
+        sub = _ToolSub(topic, mode, parsed, retained or self.policy.retained)
+        # in place before the broker sends the retained messages that come with the SUBACK
+        self.subs[topic] = sub
         if old is not None and old.link_sub is not None:
             sub.link_sub = old.link_sub
         else:
             sub.link_sub = link.subscribe(topic, self._deliver, depth=1000)
             with contextlib.suppress(NodeError):
                 await link.acked(sub.link_sub, 2.0)
-        self.subs[topic] = sub
         return sub
 
-    async def add_configured(self, topic: str, mode: str, rules: list[str]) -> None:
+    async def add_configured(
+        self, topic: str, mode: str, rules: list[str], retained: Retained | None = None
+    ) -> None:
         """A subscription from ``mqtt.subscriptions`` (the broker may come later).
 
         Raises:
@@ -315,7 +335,7 @@ class MqttTools:
                     on_state=self._on_link(settings) if self._on_link else None,
                 )
                 await self.link.start()
-            await self.subscribe(topic, mode, rules)  # type: ignore[arg-type]
+            await self.subscribe(topic, mode, rules, retained)  # type: ignore[arg-type]
         except ValueError as exc:
             raise ConfigError(
                 f"mqtt.subscriptions ({topic}): {exc}", key="mqtt.subscriptions"

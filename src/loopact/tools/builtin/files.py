@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from loopact.errors import ToolError
 from loopact.tools.base import FunctionTool, SafetyClass, Tool, ToolResult, tool
@@ -224,7 +224,37 @@ def read_bytes(
     ws: Workspace, path: str, max_bytes: int = MAX_READ_BYTES, reader: str = "file_read"
 ) -> tuple[Path, bytes]:
     """The resolved path and the bytes of a regular workspace file, at most ``max_bytes``
-    (``file_read``, and every other tool that reads a workspace file, e.g. ``play_audio``).
+    (``file_read``, and every other tool that reads a workspace file).
+
+    Args:
+        ws: The workspace.
+        path: The path as the model wrote it.
+        max_bytes: Larger files are refused before they are read.
+        reader: The tool's name, for the error messages.
+
+    Raises:
+        ToolError: See :func:`open_regular`; also a file that grew past ``max_bytes`` while
+            it was read.
+    """
+    target, f = open_regular(ws, path, max_bytes, reader)
+    try:
+        with f:
+            raw = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise ToolError(f"cannot read '{path}': {exc.strerror or 'error'}") from None
+    if len(raw) > max_bytes:  # grew while we read it
+        raise ToolError(
+            f"file '{path}' is over {_fmt_mb(max_bytes)}; {reader} reads files up to "
+            f"{_fmt_mb(max_bytes)}"
+        )
+    return target, raw
+
+
+def open_regular(
+    ws: Workspace, path: str, max_bytes: int = MAX_READ_BYTES, reader: str = "file_read"
+) -> tuple[Path, BinaryIO]:
+    """The resolved path of a regular workspace file of at most ``max_bytes``, open for
+    reading (the caller closes it), for tools that read a file as a stream (``play_audio``).
 
     Args:
         ws: The workspace.
@@ -256,24 +286,23 @@ def read_bytes(
         fd = os.open(target, flags | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ToolError(f"cannot read '{path}': {exc.strerror or 'error'}") from None
+    f = os.fdopen(fd, "rb")
     try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            _refuse_special(path, st.st_mode, f"{reader} reads")
-            if st.st_size > max_bytes:
-                raise ToolError(
-                    f"file '{path}' is {_fmt_mb(st.st_size)}; {reader} reads files up to "
-                    f"{_fmt_mb(max_bytes)}"
-                )
-            raw = f.read(max_bytes + 1)
+        st = os.fstat(f.fileno())
     except OSError as exc:
+        f.close()
         raise ToolError(f"cannot read '{path}': {exc.strerror or 'error'}") from None
-    if len(raw) > max_bytes:  # grew while we read it
-        raise ToolError(
-            f"file '{path}' is over {_fmt_mb(max_bytes)}; {reader} reads files up to "
-            f"{_fmt_mb(max_bytes)}"
-        )
-    return target, raw
+    try:
+        _refuse_special(path, st.st_mode, f"{reader} reads")
+        if st.st_size > max_bytes:
+            raise ToolError(
+                f"file '{path}' is {_fmt_mb(st.st_size)}; {reader} reads files up to "
+                f"{_fmt_mb(max_bytes)}"
+            )
+    except ToolError:
+        f.close()
+        raise
+    return target, f
 
 
 def _refuse_special(path: str, mode: int, verb: str) -> None:

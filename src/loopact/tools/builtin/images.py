@@ -175,10 +175,12 @@ async def _fetch(url: str, where: str, timeout_s: float) -> bytes:
             "refused, nothing was fetched"
         )
     try:
-        async with httpx2.AsyncClient(timeout=timeout_s) as http:
-            got = await http.get(url)
+        async with (
+            httpx2.AsyncClient(timeout=timeout_s) as http,
+            http.stream("GET", url) as got,
+        ):
             got.raise_for_status()
-            return bytes(got.content)
+            return await _read_capped(got, f"{where} answered with the image URL {shown!r}, which")
     except httpx2.TimeoutException:
         raise ToolError(
             f"{where} answered with the image URL {shown!r}, which did not answer within "
@@ -193,6 +195,28 @@ async def _fetch(url: str, where: str, timeout_s: float) -> bytes:
         raise ToolError(
             f"{where} answered with the image URL {shown!r}, which cannot be fetched: {exc}"
         ) from None
+
+
+async def _read_capped(response: httpx2.Response, who: str) -> bytes:
+    """The body of ``response``, read no further than :data:`MAX_IMAGE_BYTES` (issue 39 item
+    16: the whole body was read before the size was checked).
+
+    Raises:
+        ToolError: Its ``Content-Length`` says more (nothing is read), or it sends more.
+    """
+    limit = MAX_IMAGE_BYTES // (1024 * 1024)
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_IMAGE_BYTES:
+        raise ToolError(
+            f"{who} is {int(declared) / 1e6:.0f} MB long (Content-Length); images are at most "
+            f"{limit} MB, nothing was read"
+        )
+    body = bytearray()
+    async for piece in response.aiter_bytes():  # decoded: a gzip bomb counts as it unpacks
+        body += piece
+        if len(body) > MAX_IMAGE_BYTES:
+            raise ToolError(f"{who} sent more than {limit} MB; images are at most {limit} MB")
+    return bytes(body)
 
 
 def _error_message(exc: openai.APIStatusError) -> str:

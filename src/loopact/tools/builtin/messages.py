@@ -20,8 +20,10 @@ run is composed (``loopact.app.messages``)::
 
     channels.add(MqttChannel(allow_to=["robots/alerts"]))
 
-The base class checks the recipient against ``allow_to`` before :meth:`MessageChannel.deliver`
-runs, so every channel refuses the same way: a failed result naming the recipient, the channel
+The base class parses the recipient (:meth:`MessageChannel.parse_recipient`: strictly one
+plain address on the email channel) and checks the parsed recipient against ``allow_to``
+before :meth:`MessageChannel.deliver` runs with exactly that recipient, so every channel
+refuses the same way: a failed result naming the recipient, the channel
 and the allowed recipients, and nothing is sent. An empty text, an unknown channel or a
 missing recipient are failed results too; a delivery that fails (server refused, timeout)
 is a failed result that says what the other side answered.
@@ -82,19 +84,38 @@ class MessageChannel(abc.ABC):
         """True when messages go to a recipient (``to``) that must be on the allow-list."""
         return self.allow_to is not None
 
+    def parse_recipient(self, to: str) -> str:
+        """The one recipient ``to`` names, as it will be delivered to (SPEC C6).
+
+        The allow-list is matched against what this returns and :meth:`deliver` gets exactly
+        that, so a channel whose recipients have a grammar (an e-mail address) parses them
+        here, strictly, and refuses anything that is not one plain recipient (issue 39 item
+        11). The default takes ``to`` as it is, without the surrounding spaces.
+
+        Raises:
+            ToolArgumentError: ``to`` is not one recipient of this channel (the message says
+                what is wrong with it).
+        """
+        return to.strip()
+
     def allows(self, to: str) -> bool:
-        """Whether ``to`` is on the allow-list (case-insensitive; ``*`` wildcards)."""
+        """Whether ``to`` parses as one recipient that is on the allow-list
+        (case-insensitive; ``*`` wildcards)."""
         if self.allow_to is None:
             return True
-        wanted = to.strip().lower()
+        try:
+            wanted = self.parse_recipient(to).lower()
+        except ToolArgumentError:
+            return False
         return any(fnmatch.fnmatchcase(wanted, entry.strip().lower()) for entry in self.allow_to)
 
     def check_recipient(self, to: str | None) -> str | None:
-        """The recipient to deliver to, after the allow-list check.
+        """The recipient to deliver to: ``to`` parsed by :meth:`parse_recipient`, after the
+        allow-list check of the parsed recipient.
 
         Raises:
-            ToolArgumentError: A recipient is needed and missing, or it is not allowed
-                (the message names the allowed recipients).
+            ToolArgumentError: A recipient is needed and missing, does not parse as one
+                recipient, or is not allowed (the message names the allowed recipients).
         """
         if not self.needs_recipient:
             return None
@@ -103,12 +124,18 @@ class MessageChannel(abc.ABC):
             raise ToolArgumentError(
                 f"send_message on channel {self.name!r} needs `to`; allowed recipients: {allowed}"
             )
-        if not self.allows(to):
+        try:
+            recipient = self.parse_recipient(to)
+        except ToolArgumentError as exc:
+            raise ToolArgumentError(
+                f"{exc}; nothing was sent. Allowed recipients: {allowed}"
+            ) from None
+        if not self.allows(recipient):
             raise ToolArgumentError(
                 f"recipient {to!r} is not allowed on channel {self.name!r}; nothing was sent. "
                 f"Allowed recipients: {allowed}"
             )
-        return to.strip()
+        return recipient
 
     @abc.abstractmethod
     async def deliver(self, to: str | None, text: str, ctx: ToolContext) -> str:

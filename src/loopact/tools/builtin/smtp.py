@@ -7,6 +7,13 @@ set the session is upgraded before the login and the server's certificate is ver
 system's CA store, or ``ca_file``); a server that does not offer STARTTLS is refused rather
 than sending the password in clear. Every refusal of the server (login, sender, recipient,
 data) becomes a failed result naming the SMTP code and text.
+
+``to`` is one plain address or nothing (issue 39 item 11): :func:`parse_email_address` refuses
+a list (``a@x.test,b@example.com``), a display name or angle brackets, a comment, a source
+route, a group, a quoted local part, an address literal and the ``%``/``!`` relay routing of
+old mail servers, so the allow-list is matched against the one address the envelope then
+carries. (Before, ``evil@attacker.test,ops@example.com`` matched ``*@example.com`` and
+:mod:`smtplib` sent the envelope to the first address in it.)
 """
 
 from __future__ import annotations
@@ -17,16 +24,72 @@ import socket
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
+from email.errors import MessageError
+from email.headerregistry import Address
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.utils import formatdate, getaddresses, make_msgid
 from pathlib import Path
 
-from loopact.errors import ToolError
+from loopact.errors import ToolArgumentError, ToolError
 from loopact.tools.base import ToolContext
 from loopact.tools.builtin.messages import MessageChannel
 
 SUBJECT_CHARS = 60
 """The subject line is the message's first line, cut to this many characters."""
+
+
+_NOT_PLAIN = (
+    (",;", "a list of addresses"),
+    ("<>", "angle brackets (a display name or a route)"),
+    ("()", "a comment"),
+    (":", "a route or a group"),
+    ('"\\', "a quoted part"),
+    ("[]", "an address literal"),
+    ("%!", "relay routing ('%' or '!')"),
+)
+"""Characters a plain addr-spec for us never holds, and what they would make of it."""
+
+
+def parse_email_address(text: str) -> str:
+    """``text`` as exactly one plain e-mail address (an RFC 5322 addr-spec), else refused.
+
+    Plain means ``local@domain`` with a dot-atom on each side, ASCII only: no display name,
+    angle brackets, comment, source route, group, list, quoted local part, address literal
+    or ``%``/``!`` relay routing. The address is checked with the standard library's parser
+    (:class:`email.headerregistry.Address`, :func:`email.utils.getaddresses`), which must
+    read back exactly the text given.
+
+    Args:
+        text: The recipient as the model gave it; surrounding spaces are ignored.
+
+    Returns:
+        The address, as given (its case kept).
+
+    Raises:
+        ToolArgumentError: ``text`` is not one plain address; the message says why.
+    """
+    address = text.strip()
+    shown = repr(text)[:120]
+    for chars, what in _NOT_PLAIN:
+        if any(c in address for c in chars):
+            raise ToolArgumentError(f"`to` {shown} is not one plain email address: it has {what}")
+    if not address.isascii() or any(c.isspace() or not c.isprintable() for c in address):
+        raise ToolArgumentError(
+            f"`to` {shown} is not one plain email address: it has spaces, control or "
+            "non-ASCII characters"
+        )
+    try:
+        parsed = Address(addr_spec=address)
+    except (ValueError, IndexError, MessageError) as exc:
+        raise ToolArgumentError(f"`to` {shown} is not one plain email address: {exc}") from None
+    if (
+        parsed.addr_spec != address
+        or not parsed.username
+        or not parsed.domain
+        or getaddresses([address]) != [("", address)]
+    ):
+        raise ToolArgumentError(f"`to` {shown} is not one plain email address (local@domain)")
+    return address
 
 
 @dataclass(frozen=True)
@@ -71,6 +134,14 @@ class EmailChannel(MessageChannel):
         super().__init__(allow_to=list(allow_to), timeout_s=settings.timeout_s * 3)
         self.settings = settings
 
+    def parse_recipient(self, to: str) -> str:
+        """``to`` as exactly one plain address (:func:`parse_email_address`; issue 39 item 11).
+
+        Raises:
+            ToolArgumentError: ``to`` is not one plain address.
+        """
+        return parse_email_address(to)
+
     async def deliver(self, to: str | None, text: str, ctx: ToolContext) -> str:
         """Send one email to ``to``.
 
@@ -80,6 +151,7 @@ class EmailChannel(MessageChannel):
                 the recipient or the message, or stops answering.
         """
         assert to is not None  # check_recipient() ran
+        to = parse_email_address(to)  # the envelope carries this one address, nothing else
         if self.settings.username and not self.settings.password:
             raise ToolError(
                 f"messages.email.username is {self.settings.username!r} but there is no "

@@ -110,9 +110,10 @@
       box.appendChild(el("div", "muted", ev.name + ": " + ev.caption));
     },
     tool_result: function (ev) {
+      // a robot tool's outcome, rendered in agent.lang (outcome_text); else its data / error
       var text = ev.ok
-        ? "\u2714 " + ev.name + ": " + short(ev.data)
-        : "\u2716 " + ev.name + ": " + short(ev.error);
+        ? "\u2714 " + ev.name + ": " + short(ev.outcome_text || ev.data)
+        : "\u2716 " + ev.name + ": " + short(ev.outcome_text || ev.error);
       var n = line(ev.ok ? "tool-result ok" : "tool-result failed", text, ev);
       n.dataset.call = ev.id;
       var count = ev.n_images || (ev.images ? ev.images.length : 0);

@@ -1,18 +1,12 @@
 # ruff: noqa: E501
-"""User-facing messages in English and Chinese (SPEC F5).
-
-Every sentence a person reads (fallback texts, CLI hints, terminal labels) comes from this
-catalogue, so a robot's operators can choose their language in the config (``agent.lang``) or
-with ``--lang``. Keys are stable; add both languages when adding one.
+"""Texts of the runtime for people, in English and Chinese (SPEC F5): fallback texts, CLI
+hints, terminal labels, the agent's refusals. Keys are stable; add both languages when adding
+one. The robot's outcomes are in :mod:`loopact.i18n.robot`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-LANGS = ("en", "zh")
-
-_CATALOGUE: dict[str, dict[str, str]] = {
+TEXTS: dict[str, dict[str, str]] = {
     "bound.max_rounds": {
         "en": "I stopped after {limit} tool rounds (the limit for one task).",
         "zh": "已达到单个任务的工具调用轮数上限（{limit} 轮），我先停下。",
@@ -123,21 +117,21 @@ _CATALOGUE: dict[str, dict[str, str]] = {
         "en": (
             "{name} is a write tool (it changes files, devices or the world outside) and needs "
             "the user's confirmation, which cannot be asked in --once mode; run again with "
-            "--yes, or add {name} to confirm.allow in the config"
+            "--yes, or add {entry} to confirm.allow in the config"
         ),
-        "zh": "{name} 是写入类工具（会修改文件、设备或外部世界），需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow",
+        "zh": "{name} 是写入类工具（会修改文件、设备或外部世界），需要用户确认，而 --once 模式无法询问；请加 --yes 重新运行，或把 {entry} 加入配置中的 confirm.allow",
     },
     "confirm.untrusted_mcp": {
         "en": (
             "{name} comes from the MCP server '{source}', which is not trusted, so it needs a "
             "person's confirmation, which cannot be asked in --once mode; run again with "
-            "--yes, or add {name} to confirm.allow in the config, or trust the server: give "
+            "--yes, or add {entry} to confirm.allow in the config, or trust the server: give "
             "it a class for {remote} in its `safety` mapping (read_only, idempotent, write), "
             "or `trust: true` so that its readOnlyHint counts (docs/mcp.md)"
         ),
         "zh": (
             "{name} 来自未受信任的 MCP 服务器 '{source}'，因此需要人工确认，而 --once 模式无法询问；"
-            "请加 --yes 重新运行，或把 {name} 加入配置中的 confirm.allow，或信任该服务器：在它的 "
+            "请加 --yes 重新运行，或把 {entry} 加入配置中的 confirm.allow，或信任该服务器：在它的 "
             "`safety` 中为 {remote} 指定类别（read_only、idempotent、write），或设置 "
             "`trust: true` 使其 readOnlyHint 生效（docs/mcp.md）"
         ),
@@ -279,24 +273,3 @@ _CATALOGUE: dict[str, dict[str, str]] = {
     "term.step": {"en": "step {n}/{of}: {text}", "zh": "第 {n}/{of} 步：{text}"},
     "term.stop": {"en": "stop ({source})", "zh": "停止（{source}）"},
 }
-
-
-def t(key: str, lang: str = "en", **kwargs: Any) -> str:
-    """The message ``key`` in ``lang`` (falls back to English), formatted with ``kwargs``.
-
-    Raises:
-        KeyError: ``key`` is not in the catalogue (a programming error).
-    """
-    entry = _CATALOGUE[key]
-    text = entry.get(lang) or entry["en"]
-    return text.format(**kwargs) if kwargs else text
-
-
-def all_keys() -> list[str]:
-    """Every catalogue key (tests check each has both languages)."""
-    return sorted(_CATALOGUE)
-
-
-def has_all_languages(key: str) -> bool:
-    """True when ``key`` has a non-empty text in every language of :data:`LANGS`."""
-    return all(_CATALOGUE[key].get(lang) for lang in LANGS)
