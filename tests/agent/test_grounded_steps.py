@@ -335,3 +335,48 @@ async def test_if_you_see_is_decided_by_the_camera(
         "do you see the green cylinder?",
         "turn left 30 degrees",
     ]
+
+
+async def test_a_target_of_another_colour_than_the_user_named_is_corrected(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    """The 0.5B brain wrote ``face(target="red ball")`` for 找到青色的球 and faced the red box
+    (bench, 2026-12-06): a ``target`` naming a colour the instruction does not, when the
+    instruction names exactly one, runs with the user's colour (in the user's own word when
+    Chinese), and the result's ``metadata.normalized`` says so; the model's call is kept in
+    the ``tool_call`` event."""
+    from loopact.tools.base import SafetyClass, tool
+
+    seen: list[str] = []
+
+    @tool(safety=SafetyClass.READ_ONLY)
+    def visual_positioning(target: str) -> dict[str, Any]:
+        """Find an object in the camera image."""
+        seen.append(target)
+        return {"found": False, "target": target}
+
+    server = scripted_server(
+        [
+            {"tool_calls": [call("visual_positioning", {"target": "red ball"})]},
+            {"text": "Not there."},
+            {"tool_calls": [call("visual_positioning", {"target": "红色的盒子"})]},
+            {"text": "没有。"},
+            {"tool_calls": [call("visual_positioning", {"target": "red box"})]},
+            {"text": "No."},
+        ]
+    )
+    model = OpenAIChatModel("scripted", server.base_url, "k")
+    agent = Agent(model, ToolRegistry([visual_positioning]), AgentOptions(workspace=tmp_path))
+    rec = Recorder()
+    agent.bus.subscribe(rec)
+    for text in (
+        "where is the cyan ball?",
+        "青色的盒子在哪里？",
+        "is the red box left of the blue one?",
+    ):
+        await asyncio.wait_for(agent.run_task(text), 60)
+    await agent.close()
+    assert seen == ["cyan ball", "青色的盒子", "red box"]  # two colours named: left alone
+    assert [e.data["arguments"]["target"] for e in rec.of("tool_call")][0] == "red ball"
+    changed = rec.of("tool_result")[0].data["metadata"]["normalized"]["target"]
+    assert changed["to"] == "cyan ball" and "cyan" in changed["because"]

@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loopact.agent.steps import EN_VERBS, ZH_VERBS
-from loopact.vision.scene import parse_target
+from loopact.vision.scene import COLOR_WORDS, OTHER_COLOR_WORDS, parse_target
 
 __all__ = [
     "TOOLS",
     "Condition",
     "Grounding",
+    "align_target",
+    "colours_named",
     "grounding",
     "refers_back",
     "resolve",
@@ -309,3 +311,62 @@ def _separated(text: str, zh: bool) -> str:
         if word.group().lower() in EN_VERBS and _is_object(text[see.end() : i]):
             return f"{text[:i].rstrip()}, {text[i:]}"
     return text
+
+
+def _colour_words(text: str) -> list[tuple[str, str]]:
+    """``(colour, the word for it in text)`` of every colour ``text`` names (English words,
+    Chinese characters), the other colours first (粉红 is pink, not 红)."""
+    found: list[tuple[str, str]] = []
+    rest = text.lower()
+    for table in (OTHER_COLOR_WORDS, COLOR_WORDS):
+        for colour, words in table.items():
+            for word in words:
+                pattern = rf"\b{re.escape(word)}\b" if word.isascii() else re.escape(word)
+                m = re.search(pattern, rest)
+                if m is not None:
+                    found.append((colour, text[m.start() : m.end()]))
+                    rest = rest[: m.start()] + " " * len(word) + rest[m.end() :]
+    return found
+
+
+def colours_named(text: str) -> set[str]:
+    """The colours ``text`` names, English or Chinese ("the cyan ball", 青色的球 -> {cyan})."""
+    return {colour for colour, _ in _colour_words(text)}
+
+
+def align_target(
+    arguments: dict[str, object], instruction: str
+) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
+    """A ``target`` argument's colour checked against the user's words (issue 45, SPEC B7).
+
+    The 0.5B brain wrote ``face(target="red ball")`` for 找到青色的球 (it does not know 青 is
+    cyan), and ``face`` found the red box. When the instruction names exactly one colour and
+    the model's target names others but not it, the target's colour words become the user's
+    ("red ball" -> "cyan ball"; in Chinese the user's own character: 红色的球 -> 青色的球).
+    Nothing changes when the target names no colour, or the instruction none or several.
+
+    Args:
+        arguments: The call's arguments (not modified).
+        instruction: The user's instruction for the task.
+
+    Returns:
+        ``(arguments, normalized)``: the arguments, and ``{"target": {"from", "to",
+        "because"}}`` when the target was changed (empty otherwise).
+    """
+    value = arguments.get("target")
+    if not isinstance(value, str) or not instruction:
+        return dict(arguments), {}
+    said = _colour_words(instruction)
+    if len({c for c, _ in said}) != 1:
+        return dict(arguments), {}
+    colour, word = said[0]
+    wrote = _colour_words(value)
+    if not wrote or any(c == colour for c, _ in wrote):
+        return dict(arguments), {}
+    fixed = value
+    for _, theirs in wrote:
+        fixed = fixed.replace(theirs, colour if theirs.isascii() else word, 1)
+    because = f"the instruction names {colour} ({word}), not {', '.join(c for c, _ in wrote)}"
+    out = dict(arguments)
+    out["target"] = fixed
+    return out, {"target": {"from": value, "to": fixed, "because": because}}

@@ -26,7 +26,8 @@ A clause that uses what the robot sees without being a look or a question itself
 you see into report.md", "把你看到的东西写进 report.md") gets a look step before it
 ("what do you see in front of you?", 你看到了什么？), unless the step before it already looks.
 
-It does not split a condition ("if you see a ball, stop"), a pair of directions ("look
+It does not split a condition ("if you see a ball, stop": the step policy makes that a look
+whose result picks the branch, :mod:`loopact.agent.grounding`), a pair of directions ("look
 left and right") or a stop that says where or when the motion before it ends ("drive to the
 box and stop within half a meter of it"); a clause with no action verb stays with the
 previous one.
