@@ -15,8 +15,9 @@ grades the calls with that checker:
   call per response (the local brain's capability: the parallel categories need several);
 - ``--mode plain``: the same GGUF as plain llama-cpp-python serves it (``python -m
   llama_cpp.server``, the model's own chat template, no grammar), the functions sent as the
-  OpenAI ``tools`` list, and the calls read from the ``<tool_call>`` blocks Qwen writes (as
-  BFCL's own Qwen handler reads them).
+  OpenAI ``tools`` list, and the calls read from what the model writes: ``<tool_call>``
+  blocks (Qwen's template, as BFCL's own Qwen handler reads them) or, as this GGUF mostly
+  answers, a code-fenced JSON call object.
 
 An ``irrelevance`` entry passes when no function is called (BFCL's rule). BFCL's own
 ``bfcl generate`` cannot run here: its handlers for open models load the tokenizer from the
@@ -141,22 +142,26 @@ async def ask_loopact(model: Model, entry: dict[str, Any]) -> list[dict[str, Any
     return calls
 
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
 
 
 def _calls_in(text: str, names: dict[str, str]) -> list[dict[str, Any]]:
-    """``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks (or one bare call
-    object) in ``text`` as ``[{name: arguments}]``; what does not parse is no call."""
-    found = _TOOL_CALL.findall(text) or ([text.strip()] if text.strip().startswith("{") else [])
+    """The calls written in ``text`` as ``[{name: arguments}]``: ``<tool_call>`` blocks (Qwen's
+    template), else code-fenced JSON, else the whole text as JSON; each a call object
+    ``{"name", "arguments"}`` or a list of them. What does not parse is no call (a lenient
+    reading: BFCL's own handlers read fewer forms)."""
+    found = _TOOL_CALL.findall(text) or _FENCE.findall(text) or [text.strip()]
     calls = []
     for raw in found:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("arguments"), dict):
-            name = names.get(str(obj.get("name")), str(obj.get("name")))
-            calls.append({name: obj["arguments"]})
+        for item in obj if isinstance(obj, list) else [obj]:
+            if isinstance(item, dict) and isinstance(item.get("arguments"), dict):
+                name = names.get(str(item.get("name")), str(item.get("name")))
+                calls.append({name: item["arguments"]})
     return calls
 
 
