@@ -21,7 +21,7 @@ from loopact.i18n.catalogue import CATALOGUE
 
 WEB = resources.files("loopact.channels.web")
 PAGES = ("chat.html", "settings.html")
-SCRIPTS = ("app.js", "panels.js", "settings.js", "voice.js", "texts.js")
+SCRIPTS = ("app.js", "panels.js", "map.js", "settings.js", "voice.js", "texts.js")
 #: Words a page may show as they are in every language: the language's own name in the
 #: language menu.
 OWN_NAMES = {"English"}

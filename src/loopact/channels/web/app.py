@@ -19,6 +19,7 @@ the internet). Routes::
     GET  /camera.mjpg           multipart MJPEG stream
     GET  /images/{call_id}/{n}.jpg   the n-th image a tool call returned (agent.last_images)
     GET  /images/{call_id}/shown/{n}.jpg   the n-th image a tool showed people (tool_image)
+    GET  /api/map, /api/map.png, /api/map/live   the live map (map_routes, issue 42)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from loopact.channels.web.limits import (
     BodyLimit,
     json_body,
 )
+from loopact.channels.web.map_routes import map_routes
 from loopact.channels.web.settings import DEFAULT_TITLE, WebSettings, validate_settings
 from loopact.channels.web.state import ConsoleState
 from loopact.channels.web.texts import LANG_COOKIE, choose_language, page_texts, render_page, text
@@ -93,6 +95,7 @@ def create_app(
         _image_routes(state),
         _camera_routes(state),
         _settings_routes(state),
+        map_routes(state),  # issue 42: the live map
     ):
         app.include_router(router)
     upload_limit = settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES
