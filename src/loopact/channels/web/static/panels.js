@@ -139,15 +139,20 @@
     var ang = ((held.left ? 1 : 0) - (held.right ? 1 : 0)) * 90 * v;
     return { linear_mps: lin, angular_dps: ang };
   }
+  // One request at a time: a command still on its way when the pad is let go would take the
+  // base again after the release (and hold it for the deadman's 0.5 s).
+  var inflight = null;
   function sendTwist() {
+    if (inflight) { return inflight; }
     var t = twist();
     t.by = "drive pad";
     con.padSent = (con.padSent || 0) + 1;
-    return con.api("/api/teleop", t).then(function () {
-      $("pad-info").textContent = tr("console.driving");
+    inflight = con.api("/api/teleop", t).then(function () {
+      if (timer) { $("pad-info").textContent = tr("console.driving"); }
     }).catch(function (e) {
       $("pad-info").textContent = tr("console.pad_refused", { error: e.message });
-    });
+    }).then(function () { inflight = null; });
+    return inflight;
   }
   function padGo(dir) {
     if (held[dir]) { return; }
@@ -169,7 +174,9 @@
     document.querySelectorAll(".pad-btn.held").forEach(function (b) { b.classList.remove("held"); });
     if (timer) { clearInterval(timer); timer = null; }
     if (was) {
-      con.api("/api/teleop/release", {}).catch(function () { /* the deadman stops it */ });
+      (inflight || Promise.resolve()).then(function () {
+        return con.api("/api/teleop/release", {});
+      }).catch(function () { /* the deadman stops it */ });
       $("pad-info").textContent = tr("console.pad_hint");
     }
   }
