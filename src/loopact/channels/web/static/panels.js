@@ -134,7 +134,7 @@
   var held = {};
   var timer = null;
   function twist() {
-    var v = parseFloat($("pad-speed").value) || 0.5;
+    var v = parseFloat($("pad-speed").value) || 0.3;
     var lin = (held.forward ? v : 0) - (held.backward ? v : 0);
     var ang = ((held.left ? 1 : 0) - (held.right ? 1 : 0)) * 90 * v;
     return { linear_mps: lin, angular_dps: ang };
