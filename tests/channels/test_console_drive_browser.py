@@ -177,14 +177,31 @@ async def test_the_estop_latches_against_a_model_that_keeps_asking_and_only_the_
         await _stopped(sim, latched, "e-stop")
         rest = _truth(sim)
 
-        # the model keeps asking to move; every call is refused; the base stays put
+        # the model keeps asking to move; every call is refused; the base stays put: the
+        # command is zero and the base at rest at every sample until the task ends
+        moving: list[tuple[float, Any, float]] = []
+
+        async def watch() -> None:
+            while True:
+                st, cmd = _truth(sim), sim.governor.last_twist
+                if not cmd.is_zero or abs(st.linear_mps) >= STOPPED_MPS:
+                    moving.append((st.stamp_s, cmd, st.linear_mps))
+                await asyncio.sleep(0.01)
+
+        watcher = asyncio.ensure_future(watch())
         end = await rec.wait_for(lambda e: e.type == "task_end", timeout=60)
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        assert moving == []
         results = rec.of("tool_result")
         assert len(results) == 5 and not any(r.data["ok"] for r in results[1:]), results
         now = _truth(sim)
         assert math.hypot(now.x_m - rest.x_m, now.y_m - rest.y_m) < 0.02
         assert sim.governor.last_twist.is_zero and end.data["status"] == "completed"
         assert await page.is_visible("#estop-banner")
+        # each refusal says what to do: reset with the operator's secret
+        hints = page.locator(".event.tool-call.failed .hint", has_text="operator's secret")
+        assert await hints.count() == 5
         await page.screenshot(path=str(ARTIFACTS / "console-estop.png"))
 
         # a wrong secret: refused, still latched; the operator's: released

@@ -178,6 +178,10 @@ CONSOLE: dict[str, dict[str, str]] = {
         "en": "Emergency stop: latches the robot at zero speed until the operator resets it",
         "zh": "紧急停止：机器人锁定为零速度，直到操作员复位",
     },
+    "console.estop_reason": {
+        "en": "E-STOP pressed on the web console",
+        "zh": "在网页控制台按下了急停",
+    },
     "console.estop_latched": {"en": "EMERGENCY STOP LATCHED", "zh": "急停已锁定"},
     "console.estop_by": {"en": "by {source}: {reason}", "zh": "来源 {source}：{reason}"},
     "console.estop_reset": {"en": "Reset", "zh": "复位"},

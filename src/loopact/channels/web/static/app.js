@@ -166,8 +166,9 @@
   function callOf(ev) { return state.calls[(ev.task_id || "") + "/" + ev.id]; }
 
   function outcomeHint(ev) {
-    var id = ev.outcome && ev.outcome.id ? String(ev.outcome.id) : "";
-    return id.indexOf("estop") >= 0 || id.indexOf("emergency") >= 0 ? "console.hint_estop" : "console.hint_tool";
+    // the outcome's phrase ids (its cause's too), never its text
+    var ids = (JSON.stringify(ev.outcome || {}).match(/"id":"[^"]*"/g) || []).join(" ");
+    return /estop|emergency/.test(ids) ? "console.hint_estop" : "console.hint_tool";
   }
 
   var handlers = {

@@ -105,7 +105,7 @@
   }
   $("estop").addEventListener("click", function () {
     padStop();
-    con.api("/api/estop", { reason: "E-STOP button on the web console" }).then(showEstop)
+    con.api("/api/estop", { reason: tr("console.estop_reason") }).then(showEstop)
       .catch(function (e) { con.notice(e.message, true); });
   });
   $("estop-reset").addEventListener("submit", function (e) {
