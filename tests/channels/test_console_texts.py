@@ -121,5 +121,13 @@ def test_tool_calls_and_typed_outcomes_are_sentences_in_every_language() -> None
     )  # fmt: skip
     assert said(result) == {lang: outcome.text(lang) for lang in LANGS}
     assert said(result)["en"] == "moved forward 1.00 m and reached the target"  # type: ignore[index]
+    to_pose = Event(
+        EventType.TOOL_CALL, "t1", {"id": "c4", "name": "navigation",
+                                    "arguments": {"x_m": 1.5, "y_m": -0.25}},
+    )  # fmt: skip
+    assert said(to_pose) == {
+        "en": "Going to x=1.50 m, y=-0.25 m",
+        "zh": "前往 x=1.50 米，y=-0.25 米",
+    }
     plain = Event(EventType.TOOL_RESULT, "t1", {"id": "c9", "name": "x", "ok": True})
     assert said(plain) is None

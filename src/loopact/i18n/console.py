@@ -6,7 +6,8 @@ name them as ``{{console.key}}``, the scripts as ``tr("console.key", {...})``; a
 the names without a catalogue entry). ``call.*``: what a tool call does, as a sentence for
 people, by tool name, its parameters the call's arguments (``call.move_forward`` with
 ``distance_m``); a tool without one is ``call.any``. The page's own templates take ``{name}``
-fields without a format spec (the page fills them); ``call.*`` are rendered on the server.
+fields without a format spec (the page fills them); ``call.*`` are rendered on the server
+(``call.<tool>_pose`` when the call gives a pose instead of the name ``call.<tool>`` needs).
 """
 
 from __future__ import annotations
@@ -277,6 +278,10 @@ CONSOLE: dict[str, dict[str, str]] = {
     "call.approach": {"en": "Approaching {target}", "zh": "靠近{target}"},
     "call.face": {"en": "Turning to face {target}", "zh": "转向{target}"},
     "call.navigation": {"en": "Going to {waypoint}", "zh": "前往{waypoint}"},
+    "call.navigation_pose": {
+        "en": "Going to x={x_m:.2f} m, y={y_m:.2f} m",
+        "zh": "前往 x={x_m:.2f} 米，y={y_m:.2f} 米",
+    },
     "call.navigate_to": {"en": "Going to {place}", "zh": "前往{place}"},
     "call.distance_to": {"en": "Measuring the way to {place}", "zh": "测量到{place}的距离"},
     "call.show_map": {"en": "Drawing the map", "zh": "绘制地图"},

@@ -116,13 +116,13 @@ def said(event: Event) -> dict[str, str] | None:
 
 def _call_sentence(name: str, arguments: Any) -> dict[str, str]:
     args = dict(arguments) if isinstance(arguments, Mapping) else {}
-    key = f"call.{name}"
-    if key in CATALOGUE:
-        try:
-            params = {k: v for k, v in args.items() if isinstance(v, (str, int, float, bool))}
-            phrase = Phrase(key, **params)
-            return {lang: phrase.text(lang) for lang in LANGS}
-        except (KeyError, ValueError, TypeError, IndexError):
-            pass  # an argument missing or of another kind: the plain sentence
+    params = {k: v for k, v in args.items() if isinstance(v, (str, int, float, bool))}
+    for key in (f"call.{name}", f"call.{name}_pose"):
+        if key in CATALOGUE:
+            try:
+                phrase = Phrase(key, **params)
+                return {lang: phrase.text(lang) for lang in LANGS}
+            except (KeyError, ValueError, TypeError, IndexError):
+                pass  # an argument missing or of another kind: the next, else the plain one
     phrase = Phrase("call.any", tool=name)
     return {lang: phrase.text(lang) for lang in LANGS}
