@@ -221,3 +221,42 @@ async def test_the_estop_latches_against_a_model_that_keeps_asking_and_only_the_
         await agent.close()
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
+
+
+async def test_the_pad_takes_the_base_over_from_the_agents_motion(
+    browser: Any, sim: Any, scripted_server: Any, tmp_path: Path
+) -> None:
+    """Item 2: while the operator drives, the agent's running motion is preempted."""
+    drive = {"linear_mps": 0.2, "angular_dps": 0, "duration_s": 30}
+    server = scripted_server(
+        [{"tool_calls": [call("drive", drive, "d1")]}, {"text": "The operator has the robot."}]
+    )
+    agent, rec = make_agent(server, tmp_path, tools=sim.tools, stop_hooks=(sim.stop,))
+    runner = asyncio.ensure_future(agent.run())
+    web = await serve_console(agent, sim, port=0)
+    try:
+        await browser.clear_cookies()
+        page = await browser.new_page()
+        await page.set_viewport_size({"width": 1400, "height": 900})
+        await page.goto(f"http://127.0.0.1:{web.port}/")
+        await page.wait_for_selector("#conn.on")
+        await page.fill("#input", "drive forward for half a minute")
+        await page.press("#input", "Enter")
+        await _until(lambda: _truth(sim).linear_mps > 0.1)
+        start = _truth(sim)
+        await page.locator("#pad-left").scroll_into_view_if_needed()
+        await page.mouse.move(*(await _centre(page, "#pad-left")))
+        await page.mouse.down()
+        result = await rec.wait_for(lambda e: e.type == "tool_result", timeout=20)
+        assert not result.data["ok"]  # the agent's drive ended: taken over
+        await _until(lambda: abs(_truth(sim).yaw_rad - start.yaw_rad) > 0.2)  # the pad turns
+        await page.mouse.up()
+        await _stopped(sim, _truth(sim), "taken over, released")
+        card = page.locator('.event.tool-call.failed[data-tool="drive"]')
+        await card.wait_for()
+        await page.close()
+    finally:
+        await web.stop()
+        await agent.close()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
