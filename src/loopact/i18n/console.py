@@ -204,6 +204,7 @@ CONSOLE: dict[str, dict[str, str]] = {
     "console.left": {"en": "Turn left", "zh": "左转"},
     "console.right": {"en": "Turn right", "zh": "右转"},
     "console.speed": {"en": "Speed", "zh": "速度"},
+    "console.speed_value": {"en": "{v} m/s", "zh": "{v} 米/秒"},
     "console.driving": {
         "en": "you are driving: the agent's motion waits",
         "zh": "正在手动驾驶：智能体的运动已暂停",

@@ -181,6 +181,11 @@
     }
   }
   con.padStop = padStop;
+  function showSpeed() {
+    $("pad-speed-value").textContent = tr("console.speed_value", { v: (+$("pad-speed").value).toFixed(1) });
+  }
+  $("pad-speed").addEventListener("input", showSpeed);
+  showSpeed();
   document.querySelectorAll(".pad-btn").forEach(function (b) {
     b.addEventListener("pointerdown", function (e) {
       e.preventDefault();
