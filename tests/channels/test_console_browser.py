@@ -180,6 +180,8 @@ async def test_the_console_in_chinese_shows_no_english(
             await page.set_viewport_size({"width": width, "height": 844})
             await page.wait_for_function(f"innerWidth === {width}")
             assert await page.evaluate(LATIN_VISIBLE) == [], width
+            if width == 390:
+                await page.screenshot(path=str(ARTIFACTS / "console-zh-phone.png"))
 
         await page.goto(f"http://127.0.0.1:{web.port}/settings")
         await page.wait_for_function("document.getElementById('key-state').dataset.state")

@@ -402,6 +402,7 @@
     };
     ws.onclose = function (e) {
       state.wsOk = false;
+      if (state.padStop) { state.padStop(); }  // no driving blind (the deadman stops it anyway)
       $("conn").className = "badge off";
       if (e.code === 4401) { $("conn").textContent = tr("console.unauthorized"); return; }
       $("conn").textContent = tr("console.reconnecting");
