@@ -125,6 +125,13 @@ async def test_stop_and_estop_stay_in_view_from_a_phone_to_a_wide_screen(
                     assert await page.is_visible(panel), panel
                 await page.screenshot(path=str(ARTIFACTS / "console-desktop.png"))
 
+        # the settings page fits a phone too
+        await page.set_viewport_size({"width": 360, "height": 740})
+        await page.goto(f"http://127.0.0.1:{web.port}/settings")
+        await page.wait_for_selector("#f-provider")
+        scroll_w, inner_w, _ = await page.evaluate(OVERFLOW)
+        assert scroll_w <= inner_w, ("settings", scroll_w, inner_w)
+
         # a fresh desktop page: in view before any message too
         fresh = await browser.new_page()
         await fresh.set_viewport_size({"width": 1400, "height": 900})
