@@ -48,7 +48,8 @@ async def sim() -> AsyncIterator[Any]:
     sim_mod = pytest.importorskip("loopact.sim", reason="the simulator (loopact.sim) is missing")
     if importlib.util.find_spec("mujoco") is None:
         pytest.skip("MuJoCo is missing: pip install -e '.[sim]'")
-    from loopact.robot.estop import EstopLatch
+    estop = pytest.importorskip("loopact.robot.estop", reason="needs issue 41's e-stop latch")
+    EstopLatch = estop.EstopLatch  # noqa: N806 (a class)
 
     session = await sim_mod.open_sim(speed=1.0)
     session.governor.estop = EstopLatch(SECRET)  # what `loopact run` does with reset_token
