@@ -28,6 +28,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from loopact._compat import wait_within
@@ -39,7 +40,7 @@ from loopact.nodes.ros2.interfaces import ros_types
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile
-from loopact.robot.session import RobotSession, start_session
+from loopact.robot.session import RobotSession, navigation_context, start_session
 
 logger = logging.getLogger(__name__)
 
@@ -362,6 +363,7 @@ async def open_ros2_session(
     agent: str = "loopact",
     first_data_timeout_s: float = 5.0,
     perception: PerceptionOptions | None = None,
+    map_path: Path | None = None,
 ) -> RobotSession:
     """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
     governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
@@ -388,4 +390,5 @@ async def open_ros2_session(
         await wait_within(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    return start_session(robot, prof, site_map, perception=perception)
+    nav = navigation_context(prof, site_map, map_path)
+    return start_session(robot, prof, site_map, perception=perception, nav=nav)
