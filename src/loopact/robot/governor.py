@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from loopact.errors import EmergencyStopError, RobotError, SafetyError
@@ -83,6 +84,7 @@ class SafetyGovernor:
         self._obstacle: ObstacleReading | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
+        self._stop_listeners: list[Callable[[str], None]] = []
         self.watchdog_trips = 0
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -131,13 +133,34 @@ class SafetyGovernor:
             reason: Why, for the motions' ``detail``.
         """
         self._end_leases("cancelled", reason)
+        self._tell_stop(reason)
         await self._send(Twist())
+
+    def add_stop_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(reason)`` on every stop and emergency stop, before the base is
+        zeroed: what drives the robot without a lease (a Nav2 goal, issue 40) cancels at
+        once. Returns the function that removes it."""
+        self._stop_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._stop_listeners:
+                self._stop_listeners.remove(listener)
+
+        return remove
+
+    def _tell_stop(self, reason: str) -> None:
+        for listener in list(self._stop_listeners):
+            try:
+                listener(reason)
+            except Exception:  # a listener's bug must not keep the base moving
+                logger.exception("stop listener failed")
 
     async def emergency_stop(self, reason: str = "emergency stop") -> None:
         """Latch the emergency stop: zero the base, refuse all motion until reset (X3)."""
         self._estop = True
         self._estop_reason = reason
         self._end_leases("emergency_stop", reason)
+        self._tell_stop(reason)
         await self._send(Twist())
         logger.warning("emergency stop latched: %s", reason)
 

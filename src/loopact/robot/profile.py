@@ -124,6 +124,8 @@ class HardwareProfile(BaseModel):
         pose_max_age_s: Poses older than this (robot clock) are stale, seconds.
         footprint_radius_m: Radius of the base's footprint (front = centre + radius), metres.
         body_height_m: Height of the robot's body; obstacles above it do not block, metres.
+        navigation: ``auto`` (Nav2's ``navigate_to_pose`` when its action server is found,
+            else loopact's planner), ``nav2`` or ``planner`` (issue 40; docs/navigation.md).
     """
 
     model_config = _STRICT
@@ -136,6 +138,7 @@ class HardwareProfile(BaseModel):
     pose_max_age_s: PositiveFloat
     footprint_radius_m: PositiveFloat = 0.17
     body_height_m: PositiveFloat = 0.5
+    navigation: Literal["auto", "planner", "nav2"] = "auto"
 
 
 class Waypoint(BaseModel):

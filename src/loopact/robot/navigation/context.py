@@ -32,7 +32,8 @@ class NavContext:
 
     Attributes:
         backend: ``planner`` (loopact plans and follows), ``nav2`` (goals to Nav2's
-            ``navigate_to_pose``) or ``direct`` (no map: the go-to-pose controller).
+            ``navigate_to_pose``), ``auto`` (Nav2 when its action server is on the graph,
+            else the planner) or ``direct`` (no map: the go-to-pose controller).
         static_map: The map, or None; ``map_source`` may replace it (the ROS 2 ``map`` topic).
         map_source: Called for the newest map (a robot's ``map`` topic), or None.
         radius_m: The robot's footprint radius, metres.

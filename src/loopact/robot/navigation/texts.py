@@ -87,6 +87,21 @@ def nav2_result(label: str, status: str, code: int, message: str) -> str:
     return f"Nav2 {status} the goal to {label}: {detail}"
 
 
+def reached_nav2(label: str) -> str:
+    """Nav2 reported success."""
+    return f"reached {label} (Nav2)"
+
+
+def nav2_timeout(label: str, timeout_s: float) -> str:
+    """A Nav2 goal that ran too long (cancelled)."""
+    return f"Nav2 did not reach {label} within {timeout_s:.0f} s: the goal was cancelled"
+
+
+def nav2_gone(label: str) -> str:
+    """The action server vanished while a goal ran."""
+    return f"Nav2 is not available: the action server vanished mid-goal to {label}"
+
+
 def nav2_unavailable(detail: str) -> str:
     """The Nav2 action server is missing or did not answer."""
     return f"Nav2 is not available: {detail}"

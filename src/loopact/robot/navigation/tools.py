@@ -19,6 +19,8 @@ from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 
 NAV_TIMEOUT_S = 300
 """The ``navigation`` tool's bound, seconds: a path across a site is several motions."""
+AUTO_PROBE_S = 1.0
+"""With ``navigation: auto``, how long to look for Nav2's action server per goal, seconds."""
 
 
 async def navigate(
@@ -45,11 +47,16 @@ async def navigate(
 
 
 async def go(env: RobotEnv, nav: NavContext, goal: Goal, progress: Progress | None) -> ToolResult:
-    """The backend seam: Nav2, the planner, or the go-to-pose controller."""
-    if nav.backend == "nav2" and nav.nav2 is not None:
+    """The backend seam: Nav2 (profile ``navigation: nav2``, or ``auto`` when its action
+    server is on the graph), else the planner on the map, else the go-to-pose controller."""
+    use_nav2 = nav.nav2 is not None and (
+        nav.backend == "nav2"
+        or (nav.backend == "auto" and await nav.nav2.server_ready(AUTO_PROBE_S))
+    )
+    if use_nav2:
         result: ToolResult = await nav.nav2.go(env, goal, progress)
         return result
-    if nav.backend == "planner" and nav.grid() is not None:
+    if nav.backend != "direct" and nav.grid() is not None:
         return await planner.go(env, nav, goal, progress)
     return await direct.go_to(env, goal, progress)
 
