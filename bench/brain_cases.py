@@ -32,7 +32,8 @@ class Case:
 
     text: str
     accept: tuple[tuple[Call, ...], ...]
-    kind: str = "single"  # single, multi, multi_new, heldout (single-step), or chat (no call)
+    kind: str = "single"  # single, multi, multi_new, heldout (single-step), flat, or chat
+    scenario: str = "default"  # the simulator scenario the case runs in (flat: issue 40)
 
 
 def C(name: str, **args: Any) -> Call:  # noqa: N802 - short constructor for the table
@@ -59,6 +60,11 @@ def N(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
 def P(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
     """A held-out single-step instruction: nothing in the runtime was tuned on it."""
     return Case(text, tuple(accept), "heldout")
+
+
+def F(text: str, place: str) -> Case:  # noqa: N802
+    """A place of the flat (``--scenario flat``, its site map ``flat``; issue 40)."""
+    return Case(text, (one(C("navigation", waypoint=place)),), "flat", "flat")
 
 
 def H(text: str) -> Case:  # noqa: N802
@@ -274,6 +280,21 @@ CASES: list[Case] = [
     P("看看周围", *AROUND),
     P("你能看到什么", *LOOK),
     P("去窗户那边", one(C("navigation", waypoint="window"))),
+    # --- the flat's places (issue 40; target >= 90 %), English and Chinese
+    F("go to the bedroom", "bedroom"),
+    F("去厨房", "kitchen"),
+    F("go to the kitchen", "kitchen"),
+    F("去卧室", "bedroom"),
+    F("go to the bathroom", "bathroom"),
+    F("去卫生间", "bathroom"),
+    F("go to the living room", "living_room"),
+    F("到客厅去", "living_room"),
+    F("go to the hallway", "hallway"),
+    F("去走廊", "hallway"),
+    F("go to the front door", "front_door"),
+    F("到大门那边去", "front_door"),
+    F("go back to the charger", "charger"),
+    F("回充电桩", "charger"),
     # --- small talk: a text answer, no call (guards against forcing calls)
     H("hello, who are you?"),
     H("你好"),

@@ -70,7 +70,9 @@ class Result:
     reply: str
 
 
-def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
+def case_config(
+    args: argparse.Namespace, mode: str, tmp: Path, scenario: str = "default"
+) -> Config:
     """The configuration of one case: ``loopact run --robot sim`` as a user would start it,
     with its own workspace and memory and write tools pre-approved (``--yes``)."""
     model: dict[str, Any] = {}
@@ -90,7 +92,7 @@ def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
     return Config.model_validate(
         {
             "model": model,
-            "robot": {"kind": "sim", "sim_speed": args.sim_speed},
+            "robot": {"kind": "sim", "sim_speed": args.sim_speed, "scenario": scenario},
             "agent": {
                 "workspace": str(tmp / "ws"),
                 "tool_calling": mode,
@@ -117,7 +119,7 @@ async def run_case(
     shared local server when there is one."""
     with tempfile.TemporaryDirectory(prefix="loopact-bench-") as tmp:
         async with AsyncExitStack() as stack:
-            cfg = case_config(args, mode, Path(tmp))
+            cfg = case_config(args, mode, Path(tmp), case.scenario)
             _, opened = await open_agent(
                 cfg,
                 stack,
@@ -261,6 +263,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
     multi = [r for r in rs if r.case.kind == "multi"]
     multi_new = [r for r in rs if r.case.kind == "multi_new"]
     heldout = [r for r in rs if r.case.kind == "heldout"]
+    flat = [r for r in rs if r.case.kind == "flat"]
     chat = [r for r in rs if r.case.kind == "chat"]
     acting = [r for r in rs if r.case.kind != "chat"]
     fm = [r.first_motion_s for r in rs if r.first_motion_s is not None]
@@ -271,6 +274,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
         "fully_correct_multi": pct(sum(r.correct for r in multi), len(multi)),
         "fully_correct_multi_new": pct(sum(r.correct for r in multi_new), len(multi_new)),
         "fully_correct_heldout": pct(sum(r.correct for r in heldout), len(heldout)),
+        "fully_correct_flat": pct(sum(r.correct for r in flat), len(flat)),
         "fully_correct_all": pct(sum(r.correct for r in acting), len(acting)),
         "chat_answered_without_call": pct(sum(r.correct for r in chat), len(chat)),
         "valid_call": pct(sum(r.valid for r in acting), len(acting)),
@@ -352,7 +356,9 @@ def main() -> int:
     p.add_argument("--model", default="local", help="Model name for --base-url.")
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
     p.add_argument(
-        "--only", choices=["all", "single", "multi", "multi_new", "heldout", "chat"], default="all"
+        "--only",
+        choices=["all", "single", "multi", "multi_new", "heldout", "flat", "chat"],
+        default="all",
     )
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
     p.add_argument(

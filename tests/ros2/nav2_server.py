@@ -10,7 +10,8 @@ drives the robot along the plan by publishing ``geometry_msgs/Twist`` requests t
 governor (``/<agent>/base/cmd_vel``: the governor keeps owning ``cmd_vel``, as with a real Nav2
 remapped to it), reads the pose from ``odom`` (the simulator's odometry is its map), and
 publishes ``NavigateToPose`` feedback at 5 Hz. It prints one line per event for the test:
-``READY``, ``GOAL {json}`` (the goal's pose and frame), ``EXECUTING``, ``CANCEL``, ``CANCELED``,
+``READY``, ``GOAL {json}`` (the goal's pose and frame), ``EXECUTING``, ``CANCEL <monotonic
+time>``, ``CANCELED``,
 ``ABORTED <code>``, ``SUCCEEDED``.
 
 Modes: ``normal`` drives to the goal; ``abort`` drives 0.5 s, then aborts with error code 9003
@@ -87,7 +88,7 @@ class FakeNav2(Node):
         return GoalResponse.ACCEPT
 
     def on_cancel(self, _handle: object) -> CancelResponse:
-        say("CANCEL")
+        say(f"CANCEL {time.monotonic():.6f}")
         return CancelResponse.ACCEPT
 
     def stop_base(self) -> None:

@@ -67,7 +67,7 @@ def sim(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """The built-in MuJoCo robot: --describe, --snapshot DIR, --write-map DIR or --ros2."""
+    """The built-in MuJoCo simulated robot: --describe, --snapshot, --write-map or --ros2."""
     from loopact.sim.scenarios import SCENARIOS
 
     if scenario not in SCENARIOS:
