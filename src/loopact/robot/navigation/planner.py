@@ -163,10 +163,16 @@ def _no_path(
         start_room = site.room_at(pose.x_m, pose.y_m)
         goal_room = site.room_at(goal.x_m, goal.y_m)
         why = texts.blocked_on_the_way(replans) if replans else texts.not_reachable()
-        for d in site.doorways.values():
-            if goal_room in d.rooms and not cm.free_at(d.x_m, d.y_m):
-                why = texts.doorway_blocked(goal_room)
-                break
+
+        def shut(room: str | None) -> bool:
+            """Every doorway of ``room`` is blocked on the costmap."""
+            doors = [d for d in site.doorways.values() if room and room in d.rooms]
+            return bool(doors) and not any(cm.free_at(d.x_m, d.y_m) for d in doors)
+
+        if shut(goal_room):
+            why = texts.doorway_blocked(goal_room or "")
+        elif shut(start_room):
+            why = texts.doorway_out_blocked(start_room or "")
         res = failed(texts.no_path(start_room, goal.label, goal_room, why), "no_path")
     res.metadata.update(goal=goal.as_dict(), reason=exc.reason, backend="planner")
     if travelled:

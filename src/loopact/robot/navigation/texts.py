@@ -43,6 +43,11 @@ def doorway_blocked(room: str) -> str:
     return f"the doorway to the {room.replace('_', ' ')} is blocked"
 
 
+def doorway_out_blocked(room: str) -> str:
+    """The reason part of :func:`no_path` when the robot's own room is shut."""
+    return f"the doorway out of the {room.replace('_', ' ')} is blocked"
+
+
 def not_reachable() -> str:
     """The reason part of :func:`no_path` when nothing names the cause."""
     return "it is not reachable on the map (walls or furniture in the way)"
