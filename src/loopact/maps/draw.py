@@ -150,7 +150,7 @@ def render_map(
         cv2.arrowedLine(img, c, tip, _ROBOT, thick, cv2.LINE_AA, tipLength=0.4)
     _scale_bar(img, grid, k, font, scale)
     if caption:
-        _label(img, _ascii(caption), (8, 8 + int(22 * scale)), scale, _TEXT)
+        _label(img, _ascii(caption), (8, 8 + int(22 * scale)), scale, _TEXT, boxed=True)
     return img
 
 
@@ -164,24 +164,39 @@ def _label(
     at: tuple[int, int],
     scale: float,
     rgb: tuple[int, int, int],
+    boxed: bool = False,
 ) -> None:
-    """Text with a white halo so it reads over walls and paths."""
+    """Text with a white halo (or on a white box) so it reads over walls and paths; moved left
+    of ``at`` when it would leave the image on the right."""
     import cv2
 
     if not text:
         return
     font = cv2.FONT_HERSHEY_SIMPLEX
-    cv2.putText(img, text, at, font, scale, (255, 255, 255), 3, cv2.LINE_AA)
-    cv2.putText(img, text, at, font, scale, rgb, 1, cv2.LINE_AA)
+    (w, h), base = cv2.getTextSize(text, font, scale, 1)
+    x, y = at
+    if x + w > img.shape[1] - 2:
+        x = max(2, img.shape[1] - 2 - w)
+    y = max(h + 2, min(y, img.shape[0] - base - 2))
+    if boxed:
+        cv2.rectangle(img, (x - 3, y - h - 3), (x + w + 3, y + base + 2), (255, 255, 255), -1)
+        cv2.rectangle(img, (x - 3, y - h - 3), (x + w + 3, y + base + 2), _TEXT, 1)
+    else:
+        cv2.putText(img, text, (x, y), font, scale, (255, 255, 255), 3, cv2.LINE_AA)
+    cv2.putText(img, text, (x, y), font, scale, rgb, 1, cv2.LINE_AA)
 
 
 def _scale_bar(
     img: npt.NDArray[np.uint8], grid: OccupancyGrid, k: int, font: int, scale: float
 ) -> None:
+    """A 1 m bar with its label on a white box in the lower-left corner."""
     import cv2
 
     one_m = int(round(k / grid.resolution_m))
     h = img.shape[0]
+    (tw, th), _ = cv2.getTextSize("1 m", font, scale, 1)
+    cv2.rectangle(img, (4, h - th - 16), (16 + one_m + tw + 8, h - 4), (255, 255, 255), -1)
+    cv2.rectangle(img, (4, h - th - 16), (16 + one_m + tw + 8, h - 4), _TEXT, 1)
     y = h - 10
-    cv2.rectangle(img, (8, y - 4), (8 + one_m, y), _TEXT, -1)
-    _label(img, "1 m", (12 + one_m, y), scale, _TEXT)
+    cv2.rectangle(img, (10, y - 4), (10 + one_m, y), _TEXT, -1)
+    cv2.putText(img, "1 m", (16 + one_m, y), font, scale, _TEXT, 1, cv2.LINE_AA)
