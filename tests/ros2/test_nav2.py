@@ -189,9 +189,12 @@ async def test_localized_pose_from_tf_and_the_map_from_the_map_topic(
     """The simulator publishes map -> odom -> base_link and the map (transient local): the pose
     tool reports the map frame, and the navigation plans on the topic's map."""
     tool = next(t for t in session.tools if t.name == "get_current_pose")
-    res = await tool()  # type: ignore[operator]
-    assert res.ok and res.data["frame"] == "map"
     end = time.monotonic() + 10
+    res = await tool()  # type: ignore[operator]
+    while res.data.get("frame") != "map" and time.monotonic() < end:  # the first /tf
+        await asyncio.sleep(0.05)
+        res = await tool()  # type: ignore[operator]
+    assert res.ok and res.data["frame"] == "map"
     while session.nav.grid() is None and time.monotonic() < end:
         await asyncio.sleep(0.05)
     grid = session.nav.grid()
