@@ -63,8 +63,14 @@ def P(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
 
 
 def F(text: str, place: str) -> Case:  # noqa: N802
-    """A place of the flat (``--scenario flat``, its site map ``flat``; issue 40)."""
-    return Case(text, (one(C("navigation", waypoint=place)),), "flat", "flat")
+    """A place of the flat (``--scenario flat``, its site map ``flat``; issue 40): the place's
+    key or any of the names it answers to (``living room``, ``客厅``) is correct, since
+    ``navigation`` takes each of them to the same place."""
+    from loopact.robot.profile import load_site
+
+    names = (place, place.replace("_", " "), *load_site("flat").waypoints[place].names)
+    accept = tuple(one(C("navigation", waypoint=n.lower())) for n in dict.fromkeys(names))
+    return Case(text, accept, "flat", "flat")
 
 
 def H(text: str) -> Case:  # noqa: N802
