@@ -44,10 +44,11 @@ class Case:
 
     text: str
     accept: tuple[tuple[Call, ...], ...]
-    kind: str = "single"  # single, multi, multi_new, heldout, chat (no call), perception
+    kind: str = "single"  # single, multi, multi_new, heldout, flat, chat (no call), perception
     grader: Grader | None = None  # ground truth (the perception set): replaces ``accept``
     absent: str = ""  # the object the instruction looks for does not exist (its colour)
     branching: bool = False  # "if you see X": not finding X chooses a branch, it is no failure
+    scenario: str = "default"  # the simulator scenario the case runs in (flat: issue 40)
 
 
 def C(name: str, **args: Any) -> Call:  # noqa: N802 - short constructor for the table
@@ -74,6 +75,17 @@ def N(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
 def P(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
     """A held-out single-step instruction: nothing in the runtime was tuned on it."""
     return Case(text, tuple(accept), "heldout")
+
+
+def F(text: str, place: str) -> Case:  # noqa: N802
+    """A place of the flat (``--scenario flat``, its site map ``flat``; issue 40): the place's
+    key or any of the names it answers to (``living room``, ``客厅``) is correct, since
+    ``navigation`` takes each of them to the same place."""
+    from loopact.robot.profile import load_site
+
+    names = (place, place.replace("_", " "), *load_site("flat").waypoints[place].names)
+    accept = tuple(one(C("navigation", waypoint=n.lower())) for n in dict.fromkeys(names))
+    return Case(text, accept, "flat", "flat")
 
 
 def H(text: str) -> Case:  # noqa: N802
@@ -367,6 +379,21 @@ CASES: list[Case] = [
     V("先找到绿色的圆柱，再开过去", _reached("green_cylinder")),
     V("找到蓝色的球，然后对着它", g.faces("blue_sphere")),
     V("找到青色的球，然后走过去", g.all_of(_stayed(), _said("青", "cyan")), absent="cyan"),
+    # --- the flat's places (issue 40; target >= 90 %), English and Chinese
+    F("go to the bedroom", "bedroom"),
+    F("去厨房", "kitchen"),
+    F("go to the kitchen", "kitchen"),
+    F("去卧室", "bedroom"),
+    F("go to the bathroom", "bathroom"),
+    F("去卫生间", "bathroom"),
+    F("go to the living room", "living_room"),
+    F("到客厅去", "living_room"),
+    F("go to the hallway", "hallway"),
+    F("去走廊", "hallway"),
+    F("go to the front door", "front_door"),
+    F("到大门那边去", "front_door"),
+    F("go back to the charger", "charger"),
+    F("回充电桩", "charger"),
     # --- small talk: a text answer, no call (guards against forcing calls)
     H("hello, who are you?"),
     H("你好"),

@@ -77,7 +77,9 @@ class Result:
     dependent_ran: int = 0  # calls after a look-up that found nothing (perception set)
 
 
-def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
+def case_config(
+    args: argparse.Namespace, mode: str, tmp: Path, scenario: str = "default"
+) -> Config:
     """The configuration of one case: ``loopact run --robot sim`` as a user would start it,
     with its own workspace and memory and write tools pre-approved (``--yes``)."""
     model: dict[str, Any] = {}
@@ -101,6 +103,7 @@ def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
                 "kind": "sim",
                 "sim_speed": args.sim_speed,
                 "sim_log": str(tmp / "sim_log.jsonl"),
+                "scenario": scenario,
             },
             "agent": {
                 "workspace": str(tmp / "ws"),
@@ -128,7 +131,7 @@ async def run_case(
     shared local server when there is one."""
     with tempfile.TemporaryDirectory(prefix="loopact-bench-") as tmp:
         async with AsyncExitStack() as stack:
-            cfg = case_config(args, mode, Path(tmp))
+            cfg = case_config(args, mode, Path(tmp), case.scenario)
             _, opened = await open_agent(
                 cfg,
                 stack,
@@ -313,6 +316,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
     multi = [r for r in rs if r.case.kind == "multi"]
     multi_new = [r for r in rs if r.case.kind == "multi_new"]
     heldout = [r for r in rs if r.case.kind == "heldout"]
+    flat = [r for r in rs if r.case.kind == "flat"]
     chat = [r for r in rs if r.case.kind == "chat"]
     seeing = [r for r in rs if r.case.kind == "perception"]
     acting = [r for r in rs if r.case.kind not in ("chat", "perception")]
@@ -324,6 +328,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
         "fully_correct_multi": pct(sum(r.correct for r in multi), len(multi)),
         "fully_correct_multi_new": pct(sum(r.correct for r in multi_new), len(multi_new)),
         "fully_correct_heldout": pct(sum(r.correct for r in heldout), len(heldout)),
+        "fully_correct_flat": pct(sum(r.correct for r in flat), len(flat)),
         "fully_correct_all": pct(sum(r.correct for r in acting), len(acting)),
         "chat_answered_without_call": pct(sum(r.correct for r in chat), len(chat)),
         "ground_truth_perception": pct(sum(r.correct for r in seeing), len(seeing)),
@@ -411,7 +416,7 @@ def main() -> int:
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
     p.add_argument(
         "--only",
-        choices=["all", "single", "multi", "multi_new", "heldout", "chat", "perception"],
+        choices=["all", "single", "multi", "multi_new", "heldout", "flat", "chat", "perception"],
         default="all",
     )
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")

@@ -81,7 +81,10 @@ class StopCause(enum.Enum):
     ``PREEMPTED`` (a new instruction or the end of the task that ran it) or ``REPLACED``
     (another motion took the base: the lease was lost); ``TARGET`` is a motion that ended
     itself. The camera tools end for their own causes: ``DURATION``, ``LAPS``, ``LINE_LOST``,
-    ``LOST``, ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``.
+    ``LOST``, ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``. Navigation ends for ``NO_PATH`` (the
+    map has none, or obstacles seen on the way cut it), ``NAV2_ABORTED`` / ``NAV2_CANCELLED``
+    (the Nav2 action server ended the goal) and ``REFUSED`` (the governor refused a step of the
+    path for a reason that is not a stop cause; issue 40).
 
     :attr:`stopped_by` is the word results and traces carry in ``stopped_by`` (a contract:
     docs/tools.md, docs/perception.md): the cause's value, except ``cancelled`` for a stop, a
@@ -104,6 +107,10 @@ class StopCause(enum.Enum):
     MAX_DISTANCE = "max_distance"
     TIMEOUT = "timeout"
     ERROR = "error"
+    NO_PATH = "no_path"
+    NAV2_ABORTED = "nav2_aborted"
+    NAV2_CANCELLED = "nav2_cancelled"
+    REFUSED = "refused"
 
     @property
     def stopped_by(self) -> str:

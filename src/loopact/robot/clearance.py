@@ -80,3 +80,45 @@ def forward_clearance(
     if not np.any(keep):
         return math.inf
     return float(np.min(fwd_b[keep]) - profile.footprint_radius_m)
+
+
+def obstacle_points(
+    depth_m: npt.NDArray[np.float32],
+    profile: HardwareProfile,
+    pan_rad: float = 0.0,
+    tilt_rad: float = 0.0,
+    max_range_m: float = 2.5,
+    step_px: int = 4,
+) -> npt.NDArray[np.float64]:
+    """Obstacle points on the floor plane from a depth image, in the robot's frame (issue 40).
+
+    The geometry of :func:`forward_clearance`, over the whole image: every ``step_px``-th pixel
+    between 5 cm above the floor and ``body_height_m``, within ``max_range_m`` metres ahead.
+    What ``navigation`` marks on its costmap when the obstacle stop cuts its path.
+
+    Returns:
+        ``(N, 2)`` array of ``(forward_m, left_m)`` from the robot's centre.
+    """
+    d = depth_m[::step_px, ::step_px].astype(np.float64)
+    h, w = depth_m.shape[:2]
+    cam = profile.camera
+    f_px = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
+    vs, us = np.mgrid[0:h:step_px, 0:w:step_px]
+    valid = np.isfinite(d) & (d > 0)
+    x_c = (us - w / 2 + 0.5) / f_px * d
+    y_c = (vs - h / 2 + 0.5) / f_px * d
+    fwd = d * math.cos(tilt_rad) - y_c * math.sin(tilt_rad)
+    down = d * math.sin(tilt_rad) + y_c * math.cos(tilt_rad)
+    height = cam.mount_height_m - down
+    lat = -x_c
+    fwd_b = fwd * math.cos(pan_rad) - lat * math.sin(pan_rad) + cam.mount_forward_m
+    lat_b = fwd * math.sin(pan_rad) + lat * math.cos(pan_rad)
+    keep = (
+        valid
+        & (height > 0.05)
+        & (height < profile.body_height_m)
+        & (fwd_b > 0)
+        & (np.hypot(fwd_b, lat_b) <= max_range_m)
+    )
+    out: npt.NDArray[np.float64] = np.stack([fwd_b[keep], lat_b[keep]], axis=1)
+    return out

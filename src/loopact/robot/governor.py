@@ -99,6 +99,7 @@ class SafetyGovernor(HeadRules):
         self._obstacle: ObstacleReading | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
+        self._stop_listeners: list[Callable[[str], None]] = []
         self.watchdog_trips = 0
         self.on_decision: DecisionHook | None = None
 
@@ -164,13 +165,34 @@ class SafetyGovernor(HeadRules):
         if (held := self._base or self._head) is not None:
             self._decided("stop", cause.stopped_by, held.name, str(reason))
         self._end_leases(cause, Phrase("stop.reason", reason=str(reason)))
+        self._tell_stop(str(reason))
         await self._send(Twist())
+
+    def add_stop_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(reason)`` on every stop and emergency stop, before the base is
+        zeroed: what drives the robot without a lease (a Nav2 goal, issue 40) cancels at
+        once. Returns the function that removes it."""
+        self._stop_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._stop_listeners:
+                self._stop_listeners.remove(listener)
+
+        return remove
+
+    def _tell_stop(self, reason: str) -> None:
+        for listener in list(self._stop_listeners):
+            try:
+                listener(reason)
+            except Exception:  # a listener's bug must not keep the base moving
+                logger.exception("stop listener failed")
 
     async def emergency_stop(self, reason: str = "emergency stop") -> None:
         """Latch the emergency stop: zero the base, refuse all motion until reset (X3)."""
         self._estop = True
         self._estop_reason = reason
         self._end_leases(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=reason))
+        self._tell_stop(reason)
         await self._send(Twist())
         logger.warning("emergency stop latched: %s", reason)
         self._decided("emergency_stop", "emergency_stop", None, reason)

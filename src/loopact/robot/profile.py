@@ -124,6 +124,8 @@ class HardwareProfile(BaseModel):
         pose_max_age_s: Poses older than this (robot clock) are stale, seconds.
         footprint_radius_m: Radius of the base's footprint (front = centre + radius), metres.
         body_height_m: Height of the robot's body; obstacles above it do not block, metres.
+        navigation: ``auto`` (Nav2's ``navigate_to_pose`` when its action server is found,
+            else loopact's planner), ``nav2`` or ``planner`` (issue 40; docs/navigation.md).
     """
 
     model_config = _STRICT
@@ -136,6 +138,7 @@ class HardwareProfile(BaseModel):
     pose_max_age_s: PositiveFloat
     footprint_radius_m: PositiveFloat = 0.17
     body_height_m: PositiveFloat = 0.5
+    navigation: Literal["auto", "planner", "nav2"] = "auto"
 
 
 class Waypoint(BaseModel):
@@ -157,8 +160,25 @@ class Waypoint(BaseModel):
     names: tuple[str, ...] = ()
 
 
+class Doorway(BaseModel):
+    """A doorway between two rooms of the site (issue 40).
+
+    Attributes:
+        x_m: Centre x in metres.
+        y_m: Centre y in metres.
+        width_m: Clear width in metres.
+        rooms: The two rooms it joins (names of :attr:`SiteMap.rooms`).
+    """
+
+    model_config = _STRICT
+    x_m: float
+    y_m: float
+    width_m: PositiveFloat
+    rooms: tuple[str, str]
+
+
 class SiteMap(BaseModel):
-    """Named waypoints and a geofence (SPEC D3, X3).
+    """Named waypoints, rooms, doorways, the map and a geofence (SPEC D3, X3).
 
     Attributes:
         frame: The frame waypoints and geofence are in (``map``).
@@ -166,12 +186,28 @@ class SiteMap(BaseModel):
             ignoring case (a clash is a :class:`~loopact.errors.ConfigError` naming both).
         geofence: Polygon ``[[x, y], ...]`` in metres (at least 3 vertices) that the robot's
             centre must stay inside; empty for no geofence.
+        rooms: Room name -> polygon ``[[x, y], ...]`` in metres: navigation says which room
+            the robot and a place are in (issue 40).
+        doorways: Doorway name -> :class:`Doorway`; a blocked one is named when no path
+            exists.
+        map: A Nav2 map_server YAML file (relative to the site file), or None; the
+            configuration's ``robot.map`` overrides it.
     """
 
     model_config = _STRICT
     frame: str = "map"
     waypoints: dict[str, Waypoint] = {}
     geofence: list[tuple[float, float]] = []
+    rooms: dict[str, list[tuple[float, float]]] = {}
+    doorways: dict[str, Doorway] = {}
+    map: Path | None = None
+
+    def room_at(self, x_m: float, y_m: float) -> str | None:
+        """The room whose polygon holds ``(x_m, y_m)``, or None."""
+        for name, poly in self.rooms.items():
+            if len(poly) >= 3 and point_in_polygon(x_m, y_m, poly):
+                return name
+        return None
 
     @pydantic.model_validator(mode="after")
     def _names_are_unique(self) -> SiteMap:
@@ -304,4 +340,7 @@ def load_site(name_or_path: str | Path) -> SiteMap:
     """
     data, source = _read_yaml(name_or_path, "sites", "site")
     site: SiteMap = _validate(SiteMap, data, source, "site")
+    path = yaml_file(name_or_path)
+    if site.map is not None and path is not None and not site.map.is_absolute():
+        site = site.model_copy(update={"map": path.parent / site.map})
     return site

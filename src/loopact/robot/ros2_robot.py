@@ -23,23 +23,30 @@ do not depend on the clocks of other machines.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from loopact._compat import wait_within
-from loopact.errors import RobotError
+from loopact.errors import ConfigError, RobotError
+from loopact.maps.grid import OccupancyGrid, check_size
 from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
-from loopact.nodes.ros2.interfaces import ros_types
+from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
+from loopact.robot.navigation.localization import Planar, PlanarTf, yaw_of
+from loopact.robot.navigation.nav2 import Nav2Backend
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile
-from loopact.robot.session import RobotSession, start_session
+from loopact.robot.session import RobotSession, navigation_context, start_session
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -118,6 +125,8 @@ class Ros2Robot:
         self._head_cmd = HeadState(0.0, 0.0)
         self._camera_info: dict[str, Any] | None = None
         self._subs: list[Subscription] = []
+        self.tf = PlanarTf()
+        self._grid: OccupancyGrid | None = None
         self._twist_pub: Any = None
         self._head_pub: Any = None
         self._arrived = asyncio.Event()
@@ -155,6 +164,7 @@ class Ros2Robot:
                 JointState, "joint_states", c.qos(depth=10), self._on_joints, convert=_head_joints
             ),
         ]
+        self._subs += self._localization_subs()
         if self.command == "governor":
             req = base_request_topics(self.agent)
             twist_topic, head_topic = req["cmd_vel"], req["head_commands"]
@@ -172,6 +182,61 @@ class Ros2Robot:
         self._twist_pub = c.publisher(RosTwist, twist_topic, c.qos(depth=10))
         if self.has_head:
             self._head_pub = c.publisher(Float64MultiArray, head_topic, c.qos(depth=10))
+
+    def _localization_subs(self) -> list[Subscription]:
+        """``/tf``, ``/tf_static`` (``tf2_msgs/TFMessage``) and ``map``
+        (``nav_msgs/OccupancyGrid``, transient local) for the map pose and the map (issue 40).
+        Without tf2_msgs (a venv without ``make ros2``'s generated interfaces) the robot is not
+        localized: odometry is the pose."""
+        c = self.connector
+        OccupancyGrid_ = ros_types("nav_msgs.msg", "OccupancyGrid")
+        subs = [
+            c.subscribe_msg(
+                OccupancyGrid_, "map", c.qos(latched=True), self._woken, convert=self._take_map
+            )
+        ]
+        try:
+            TFMessage = ros_types("tf2_msgs.msg", "TFMessage")
+        except RosUnavailable as exc:
+            logger.warning("no TF (tf2_msgs missing: %s): the pose is odometry", exc)
+            return subs
+        static = c.qos(latched=True, depth=100)
+        subs += [
+            c.subscribe_msg(TFMessage, "/tf", c.qos(depth=100), self._woken, self._take_tf),
+            c.subscribe_msg(TFMessage, "/tf_static", static, self._woken, self._take_tf),
+        ]
+        return subs
+
+    def _take_tf(self, msg: Any) -> None:
+        """Executor thread: keep every planar edge of a ``TFMessage``, stamped on arrival."""
+        now = self.clock.now()
+        for t in msg.transforms:
+            tr, q = t.transform.translation, t.transform.rotation
+            yaw = yaw_of(float(q.x), float(q.y), float(q.z), float(q.w))
+            planar = Planar(float(tr.x), float(tr.y), yaw, now)
+            self.tf.update(str(t.header.frame_id), str(t.child_frame_id), planar)
+
+    def _take_map(self, msg: Any) -> None:
+        """Executor thread: the newest ``map`` as an :class:`OccupancyGrid` (bad ones dropped)."""
+        try:
+            self._grid = grid_from_msg(msg)
+        except (ValueError, ConfigError) as exc:
+            logger.warning("map topic: message dropped: %s", exc)
+
+    @property
+    def occupancy_grid(self) -> OccupancyGrid | None:
+        """The newest map from the ``map`` topic, or None."""
+        return self._grid
+
+    async def get_map_pose(self) -> Pose:
+        """The pose in the ``map`` frame from TF, odometry when the robot is not localized
+        (:class:`~loopact.robot.navigation.localization.PlanarTf`).
+
+        Raises:
+            RobotError: No odometry, or localization lost.
+        """
+        odom = await self.get_pose()
+        return self.tf.map_pose(odom, self.clock.now())
 
     # ---------------------------------------------------------------- callbacks (loop)
     def _take_odom(self, msg: Any) -> None:
@@ -341,6 +406,31 @@ def _odom_tuple(msg: Any) -> tuple[float, float, float, float, float]:
     return (float(p.position.x), float(p.position.y), yaw, float(t.linear.x), float(t.angular.z))
 
 
+def grid_from_msg(msg: Any) -> OccupancyGrid:
+    """A ``nav_msgs/OccupancyGrid`` message as an :class:`OccupancyGrid` (row 0 at the origin).
+
+    Raises:
+        ValueError: The data does not fill width x height.
+        ConfigError: The map is too large.
+    """
+    info = msg.info
+    w, h = int(info.width), int(info.height)
+    check_size(w, h, "the map topic's grid")
+    data = np.asarray(msg.data, dtype=np.int8)
+    if data.size != w * h or w == 0 or h == 0:
+        raise ValueError(f"{data.size} cells for a {w} x {h} grid")
+    o = info.origin
+    q = o.orientation
+    return OccupancyGrid(
+        data.reshape(h, w).copy(),
+        float(info.resolution),
+        float(o.position.x),
+        float(o.position.y),
+        yaw_of(float(q.x), float(q.y), float(q.z), float(q.w)),
+        str(msg.header.frame_id) or "map",
+    )
+
+
 def _info_dict(msg: Any) -> dict[str, Any]:
     k = list(msg.k)
     return {"width": int(msg.width), "height": int(msg.height), "fx": float(k[0]) if k else 0.0}
@@ -364,6 +454,7 @@ async def open_ros2_session(
     first_data_timeout_s: float = 5.0,
     perception: PerceptionOptions | None = None,
     gate: ImageGate | None = None,
+    map_path: Path | None = None,
 ) -> RobotSession:
     """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
     governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
@@ -391,4 +482,11 @@ async def open_ros2_session(
         await wait_within(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    return start_session(robot, prof, site_map, gate, perception=perception)
+    nav = navigation_context(prof, site_map, map_path)
+    nav.map_source = lambda: robot.occupancy_grid  # a map server's map, when one publishes
+    nav.backend = prof.navigation
+    nav.nav2 = Nav2Backend(connector)
+    if prof.navigation != "planner":
+        with contextlib.suppress(RosUnavailable):  # nav2_msgs missing: Nav2 reports it per goal
+            nav.nav2.client()  # discovery of the action server starts now, not at the first goal
+    return start_session(robot, prof, site_map, gate, perception=perception, nav=nav)

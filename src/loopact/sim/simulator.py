@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from loopact.errors import ConfigError, RobotError
 from loopact.robot.interface import normalize_angle
-from loopact.sim import world
+from loopact.sim import world, worlds
 from loopact.sim.render import import_mujoco
 from loopact.sim.scenarios import Scenario, get_scenario
 from loopact.sim.simlog import Listener, SimLog
@@ -130,7 +130,7 @@ class Simulator:
         width: Camera width in pixels (sets the camera's vertical FOV, see
             :func:`loopact.sim.world.build_mjcf`).
         height: Camera height in pixels.
-        scenario: The scenario (``default``, ``moving-target``, see
+        scenario: The scenario (``default``, ``moving-target``, ``flat``, ``flat-blocked``; see
             :mod:`loopact.sim.scenarios`), by name or as a :class:`Scenario`.
         sim_log: Write the ground-truth poses here as JSON Lines (:class:`SimLog`), or None.
 
@@ -158,7 +158,7 @@ class Simulator:
         movers = self.scenario.movers
         try:
             self.model: Any = self._mj.MjModel.from_xml_string(
-                world.build_mjcf(width, height, movers=movers)
+                worlds.build_mjcf(self.scenario, width, height)
             )
         except ValueError as exc:
             raise RobotError(f"simulator model failed to compile: {exc}") from exc
