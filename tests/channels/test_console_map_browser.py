@@ -36,14 +36,23 @@ pytestmark = [
     ),
 ]
 
-#: Where the page drew the robot (world metres, through the same transform as the map image)
-#: and the wall-clock window in which the server read that pose.
+#: Where the page drew the robot (canvas pixels) and the map image (its rectangle on the
+#: canvas), and the wall-clock window in which the server read that pose.
 DRAWN = """() => {
   const m = window.loopactConsole.map;
-  if (!m || !m.drawn || !m.drawn.robot || !m.liveWindow) { return null; }
-  const w = m.toWorld(m.drawn.robot[0], m.drawn.robot[1]);
-  return {x: w[0], y: w[1], window: m.liveWindow, updates: m.updates, image: m.drawn.image};
+  if (!m || !m.drawn || !m.drawn.robot || !m.drawn.image || !m.liveWindow) { return null; }
+  return {robot: m.drawn.robot, image: m.drawn.image, window: m.liveWindow,
+          updates: m.updates, path: (m.live.path || []).length};
 }"""
+
+
+def _on_the_map(drawn: dict[str, Any], grid: dict[str, Any]) -> tuple[float, float]:
+    """The map point under the drawn robot, read off the drawn map image: its cell's place
+    in the picture, so the robot is checked against the map as the operator sees it."""
+    (px, py), img, res = drawn["robot"], drawn["image"], grid["resolution_m"]
+    col = (px - img["left"]) / img["width"] * grid["width"]
+    row = (img["top"] + img["height"] - py) / img["height"] * grid["height"]
+    return grid["origin_x_m"] + col * res, grid["origin_y_m"] + row * res
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -51,7 +60,7 @@ async def sim() -> AsyncIterator[Any]:
     sim_mod = pytest.importorskip("loopact.sim", reason="the simulator (loopact.sim) is missing")
     if importlib.util.find_spec("mujoco") is None:
         pytest.skip("MuJoCo is missing: pip install -e '.[sim]'")
-    session = await sim_mod.open_sim(speed=1.0)
+    session = await sim_mod.open_sim(speed=1.0, scenario="flat")  # rooms, doorways, a map
     try:
         yield session
     finally:
@@ -113,8 +122,13 @@ async def test_the_map_follows_the_robot_and_a_click_on_the_kitchen_takes_it_the
         await page.goto(f"http://127.0.0.1:{web.port}/")
         await page.wait_for_selector("#conn.on")
         info = await (await page.request.get(f"http://127.0.0.1:{web.port}/api/map")).json()
-        cell_m = info["map"]["resolution_m"] if info["map"] else 0.05
-        assert {p["key"] for p in info["places"]} >= {"kitchen", "door"}
+        grid = info["map"]
+        assert grid is not None and grid["width"] > 50, info  # the flat's occupancy map
+        cell_m = grid["resolution_m"]
+        png = await page.request.get(f"http://127.0.0.1:{web.port}{grid['png']}")
+        assert png.status == 200 and (await png.body())[:4] == b"\x89PNG"
+        kitchen_zh = [p["zh"] for p in info["places"] if p["key"] == "kitchen"]
+        assert kitchen_zh == ["厨房"] and info["fence"] and info["rooms"]
         await page.wait_for_function("window.loopactConsole.map.drawn && "
                                      "window.loopactConsole.map.drawn.places.kitchen")  # fmt: skip
         start = truth.now()
@@ -129,23 +143,26 @@ async def test_the_map_follows_the_robot_and_a_click_on_the_kitchen_takes_it_the
         assert first.data == {"text": "Go to the kitchen.", "source": "web"}
 
         # while it drives: the drawn robot is where the simulator has it, within one cell
-        checked, last_updates = 0, -1
+        checked, last_updates, planned = 0, -1, 0
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not rec.of("tool_result"):
             drawn = await page.evaluate(DRAWN)
             moved = math.hypot(truth.now()[0] - start[0], truth.now()[1] - start[1])
             if drawn and drawn["updates"] != last_updates and moved > 0.1:
                 last_updates = drawn["updates"]
-                off = truth.nearest(drawn["x"], drawn["y"], drawn["window"])
+                x, y = _on_the_map(drawn, grid)
+                off = truth.nearest(x, y, drawn["window"])
                 assert off <= cell_m, (drawn, off, cell_m)
                 checked += 1
+                planned = max(planned, drawn["path"])
             await asyncio.sleep(0.05)
-        assert checked >= 5, checked
+        assert checked >= 5 and planned >= 2, (checked, planned)  # the planned path drawn
         result = await rec.wait_for(lambda e: e.type == "tool_result", timeout=60)
         assert result.data["ok"], result.data
         await page.locator(".event.end.completed").wait_for(timeout=60_000)
         x, y = truth.now()
         assert math.hypot(x - kitchen.x_m, y - kitchen.y_m) < 0.35, (x, y, kitchen)
+        assert y < -0.85  # in the kitchen, through its doorway (the flat's rooms)
         await page.wait_for_function(
             "window.loopactConsole.map.trail.length > 10"
         )  # the trajectory is drawn

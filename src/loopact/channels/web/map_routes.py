@@ -52,7 +52,8 @@ def _places(session: Any) -> list[dict[str, Any]]:
     for key, wp in sorted(getattr(site, "waypoints", {}).items()):
         names = [str(n) for n in getattr(wp, "names", ())]
         zh = next((n for n in names if any("\u4e00" <= c <= "\u9fff" for c in n)), "")
-        out.append({"key": key, "en": key, "zh": zh, "x_m": wp.x_m, "y_m": wp.y_m})
+        en = key.replace("_", " ")  # living_room: "living room", a name it answers to
+        out.append({"key": key, "en": en, "zh": zh, "x_m": wp.x_m, "y_m": wp.y_m})
     return out
 
 
