@@ -157,9 +157,13 @@ async def test_the_map_follows_the_robot_and_a_click_on_the_kitchen_takes_it_the
                 planned = max(planned, drawn["path"])
             await asyncio.sleep(0.05)
         assert checked >= 5 and planned >= 2, (checked, planned)  # the planned path drawn
+        # the call's card: what it does, and how far it has come as a live figure
+        card = page.locator('.event.tool-call[data-tool="navigation"]')
+        await card.locator(".tool-said", has_text="Going to kitchen").wait_for()
         result = await rec.wait_for(lambda e: e.type == "tool_result", timeout=60)
         assert result.data["ok"], result.data
         await page.locator(".event.end.completed").wait_for(timeout=60_000)
+        assert float(await card.get_attribute("data-fraction") or 0) > 0.5  # the bar moved
         x, y = truth.now()
         assert math.hypot(x - kitchen.x_m, y - kitchen.y_m) < 0.35, (x, y, kitchen)
         assert y < -0.85  # in the kitchen, through its doorway (the flat's rooms)

@@ -118,6 +118,12 @@
       c.lastYaw = p.yaw_rad;
       return [c.turned * 180 / Math.PI, a.angle_deg, "console.progress_deg"];
     }
+    var goal = c.name === "navigation" && state.goalOf ? state.goalOf(a) : null;
+    if (goal && p && c.start) {  // straight-line distance to the goal, done of the total
+      c.total = c.total || Math.hypot(goal[0] - c.start.x_m, goal[1] - c.start.y_m);
+      var left = Math.hypot(goal[0] - p.x_m, goal[1] - p.y_m);
+      return [Math.max(0, c.total - left), c.total, "console.progress_m"];
+    }
     var seconds = c.name === "drive" ? a.duration_s : (c.name === "wait" ? a.seconds : null);
     if (seconds > 0) { return [(Date.now() - c.t0) / 1000, seconds, "console.progress_s"]; }
     return null;

@@ -216,6 +216,15 @@
     con.submit(text).catch(function (e) { con.notice(e.message, true); });
   }
   m.goTo = goTo;
+  // where a navigation call goes, for its progress figure: a pose, or a place by any name
+  con.goalOf = function (args) {
+    if (typeof args.x_m === "number" && typeof args.y_m === "number") { return [args.x_m, args.y_m]; }
+    var want = String(args.waypoint || "").toLowerCase().replace(/^the /, "");
+    var found = (m.info ? m.info.places : []).filter(function (p) {
+      return [p.key, p.en, p.zh].some(function (n) { return n && n.toLowerCase() === want; });
+    })[0];
+    return found ? [found.x_m, found.y_m] : null;
+  };
   window.addEventListener("resize", function () { if (m.view) { draw(); } else { fit(); } });
 
   load();
