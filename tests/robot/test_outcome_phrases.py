@@ -45,6 +45,7 @@ _PHRASES: dict[str, Phrase] = {
         "select.chose", what=Phrase("thing.box", color=Name("red", "红色")), bbox="[1, 2, 30, 40]"
     ),
     "problem": Phrase("governor.view_panned"),
+    "resource": Phrase("resource.base"),
     "laps": Phrase("line.laps", n=2),
     "reason": Phrase("select.none"),
     "seen": Phrase("scene.nothing"),
@@ -60,6 +61,9 @@ _TEXTS: dict[str, str] = {
     "other": "move_backward",
     "bbox": "[10, 20, 50, 60]",
     "value": "nan",
+    "sensors": "bumper",
+    "who": "/joystick",
+    "why": "deadman",
 }
 
 
@@ -120,6 +124,7 @@ def _built_ids() -> set[str]:
     built |= {f"around.{v}" for v in ("front", "left", "behind", "right")}
     built |= {"select.chose_leftmost", "select.chose_rightmost"}
     built |= {"nav.unknown_waypoint", "nav.unknown_place"}
+    built |= {f"resource.{r}" for r in ("base", "head", "arm")}  # an operator's holds
     return literal | built
 
 

@@ -53,13 +53,15 @@ def base_request_topics(agent: str) -> dict[str, str]:
 
     ``cmd_vel`` and ``head_commands`` carry the agent's motion requests, ``status`` the
     governor's JSON status (2 Hz and on every halt), ``emergency_stop`` takes
-    ``std_msgs/String`` ``"stop"`` (latch) or ``"reset"``.
+    ``std_msgs/String`` ``"stop"`` (latch) or a reset with a proof, ``teleop_cmd_vel`` an
+    operator's ``geometry_msgs/Twist`` (takeover behind a deadman, issue 41).
     """
     return {
         "cmd_vel": f"/{agent}/base/cmd_vel",
         "head_commands": f"/{agent}/base/head_commands",
         "status": f"/{agent}/base/status",
         "emergency_stop": f"/{agent}/base/emergency_stop",
+        "teleop": f"/{agent}/base/teleop_cmd_vel",
     }
 
 
@@ -120,6 +122,8 @@ class Ros2Robot:
         self._subs: list[Subscription] = []
         self._twist_pub: Any = None
         self._head_pub: Any = None
+        self._estop_pub: Any = None
+        self._teleop_pub: Any = None
         self._arrived = asyncio.Event()
         self._closed = False
 
@@ -158,6 +162,8 @@ class Ros2Robot:
         if self.command == "governor":
             req = base_request_topics(self.agent)
             twist_topic, head_topic = req["cmd_vel"], req["head_commands"]
+            self._estop_pub = c.publisher(String, req["emergency_stop"], c.qos(depth=10))
+            self._teleop_pub = c.publisher(RosTwist, req["teleop"], c.qos(depth=10))
             self._subs.append(
                 c.subscribe_msg(
                     String,
@@ -251,6 +257,34 @@ class Ros2Robot:
         msg.linear.y = float(twist.lateral_mps)
         msg.angular.z = float(twist.angular_radps)
         self._twist_pub.publish(msg)
+
+    def publish_estop(self, text: str) -> None:
+        """Publish ``text`` on the base governor's emergency-stop topic (``governor`` mode).
+
+        Raises:
+            RobotError: Not started, or not in ``governor`` mode.
+        """
+        String = ros_types("std_msgs.msg", "String")
+
+        if self._estop_pub is None:
+            raise RobotError("the ROS 2 robot has no base governor to stop (or is not started)")
+        self._estop_pub.publish(String(data=text))
+
+    def publish_teleop(self, twist: Twist) -> None:
+        """Publish an operator's twist on the base governor's teleop input (issue 41).
+
+        Raises:
+            RobotError: Not started, or not in ``governor`` mode.
+        """
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+
+        if self._teleop_pub is None:
+            raise RobotError("the ROS 2 robot has no base governor to teleop (or is not started)")
+        msg = RosTwist()
+        msg.linear.x = float(twist.linear_mps)
+        msg.linear.y = float(twist.lateral_mps)
+        msg.angular.z = float(twist.angular_radps)
+        self._teleop_pub.publish(msg)
 
     async def get_pose(self) -> Pose:
         """The latest odometry pose (arrival-stamped)."""
@@ -381,9 +415,16 @@ async def open_ros2_session(
     prof = load_profile(profile)
     site_map = load_site(site)
 
+    from loopact.robot.base_mirror import BaseMirror
+    from loopact.robot.panel import BasePanel
+
+    mirror: BaseMirror | None = None
+
     def on_status(status: dict[str, Any]) -> None:
         if status.get("event") in ("halt", "foreign_publisher"):
             logger.warning("base governor: %s", status.get("last_halt") or status)
+        if mirror is not None:
+            mirror.on_status(status)  # issue 41: the base's verdicts, taken at once
 
     robot = Ros2Robot(connector, prof, command="governor", agent=agent, on_status=on_status)
     await robot.start()
@@ -391,4 +432,7 @@ async def open_ros2_session(
         await wait_within(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    return start_session(robot, prof, site_map, gate, perception=perception)
+    session = start_session(robot, prof, site_map, gate, perception=perception)
+    mirror = BaseMirror(session.governor)
+    session.panel = BasePanel(session.governor, mirror, robot.publish_estop, robot.publish_teleop)
+    return session

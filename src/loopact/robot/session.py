@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.robot.approach import make_approach_tools
+from loopact.robot.estop import EstopLatch
 from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
 from loopact.robot.motion import RobotEnv, make_motion_tools
 from loopact.robot.navigation import make_navigation_tools
+from loopact.robot.panel import LocalPanel, OperatorPanel
 from loopact.robot.perception import PerceptionOptions, make_perception_tools
 from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
@@ -81,6 +83,8 @@ class RobotSession:
         recentre_on_stop: Whether a stopped or preempted task should bring the camera head
             back to its home position (``robot.recentre_on_stop``, SPEC A6): the agent then
             runs :meth:`recentre_after_stop` after the stop (``AgentOptions.after_stop_hooks``).
+        panel: The operator's emergency stop and teleop for every channel (issue 41): the
+            governor's own, or the base-side governor's over ROS 2.
     """
 
     robot: Robot
@@ -91,7 +95,12 @@ class RobotSession:
     perception: PerceptionOptions = field(default_factory=PerceptionOptions)
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     recentre_on_stop: bool = False
+    panel: OperatorPanel | None = None
     _closed: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.panel is None:
+            self.panel = LocalPanel(self.governor)
 
     async def state(self) -> dict[str, Any]:
         """``{"x_m", "y_m", "yaw_rad", "frame"}`` of the latest pose (for ``robot_state`` events).
@@ -161,6 +170,7 @@ def start_session(
     site: SiteMap,
     gate: ImageGate | None = None,
     perception: PerceptionOptions | None = None,
+    estop_secret: str | None = None,
 ) -> RobotSession:
     """Start the safety governor of an open ``robot`` and bind the robot tools to it (X3).
 
@@ -171,11 +181,14 @@ def start_session(
         gate: The image gate for every image a tool returns (default :class:`ImageGate`).
         perception: Colour ranges, thresholds and the vision model of the perception tools
             (default :class:`PerceptionOptions`: the built-in colours, no vision model).
+        estop_secret: The operator's reset secret (``robot.estop.reset_token``): a proof of
+            it releases the latched emergency stop (issue 41); None: nothing but the
+            Python API of this process does.
 
     Returns:
         The session; :meth:`RobotSession.close` stops the governor and closes the robot.
     """
-    governor = SafetyGovernor(robot, profile, site)
+    governor = SafetyGovernor(robot, profile, site, estop=EstopLatch(estop_secret))
     governor.start()
     perception = perception or PerceptionOptions()
     tools = make_robot_tools(robot, governor, profile, site, gate or ImageGate(), perception)
