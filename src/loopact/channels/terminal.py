@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import threading
@@ -22,8 +23,9 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from loopact.agent.confirm import shown_arguments
+from loopact.agent.confirm import NO_WORDS, YES_WORDS, shown_arguments
 from loopact.agent.runtime import Agent, is_stop
+from loopact.channels.panel_text import estop_command, panel_line
 from loopact.errors import LoopactError
 from loopact.events import Event
 from loopact.i18n import Phrase, t
@@ -31,7 +33,7 @@ from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
 from loopact.redact import printable
 
-BUILTIN_COMMANDS = ("/stop", "/reset", "/status", "/provider", "/quit")
+BUILTIN_COMMANDS = ("/stop", "/estop", "/reset", "/status", "/provider", "/quit")
 """The terminal's own slash commands, in the order the welcome line lists them."""
 
 
@@ -164,8 +166,16 @@ class ProgressPrinter:
             return None
 
     def _notice(self, typ: str, ev: Event) -> None:
-        """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
+        """One-line notices of the task: messages, compression, bounds, errors, steps, stops,
+        the emergency stop and an operator's takeover, a confirmation answer that did not
+        count (issue 41)."""
         d = ev.data
+        if typ in ("governor", "confirm_refused"):
+            said = panel_line(ev, self.lang)
+            if said is not None:
+                self._end_text()
+                self.console.print(f"[bold yellow]  {_shown(said)}[/]")
+            return
         if typ == "context_compressed":
             if d["method"] == "kept":  # nothing older to summarise or trim: no "N -> N"
                 line = f"context at {d['before_tokens']} tokens (limit {d.get('limit')}), "
@@ -248,7 +258,16 @@ _HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
         ("tool_call", "tool_progress", "tool_result", "confirm_request"), ProgressPrinter._tool
     ),
     **dict.fromkeys(
-        ("message", "context_compressed", "bound", "error", "clause_start", "stop"),
+        (
+            "message",
+            "context_compressed",
+            "bound",
+            "error",
+            "clause_start",
+            "stop",
+            "governor",
+            "confirm_refused",
+        ),
         ProgressPrinter._notice,
     ),
     **dict.fromkeys(("local_brain", "mcp_server"), ProgressPrinter._service),
@@ -275,8 +294,8 @@ def _shown_name(name: str) -> str:
 #: than was asked (a 20 kB paste lost its last words, "turn left 10 degrees", and the robot
 #: drove forward 0.8 m; found by a newcomer, 2026-12-05).
 TTY_LINE_MAX = 4095
-_YES = frozenset({"y", "yes", "是", "好"})
-_NO = frozenset({"n", "no", "否", "不"})
+_YES = YES_WORDS
+_NO = NO_WORDS
 
 
 class TerminalChannel:
@@ -293,6 +312,7 @@ class TerminalChannel:
         finish: Awaited at the end of the input, after the last task and the last command,
             before "Bye." (the voice: until what is playing or queued has been heard to its
             end); ``/quit`` and Ctrl-C do not wait for it.
+        panel: The robot's emergency stop for ``/estop`` (issue 41), or None without a robot.
 
     Attributes:
         end_of_input: The chat ended at the end of its input (after the last task), not by
@@ -308,9 +328,11 @@ class TerminalChannel:
         model_factory: Callable[[list[str]], Model] | None = None,
         commands: dict[str, Callable[[list[str]], Awaitable[str]]] | None = None,
         finish: Callable[[], Awaitable[None]] | None = None,
+        panel: Any = None,
     ) -> None:
         self.agent = agent
         self.finish = finish
+        self.panel = panel
         self.commands = dict(commands or {})  # e.g. the voice playback commands (issue 16)
         self._commands_running: set[asyncio.Future[None]] = set()
         self.model_factory = model_factory
@@ -474,6 +496,13 @@ class TerminalChannel:
         key = "term.provider_carried" if carried else "term.provider_fresh"
         self.console.print(t(key, self.lang, provider=model.provider, model=model.model))
 
+    async def _print_when(self, said: Awaitable[str]) -> None:
+        try:
+            text = await said
+        except LoopactError as exc:
+            text = str(exc)
+        self.console.print(f"[bold yellow]{_shown(text)}[/]")
+
     async def _command(self, cmd: str, args: list[str]) -> None:
         try:
             text = await self.commands[cmd](args)
@@ -510,6 +539,12 @@ class TerminalChannel:
                 self._switch_provider(line.split()[1:])
             elif cmd == "/status":
                 self.console.print_json(json.dumps(self.agent.status(), default=str))
+            elif cmd == "/estop":  # issue 41: latched at once, released only with a proof
+                who = os.environ.get("USER") or "terminal"
+                said = estop_command(self.panel, line.split()[1:], who, self.lang)
+                fut = asyncio.ensure_future(self._print_when(said))
+                self._commands_running.add(fut)
+                fut.add_done_callback(self._commands_running.discard)
             elif cmd in self.commands:
                 fut = asyncio.ensure_future(self._command(cmd, line.split()[1:]))
                 self._commands_running.add(fut)
