@@ -7,6 +7,8 @@ the connector node's namespace):
   ``camera/depth/image_raw`` ``sensor_msgs/Image`` (``32FC1`` metres or ``16UC1`` mm) in;
   ``camera/camera_info`` ``sensor_msgs/CameraInfo`` in (optional); ``joint_states``
   ``sensor_msgs/JointState`` in (optional: head joints whose names contain ``pan``/``tilt``);
+  ``scan`` ``sensor_msgs/LaserScan`` and ``bumper`` ``std_msgs/Bool`` in, when the profile's
+  ``obstacle_sensors`` name ``laser_scan`` / ``bumper`` (issue 41);
 - base and head out, in one of two modes:
 
   - ``command="governor"`` (the agent, default): motion *requests* to the base-side safety
@@ -30,13 +32,24 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+import numpy as np
+
 from loopact._compat import wait_within
 from loopact.errors import RobotError
 from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
 from loopact.nodes.ros2.interfaces import ros_types
-from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
+from loopact.robot.interface import (
+    BumperState,
+    CameraFrame,
+    Clock,
+    DepthFrame,
+    HeadState,
+    LaserScan,
+    Pose,
+    Twist,
+)
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile
 from loopact.robot.session import RobotSession, start_session
@@ -117,6 +130,8 @@ class Ros2Robot:
         self._raw_frame: tuple[Any, float] | None = None
         self._raw_depth: tuple[Any, float] | None = None
         self._joints: HeadState | None = None
+        self._scan: LaserScan | None = None
+        self._bumper: BumperState | None = None
         self._head_cmd = HeadState(0.0, 0.0)
         self._camera_info: dict[str, Any] | None = None
         self._subs: list[Subscription] = []
@@ -159,6 +174,16 @@ class Ros2Robot:
                 JointState, "joint_states", c.qos(depth=10), self._on_joints, convert=_head_joints
             ),
         ]
+        if "laser_scan" in self.profile.obstacle_sensors:
+            RosScan = ros_types("sensor_msgs.msg", "LaserScan")
+            self._subs.append(
+                c.subscribe_msg(RosScan, topics.scan, sensor_qos, self._woken, self._take_scan)
+            )
+        if "bumper" in self.profile.obstacle_sensors:
+            Bool = ros_types("std_msgs.msg", "Bool")
+            self._subs.append(
+                c.subscribe_msg(Bool, topics.bumper, c.qos(depth=10), self._woken, self._take_bump)
+            )
         if self.command == "governor":
             req = base_request_topics(self.agent)
             twist_topic, head_topic = req["cmd_vel"], req["head_commands"]
@@ -193,6 +218,21 @@ class Ros2Robot:
     def _take_depth(self, msg: Any) -> None:
         """Executor thread: keep the raw depth message."""
         self._raw_depth = (msg, self.clock.now())
+
+    def _take_scan(self, msg: Any) -> None:
+        """Executor thread: the newest laser scan (NaN and inf ranges kept as REP 117 says)."""
+        self._scan = LaserScan(
+            np.asarray(msg.ranges, dtype=np.float32),
+            float(msg.angle_min),
+            float(msg.angle_increment),
+            float(msg.range_min),
+            float(msg.range_max),
+            self.clock.now(),
+        )
+
+    def _take_bump(self, msg: Any) -> None:
+        """Executor thread: the bumper's newest state."""
+        self._bumper = BumperState(bool(msg.data), self.clock.now())
 
     def _woken(self, _value: Any) -> None:
         self._arrived.set()
@@ -335,6 +375,28 @@ class Ros2Robot:
             if self._raw_depth is raw:
                 self._depth = depth
         return depth
+
+    async def get_scan(self) -> LaserScan:
+        """The latest laser scan (arrival-stamped).
+
+        Raises:
+            RobotError: No scan arrived.
+        """
+        scan: LaserScan = await self._wait_for(
+            lambda: self._scan, "laser scan", self.profile.topics.scan
+        )
+        return scan
+
+    async def get_bumper(self) -> BumperState:
+        """The bumper's latest state (arrival-stamped).
+
+        Raises:
+            RobotError: No bumper state arrived.
+        """
+        bumper: BumperState = await self._wait_for(
+            lambda: self._bumper, "bumper state", self.profile.topics.bumper
+        )
+        return bumper
 
     async def set_head(self, pan_rad: float, tilt_rad: float) -> None:
         """Publish a head command ``[pan, tilt]`` in radians."""
