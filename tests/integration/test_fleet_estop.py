@@ -93,6 +93,13 @@ async def test_one_fleet_message_stops_every_robot_on_the_broker(
         for request in server.requests[ROBOTS:]:
             result = str(request.body["messages"][-1]["content"])
             assert "emergency_stop" in result, result
+        for name in names:  # each simulator logged its rest after braking, before it stops
+            path = tmp_path / f"{name}.jsonl"
+            await wait_until(
+                lambda p=path: any(line["wall_s"] >= sent + 0.9 for line in _poses(p)),  # type: ignore[misc]
+                timeout=20,
+                what=f"{name} at rest",
+            )
     finally:
         await link.stop()
         for proc in robots:

@@ -29,7 +29,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from loopact._compat import wait_within
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import Tool, UntrustedSource
@@ -266,7 +266,7 @@ class ConfirmationBroker:
         self._pending[request_id] = fut
         self._task_of[request_id] = task_id
         self.bus.emit(
-            "confirm_request",
+            EventType.CONFIRM_REQUEST,
             task_id,
             id=request_id,
             name=call.name,
@@ -281,7 +281,9 @@ class ConfirmationBroker:
             allowed = await wait_within(fut, self.timeout_s)
         except asyncio.TimeoutError:
             self._note_answer(request_id, "timeout")
-            self.bus.emit("confirm_response", task_id, id=request_id, allowed=False, by="timeout")
+            self.bus.emit(
+                EventType.CONFIRM_RESPONSE, task_id, id=request_id, allowed=False, by="timeout"
+            )
             return Decision(
                 False, t("confirm.timeout", self.lang, name=call.name, timeout_s=self.timeout_s)
             )
@@ -306,7 +308,7 @@ class ConfirmationBroker:
         fut.set_result(allow)
         self._note_answer(request_id, source)
         task_id = self._task_of.get(request_id)  # the response belongs to the request's task
-        self.bus.emit("confirm_response", task_id, id=request_id, allowed=allow, by=source)
+        self.bus.emit(EventType.CONFIRM_RESPONSE, task_id, id=request_id, allowed=allow, by=source)
         return True
 
     def _note_answer(self, request_id: str, source: str) -> None:
@@ -320,7 +322,7 @@ class ConfirmationBroker:
         ``channel`` (this channel may not answer)."""
         extra = {"answered_by": self._answered[request_id]} if why == "answered" else {}
         self.bus.emit(
-            "confirm_refused",
+            EventType.CONFIRM_REFUSED,
             self._task_of.get(request_id),
             id=request_id,
             by=source,

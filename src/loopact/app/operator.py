@@ -25,7 +25,7 @@ from typing import Any
 from loopact.agent import Agent
 from loopact.app.robot import Body
 from loopact.config import Config
-from loopact.events import Event
+from loopact.events import Event, EventType
 from loopact.i18n import t
 from loopact.nodes.connector import Connector
 from loopact.robot.estop import EstopReset
@@ -97,7 +97,7 @@ def _republish(topics: Any) -> Any:
     pending: set[asyncio.Future[None]] = set()
 
     def on_event(ev: Event) -> None:
-        if ev.type == "governor" and ev.data.get("decision") in PANEL_DECISIONS:
+        if ev.type == EventType.GOVERNOR and ev.data.get("decision") in PANEL_DECISIONS:
             fut = asyncio.ensure_future(topics.publish_state())
             pending.add(fut)
             fut.add_done_callback(pending.discard)

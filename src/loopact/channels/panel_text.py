@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopact.events import Event
+from loopact.events import Event, EventType
 from loopact.i18n import t
 from loopact.robot.panel import OperatorPanel
 
@@ -19,14 +19,14 @@ from loopact.robot.panel import OperatorPanel
 def panel_line(ev: Event, lang: str) -> str | None:
     """What a ``governor`` or ``confirm_refused`` event says to people, or None."""
     d = ev.data
-    if ev.type == "confirm_refused":
+    if ev.type == EventType.CONFIRM_REFUSED:
         why = str(d.get("reason"))
         if why == "answered":
             said = t("confirm.refused_answered", lang, by=str(d.get("answered_by")))
         else:
             said = t(f"confirm.refused_{why if why == 'channel' else 'unknown'}", lang)
         return t("confirm.refused", lang, id=str(d.get("id")), why=said)
-    if ev.type != "governor":
+    if ev.type != EventType.GOVERNOR:
         return None
     decision = d.get("decision")
     if decision == "emergency_stop":
