@@ -325,4 +325,9 @@ TEXTS: dict[str, dict[str, str]] = {
     },
     "term.step": {"en": "step {n}/{of}: {text}", "zh": "第 {n}/{of} 步：{text}"},
     "term.stop": {"en": "stop ({source})", "zh": "停止（{source}）"},
+    # the small model's steps that act on what perception finds (issue 45)
+    "step.check": {"en": "do you see {target}?", "zh": "你看到{target}了吗？"},
+    "step.seen": {"en": "I see {target}", "zh": "我看到了{target}"},
+    "step.not_seen": {"en": "I do not see {target}", "zh": "我没有看到{target}"},
+    "step.not_found": {"en": "I did not find {target}", "zh": "我没有找到{target}"},
 }
