@@ -1,6 +1,6 @@
-"""Free distance ahead of the robot from one depth image (SPEC X3): what the governor's
-obstacle stop reads. A pure function of the image, the hardware profile and the head's angles,
-so it is tested on arrays without a robot.
+"""Free distance ahead of the robot from one depth image or one laser scan (SPEC X3, issue
+41): what the governor's obstacle stop reads. Pure functions of the reading, the hardware
+profile and the head's angles, so they are tested on arrays without a robot.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from loopact.i18n import Phrase
+from loopact.robot.interface import LaserScan
 from loopact.robot.profile import HardwareProfile
 
 
@@ -122,3 +123,38 @@ def obstacle_points(
     )
     out: npt.NDArray[np.float64] = np.stack([fwd_b[keep], lat_b[keep]], axis=1)
     return out
+
+
+def scan_clearance(scan: LaserScan, profile: HardwareProfile) -> float | None:
+    """Free distance in front of the robot's front edge from a laser scan (issue 41).
+
+    Each beam's return is placed in the base frame (the scanner ``laser_mount_forward_m``
+    ahead of the centre, its plane level); returns inside the robot's corridor
+    (``|y| <= footprint_radius_m + 5 cm``) ahead of the centre count. REP 117's special
+    values: ``+inf`` (nothing within range) is free, ``-inf`` (too close to measure) on a
+    beam that points forward is an obstacle at the robot's front, NaN and ranges outside
+    ``[range_min_m, range_max_m]`` are no reading.
+
+    Returns:
+        Metres from the robot's front to the nearest such return; ``inf`` if there is none;
+        None when the scan holds no usable beam at all (every range NaN): nothing can be
+        told about the path.
+    """
+    r = np.asarray(scan.ranges_m, dtype=np.float64)
+    if r.size == 0:
+        return None
+    angles = scan.angle_min_rad + scan.angle_increment_rad * np.arange(r.size)
+    too_close = np.isneginf(r)
+    measured = np.isfinite(r) & (r >= scan.range_min_m) & (r <= scan.range_max_m)
+    usable = measured | too_close | np.isposinf(r)
+    if not np.any(usable):
+        return None
+    if np.any(too_close & (np.cos(angles) > 0.0)):
+        return 0.0  # something at the scanner, on the side it faces
+    x = np.where(measured, r, 0.0) * np.cos(angles) + profile.laser_mount_forward_m
+    y = np.where(measured, r, 0.0) * np.sin(angles)
+    half = profile.footprint_radius_m + 0.05
+    keep = measured & (np.abs(y) <= half) & (x > 0)
+    if not np.any(keep):
+        return math.inf
+    return max(0.0, float(np.min(x[keep])) - profile.footprint_radius_m)

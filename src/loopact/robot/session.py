@@ -21,12 +21,14 @@ from typing import Any
 from loopact.maps.grid import OccupancyGrid
 from loopact.maps.mapfile import read_map
 from loopact.robot.approach import make_approach_tools
+from loopact.robot.estop import EstopLatch
 from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
 from loopact.robot.motion import RobotEnv, make_motion_tools
 from loopact.robot.navigation import NavContext, make_navigation_tools
+from loopact.robot.panel import LocalPanel, OperatorPanel
 from loopact.robot.perception import PerceptionOptions, make_perception_tools
 from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
@@ -87,6 +89,8 @@ class RobotSession:
             back to its home position (``robot.recentre_on_stop``, SPEC A6): the agent then
             runs :meth:`recentre_after_stop` after the stop (``AgentOptions.after_stop_hooks``).
         nav: Navigation state: the map, the backend, the last plan (issue 40).
+        panel: The operator's emergency stop and teleop for every channel (issue 41): the
+            governor's own, or the base-side governor's over ROS 2.
     """
 
     robot: Robot
@@ -98,7 +102,12 @@ class RobotSession:
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     recentre_on_stop: bool = False
     nav: NavContext = field(default_factory=NavContext)
+    panel: OperatorPanel | None = None
     _closed: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.panel is None:
+            self.panel = LocalPanel(self.governor)
 
     async def state(self) -> dict[str, Any]:
         """``{"x_m", "y_m", "yaw_rad", "frame"}`` of the latest pose (for ``robot_state`` events).
@@ -169,6 +178,7 @@ def start_session(
     gate: ImageGate | None = None,
     perception: PerceptionOptions | None = None,
     nav: NavContext | None = None,
+    estop_secret: str | None = None,
 ) -> RobotSession:
     """Start the safety governor of an open ``robot`` and bind the robot tools to it (X3).
 
@@ -181,11 +191,14 @@ def start_session(
             (default :class:`PerceptionOptions`: the built-in colours, no vision model).
         nav: Navigation state with the map and backend (default: no map, the go-to-pose
             controller; :func:`navigation_context`).
+        estop_secret: The operator's reset secret (``robot.estop.reset_token``): a proof of
+            it releases the latched emergency stop (issue 41); None: nothing but the
+            Python API of this process does.
 
     Returns:
         The session; :meth:`RobotSession.close` stops the governor and closes the robot.
     """
-    governor = SafetyGovernor(robot, profile, site)
+    governor = SafetyGovernor(robot, profile, site, estop=EstopLatch(estop_secret))
     governor.start()
     perception = perception or PerceptionOptions()
     nav = nav or NavContext(radius_m=profile.footprint_radius_m)
