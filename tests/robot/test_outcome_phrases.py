@@ -45,6 +45,7 @@ _PHRASES: dict[str, Phrase] = {
         "select.chose", what=Phrase("thing.box", color=Name("red", "红色")), bbox="[1, 2, 30, 40]"
     ),
     "problem": Phrase("governor.view_panned"),
+    "resource": Phrase("resource.base"),
     "laps": Phrase("line.laps", n=2),
     "reason": Phrase("select.none"),
     "seen": Phrase("scene.nothing"),
@@ -67,6 +68,9 @@ _TEXTS: dict[str, str] = {
     "frame": "map",
     "status": "status 7",
     "action": "navigate_to_pose",
+    "sensors": "bumper",
+    "who": "/joystick",
+    "why": "deadman",
 }
 
 
@@ -128,6 +132,7 @@ def _built_ids() -> set[str]:
     built |= {"select.chose_leftmost", "select.chose_rightmost"}
     built |= {"nav.unknown_waypoint", "nav.unknown_place"}
     built |= {"thing.box", "thing.ball", "thing.crate"}  # a located object's noun (goals.py)
+    built |= {f"resource.{r}" for r in ("base", "head", "arm")}  # an operator's holds
     return literal | built
 
 

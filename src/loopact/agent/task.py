@@ -35,7 +35,9 @@ class TaskOutcome:
         task_id: The command id.
         status: ``completed``, ``bounded``, ``preempted`` or ``failed``.
         reply: The text for the user (the answer, or the fallback text of a bound).
-        error: The error message when ``failed``.
+        error: The error message when ``failed``; when ``preempted`` by
+            :meth:`~loopact.agent.runtime.Agent.interrupt`, why ("taken over by the
+            operator"; the ``task_end`` event's ``reason``).
         rounds: Model rounds used.
     """
 

@@ -22,6 +22,7 @@ ROBOT: dict[str, dict[str, str]] = {
     "cause.stopped": {"en": "cancelled", "zh": "被叫停"},
     "cause.preempted": {"en": "cancelled", "zh": "被新的指令打断"},
     "cause.replaced": {"en": "cancelled", "zh": "被另一个动作接管"},
+    "cause.taken_over": {"en": "taken_over", "zh": "被操作员接管"},
     "cause.duration": {"en": "duration", "zh": "到达设定时长"},
     "cause.laps": {"en": "laps", "zh": "跑完设定圈数"},
     "cause.line_lost": {"en": "line_lost", "zh": "丢失了线"},
@@ -61,6 +62,31 @@ ROBOT: dict[str, dict[str, str]] = {
         "zh": "动作到达时限（看门狗）",
     },
     "stop.watchdog": {"en": "no command for {idle_s:.2f} s", "zh": "{idle_s:.2f} 秒没有收到指令"},
+    "stop.taken_over": {
+        "en": "taken over by the operator ({who})",
+        "zh": "被操作员接管（{who}）",
+    },
+    "stop.operator_released": {
+        "en": "the operator let go ({why})",
+        "zh": "操作员松手了（{why}）",
+    },
+    # ---- the resources an operator may hold ----
+    "resource.base": {"en": "base", "zh": "底盘"},
+    "resource.head": {"en": "head", "zh": "云台"},
+    "resource.arm": {"en": "arm", "zh": "机械臂"},
+    # ---- obstacle sensors without a depth camera (issue 41) ----
+    "scan.none": {
+        "en": "the laser scan has no usable beam (all ranges invalid)",
+        "zh": "激光扫描没有可用的光束（所有距离都无效）",
+    },
+    "scan.missing": {
+        "en": "the profile declares a laser scan, but this robot gives none",
+        "zh": "配置声明了激光雷达，但这个机器人没有提供扫描数据",
+    },
+    "bumper.missing": {
+        "en": "the profile declares a bumper, but this robot gives no bumper state",
+        "zh": "配置声明了碰撞传感器，但这个机器人没有提供它的状态",
+    },
     # ---- the governor's refusals ----
     "governor.view_panned": {
         "en": "the camera is not looking forward (head panned)",
@@ -81,6 +107,14 @@ ROBOT: dict[str, dict[str, str]] = {
     "governor.estop_latched": {
         "en": "emergency stop is latched ({reason}); a person must reset it before the robot can move",
         "zh": "急停已锁定（{reason}）；需要有人复位后机器人才能移动",
+    },
+    "governor.operator_holds": {
+        "en": "taken over by the operator: {who} drives the {resource} now; motion refused until they let go",
+        "zh": "被操作员接管：{who} 正在控制{resource}；松手之前拒绝运动",
+    },
+    "governor.blind": {
+        "en": "no obstacle sensor watches the path ahead (obstacle_sensors: {sensors}) and the profile does not allow blind forward motion (limits.blind_max_linear_mps): forward motion refused",
+        "zh": "没有障碍物传感器检查前方路径（obstacle_sensors: {sensors}），且配置不允许盲行前进（limits.blind_max_linear_mps）：拒绝前进",
     },
     "governor.not_finite": {
         "en": "{name} must be a finite number, got {value}: refused",

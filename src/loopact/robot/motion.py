@@ -136,7 +136,7 @@ async def run_motion(
                 break
             if not lease.active:
                 break
-            await env.robot.clock.sleep(CONTROL_PERIOD_S)
+            await lease.sleep(env.robot.clock, CONTROL_PERIOD_S)
     finally:
         await gov.end_motion(lease)
     return lease, await env.pose()

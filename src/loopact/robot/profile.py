@@ -68,6 +68,9 @@ class Limits(BaseModel):
         max_motion_duration_s: Deadline of any single motion, seconds (robot clock).
         obstacle_stop_m: Stop when an obstacle is closer than this to the robot's front, metres.
         command_timeout_s: Watchdog: zero the base when commands stop for this long, seconds.
+        blind_max_linear_mps: Forward speed limit when no range sensor (depth, laser scan)
+            watches the path (``obstacle_sensors`` ``[none]`` or ``[bumper]``), m/s; None
+            (the default): forward motion is refused without one (issue 41).
     """
 
     model_config = _STRICT
@@ -76,6 +79,7 @@ class Limits(BaseModel):
     max_motion_duration_s: PositiveFloat
     obstacle_stop_m: PositiveFloat
     command_timeout_s: PositiveFloat
+    blind_max_linear_mps: PositiveFloat | None = None
 
 
 class CameraConfig(BaseModel):
@@ -109,6 +113,14 @@ class Topics(BaseModel):
     depth: str = "camera/depth/image_raw"
     camera_info: str = "camera/camera_info"
     head_commands: str = "head_controller/commands"
+    scan: str = "scan"
+    bumper: str = "bumper"
+
+
+ObstacleSensor = Literal["depth", "laser_scan", "bumper", "none"]
+"""What watches the path ahead for the obstacle stop (issue 41): the camera's ``depth`` image,
+a ``laser_scan`` (``sensor_msgs/LaserScan`` on ``topics.scan``), a ``bumper``
+(``std_msgs/Bool`` on ``topics.bumper``: a contact, not a range), or ``none``."""
 
 
 class HardwareProfile(BaseModel):
@@ -126,6 +138,11 @@ class HardwareProfile(BaseModel):
         body_height_m: Height of the robot's body; obstacles above it do not block, metres.
         navigation: ``auto`` (Nav2's ``navigate_to_pose`` when its action server is found,
             else loopact's planner), ``nav2`` or ``planner`` (issue 40; docs/navigation.md).
+        obstacle_sensors: What the obstacle stop reads (:data:`ObstacleSensor`); ``[depth]``
+            by default, ``[none]`` for none. With several, the nearest obstacle any of them
+            sees counts, and one that has no data is left out while another has.
+        laser_mount_forward_m: Forward offset of the laser scanner from the base centre,
+            metres (its scan plane is taken as level).
     """
 
     model_config = _STRICT
@@ -139,6 +156,24 @@ class HardwareProfile(BaseModel):
     footprint_radius_m: PositiveFloat = 0.17
     body_height_m: PositiveFloat = 0.5
     navigation: Literal["auto", "planner", "nav2"] = "auto"
+    obstacle_sensors: tuple[ObstacleSensor, ...] = ("depth",)
+    laser_mount_forward_m: float = 0.0
+
+    @pydantic.field_validator("obstacle_sensors")
+    @classmethod
+    def _none_alone(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v:
+            raise ValueError("list the obstacle sensors, or [none] for a robot without one")
+        if "none" in v and len(v) > 1:
+            raise ValueError("none cannot be listed with other obstacle sensors")
+        if len(set(v)) != len(v):
+            raise ValueError("an obstacle sensor is listed twice")
+        return v
+
+    @property
+    def range_sensors(self) -> tuple[str, ...]:
+        """The declared sensors that measure a distance ahead (``depth``, ``laser_scan``)."""
+        return tuple(s for s in self.obstacle_sensors if s in ("depth", "laser_scan"))
 
 
 class Waypoint(BaseModel):

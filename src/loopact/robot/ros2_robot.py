@@ -7,6 +7,8 @@ the connector node's namespace):
   ``camera/depth/image_raw`` ``sensor_msgs/Image`` (``32FC1`` metres or ``16UC1`` mm) in;
   ``camera/camera_info`` ``sensor_msgs/CameraInfo`` in (optional); ``joint_states``
   ``sensor_msgs/JointState`` in (optional: head joints whose names contain ``pan``/``tilt``);
+  ``scan`` ``sensor_msgs/LaserScan`` and ``bumper`` ``std_msgs/Bool`` in, when the profile's
+  ``obstacle_sensors`` name ``laser_scan`` / ``bumper`` (issue 41);
 - base and head out, in one of two modes:
 
   - ``command="governor"`` (the agent, default): motion *requests* to the base-side safety
@@ -41,7 +43,16 @@ from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
 from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
-from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
+from loopact.robot.interface import (
+    BumperState,
+    CameraFrame,
+    Clock,
+    DepthFrame,
+    HeadState,
+    LaserScan,
+    Pose,
+    Twist,
+)
 from loopact.robot.navigation.localization import Planar, PlanarTf, yaw_of
 from loopact.robot.navigation.nav2 import Nav2Backend
 from loopact.robot.perception import PerceptionOptions
@@ -60,13 +71,15 @@ def base_request_topics(agent: str) -> dict[str, str]:
 
     ``cmd_vel`` and ``head_commands`` carry the agent's motion requests, ``status`` the
     governor's JSON status (2 Hz and on every halt), ``emergency_stop`` takes
-    ``std_msgs/String`` ``"stop"`` (latch) or ``"reset"``.
+    ``std_msgs/String`` ``"stop"`` (latch) or a reset with a proof, ``teleop_cmd_vel`` an
+    operator's ``geometry_msgs/Twist`` (takeover behind a deadman, issue 41).
     """
     return {
         "cmd_vel": f"/{agent}/base/cmd_vel",
         "head_commands": f"/{agent}/base/head_commands",
         "status": f"/{agent}/base/status",
         "emergency_stop": f"/{agent}/base/emergency_stop",
+        "teleop": f"/{agent}/base/teleop_cmd_vel",
     }
 
 
@@ -122,6 +135,8 @@ class Ros2Robot:
         self._raw_frame: tuple[Any, float] | None = None
         self._raw_depth: tuple[Any, float] | None = None
         self._joints: HeadState | None = None
+        self._scan: LaserScan | None = None
+        self._bumper: BumperState | None = None
         self._head_cmd = HeadState(0.0, 0.0)
         self._camera_info: dict[str, Any] | None = None
         self._subs: list[Subscription] = []
@@ -129,6 +144,8 @@ class Ros2Robot:
         self._grid: OccupancyGrid | None = None
         self._twist_pub: Any = None
         self._head_pub: Any = None
+        self._estop_pub: Any = None
+        self._teleop_pub: Any = None
         self._arrived = asyncio.Event()
         self._closed = False
 
@@ -165,9 +182,21 @@ class Ros2Robot:
             ),
         ]
         self._subs += self._localization_subs()
+        if "laser_scan" in self.profile.obstacle_sensors:
+            RosScan = ros_types("sensor_msgs.msg", "LaserScan")
+            self._subs.append(
+                c.subscribe_msg(RosScan, topics.scan, sensor_qos, self._woken, self._take_scan)
+            )
+        if "bumper" in self.profile.obstacle_sensors:
+            Bool = ros_types("std_msgs.msg", "Bool")
+            self._subs.append(
+                c.subscribe_msg(Bool, topics.bumper, c.qos(depth=10), self._woken, self._take_bump)
+            )
         if self.command == "governor":
             req = base_request_topics(self.agent)
             twist_topic, head_topic = req["cmd_vel"], req["head_commands"]
+            self._estop_pub = c.publisher(String, req["emergency_stop"], c.qos(depth=10))
+            self._teleop_pub = c.publisher(RosTwist, req["teleop"], c.qos(depth=10))
             self._subs.append(
                 c.subscribe_msg(
                     String,
@@ -253,6 +282,21 @@ class Ros2Robot:
         """Executor thread: keep the raw depth message."""
         self._raw_depth = (msg, self.clock.now())
 
+    def _take_scan(self, msg: Any) -> None:
+        """Executor thread: the newest laser scan (NaN and inf ranges kept as REP 117 says)."""
+        self._scan = LaserScan(
+            np.asarray(msg.ranges, dtype=np.float32),
+            float(msg.angle_min),
+            float(msg.angle_increment),
+            float(msg.range_min),
+            float(msg.range_max),
+            self.clock.now(),
+        )
+
+    def _take_bump(self, msg: Any) -> None:
+        """Executor thread: the bumper's newest state."""
+        self._bumper = BumperState(bool(msg.data), self.clock.now())
+
     def _woken(self, _value: Any) -> None:
         self._arrived.set()
 
@@ -317,6 +361,34 @@ class Ros2Robot:
         msg.angular.z = float(twist.angular_radps)
         self._twist_pub.publish(msg)
 
+    def publish_estop(self, text: str) -> None:
+        """Publish ``text`` on the base governor's emergency-stop topic (``governor`` mode).
+
+        Raises:
+            RobotError: Not started, or not in ``governor`` mode.
+        """
+        String = ros_types("std_msgs.msg", "String")
+
+        if self._estop_pub is None:
+            raise RobotError("the ROS 2 robot has no base governor to stop (or is not started)")
+        self._estop_pub.publish(String(data=text))
+
+    def publish_teleop(self, twist: Twist) -> None:
+        """Publish an operator's twist on the base governor's teleop input (issue 41).
+
+        Raises:
+            RobotError: Not started, or not in ``governor`` mode.
+        """
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+
+        if self._teleop_pub is None:
+            raise RobotError("the ROS 2 robot has no base governor to teleop (or is not started)")
+        msg = RosTwist()
+        msg.linear.x = float(twist.linear_mps)
+        msg.linear.y = float(twist.lateral_mps)
+        msg.angular.z = float(twist.angular_radps)
+        self._teleop_pub.publish(msg)
+
     async def get_pose(self) -> Pose:
         """The latest odometry pose (arrival-stamped)."""
         pose: Pose = await self._wait_for(lambda: self._pose, "odometry", self.profile.topics.odom)
@@ -366,6 +438,28 @@ class Ros2Robot:
             if self._raw_depth is raw:
                 self._depth = depth
         return depth
+
+    async def get_scan(self) -> LaserScan:
+        """The latest laser scan (arrival-stamped).
+
+        Raises:
+            RobotError: No scan arrived.
+        """
+        scan: LaserScan = await self._wait_for(
+            lambda: self._scan, "laser scan", self.profile.topics.scan
+        )
+        return scan
+
+    async def get_bumper(self) -> BumperState:
+        """The bumper's latest state (arrival-stamped).
+
+        Raises:
+            RobotError: No bumper state arrived.
+        """
+        bumper: BumperState = await self._wait_for(
+            lambda: self._bumper, "bumper state", self.profile.topics.bumper
+        )
+        return bumper
 
     async def set_head(self, pan_rad: float, tilt_rad: float) -> None:
         """Publish a head command ``[pan, tilt]`` in radians."""
@@ -472,9 +566,16 @@ async def open_ros2_session(
     prof = load_profile(profile)
     site_map = load_site(site)
 
+    from loopact.robot.base_mirror import BaseMirror
+    from loopact.robot.panel import BasePanel
+
+    mirror: BaseMirror | None = None
+
     def on_status(status: dict[str, Any]) -> None:
         if status.get("event") in ("halt", "foreign_publisher"):
             logger.warning("base governor: %s", status.get("last_halt") or status)
+        if mirror is not None:
+            mirror.on_status(status)  # issue 41: the base's verdicts, taken at once
 
     robot = Ros2Robot(connector, prof, command="governor", agent=agent, on_status=on_status)
     await robot.start()
@@ -489,4 +590,7 @@ async def open_ros2_session(
     if prof.navigation != "planner":
         with contextlib.suppress(RosUnavailable):  # nav2_msgs missing: Nav2 reports it per goal
             nav.nav2.client()  # discovery of the action server starts now, not at the first goal
-    return start_session(robot, prof, site_map, gate, perception=perception, nav=nav)
+    session = start_session(robot, prof, site_map, gate, perception=perception, nav=nav)
+    mirror = BaseMirror(session.governor)
+    session.panel = BasePanel(session.governor, mirror, robot.publish_estop, robot.publish_teleop)
+    return session

@@ -21,6 +21,7 @@ from typing import Any
 from loopact.maps.grid import OccupancyGrid
 from loopact.maps.mapfile import read_map
 from loopact.robot.approach import make_approach_tools
+from loopact.robot.estop import EstopLatch
 from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
@@ -28,6 +29,7 @@ from loopact.robot.interface import Robot
 from loopact.robot.located import ObjectMemory
 from loopact.robot.motion import RobotEnv, make_motion_tools
 from loopact.robot.navigation import NavContext, make_navigation_tools
+from loopact.robot.panel import LocalPanel, OperatorPanel
 from loopact.robot.perception import PerceptionOptions, make_perception_tools
 from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
@@ -93,6 +95,8 @@ class RobotSession:
         nav: Navigation state: the map, the backend, the last plan (issue 40).
         located: What perception has located, shared with the tools (the console's map
             shows it, issue 42).
+        panel: The operator's emergency stop and teleop for every channel (issue 41): the
+            governor's own, or the base-side governor's over ROS 2.
     """
 
     robot: Robot
@@ -105,7 +109,12 @@ class RobotSession:
     recentre_on_stop: bool = False
     nav: NavContext = field(default_factory=NavContext)
     located: ObjectMemory = field(default_factory=ObjectMemory)
+    panel: OperatorPanel | None = None
     _closed: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.panel is None:
+            self.panel = LocalPanel(self.governor)
 
     async def state(self) -> dict[str, Any]:
         """``{"x_m", "y_m", "yaw_rad", "frame"}`` of the latest pose (for ``robot_state`` events).
@@ -176,6 +185,7 @@ def start_session(
     gate: ImageGate | None = None,
     perception: PerceptionOptions | None = None,
     nav: NavContext | None = None,
+    estop_secret: str | None = None,
 ) -> RobotSession:
     """Start the safety governor of an open ``robot`` and bind the robot tools to it (X3).
 
@@ -188,11 +198,14 @@ def start_session(
             (default :class:`PerceptionOptions`: the built-in colours, no vision model).
         nav: Navigation state with the map and backend (default: no map, the go-to-pose
             controller; :func:`navigation_context`).
+        estop_secret: The operator's reset secret (``robot.estop.reset_token``): a proof of
+            it releases the latched emergency stop (issue 41); None: nothing but the
+            Python API of this process does.
 
     Returns:
         The session; :meth:`RobotSession.close` stops the governor and closes the robot.
     """
-    governor = SafetyGovernor(robot, profile, site)
+    governor = SafetyGovernor(robot, profile, site, estop=EstopLatch(estop_secret))
     governor.start()
     perception = perception or PerceptionOptions()
     nav = nav or NavContext(radius_m=profile.footprint_radius_m)

@@ -20,6 +20,8 @@ the internet). Routes::
     GET  /images/{call_id}/{n}.jpg   the n-th image a tool call returned (agent.last_images)
     GET  /images/{call_id}/shown/{n}.jpg   the n-th image a tool showed people (tool_image)
     GET  /api/map, /api/map.png, /api/map/live   the live map (map_routes, issue 42)
+    GET/POST /api/estop, POST /api/estop/reset, POST /api/teleop, POST /api/teleop/release:
+                                the emergency stop and the drive pad (panel_routes, issue 41)
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from loopact.channels.web.limits import (
     json_body,
 )
 from loopact.channels.web.map_routes import map_routes
+from loopact.channels.web.panel_routes import panel_routes
 from loopact.channels.web.settings import DEFAULT_TITLE, WebSettings, validate_settings
 from loopact.channels.web.state import ConsoleState
 from loopact.channels.web.texts import LANG_COOKIE, choose_language, page_texts, render_page, text
@@ -96,6 +99,7 @@ def create_app(
         _camera_routes(state),
         _settings_routes(state),
         map_routes(state),  # issue 42: the live map
+        panel_routes(state, json_body),  # issue 41: the e-stop and the drive pad
     ):
         app.include_router(router)
     upload_limit = settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES
