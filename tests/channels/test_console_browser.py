@@ -124,6 +124,8 @@ async def test_stop_and_estop_stay_in_view_from_a_phone_to_a_wide_screen(
                 for panel in ("#panel-map", "#panel-camera", "#panel-drive", "#input"):
                     assert await page.is_visible(panel), panel
                 await page.screenshot(path=str(ARTIFACTS / "console-desktop.png"))
+            if width == 2560:
+                await page.screenshot(path=str(ARTIFACTS / "console-wide.png"))
 
         # the settings page fits a phone too
         await page.set_viewport_size({"width": 360, "height": 740})

@@ -170,6 +170,24 @@ async def test_the_map_follows_the_robot_and_a_click_on_the_kitchen_takes_it_the
         await page.wait_for_function(
             "window.loopactConsole.map.trail.length > 10"
         )  # the trajectory is drawn
+        # zoom in, then drag: the view changes, the robot stays on its cell, and a drag is
+        # not a click (no new instruction)
+        scale = await page.evaluate("window.loopactConsole.map.view.scale")
+        await page.click("#zoom-in")
+        zoomed = await page.evaluate("window.loopactConsole.map.view.scale")
+        assert zoomed > scale * 1.3
+        cx = await page.evaluate("window.loopactConsole.map.view.cx")
+        await page.mouse.move(box["x"] + 100, box["y"] + 100)
+        await page.mouse.down()
+        await page.mouse.move(box["x"] + 160, box["y"] + 120, steps=5)
+        await page.mouse.up()
+        assert await page.evaluate("window.loopactConsole.map.view.cx") < cx - 0.1
+        seen = await page.evaluate("window.loopactConsole.map.updates")
+        await page.wait_for_function("u => window.loopactConsole.map.updates > u + 1", arg=seen)
+        drawn = await page.evaluate(DRAWN)
+        x, y = _on_the_map(drawn, grid)
+        assert math.hypot(x - truth.now()[0], y - truth.now()[1]) <= cell_m, (drawn, truth.now())
+        assert await page.locator(".msg.user").count() == 1
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await page.locator("#panel-map").screenshot(path=str(ARTIFACTS / "console-map.png"))
         await page.close()

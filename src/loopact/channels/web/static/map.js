@@ -164,6 +164,7 @@
     if (!m.view) { return; }
     var s = size();
     var at = toWorld(px === undefined ? s.w / 2 : px, py === undefined ? s.h / 2 : py);
+    m.moved = true;
     m.view.scale = Math.max(2, Math.min(2000, m.view.scale * f));
     var now = toWorld(px === undefined ? s.w / 2 : px, py === undefined ? s.h / 2 : py);
     m.view.cx += at[0] - now[0];
@@ -172,7 +173,7 @@
   }
   $("zoom-in").addEventListener("click", function () { zoom(1.4); });
   $("zoom-out").addEventListener("click", function () { zoom(1 / 1.4); });
-  $("zoom-fit").addEventListener("click", fit);
+  $("zoom-fit").addEventListener("click", function () { m.moved = false; fit(); });
   canvas.addEventListener("wheel", function (e) {
     e.preventDefault();
     var r = canvas.getBoundingClientRect();
@@ -189,6 +190,7 @@
     drag.moved += Math.abs(dx) + Math.abs(dy);
     drag.x = e.clientX; drag.y = e.clientY;
     if (drag.moved > 5) {
+      m.moved = true;
       m.view.cx -= dx / m.view.scale;
       m.view.cy += dy / m.view.scale;
       draw();
@@ -225,7 +227,8 @@
     })[0];
     return found ? [found.x_m, found.y_m] : null;
   };
-  window.addEventListener("resize", function () { if (m.view) { draw(); } else { fit(); } });
+  // a new size refits the map until the operator zooms or pans it themselves
+  window.addEventListener("resize", function () { if (m.view && m.moved) { draw(); } else { fit(); } });
 
   load();
   liveLoop();
