@@ -228,7 +228,7 @@ async def test_the_estop_latches_against_a_model_that_keeps_asking_and_only_the_
         # a wrong secret: refused, still latched; the operator's: released
         await page.fill("#estop-secret", "not-the-secret-at-all")
         await page.click("#estop-reset-btn")
-        await page.locator("#estop-note", has_text="wrong proof").wait_for()
+        await page.locator("#estop-note", has_text="wrong proof: the secret is not").wait_for()
         state = await (await page.request.get(f"http://127.0.0.1:{web.port}/api/estop")).json()
         assert state["latched"] is True and state["resets_refused"] >= 1
         await page.fill("#estop-secret", SECRET)

@@ -193,6 +193,24 @@ CONSOLE: dict[str, dict[str, str]] = {
     },
     "console.estop_released": {"en": "emergency stop released", "zh": "急停已解除"},
     "console.estop_refused": {"en": "reset refused: {reason}", "zh": "复位被拒绝：{reason}"},
+    "console.reset_wrong_proof": {
+        "en": "wrong proof: the secret is not the operator's",
+        "zh": "证明不对：密钥不是操作员的",
+    },
+    "console.reset_replayed": {"en": "this proof was used before", "zh": "这个证明已经用过"},
+    "console.reset_unknown_nonce": {
+        "en": "the stop was latched again: try once more",
+        "zh": "急停已重新锁定：请再试一次",
+    },
+    "console.reset_no_proof": {"en": "type the operator's secret", "zh": "请输入操作员密钥"},
+    "console.reset_no_secret": {
+        "en": "no reset secret is configured (robot.estop.reset_token)",
+        "zh": "未配置复位密钥（robot.estop.reset_token）",
+    },
+    "console.reset_in_clear": {
+        "en": "the secret was sent in clear: change it",
+        "zh": "密钥被明文发送：请更换",
+    },
     "console.cancel": {"en": "Cancel", "zh": "取消"},
     # ---- the drive pad ----------------------------------------------------------------------
     "console.pad_hint": {
@@ -287,6 +305,20 @@ CONSOLE: dict[str, dict[str, str]] = {
     "call.distance_to": {"en": "Measuring the way to {place}", "zh": "测量到{place}的距离"},
     "call.show_map": {"en": "Drawing the map", "zh": "绘制地图"},
     "call.follow_line": {"en": "Following the line", "zh": "沿线行驶"},
+    "call.servo_move": {
+        "en": "Turning the camera to {pan_deg:.0f}° pan, {tilt_deg:.0f}° tilt",
+        "zh": "摄像头转到水平 {pan_deg:.0f}°、俯仰 {tilt_deg:.0f}°",
+    },
+    "call.servo_init": {"en": "Centring the camera", "zh": "摄像头回中"},
+    "call.servo_nod": {"en": "Nodding", "zh": "点头"},
+    "call.servo_shake": {"en": "Shaking the head", "zh": "摇头"},
+    "call.track": {
+        "en": "Following the object with camera and base",
+        "zh": "用摄像头和底盘跟踪目标",
+    },
+    "call.shell_exec": {"en": "Running the command {command}", "zh": "执行命令 {command}"},
+    "call.system_status": {"en": "Checking the computer's state", "zh": "查看计算机状态"},
+    "call.generate_image": {"en": "Drawing a picture: {prompt}", "zh": "生成图片：{prompt}"},
     "call.wait": {"en": "Waiting {seconds:.1f} s", "zh": "等待 {seconds:.1f} 秒"},
     "call.say": {"en": "Saying: {text}", "zh": "说：{text}"},
     "call.send_message": {"en": "Sending a message: {text}", "zh": "发送消息：{text}"},

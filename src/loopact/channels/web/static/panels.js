@@ -81,6 +81,12 @@
   con.hmacHex = hmacHex;  // the browser test checks it against Python's hmac
 
   // ---- the emergency stop ---------------------------------------------------------------
+  var RESET_REASONS = {  // why the latch refused a reset (loopact.robot.estop.ResetResult)
+    "wrong proof": "console.reset_wrong_proof", "replayed proof": "console.reset_replayed",
+    "unknown nonce": "console.reset_unknown_nonce", "no proof": "console.reset_no_proof",
+    "no reset secret configured": "console.reset_no_secret",
+    "token sent in clear": "console.reset_in_clear"
+  };
   var estop = { latched: false, nonce: null };
   con.estop = estop;
   function showEstop(s) {
@@ -124,8 +130,11 @@
         showEstop(d.state);
       })
       .catch(function (err) {
+        // the latch's reason is one of a few fixed words: said in the page's language
         var why = err.data && err.data.reason ? err.data.reason : err.message;
-        $("estop-note").textContent = tr("console.estop_refused", { reason: why });
+        var key = RESET_REASONS[why];
+        $("estop-note").textContent = tr("console.estop_refused", { reason: key ? tr(key) : why });
+        $("estop-note").dataset.reason = why;
       });
   });
 
