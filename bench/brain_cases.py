@@ -85,7 +85,7 @@ def F(text: str, place: str) -> Case:  # noqa: N802
 
     names = (place, place.replace("_", " "), *load_site("flat").waypoints[place].names)
     accept = tuple(one(C("navigation", waypoint=n.lower())) for n in dict.fromkeys(names))
-    return Case(text, accept, "flat", "flat")
+    return Case(text, accept, "flat", scenario="flat")
 
 
 def H(text: str) -> Case:  # noqa: N802
