@@ -27,6 +27,7 @@ class RecordingRobot:
         self.camera_hfov_deg = inner.camera_hfov_deg
         self.twists: list[tuple[float, Twist]] = []
         self.stale_pose_s = 0.0
+        self.stale_reads = 0  # the next N readings are 1 s old (a publisher that stalls)
 
     async def send_twist(self, twist: Twist) -> None:
         self.twists.append((self.clock.now(), twist))
@@ -34,6 +35,9 @@ class RecordingRobot:
 
     async def get_pose(self) -> Pose:
         p: Pose = await self.inner.get_pose()
+        if self.stale_reads > 0:
+            self.stale_reads -= 1
+            return Pose(p.x_m, p.y_m, p.yaw_rad, p.frame, p.stamp_s - 1.0)
         if self.stale_pose_s:
             return Pose(p.x_m, p.y_m, p.yaw_rad, p.frame, p.stamp_s - self.stale_pose_s)
         return p
