@@ -2,10 +2,11 @@
 MQTT, each through the real command in its own process (SPEC X3, F2, X4).
 
 ``loopact run --robot sim`` runs the simulator and its governor in one process; the test is
-the operator: it types ``/estop`` on the run's stdin, calls the web console's API over real
-HTTP (``docs/operator.md``: ``/api/estop``, ``/api/estop/reset``, ``/api/teleop``,
-``/api/teleop/release``) and publishes on ``loopact/<agent>/teleop`` on a real broker. The robot
-is graded by the simulator's own pose log (``--sim-log``), never by what an endpoint answers.
+the operator: it types ``/estop`` and ``/estop reset PROOF`` on the run's stdin, calls the web
+console's API over real HTTP (``docs/operator.md``: ``/api/estop``, ``/api/estop/reset``,
+``/api/teleop``, ``/api/teleop/release``) and publishes on ``loopact/<agent>/teleop`` on a real
+broker. The robot is graded by the simulator's own pose log (``--sim-log``), never by what an
+endpoint answers.
 
 The drive pad and the joystick are stimuli sent at 20 Hz, as a held stick sends them; every
 wait for an effect is a wait for an observable event with a timeout.
@@ -140,12 +141,16 @@ async def test_terminal_estop_and_the_web_consoles_estop_reset_and_drive_pad(
                 "resets_refused"
             ] + 1
 
-            # the console's own E-stop latches, and its reset needs the new nonce
+            # the console's own E-stop latches, and a reset needs the new nonce
             latched = (await web.post("/api/estop", json={"reason": "a child ran in"})).json()
             assert latched["latched"] is True and latched["source"] == "web"
             assert "a child ran in" in latched["reason"]
-            again = {"nonce": latched["nonce"], "proof": estop_proof(SECRET, latched["nonce"])}
-            assert (await web.post("/api/estop/reset", json=again)).status_code == 200
+            # released this time on the terminal: /estop reset PROOF
+            proof_line = f"/estop reset {estop_proof(SECRET, latched['nonce'])}\n"
+            proc.popen.stdin.write(proof_line.encode())
+            proc.popen.stdin.flush()
+            await wait_until(lambda: not _latched(url), 20, "the terminal's reset")
+            assert (await web.get("/api/estop")).json()["nonce"] != latched["nonce"]
 
             async def pad() -> None:
                 sent = await web.post("/api/teleop", json={"linear_mps": 0.2, "by": "alice"})
