@@ -99,6 +99,7 @@ bench: $(STAMP_DEV)
 	$(PY) bench/voice.py
 	$(PY) bench/perception.py
 	$(PY) bench/mqtt.py
+	$(PY) bench/fleet_estop.py
 	$(PY) bench/mcp.py
 	$(PY) bench/observe.py
 

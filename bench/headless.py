@@ -16,7 +16,7 @@ second publisher here plays the foreign node / the joystick. Measured:
 - deadman: from the last teleop command (20 Hz stick, held 0.5 s) until the base's
   ``handback`` status (the base zeroed; target <= 0.6 s).
 
-The MQTT fleet e-stop target (3 robots at zero twist <= 200 ms p99) has no benchmark yet;
+The MQTT fleet e-stop target (3 robots at zero twist <= 200 ms p99) is bench/fleet_estop.py's;
 ``tests/integration/test_fleet_estop.py`` shows by ground truth that all three stop.
 
 Usage: .venv/bin/python bench/headless.py [--runs 20]

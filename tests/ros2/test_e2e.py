@@ -133,14 +133,18 @@ async def test_node_tool_offered_called_dropped_and_move_forward_over_cmd_vel(
     await events.wait_for(
         lambda e: e["type"] == "reply" and e.get("text") == "Moved one metre.", timeout=60
     )
+    replied = time.monotonic()
     moved = next(
         e for e in events.items if e["type"] == "tool_result" and e["name"] == "move_forward"
     )
     assert moved["ok"] is True, (moved.get("error"), moved.get("data"), moved.get("metadata"))
-    await asyncio.sleep(0.3)
-    end = odom.items[-1]
+    # The base stopped: waited for as the first odometry after the reply that says so (the last
+    # message received 0.3 s after the reply still said 0.04 m/s on a loaded machine), and it
+    # stays where it stopped.
+    end = await odom.wait_for(lambda o: o[0] > replied and abs(o[3]) < 0.02, timeout=10)
     assert 0.9 <= end[1] - start[1] <= 1.1, (start, end)  # odometry confirms the metre
-    assert abs(end[3]) < 0.02  # and the base stopped
+    later = await odom.wait_for(lambda o: o[0] > end[0] + 0.5, timeout=10)
+    assert abs(later[1] - end[1]) < 0.005 and abs(later[3]) < 0.02, (end, later)
     assert agent.popen.poll() is None  # the agent kept running throughout
 
 

@@ -9,6 +9,8 @@ names from the hardware profile:
   simulator's own map, as a map server publishes it; issue 40); ``camera/image_raw``
   (``sensor_msgs/Image`` rgb8), ``camera/depth/image_raw`` (``32FC1``, metres),
   ``camera/camera_info`` (``sensor_msgs/CameraInfo``), ``joint_states`` (head pan/tilt);
+  ``scan`` (``sensor_msgs/LaserScan``, 360 beams traced through the world:
+  :mod:`loopact.sim.laser`) when the profile's ``obstacle_sensors`` name ``laser_scan``;
 - in: ``cmd_vel`` (``geometry_msgs/Twist``) and ``head_controller/commands``
   (``std_msgs/Float64MultiArray`` [pan, tilt] in radians, like a ros2_control forward position
   controller). Like a real base it stops by itself when ``cmd_vel`` stops arriving for
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
     from loopact.robot.base_node import EstopReset
 
 logger = logging.getLogger(__name__)
+
+SCAN_HZ = 10.0
+"""Laser scan rate, Hz (a 2D LiDAR's 5-10 Hz)."""
 
 
 class SimRos2Bridge:
@@ -83,6 +88,8 @@ class SimRos2Bridge:
         self._subs: list[Subscription] = []
         self._pubs: dict[str, Any] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._scan_task: asyncio.Task[None] | None = None
+        self.scans = 0
 
     async def start(self) -> None:
         """Create the publishers and subscriptions and start the publishing loops."""
@@ -103,6 +110,7 @@ class SimRos2Bridge:
             "joints": c.publisher(JointState, "joint_states", c.qos(depth=10)),
         }
         self._start_localization()
+        self._start_scan()
         self._subs = [
             c.subscribe_msg(
                 RosTwist,
@@ -125,6 +133,35 @@ class SimRos2Bridge:
             loop.create_task(self._camera_loop(), name="loopact-sim-camera"),
             loop.create_task(self._timeout_loop(), name="loopact-sim-cmd-timeout"),
         ]
+        if self._scan_task is not None:
+            self._tasks.append(self._scan_task)
+
+    def _start_scan(self) -> None:
+        """A ``sensor_msgs/LaserScan`` on ``topics.scan`` at :data:`SCAN_HZ`, traced from the
+        world (:mod:`loopact.sim.laser`), when the profile declares ``laser_scan``."""
+        if "laser_scan" not in self.profile.obstacle_sensors:
+            return
+        from loopact.sim.laser import LaserScanner
+
+        LaserScan = ros_types("sensor_msgs.msg", "LaserScan")
+        c = self.connector
+        self._pubs["scan"] = c.publisher(LaserScan, self.profile.topics.scan, c.qos(depth=2))
+        scanner = LaserScanner(self.robot.sim.model, self.profile.laser_mount_forward_m)
+        self._scan_task = asyncio.get_running_loop().create_task(
+            self._scan_loop(scanner, LaserScan), name="loopact-sim-scan"
+        )
+
+    async def _scan_loop(self, scanner: Any, msg_type: Any) -> None:
+        from loopact.sim.laser import scan_to_msg
+
+        period = 1.0 / SCAN_HZ
+        while True:
+            started = time.monotonic()
+            st = self.robot.sim.state()
+            ranges = await asyncio.to_thread(scanner.scan, st.qpos)
+            self._pubs["scan"].publish(scan_to_msg(ranges, msg_type, time.time(), "base_scan"))
+            self.scans += 1
+            await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
 
     def _start_localization(self) -> None:
         """``/tf`` and the latched ``map`` (skipped, with a warning, without tf2_msgs)."""
