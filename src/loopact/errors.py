@@ -81,7 +81,8 @@ class StopCause(enum.Enum):
     ``PREEMPTED`` (a new instruction or the end of the task that ran it) or ``REPLACED``
     (another motion took the base: the lease was lost); ``TARGET`` is a motion that ended
     itself. The camera tools end for their own causes: ``DURATION``, ``LAPS``, ``LINE_LOST``,
-    ``LOST``, ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``.
+    ``LOST``, ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``; an arm motion ends ``SLIPPED`` when the
+    object it carried slipped out of the gripper (issue 43).
 
     :attr:`stopped_by` is the word results and traces carry in ``stopped_by`` (a contract:
     docs/tools.md, docs/perception.md): the cause's value, except ``cancelled`` for a stop, a
@@ -104,6 +105,7 @@ class StopCause(enum.Enum):
     MAX_DISTANCE = "max_distance"
     TIMEOUT = "timeout"
     ERROR = "error"
+    SLIPPED = "slipped"
 
     @property
     def stopped_by(self) -> str:

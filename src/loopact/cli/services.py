@@ -36,7 +36,7 @@ def sim(
         help="Write camera.png and topdown.png of the world into DIR "
         "(+ trajectory.png with --sim-log).",
     ),
-    scenario: str = typer.Option("default", "--scenario", help="default or moving-target."),
+    scenario: str = typer.Option("default", "--scenario", help="default, moving-target or arm."),
     sim_log: Path | None = typer.Option(
         None,
         "--sim-log",

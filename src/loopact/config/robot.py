@@ -32,7 +32,7 @@ class RobotConfig(pydantic.BaseModel):
     profile: str = "sim"
     site: str = "sim_room"
     sim_speed: float = pydantic.Field(1.0, gt=0)
-    scenario: Literal["default", "moving-target"] = "default"
+    scenario: Literal["default", "moving-target", "arm"] = "default"
     sim_log: Path | None = None
     recentre_on_stop: bool = False
     estop: EstopConfig = EstopConfig()

@@ -104,7 +104,7 @@ robot:
                               # waypoint's optional names ([厨房]) are other names it answers
                               # to, the first Chinese one used in Chinese replies
   sim_speed: 1.0              # simulated time per real second
-  scenario: default           # sim only: default, or moving-target (a cyan ball circling)
+  scenario: default           # sim only: default, moving-target (a cyan ball circling), arm
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
   recentre_on_stop: false     # true: a stopped or preempted task brings the camera back to
                               # its home position (like --recentre-on-stop)

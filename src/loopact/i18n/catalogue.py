@@ -1,9 +1,9 @@
 """The one catalogue of texts for people: every key, in English and Chinese (SPEC F5).
 
 It joins the catalogues of each domain: the runtime's texts (:mod:`loopact.i18n.texts`), the
-robot's outcomes (:mod:`loopact.i18n.robot`) and what perception says
-(:mod:`loopact.i18n.perception`). A key lives in exactly one of them
-(``tests/test_i18n.py`` checks it, and that each has every language).
+robot's outcomes (:mod:`loopact.i18n.robot`), what perception says
+(:mod:`loopact.i18n.perception`) and what the arm says (:mod:`loopact.i18n.arm`). A key lives
+in exactly one of them (``tests/test_i18n.py`` checks it, and that each has every language).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from loopact.i18n.arm import ARM
 from loopact.i18n.perception import PERCEPTION
 from loopact.i18n.robot import ROBOT
 from loopact.i18n.texts import TEXTS
@@ -20,11 +21,13 @@ LANGS = ("en", "zh")
 """The languages of the catalogue: English and Chinese."""
 
 DOMAINS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType(
-    {"texts": TEXTS, "robot": ROBOT, "perception": PERCEPTION}
+    {"texts": TEXTS, "robot": ROBOT, "perception": PERCEPTION, "arm": ARM}
 )
 """Each domain's catalogue by name (for the tests that check no key is in two)."""
 
-CATALOGUE: Mapping[str, Mapping[str, str]] = MappingProxyType({**TEXTS, **ROBOT, **PERCEPTION})
+CATALOGUE: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {**TEXTS, **ROBOT, **PERCEPTION, **ARM}
+)
 """Key -> ``{lang: template}``; a template is a :meth:`str.format` string."""
 
 

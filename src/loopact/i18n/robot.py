@@ -29,6 +29,7 @@ ROBOT: dict[str, dict[str, str]] = {
     "cause.max_distance": {"en": "max_distance", "zh": "达到最长行驶距离"},
     "cause.timeout": {"en": "timeout", "zh": "超时"},
     "cause.error": {"en": "error", "zh": "出错"},
+    "cause.slipped": {"en": "slipped", "zh": "物体从夹爪中滑落"},
     # ---- what the governor says about a stop (a lease's detail) ----
     "stop.reason": {"en": "{reason}", "zh": "{reason}"},
     "stop.finished": {"en": "finished", "zh": "已完成"},

@@ -92,6 +92,8 @@ class SafetyGovernor(HeadRules):
         self._base: MotionLease | None = None
         self._base_forward = False
         self._head: MotionLease | None = None
+        self._leases: dict[str, MotionLease] = {}  # more resources: "arm" (issue 43)
+        self.carry_limit_mps: float | None = None
         self._estop = False
         self._estop_reason = ""
         self._last_cmd_s = -math.inf
@@ -189,11 +191,41 @@ class SafetyGovernor(HeadRules):
         self._estop_reason = ""
 
     def _end_leases(self, cause: StopCause, why: Phrase) -> None:
-        for lease in (self._base, self._head):
+        for lease in (self._base, self._head, *self._leases.values()):
             if lease is not None:
                 lease.stop(cause, why)
         self._base = None
         self._head = None
+        self._leases.clear()
+
+    # ---- other resources (the arm; issue 43) -------------------------------------------------
+
+    def take(self, resource: str, name: str, duration_s: float) -> MotionLease:
+        """Give ``resource`` (``arm``) to one motion, ending the one holding it (X3).
+
+        One mechanism for every resource: the lease is a :class:`MotionLease` like the base's,
+        ended by :meth:`stop_all` and :meth:`emergency_stop` with the base's; the resource's
+        own rules (robot/arm/) watch it and stop their actuator when it ends.
+
+        Raises:
+            EmergencyStopError: The emergency stop is latched.
+        """
+        self._check_estop()
+        held = self._leases.pop(resource, None)
+        if held is not None:
+            held.stop(StopCause.REPLACED, Phrase("stop.replaced", name=name))
+        now = self.clock.now()
+        lease = MotionLease(
+            name, now, now + min(duration_s, self.profile.limits.max_motion_duration_s)
+        )
+        self._leases[resource] = lease
+        return lease
+
+    def give_back(self, resource: str, lease: MotionLease) -> None:
+        """End ``lease`` of ``resource`` (it reached its target); safe to call twice."""
+        lease.stop(StopCause.TARGET, Phrase("stop.finished"))
+        if self._leases.get(resource) is lease:
+            del self._leases[resource]
 
     # ---- base ------------------------------------------------------------------------------
 
@@ -226,10 +258,15 @@ class SafetyGovernor(HeadRules):
         if self.profile.drive != "mecanum" and lat != 0.0:
             clamped["lateral_mps"] = {"requested": lat, "applied": 0.0}
             lat = 0.0
-        elif abs(lat) > lim.max_linear_mps:
-            applied = math.copysign(lim.max_linear_mps, lat)
+        elif abs(lat) > lim.lateral_mps:
+            applied = math.copysign(lim.lateral_mps, lat)
             clamped["lateral_mps"] = {"requested": lat, "applied": applied}
             lat = applied
+        carry = self.carry_limit_mps  # the arm holds something (issue 43)
+        if carry is not None and math.hypot(lin, lat) > carry:
+            scale = carry / math.hypot(lin, lat)
+            clamped["carry_mps"] = {"requested": math.hypot(lin, lat), "applied": carry}
+            lin, lat = lin * scale, lat * scale
         return Twist(lin, ang, lat), clamped
 
     async def begin_motion(
@@ -370,7 +407,8 @@ class SafetyGovernor(HeadRules):
         if now >= lease.deadline_s:
             why = Phrase("stop.deadline", elapsed_s=now - lease.started_s)
             return await self._halt(lease, StopCause.DEADLINE, why)
-        if self.site is not None and self.site.geofence and cmd.linear_mps != 0.0:
+        moving = cmd.linear_mps != 0.0 or cmd.lateral_mps != 0.0
+        if self.site is not None and self.site.geofence and moving:
             pose = await self.robot.get_pose()
             if self._leaves_fence(pose, cmd):
                 why = Phrase("stop.geofence", x_m=pose.x_m, y_m=pose.y_m)
@@ -384,10 +422,11 @@ class SafetyGovernor(HeadRules):
 
     def _leaves_fence(self, pose: Pose, cmd: Twist) -> bool:
         assert self.site is not None
-        v = cmd.linear_mps
-        look = abs(v) * (self.period_s * 2) + v * v / (2 * BRAKE_DECEL_MPS2) + 0.02
-        nx = pose.x_m + math.copysign(look, v) * math.cos(pose.yaw_rad)
-        ny = pose.y_m + math.copysign(look, v) * math.sin(pose.yaw_rad)
+        v = math.hypot(cmd.linear_mps, cmd.lateral_mps)  # a mecanum base strafes too
+        look = v * (self.period_s * 2) + v * v / (2 * BRAKE_DECEL_MPS2) + 0.02
+        way = pose.yaw_rad + math.atan2(cmd.lateral_mps, cmd.linear_mps)
+        nx = pose.x_m + look * math.cos(way)
+        ny = pose.y_m + look * math.sin(way)
         if self.site.contains(nx, ny):
             return False
         if not self.site.contains(pose.x_m, pose.y_m):
@@ -504,6 +543,7 @@ class SafetyGovernor(HeadRules):
             "emergency_stop": self._estop,
             "base_owner": self._base.name if self._base else None,
             "head_owner": self._head.name if self._head else None,
+            "owners": {k: v.name for k, v in self._leases.items()},
             "last_twist": {
                 "linear_mps": self._last_twist.linear_mps,
                 "angular_radps": self._last_twist.angular_radps,

@@ -178,6 +178,13 @@ def start_session(
     governor = SafetyGovernor(robot, profile, site)
     governor.start()
     perception = perception or PerceptionOptions()
-    tools = make_robot_tools(robot, governor, profile, site, gate or ImageGate(), perception)
+    gate = gate or ImageGate()
+    tools = make_robot_tools(robot, governor, profile, site, gate, perception)
+    driver = getattr(robot, "arm", None)
+    if profile.arm is not None and driver is not None:
+        from loopact.robot.arm.setup import arm_tools  # MuJoCo kinematics: only with an arm
+
+        env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
+        tools += arm_tools(env, driver, perception.colors)
     logger.info("robot session open (profile %s, %d waypoints)", profile.name, len(site.waypoints))
     return RobotSession(robot, governor, profile, site, tools, perception)

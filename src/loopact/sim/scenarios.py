@@ -8,6 +8,9 @@ knows where every mover was at any instant (the ground truth, also in ``--sim-lo
 - ``default``: the room as it is, nothing moves.
 - ``moving-target``: a cyan ball (radius 0.1 m) goes round an ellipse in front of the robot's
   start pose at up to 0.3 m/s; at ``t = 0`` it is 2.5 m straight ahead, in view.
+- ``arm``: a mobile manipulator (a mecanum base with an arm, profile ``sim_arm``) at a low
+  table with three cubes, a cylinder, a bin and a tray (:mod:`loopact.sim.arm_scene`;
+  issue 43).
 """
 
 from __future__ import annotations
@@ -88,14 +91,20 @@ class Scenario:
     """A named set-up of the simulated world.
 
     Attributes:
-        name: ``default`` or ``moving-target``.
+        name: ``default``, ``moving-target`` or ``arm``.
         summary: One line for people.
         movers: Objects that move along known paths.
+        arm: The arm scene: the robot carries an arm, a table with objects stands before it.
+        profile: The hardware profile the scenario's robot has (``sim``; ``sim_arm``).
+        site: The site map of its world (``sim_room``; ``arm_room``: the table as a surface).
     """
 
     name: str
     summary: str
     movers: tuple[Mover, ...] = field(default_factory=tuple)
+    arm: bool = False
+    profile: str = "sim"
+    site: str = "sim_room"
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -112,6 +121,13 @@ SCENARIOS: dict[str, Scenario] = {
                 EllipsePath(center_m=(2.0, 0.0), semi_axes_m=(0.5, 1.2), period_s=26.0),
             ),
         ),
+    ),
+    "arm": Scenario(
+        "arm",
+        "a mecanum robot with an arm at a low table: three cubes, a cylinder, a bin and a tray",
+        arm=True,
+        profile="sim_arm",
+        site="arm_room",
     ),
 }
 """Every scenario by name."""

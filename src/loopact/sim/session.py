@@ -18,6 +18,7 @@ from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
 from loopact.robot.session import RobotSession, start_session
 from loopact.sim.robot import SimRobot
+from loopact.sim.scenarios import get_scenario
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -52,10 +53,16 @@ async def open_sim(
         RobotError: MuJoCo or the GL context is unavailable.
         OSError: The sim log cannot be created.
     """
-    prof = load_profile(profile)
-    site_map = load_site(site)
+    scen = get_scenario(scenario)
+    # a scenario brings its robot and room (the arm scene: sim_arm, arm_room) unless named
+    prof = load_profile(scen.profile if profile == "sim" else profile)
+    site_map = load_site(scen.site if site == "sim_room" else site)
+    holonomic = prof.drive == "mecanum"
     # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
-    robot = cast(Robot, await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log))
+    robot = cast(
+        Robot,
+        await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log, holonomic=holonomic),
+    )
     try:
         session = start_session(robot, prof, site_map, gate, perception)
     except BaseException:

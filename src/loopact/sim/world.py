@@ -277,6 +277,8 @@ def build_mjcf(
     height: int = 480,
     topdown: tuple[int, int] = (880, 660),
     movers: Sequence[Mover] = (),
+    extra: str = "",
+    objects: bool = True,
 ) -> str:
     """Build the MJCF XML of the room and robot (SPEC D6).
 
@@ -287,6 +289,9 @@ def build_mjcf(
         topdown: Size (width, height) in pixels of the top-down view, for the offscreen buffer.
         movers: A scenario's moving objects (:mod:`loopact.sim.scenarios`), added after the
             robot so that the robot's joints keep their places.
+        extra: More MJCF for the world body (the arm scene's table and objects,
+            :mod:`loopact.sim.arm_scene`).
+        objects: Whether the room's coloured objects (:data:`OBJECTS`) are in it.
 
     Returns:
         The MJCF document as a string.
@@ -326,8 +331,9 @@ def build_mjcf(
     {_walls()}
     {_line()}
     {_markers()}
-    {_objects()}
+    {_objects() if objects else ""}
     {_obstacles()}
+    {extra}
     <camera name="topdown" mode="fixed" pos="{_f(cx, cy, 10)}" xyaxes="1 0 0 0 1 0"
             projection="orthographic" fovy="{view_h:.4f}"/>
     {_robot(width, height)}
