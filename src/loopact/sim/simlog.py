@@ -44,6 +44,8 @@ class SimState(Protocol):
     def tilt_rad(self) -> float: ...
     @property
     def movers(self) -> dict[str, tuple[float, float]]: ...
+    @property
+    def objects(self) -> dict[str, tuple[float, float, float]]: ...
 
 
 LOG_PERIOD_S = 0.05
@@ -63,7 +65,15 @@ def sample(state: SimState) -> dict[str, Any]:
             "tilt_deg": round(math.degrees(state.tilt_rad), 3),
         },
         "objects": {
-            name: {"x_m": round(x, 4), "y_m": round(y, 4)} for name, (x, y) in state.movers.items()
+            **{
+                name: {"x_m": round(x, 4), "y_m": round(y, 4)}
+                for name, (x, y) in state.movers.items()
+            },
+            # the arm scene's free objects, with their height (issue 43)
+            **{
+                name: {"x_m": round(x, 4), "y_m": round(y, 4), "z_m": round(z, 4)}
+                for name, (x, y, z) in state.objects.items()
+            },
         },
     }
 

@@ -318,6 +318,9 @@ class Planner:
             PlanError: Out of reach, or no safe way.
         """
         q1 = self.solve(p, yaw_rad, [q0])
+        problem = self.rules.check_config(q1, gap_m, held, scene)  # the target itself first
+        if problem is not None:
+            raise PlanError(problem)
         return self.transit("move", q0, q1, held, gap_m, scene)
 
     def home_stages(self, q0: Vec, held: Held | None, gap_m: float, scene: Scene) -> list[Stage]:
