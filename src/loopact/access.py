@@ -1,9 +1,15 @@
-"""Who may use a bearer token: the token rule and the wrong-token lockout (issue 21 item 12).
+"""Who may connect to loopact's servers: where they listen, the token rule and the
+wrong-token lockout (issue 21 item 12; issue 38).
 
-One mechanism for every server of loopact that takes a token: the web console (``web.token``,
-:mod:`loopact.channels.web.auth`) and ``loopact mcp --http`` (``--token``,
-:mod:`loopact.mcp.http`). Standard library only, so any layer can use it.
+One mechanism for every server of loopact that listens and takes a token: the web console
+(``web.host``, ``web.token``; :mod:`loopact.channels.web`) and ``loopact mcp --http``
+(``--http``, ``--token``; :mod:`loopact.mcp.http`). Standard library only, so any layer can
+use it.
 
+- :func:`is_loopback`: whether a host only accepts connections from this machine (beyond
+  it, both servers require a token).
+- :func:`listen_socket`: the listening socket a server hands to uvicorn, bound before the
+  server starts, so that a busy port is the caller's clear error rather than uvicorn's exit.
 - :func:`check_token`: a token must be at least :data:`MIN_TOKEN_CHARS` characters without
   spaces (a short one can be guessed).
 - :class:`LoginLimiter`: wrong tokens are counted per client address (the same wrong token
@@ -16,7 +22,9 @@ One mechanism for every server of loopact that takes a token: the web console (`
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +35,47 @@ MIN_TOKEN_CHARS = 16
 FREE_FAILURES = 5
 #: Longest lockout, seconds.
 MAX_LOCKOUT_S = 300.0
+#: Host names that are loopback whatever the resolver says.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_loopback(host: str) -> bool:
+    """True if ``host`` (a name or an IPv4/IPv6 address) only accepts connections from this
+    machine: ``localhost``, ``127.0.0.0/8``, ``::1``."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking TCP socket bound to ``host``:``port`` and listening (backlog 128).
+
+    ``SO_REUSEADDR`` is set, so a server restarted at once gets its port back.
+
+    Args:
+        host: Interface to bind (a name or an address; the first address it resolves to).
+        port: TCP port; 0 picks a free one (read it from ``getsockname()``).
+
+    Raises:
+        socket.gaierror: ``host`` cannot be resolved.
+        OSError: The address cannot be bound (a busy port, no permission); nothing is left
+            open.
+    """
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, _type, _proto, _name, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def check_token(token: str | None, key: str) -> str | None:

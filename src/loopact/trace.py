@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from loopact.events import LIVE_ONLY_TYPES, Event, EventBus
+from loopact.events import LIVE_ONLY_TYPES, Event, EventBus, EventType
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class TraceWriter:
         self._write(
             {
                 "ts": time.time(),
-                "type": "trace_start",
+                "type": EventType.TRACE_START,
                 "task_id": None,
                 "schema": SCHEMA_VERSION,
                 **(header or {}),
@@ -284,8 +284,8 @@ _STRING_OR_NULL = _expect("a string or null", ("a string", "null"))
 _COMMON_FIELDS: dict[str, _Check] = {"ts": _NUMBER, "type": _STRING, "task_id": _STRING_OR_NULL}
 """The fields of every line (docs/trace.md, Common fields)."""
 _TYPE_FIELDS: dict[str, dict[str, _Check]] = {
-    "model_request": {"tools": _list_of("a list of strings", _STRING)},
-    "model_response": {
+    EventType.MODEL_REQUEST: {"tools": _list_of("a list of strings", _STRING)},
+    EventType.MODEL_RESPONSE: {
         "text": _STRING_OR_NULL,
         "reasoning": _STRING_OR_NULL,
         "finish_reason": _STRING_OR_NULL,
@@ -296,7 +296,7 @@ _TYPE_FIELDS: dict[str, dict[str, _Check]] = {
             ),
         ),
     },
-    "robot_state": {"x_m": _NUMBER, "y_m": _NUMBER, "yaw_rad": _NUMBER},
+    EventType.ROBOT_STATE: {"x_m": _NUMBER, "y_m": _NUMBER, "yaw_rad": _NUMBER},
 }
 """Per event type, the fields whose kind the timeline and the replay rely on; other fields
 and types are shown as they are (new ones may appear without a schema bump)."""
@@ -355,15 +355,15 @@ def timeline(events: Sequence[dict[str, Any]]) -> list[str]:
         typ = ev.get("type", "?")
         rel = float(ev.get("ts", t0)) - t0
         task = (ev.get("task_id") or "-")[:8]
-        if typ == "trace_start":
+        if typ == EventType.TRACE_START:
             summary = f"schema {ev.get('schema')} {ev.get('provider', '')} {ev.get('model', '')}"
-        elif typ == "task_start":
+        elif typ == EventType.TASK_START:
             summary = _short(ev.get("text", ""))
-        elif typ == "model_request":
+        elif typ == EventType.MODEL_REQUEST:
             summary = f"round {ev.get('round')}: {ev.get('n_messages')} messages, " + (
                 f"tools [{', '.join(ev.get('tools', []))}]" if ev.get("tools") else "no tools"
             )
-        elif typ == "model_response":
+        elif typ == EventType.MODEL_RESPONSE:
             calls = ", ".join(
                 f"{c.get('name', '?')}({_short(c.get('arguments'), 60)})"
                 for c in ev.get("tool_calls", [])
@@ -371,24 +371,24 @@ def timeline(events: Sequence[dict[str, Any]]) -> list[str]:
             summary = f"round {ev.get('round')} [{ev.get('finish_reason')}] " + (
                 calls or _short(ev.get("text", ""))
             )
-        elif typ == "tool_call":
+        elif typ == EventType.TOOL_CALL:
             summary = f"{ev.get('name')}({_short(ev.get('arguments'), 80)})"
-        elif typ == "tool_result":
+        elif typ == EventType.TOOL_RESULT:
             mark = "ok" if ev.get("ok") else "FAILED"
             body = ev.get("data") if ev.get("ok") else ev.get("error")
             summary = f"{ev.get('name')} {mark}: {_short(body, 80)}"
-        elif typ == "tool_image":
+        elif typ == EventType.TOOL_IMAGE:
             summary = (
                 f"{ev.get('name')} image {ev.get('n')} ({ev.get('width_px')}x"
                 f"{ev.get('height_px')}, {ev.get('bytes')} B): {_short(ev.get('caption', ''), 80)}"
             )
-        elif typ in ("reply",):
+        elif typ in (EventType.REPLY,):
             summary = _short(ev.get("text", ""), 120)
-        elif typ == "error":
+        elif typ == EventType.ERROR:
             summary = _short(ev.get("message", ""), 120)
-        elif typ == "task_end":
+        elif typ == EventType.TASK_END:
             summary = f"{ev.get('status')} after {ev.get('rounds')} rounds"
-        elif typ == "robot_state":
+        elif typ == EventType.ROBOT_STATE:
             summary = (
                 f"x={ev.get('x_m', 0):.3f} m y={ev.get('y_m', 0):.3f} m "
                 f"yaw={ev.get('yaw_rad', 0):.3f} rad ({ev.get('frame')})"
@@ -425,7 +425,7 @@ def to_script(events: Trace | Sequence[dict[str, Any]]) -> dict[str, Any]:
         where = [f"event {i}" for i in range(1, len(events) + 1)]
     turns: list[dict[str, Any]] = []
     for at, ev in zip(where, events, strict=True):
-        if ev.get("type") != "model_response":
+        if ev.get("type") != EventType.MODEL_RESPONSE:
             continue
         turn: dict[str, Any] = {}
         if ev.get("text"):

@@ -34,7 +34,8 @@ WAIT_S = 10.0
 
 
 class StandInAgent:
-    """Implements the documented agent API (AGENT_API.md) and records the calls."""
+    """Implements what the channels use of the agent (loopact.channels.agent_port.AgentPort)
+    and records the calls."""
 
     def __init__(self) -> None:
         self.bus = EventBus()

@@ -124,6 +124,54 @@ def test_a_wav_file_of_another_format_on_standard_input_is_refused(
     assert "Traceback" not in err and server.requests == []
 
 
+def test_a_refused_wav_stream_from_a_producer_that_keeps_the_pipe_open_exits_cleanly(
+    scripted_server: Any, tmp_path: Path
+) -> None:
+    # the producer (arecord, a bridge) keeps writing: at exit the reader thread is still
+    # blocked reading stdin, which must not abort the process (it held stdin's lock: SIGABRT,
+    # "could not acquire lock for <stdin> at interpreter shutdown")
+    server = scripted_server({"turns": [], "lanes": {"transcriptions": []}})
+    (tmp_path / "c.yaml").write_text("voice:\n  stt:\n    engine: openai\n")
+    args = ["run", "--robot", "none", "--no-web", "--no-memory", "--config", "c.yaml"]
+    args += ["--base-url", server.base_url, "--model", "m", "--workspace", str(tmp_path / "ws")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loopact", *args, "--audio-in", "-"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(_wav_stream_bytes(22050))
+        proc.stdin.flush()
+        proc.wait(timeout=180)  # stdin stays open until the process has ended
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdin.close()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert proc.returncode == 2, err.decode()
+    assert "--audio-in - takes 16 kHz mono 16-bit PCM" in err.decode()
+    assert "Fatal Python error" not in err.decode()
+
+
+def _wav_stream_bytes(rate_hz: int) -> bytes:
+    """A WAV header of ``rate_hz`` mono 16-bit PCM and 0.2 s of silence."""
+    import io
+    import wave
+
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate_hz)
+        w.writeframes(b"\0\0" * (rate_hz // 5))
+    return buf.getvalue()
+
+
 def test_a_16_khz_mono_wav_stream_on_standard_input_is_heard_without_its_header(
     scripted_server: Any, tmp_path: Path
 ) -> None:

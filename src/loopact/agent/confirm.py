@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from loopact._compat import wait_within
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.messages import ToolCall
 from loopact.tools.base import Tool, UntrustedSource
@@ -212,7 +212,7 @@ class ConfirmationBroker:
         self._pending[request_id] = fut
         self._task_of[request_id] = task_id
         self.bus.emit(
-            "confirm_request",
+            EventType.CONFIRM_REQUEST,
             task_id,
             id=request_id,
             name=call.name,
@@ -225,7 +225,9 @@ class ConfirmationBroker:
         try:
             allowed = await wait_within(fut, self.timeout_s)
         except asyncio.TimeoutError:
-            self.bus.emit("confirm_response", task_id, id=request_id, allowed=False, by="timeout")
+            self.bus.emit(
+                EventType.CONFIRM_RESPONSE, task_id, id=request_id, allowed=False, by="timeout"
+            )
             return Decision(
                 False, t("confirm.timeout", self.lang, name=call.name, timeout_s=self.timeout_s)
             )
@@ -243,5 +245,5 @@ class ConfirmationBroker:
             return False
         fut.set_result(allow)
         task_id = self._task_of.get(request_id)  # the response belongs to the request's task
-        self.bus.emit("confirm_response", task_id, id=request_id, allowed=allow, by=source)
+        self.bus.emit(EventType.CONFIRM_RESPONSE, task_id, id=request_id, allowed=allow, by=source)
         return True

@@ -53,13 +53,14 @@ from typing import Any
 from loopact.agent.confirm import ConfirmationBroker
 from loopact.agent.options import Bounds
 from loopact.errors import ToolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.messages import Image, ToolCall
 from loopact.llm.toolnames import resolve_tool_name
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, outcome_fields
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.directions import normalize_directions
 from loopact.tools.registry import ToolRegistry, ValidCall
+from loopact.tools.report import tool_result_event
 from loopact.tools.units import normalize_units, unit_conflicts, unit_of
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,9 @@ class RoundDispatcher:
         task_id = self.state.task_id
         call = self._resolve_name(call)
         tool = self.registry.get(call.name)
-        self.bus.emit("tool_call", task_id, id=call.id, name=call.name, arguments=call.arguments)
+        self.bus.emit(
+            EventType.TOOL_CALL, task_id, id=call.id, name=call.name, arguments=call.arguments
+        )
         call = self._normalise_arguments(call, tool)
         try:
             valid = self.registry.check(call)  # the one validation of this call's arguments
@@ -292,7 +295,11 @@ class RoundDispatcher:
         """Add a call that must not run (e.g. truncated by the length limit) with its error."""
         self._ids.add(call.id)
         self.bus.emit(
-            "tool_call", self.state.task_id, id=call.id, name=call.name, arguments=call.arguments
+            EventType.TOOL_CALL,
+            self.state.task_id,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
         )
         self._add_done(call, self.registry.get(call.name), ToolResult.failure(error))
 
@@ -360,7 +367,7 @@ class RoundDispatcher:
 
         def progress(text: str) -> None:
             self.bus.emit(
-                "tool_progress", self.state.task_id, id=call.id, name=call.name, text=text
+                EventType.TOOL_PROGRESS, self.state.task_id, id=call.id, name=call.name, text=text
             )
 
         shown = 0
@@ -368,7 +375,7 @@ class RoundDispatcher:
         def show_image(image: Image, caption: str) -> None:
             nonlocal shown
             self.bus.emit(
-                "tool_image",
+                EventType.TOOL_IMAGE,
                 self.state.task_id,
                 id=call.id,
                 name=call.name,
@@ -419,19 +426,8 @@ class RoundDispatcher:
         return dataclasses.replace(result, metadata={**result.metadata, "normalized": normalized})
 
     def _emit_result(self, call: ToolCall, result: ToolResult) -> None:
-        self.bus.emit(
-            "tool_result",
-            self.state.task_id,
-            id=call.id,
-            name=call.name,
-            ok=result.ok,
-            data=result.data,
-            metadata=result.metadata,
-            error=result.error,
-            n_images=len(result.images),
-            images=[i.summary() for i in result.images],
-            **outcome_fields(result, self.lang),
-        )
+        fields = tool_result_event(call.id, call.name, result, self.lang)
+        self.bus.emit(EventType.TOOL_RESULT, self.state.task_id, **fields)
 
     async def gather(self) -> list[tuple[ToolCall, ToolResult]]:
         """Wait for every call; results in call order."""

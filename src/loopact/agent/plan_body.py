@@ -21,6 +21,7 @@ from loopact.agent.plan import (
 )
 from loopact.agent.rounds import TaskRounds
 from loopact.errors import PlanError, TaskFailed
+from loopact.events import Event, EventType
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Message, ToolCall
 from loopact.tools.base import ToolResult
@@ -85,8 +86,8 @@ async def run_plan_for(run: TaskRounds, task: str, specs: tuple[ToolSpec, ...]) 
             messages += (Message.assistant(done.message.text), Message.user(_replan(exc)))
     bus = run.env.bus
 
-    def emit(typ: str, data: dict[str, Any]) -> None:
-        bus.emit(typ, run.task_id, **data)
+    def emit(typ: EventType, data: dict[str, Any]) -> None:
+        bus.publish(Event(typ, run.task_id, data))
 
     async def run_one(name: str, arguments: dict[str, Any]) -> ToolResult:
         call = ToolCall(f"step_{uuid.uuid4().hex[:8]}", name, arguments)

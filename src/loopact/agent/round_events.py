@@ -3,16 +3,15 @@ docs/trace.md names their fields, a contract)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from loopact.events.payloads import ModelRequestPayload, ModelResponsePayload
 from loopact.llm.base import ModelRequest, ResponseDone
 from loopact.llm.messages import Usage, history_summary
 
 
-def request_event(round_no: int, request: ModelRequest, trace_full: bool) -> dict[str, Any]:
+def request_event(round_no: int, request: ModelRequest, trace_full: bool) -> ModelRequestPayload:
     """``model_request``: the round, how many messages, the tools offered; with
     ``trace_full`` (``--trace-full``) a summary of every message too."""
-    fields: dict[str, Any] = {
+    fields: ModelRequestPayload = {
         "round": round_no,
         "n_messages": len(request.messages),
         "tools": [s.name for s in request.tools],
@@ -22,7 +21,7 @@ def request_event(round_no: int, request: ModelRequest, trace_full: bool) -> dic
     return fields
 
 
-def response_event(round_no: int, done: ResponseDone, usage: Usage) -> dict[str, Any]:
+def response_event(round_no: int, done: ResponseDone, usage: Usage) -> ModelResponsePayload:
     """``model_response``: the text, reasoning, tool calls (truncated ones included), finish
     reason and token usage of one response."""
     return {

@@ -6,8 +6,9 @@ their results (in call order) and appends them; :meth:`TaskRounds.check_rounds` 
 :meth:`TaskRounds.check_tokens` end a task on its bounds, with one last request without tools
 asking for a final answer. Retries (B6) happen here rather than in providers, because only the
 loop knows whether a call was already dispatched from a stream that was then cut: such a stream
-is never replayed (X1). The bodies themselves (ReAct, steps, continuous, plan, action text) are
-in :mod:`loopact.agent.task`, :mod:`loopact.agent.plan_body` and
+is never replayed (X1). Keeping each request inside the context window (E1) is
+:class:`~loopact.agent.fitting.ContextFit`'s. The bodies themselves (ReAct, steps, continuous,
+plan, action text) are in :mod:`loopact.agent.task`, :mod:`loopact.agent.plan_body` and
 :mod:`loopact.agent.action_body`.
 
 A task does not hold its agent: it gets a :class:`TaskEnv` with the conversation it changes
@@ -24,17 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from loopact.agent.compress import (
-    CompressionPlan,
-    accept_summary,
-    checkpoint_text,
-    hard_trim,
-    plan_compression,
-    summary_request_messages,
-)
 from loopact.agent.compress import estimate_tokens as estimate_history_tokens
-from loopact.agent.context import ContextManager, prompt_too_long
+from loopact.agent.context import ContextManager
 from loopact.agent.dispatch import RoundDispatcher, TaskState
+from loopact.agent.fitting import ContextFit
 from loopact.agent.options import AgentOptions, RequestKind
 from loopact.agent.round_events import request_event, response_event
 from loopact.agent.state import Conversation
@@ -55,7 +49,7 @@ from loopact.errors import (
     ModelError,
     ModelRetryableError,
 )
-from loopact.events import EventBus
+from loopact.events import Event, EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model, ModelRequest, ResponseDone, ToolChoice, ToolSpec
 from loopact.llm.messages import Audio, Image, Message, ToolCall, ToolOutcome, Usage
@@ -137,6 +131,9 @@ class TaskRounds:
         self.lang = env.options.lang
         self.ran: Outcomes = []
         self.policy = env.new_policy(self, env.options)
+        self.fit = ContextFit(
+            self.conv, env.bus, env.model, env.learn_context, task_id, text, self._summary
+        )
 
     @property
     def rounds(self) -> int:
@@ -153,9 +150,9 @@ class TaskRounds:
         """Whether a motion or a write was dispatched in this task."""
         return self.state.state_version > 0
 
-    def emit(self, typ: str, **data: Any) -> None:
+    def emit(self, typ: EventType, **data: Any) -> None:
         """Emit an event of this task on the agent's bus (docs/trace.md)."""
-        self.env.bus.emit(typ, self.task_id, **data)
+        self.env.bus.publish(Event(typ, self.task_id, data))
 
     # ----------------------------------------------------------------- bounds (A2, A3)
 
@@ -217,7 +214,7 @@ class TaskRounds:
 
     def bound_event(self, name: str, limit: int) -> None:
         """Emit ``bound {name, limit}`` (docs/trace.md)."""
-        self.env.bus.emit("bound", self.task_id, name=name, limit=limit)
+        self.env.bus.emit(EventType.BOUND, self.task_id, name=name, limit=limit)
 
     # ----------------------------------------------------------------- one call
     async def dispatch_one(
@@ -263,118 +260,10 @@ class TaskRounds:
         base = self.conv.system_text
         return Message.system(f"{base}\n\n{section}" if base else section)
 
-    # ----------------------------------------------------------------- context (E1)
-    async def _refit(self, exc: ContextOverflow) -> bool:
-        """After the server refused the prompt as too long: learn the window and compress.
-
-        The window is the one the server named, else the size of the refused prompt (the
-        window is smaller than that). Returns whether the history is smaller now.
-        """
-        before = estimate_history_tokens(self.conv.history)
-        window = exc.context_tokens or max(1, before)
-        ctx = self.env.learn_context(window)
-        log.info("the prompt passed the context window (%s tokens): compressing", window)
-        if ctx is None:
-            return False
-        await self._maybe_compress(ctx, reason="overflow")
-        return estimate_history_tokens(self.conv.history) < before
-
-    async def _maybe_compress(self, ctx: ContextManager, reason: str = "threshold") -> str | None:
-        """Compress the history when the prompt has passed the threshold (SPEC E1).
-
-        Args:
-            ctx: The context manager of this request.
-            reason: ``threshold`` (before a request) or ``overflow`` (the request does not
-                fit the window, or the server refused it as too long); written to the
-                ``context_compressed`` event.
-
-        Returns:
-            How: ``summary``, ``trim`` or ``kept`` (nothing older could be compressed); None
-            when the prompt is below the threshold.
-        """
-        history = self.conv.history
-        threshold = ctx.threshold
-        before = ctx.prompt_tokens(history)
-        if threshold is None or before <= threshold:
-            return None
-        method = "kept"
-        plan = plan_compression(history, ctx.keep_recent_turns)
-        new_history = None if plan is None else await self._summarised(ctx, plan)
-        if new_history is not None:
-            method = "summary"
-        elif before > ctx.hard_limit:
-            trimmed = hard_trim(history, ctx.hard_limit, ctx.prompt_tokens)
-            if len(trimmed) < len(history):
-                if plan is None:
-                    await self._checkpoint(ctx)  # else the summary attempt wrote it already
-                new_history, method = trimmed, "trim"
-        if new_history is not None:
-            self.conv.replace(new_history)
-        after = ctx.prompt_tokens(self.conv.history)
-        self.env.bus.emit(
-            "context_compressed",
-            self.task_id,
-            method=method,
-            before_tokens=before,
-            after_tokens=after,
-            limit=threshold,
-            reason=reason,
-        )
-        return method
-
-    async def _fitted(
-        self,
-        ctx: ContextManager,
-        request: ModelRequest,
-        compressed: str | None,
-        rebuild: tuple[tuple[Message, ...], Message | None],
-    ) -> ModelRequest:
-        """``request`` when its whole prompt fits the model's context window (SPEC E1).
-
-        The estimate counts what the model is sent (:func:`~loopact.llm.tokens.
-        estimate_prompt_tokens`): the system prompt, the tools or the catalogue that describes
-        them, the history and the instruction. The local brain's catalogue alone is about
-        5,000 tokens of its 8,192: left out, a 20 kB instruction was counted 5,301 tokens and
-        sent, and the server refused its 9,251. A request that does not fit is compressed to
-        fit (unless this round's compression found nothing older to compress) and measured
-        again; ``rebuild`` is the ``(extra, system)`` the request's messages were made with
-        (:meth:`_prompt`).
-
-        Raises:
-            PromptTooLong: It cannot fit: it is not sent (no retry could make it fit).
-        """
-        window, model = ctx.context_tokens, self.env.model()
-        need = estimate_prompt_tokens(model, request)
-        if window is None or need <= window:
-            return request
-        before = estimate_history_tokens(self.conv.history)
-        if compressed != "kept" and before > need - window:
-            tight = before - (need - window)
-            await self._maybe_compress(
-                dataclasses.replace(ctx, limit_tokens=tight, hard_limit_tokens=tight), "overflow"
-            )
-            request = dataclasses.replace(request, messages=self._prompt(*rebuild))
-            need = estimate_prompt_tokens(model, request)
-            if need <= window:
-                return request
-        raise prompt_too_long(model, request, need, window, self.text)
-
-    async def _checkpoint(self, ctx: ContextManager) -> None:
-        """Write the task's state to memory before the history loses turns (SPEC E1, E2)."""
-        if ctx.checkpoint is not None:
-            await ctx.checkpoint(checkpoint_text(self.conv.history, self.task_id, self.text))
-
-    async def _summarised(self, ctx: ContextManager, plan: CompressionPlan) -> list[Message] | None:
-        """The history with ``plan``'s older turns replaced by a model-written summary (after
-        a checkpoint), or None when the summary was not usable (SPEC E1)."""
-        await self._checkpoint(ctx)
-        request = tuple(summary_request_messages(plan, self.text))
-        try:
-            done, _, _ = await self.run_round((), messages=request, kind="summary")
-        except ModelError as exc:
-            log.info("summary request failed, history kept: %s", exc)
-            return None
-        return accept_summary(plan, done.message, done.finish_reason, estimate_history_tokens)
+    async def _summary(self, messages: tuple[Message, ...]) -> ResponseDone:
+        """One summary request of the history's older turns (:class:`ContextFit`)."""
+        done, _, _ = await self.run_round((), messages=messages, kind="summary")
+        return done
 
     # ----------------------------------------------------------------- one round
     async def run_round(
@@ -417,7 +306,7 @@ class TaskRounds:
         try:
             return await self._round_once(*args)
         except ContextOverflow as exc:
-            if messages is not None or not await self._refit(exc):
+            if messages is not None or not await self.fit.refit(exc):
                 raise
         return await self._round_once(*args)
 
@@ -446,12 +335,14 @@ class TaskRounds:
         )
         if ctx is not None:
             ctx.fixed_tokens = estimate_fixed_tokens(self.env.model(), request)
-            compressed = await self._maybe_compress(ctx)
+            compressed = await self.fit.compress(ctx)
             if compressed in ("summary", "trim"):  # the history changed
                 request = dataclasses.replace(request, messages=self._prompt(extra, system))
-            request = await self._fitted(ctx, request, compressed, (extra, system))
+            request = await self.fit.fitted(
+                ctx, request, compressed, lambda: self._prompt(extra, system)
+            )
         fields = request_event(round_no, request, self.env.options.trace_full)
-        self.env.bus.emit("model_request", self.task_id, **fields)
+        self.env.bus.emit(EventType.MODEL_REQUEST, self.task_id, **fields)
         done, rs = await self._respond(request)
         usage = done.usage
         if ctx is not None:
@@ -460,7 +351,9 @@ class TaskRounds:
             said = estimate_history_tokens([done.message])
             usage = Usage(estimate_prompt_tokens(self.env.model(), request), said)
         self.state.tokens += usage.total_tokens
-        self.env.bus.emit("model_response", self.task_id, **response_event(round_no, done, usage))
+        self.env.bus.emit(
+            EventType.MODEL_RESPONSE, self.task_id, **response_event(round_no, done, usage)
+        )
         if rs.dispatcher is None:
             if commit:
                 self.conv.append(dataclasses.replace(done.message, tool_calls=()))
@@ -510,7 +403,7 @@ class TaskRounds:
             except ModelRetryableError as exc:
                 if rs.started_calls:
                     env.bus.emit(
-                        "error",
+                        EventType.ERROR,
                         self.task_id,
                         message=f"{exc}; continuing from the calls that were already started",
                     )
@@ -522,7 +415,11 @@ class TaskRounds:
                     raise too_long from None
                 delay = retry_delay_s(b, attempt, exc)
                 env.bus.emit(
-                    "model_retry", self.task_id, attempt=attempt, error=str(exc), delay_s=delay
+                    EventType.MODEL_RETRY,
+                    self.task_id,
+                    attempt=attempt,
+                    error=str(exc),
+                    delay_s=delay,
                 )
                 await asyncio.sleep(delay)
             except BaseException:

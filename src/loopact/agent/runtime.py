@@ -34,7 +34,7 @@ from loopact.errors import (
     StopReason,
     TaskFailed,
 )
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.i18n import t
 from loopact.llm.base import Model, ToolSpec
 from loopact.llm.messages import Audio, Image, Message, valid_text
@@ -257,7 +257,7 @@ class Agent:
 
     def stop(self, source: str = "terminal") -> None:
         """Stop the current task and the robot now, without asking the model (SPEC A6)."""
-        self.bus.emit("stop", self._current_id, source=source)
+        self.bus.emit(EventType.STOP, self._current_id, source=source)
         self._preempt(f"stop from {source}", StopCause.STOPPED)
 
     def _preempt(self, reason: str, cause: StopCause = StopCause.PREEMPTED) -> None:
@@ -318,7 +318,7 @@ class Agent:
         if not carried:
             self.conversation.reset()
         self.bus.emit(
-            "provider_switch",
+            EventType.PROVIDER_SWITCH,
             self._current_id,
             provider=model.provider,
             model=model.model,
@@ -395,8 +395,8 @@ class Agent:
             if self._current is not None and not self._current.done():
                 await asyncio.wait({self._current})
             if cmd.superseded:
-                self.bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
-                self.bus.emit("task_end", cmd.id, status="preempted", rounds=0)
+                self.bus.emit(EventType.TASK_START, cmd.id, text=cmd.text, source=cmd.source)
+                self.bus.emit(EventType.TASK_END, cmd.id, status="preempted", rounds=0)
                 continue
             self._current_id = cmd.id
             self._current = asyncio.ensure_future(self._execute(cmd))
@@ -433,7 +433,7 @@ class Agent:
                     continue
             wait_s = conv.budget.wait_s()
             if wait_s > 0:
-                self.bus.emit("bound", None, name="hourly_budget", limit=conv.budget.rounds)
+                self.bus.emit(EventType.BOUND, None, name="hourly_budget", limit=conv.budget.rounds)
                 await asyncio.sleep(wait_s)
                 continue
             self._current_id = cmd.id
@@ -454,7 +454,7 @@ class Agent:
 
     async def _execute(self, cmd: _Command, continuous: bool = False) -> TaskOutcome:
         bus = self.bus
-        bus.emit("task_start", cmd.id, text=cmd.text, source=cmd.source)
+        bus.emit(EventType.TASK_START, cmd.id, text=cmd.text, source=cmd.source)
         run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images, cmd.audio)
         self._current_run = run
         outcome = TaskOutcome(cmd.id, "failed")
@@ -473,13 +473,13 @@ class Agent:
             outcome = TaskOutcome(cmd.id, "bounded", reply=exc.text)
         except asyncio.TimeoutError:
             limit = self.options.bounds.task_timeout_s
-            bus.emit("bound", cmd.id, name="wall_clock", limit=limit)
+            bus.emit(EventType.BOUND, cmd.id, name="wall_clock", limit=limit)
             notice = t("bound.wall_clock", lang, limit=f"{limit:g}")
             outcome = TaskOutcome(cmd.id, "bounded", reply=run.bounded_text(notice))
         except asyncio.CancelledError:
             outcome = TaskOutcome(cmd.id, "preempted")
         except TaskFailed as exc:
-            bus.emit("error", cmd.id, message=str(exc))
+            bus.emit(EventType.ERROR, cmd.id, message=str(exc))
             outcome = TaskOutcome(cmd.id, "failed", error=str(exc))
         except ModelError as exc:
             if isinstance(exc, (ModelRefused, PromptTooLong)):
@@ -487,19 +487,19 @@ class Agent:
                 self.conversation.drop_after(mark)
             key = "model.not_sent" if isinstance(exc, PromptTooLong) else "model.failed"
             message = t(key, lang, error=str(exc))
-            bus.emit("error", cmd.id, message=message)
+            bus.emit(EventType.ERROR, cmd.id, message=message)
             outcome = TaskOutcome(cmd.id, "failed", error=message)
         except Exception as exc:  # a bug must not kill the long-running agent
             log.exception("task %s failed", cmd.id)
             message = f"internal error: {type(exc).__name__}: {exc}"
-            bus.emit("error", cmd.id, message=message)
+            bus.emit(EventType.ERROR, cmd.id, message=message)
             outcome = TaskOutcome(cmd.id, "failed", error=message)
         self._current_run = None
         outcome.rounds = run.rounds
         if outcome.reply and outcome.status in ("completed", "bounded"):
-            bus.emit("reply", cmd.id, text=outcome.reply)
+            bus.emit(EventType.REPLY, cmd.id, text=outcome.reply)
         await self._emit_robot_state(cmd.id)
-        bus.emit("task_end", cmd.id, status=outcome.status, rounds=outcome.rounds)
+        bus.emit(EventType.TASK_END, cmd.id, status=outcome.status, rounds=outcome.rounds)
         return outcome
 
     async def _emit_robot_state(self, task_id: str) -> None:
@@ -511,7 +511,7 @@ class Agent:
         except Exception as exc:
             log.warning("could not read the robot state: %r", exc)
             return
-        self.bus.emit("robot_state", task_id, **state)
+        self.bus.emit(EventType.ROBOT_STATE, task_id, **state)
 
     async def close(self) -> None:
         """Stop the running task, wait for it and for the stop hooks, close the model."""

@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.messages import Image, Message
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class Conversation:
         """Queue a message or sensor event for the next round boundary; emits ``input``."""
         item = Input(uuid.uuid4().hex[:12], source, text, tuple(images), time.time())
         self._inputs.append(item)
-        self.bus.emit("input", task_id, id=item.id, source=source, text=text)
+        self.bus.emit(EventType.INPUT, task_id, id=item.id, source=source, text=text)
         self.arrived.set()
         return item
 
@@ -217,7 +217,7 @@ class Conversation:
                 continue
             if message is not None:
                 self.history.append(message)
-                self.bus.emit("input_snapshot", task_id, text=message.text)
+                self.bus.emit(EventType.INPUT_SNAPSHOT, task_id, text=message.text)
                 added += 1
         return added
 

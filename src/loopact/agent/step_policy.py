@@ -35,6 +35,7 @@ from loopact.agent.steps import (
     with_seen,
 )
 from loopact.agent.turns import OneTurn, Outcomes, TaskPolicy, TaskView, Turn
+from loopact.events import EventType
 from loopact.i18n import t
 
 __all__ = ["StepPolicy", "ToldFromResults", "task_policy"]
@@ -131,10 +132,12 @@ class StepPolicy(ToldFromResults):
         if not self.pending:
             return None
         if self._current < 0:
-            self.task.emit("steps", clauses=list(self.clauses))
+            self.task.emit(EventType.STEPS, clauses=list(self.clauses))
         self._current = self.pending.pop(0)
         clause = self.clauses[self._current]
-        self.task.emit("clause_start", n=self._current + 1, of=len(self.clauses), text=clause)
+        self.task.emit(
+            EventType.CLAUSE_START, n=self._current + 1, of=len(self.clauses), text=clause
+        )
         self.marks.append((clause, len(self.task.ran)))
         return Turn(self.step_text(clause), act_first=not is_speech(clause), native_rounds=True)
 
@@ -149,7 +152,7 @@ class StepPolicy(ToldFromResults):
         result = ClauseResult.of(self.clauses[self._current], answer, ran)
         self.done.append(result)
         failed = result.failed
-        self.task.emit("clause_end", n=self._current + 1, ok=failed is None, error=failed)
+        self.task.emit(EventType.CLAUSE_END, n=self._current + 1, ok=failed is None, error=failed)
         if failed is not None:
             self.stop_remaining()
 

@@ -18,14 +18,14 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from loopact._compat import reschedule, timeout_after, wait_within
 from loopact.agent.dispatch import RoundDispatcher
 from loopact.agent.options import Bounds
 from loopact.errors import ModelRetryableError
 from loopact.errors import OutputLimitReached as OutputLimitReached
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.base import (
     Model,
     ModelRequest,
@@ -38,8 +38,12 @@ from loopact.llm.base import (
 from loopact.llm.messages import Message, Usage
 from loopact.redact import StreamMasker
 from loopact.tools.base import ToolResult
+from loopact.tools.report import result_json
 
 log = logging.getLogger(__name__)
+
+_Delta = Literal[EventType.TEXT_DELTA, EventType.REASONING_DELTA]
+"""The live-only event types of streamed text."""
 
 #: Longest tool-result text sent to the model, in characters.
 MAX_RESULT_CHARS = 16_000
@@ -110,9 +114,9 @@ async def stream_response(
     started = False
     meter = _OutputMeter(request.max_output_tokens, bounds.token_budget, tokens_used)
     # A secret split across deltas is held back until it is whole, then masked (issue 21).
-    shown = {
-        "text_delta": StreamMasker(bus.redactor),
-        "reasoning_delta": StreamMasker(bus.redactor),
+    shown: dict[_Delta, StreamMasker] = {
+        EventType.TEXT_DELTA: StreamMasker(bus.redactor),
+        EventType.REASONING_DELTA: StreamMasker(bus.redactor),
     }
     try:
         async with timeout_after(bounds.request_timeout_s) as deadline:
@@ -123,11 +127,11 @@ async def stream_response(
                     meter.add(event.text, answer=True)
                     rs.text.append(event.text)
                     if emit_text:
-                        _emit_delta(bus, task_id, "text_delta", shown, event.text)
+                        _emit_delta(bus, task_id, EventType.TEXT_DELTA, shown, event.text)
                 elif isinstance(event, ReasoningDelta):
                     meter.add(event.text, answer=False)
                     rs.reasoning.append(event.text)
-                    _emit_delta(bus, task_id, "reasoning_delta", shown, event.text)
+                    _emit_delta(bus, task_id, EventType.REASONING_DELTA, shown, event.text)
                 elif isinstance(event, ToolCallDelta):
                     meter.add(event.text, answer=True)
                 elif isinstance(event, ToolCallReady):
@@ -151,7 +155,7 @@ async def stream_response(
 
 
 def _emit_delta(
-    bus: EventBus, task_id: str, kind: str, shown: dict[str, StreamMasker], text: str
+    bus: EventBus, task_id: str, kind: _Delta, shown: dict[_Delta, StreamMasker], text: str
 ) -> None:
     """Emit what of ``text`` can be shown yet (see :class:`~loopact.redact.StreamMasker`)."""
     safe = shown[kind].feed(text)
@@ -215,17 +219,9 @@ def cut_response(rs: RoundState) -> ResponseDone:
 
 
 def result_text(result: ToolResult, limit: int = MAX_RESULT_CHARS) -> str:
-    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``."""
-    body: dict[str, Any] = {"ok": result.ok}
-    if result.data is not None:
-        body["data"] = result.data
-    if result.error:
-        body["error"] = result.error
-    if result.metadata:
-        body["metadata"] = result.metadata
-    if result.images:
-        body["images"] = len(result.images)
-    text = json.dumps(body, ensure_ascii=False, default=str)
+    """The tool message text the model reads: compact JSON of ``{ok, data, error, metadata}``
+    (:func:`~loopact.tools.report.result_json`), cut at ``limit`` characters."""
+    text = json.dumps(result_json(result), ensure_ascii=False, default=str)
     if len(text) > limit:
         text = text[:limit] + f'... [truncated: {len(text)} characters in all]"'
     return text

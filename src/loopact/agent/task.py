@@ -19,6 +19,7 @@ from loopact.agent.plan_body import plan_body, run_plan_for
 from loopact.agent.rounds import TaskEnv, TaskRounds
 from loopact.agent.turns import Outcomes, Turn
 from loopact.errors import BoundReached
+from loopact.events import EventType
 from loopact.i18n import t
 from loopact.llm.base import ToolChoice, ToolSpec
 from loopact.llm.messages import Message
@@ -152,7 +153,7 @@ class TaskRun(TaskRounds):
                 continue
             text = done.message.text.strip()
             if text:
-                self.env.bus.emit("message", self.task_id, text=text, source="agent")
+                self.env.bus.emit(EventType.MESSAGE, self.task_id, text=text, source="agent")
             if not self.conv.has_inputs:
                 return ""
 

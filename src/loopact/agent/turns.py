@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from loopact.agent.steps import ClauseResult, compose_reply, is_chinese
+from loopact.events import EventType
 from loopact.llm.messages import Audio, Image, ToolCall
 from loopact.tools.base import ToolResult
 
@@ -87,7 +88,7 @@ class TaskView(Protocol):
     def acted(self) -> bool:
         """Whether a motion or a write was dispatched in this task."""
 
-    def emit(self, typ: str, **data: Any) -> None:
+    def emit(self, typ: EventType, **data: Any) -> None:
         """Emit an event of the task (docs/trace.md)."""
 
 

@@ -13,6 +13,8 @@ Every other package is a part; this one is the only place that knows how the par
   (:func:`attach_nodes`);
 - :mod:`loopact.app.web`: the web console (:func:`serve_web`);
 - :mod:`loopact.app.run`: ``loopact run`` (:func:`build_and_run`).
+- :mod:`loopact.app.modes`: how a run talks to people (``--once``, an audio file, the
+  terminal chat).
 """
 
 from loopact.app.model import make_model

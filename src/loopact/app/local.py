@@ -13,7 +13,7 @@ from rich.console import Console
 
 from loopact.agent import Agent
 from loopact.config import Config
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.base import ModelRequest
 from loopact.llm.local.model import WARM_USER_TEXT, LocalBrainModel
 from loopact.llm.local.process import BrainStatus, LocalBrain
@@ -47,7 +47,7 @@ async def start_local_brain(
     brain = LocalBrain.from_config(cfg.local)
 
     def on_status(status: BrainStatus) -> None:
-        bus.emit("local_brain", None, **status.as_dict())
+        bus.emit(EventType.LOCAL_BRAIN, None, **status.as_dict())
 
     brain.on_status = on_status
     stack.push_async_callback(brain.stop)
@@ -101,7 +101,7 @@ async def prepare_local_prompt(agent: Agent) -> dict[str, Any] | None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with err.status("loopact: preparing the local brain's prompt (once per prompt change) ..."):
         result = await model.prepare(request)
-    agent.bus.emit("local_brain_prompt", None, **result)
+    agent.bus.emit(EventType.LOCAL_BRAIN_PROMPT, None, **result)
     if result.get("source") == "evaluated":
         err.print(
             f"loopact: the local brain read its prompt ({result.get('tokens')} tokens) in "

@@ -36,7 +36,8 @@ from loopact.app.model import make_model
 from loopact.app.run import open_agent
 from loopact.config import Config
 from loopact.errors import TaskFailed
-from loopact.events import Event, EventBus
+from loopact.events import Event, EventBus, EventType
+from loopact.events.payloads import ConfirmRequestPayload, ConfirmResponsePayload
 from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.messages import ToolCall
@@ -126,13 +127,16 @@ class _TerminalConfirmer:
         loop.call_soon_threadsafe(self._lines.put_nowait, None)
 
     def _on_event(self, ev: Event) -> None:
-        if ev.type == "confirm_request":
-            self.pending.append(str(ev.data["id"]))
-            shown = ev.data.get("shown") or shown_arguments(ev.data.get("arguments") or {})
-            prompt = t("confirm.prompt", self.lang, name=ev.data["name"], args=shown)
+        if ev.type == EventType.CONFIRM_REQUEST:
+            asked = ev.payload(ConfirmRequestPayload)
+            self.pending.append(str(asked["id"]))
+            shown = asked.get("shown") or shown_arguments(asked.get("arguments") or {})
+            prompt = t("confirm.prompt", self.lang, name=asked["name"], args=shown)
             self.console.print(prompt, markup=False, end="")
-        elif ev.type == "confirm_response" and ev.data.get("id") in self.pending:
-            self.pending.remove(str(ev.data["id"]))
+        elif ev.type == EventType.CONFIRM_RESPONSE:
+            answered = ev.payload(ConfirmResponsePayload)
+            if answered.get("id") in self.pending:
+                self.pending.remove(str(answered["id"]))
 
     async def _answer(self) -> None:
         while True:

@@ -13,6 +13,7 @@ from loopact.agent import Agent
 from loopact.agent.prompt import preferences_section
 from loopact.config import Config, config_secret_settings
 from loopact.errors import ConfigError, MemoryRepoError
+from loopact.events import EventType
 from loopact.memory import (
     GitMemory,
     MemorySyncer,
@@ -150,7 +151,7 @@ async def start_memory_sync(
 
     def on_result(result: SyncResult, why: str) -> None:
         agent.bus.emit(
-            "memory_sync",
+            EventType.MEMORY_SYNC,
             None,
             why=why,
             ok=result.ok,

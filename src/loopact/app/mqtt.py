@@ -21,7 +21,7 @@ from pathlib import Path
 
 from loopact.agent import Agent
 from loopact.config import Config
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.nodes.mqtt.connector import MqttConnector
 from loopact.nodes.mqtt.link import LinkState, StateCallback
 from loopact.nodes.mqtt.settings import MqttSettings
@@ -58,7 +58,9 @@ def link_events(bus: EventBus, settings: MqttSettings, client: str) -> StateCall
     broker = str(settings.address)
 
     def on_link(state: LinkState, detail: str) -> None:
-        bus.emit("mqtt_link", None, state=state, broker=broker, client=client, detail=detail)
+        bus.emit(
+            EventType.MQTT_LINK, None, state=state, broker=broker, client=client, detail=detail
+        )
 
     return on_link
 

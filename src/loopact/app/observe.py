@@ -21,7 +21,7 @@ from rich.console import Console
 from loopact._version import __version__
 from loopact.config import Config
 from loopact.errors import ConfigError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 
 if TYPE_CHECKING:
     from loopact.agent import Agent
@@ -51,7 +51,7 @@ class Observe:
         governor = session.governor
 
         def decided(said: dict[str, Any]) -> None:
-            bus.emit("governor", agent.status().get("task_id"), **said)
+            bus.emit(EventType.GOVERNOR, agent.status().get("task_id"), **said)
 
         governor.on_decision = decided
         self.stack.callback(setattr, governor, "on_decision", None)

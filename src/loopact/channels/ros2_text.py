@@ -21,6 +21,7 @@ import logging
 from collections import deque
 from typing import Any
 
+from loopact.channels.agent_port import AgentPort
 from loopact.events import LIVE_ONLY_TYPES, Event
 from loopact.nodes.connector import Connector, Payload, Subscription
 from loopact.nodes.protocol import DEFAULT_AGENT_NAME, check_name
@@ -53,7 +54,9 @@ class Ros2TextChannel:
         agent_name: Topic prefix.
     """
 
-    def __init__(self, agent: Any, connector: Connector, agent_name: str = DEFAULT_AGENT_NAME):
+    def __init__(
+        self, agent: AgentPort, connector: Connector, agent_name: str = DEFAULT_AGENT_NAME
+    ) -> None:
         check_name(agent_name, "agent name")
         self.agent = agent
         self.connector = connector

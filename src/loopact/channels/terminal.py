@@ -20,16 +20,18 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.markup import escape
 
-from loopact.agent.confirm import shown_arguments
-from loopact.agent.runtime import Agent, is_stop
+from loopact.agent.runtime import is_stop
+from loopact.channels.agent_port import AgentPort
+from loopact.channels.progress import ProgressPrinter, shown
 from loopact.errors import LoopactError
-from loopact.events import Event
-from loopact.i18n import Phrase, t
+from loopact.events import Event, EventType
+from loopact.events.payloads import ConfirmRequestPayload, ConfirmResponsePayload
+from loopact.i18n import t
 from loopact.llm.base import Model
 from loopact.llm.messages import valid_text
-from loopact.redact import printable
+
+__all__ = ["BUILTIN_COMMANDS", "TTY_LINE_MAX", "ProgressPrinter", "TerminalChannel", "command_list"]
 
 BUILTIN_COMMANDS = ("/stop", "/reset", "/status", "/provider", "/quit")
 """The terminal's own slash commands, in the order the welcome line lists them."""
@@ -43,230 +45,6 @@ def command_list(extra: Iterable[str] = ()) -> str:
         extra: More command names, e.g. ``["/play", "/pause"]``.
     """
     return " ".join((*BUILTIN_COMMANDS, *extra))
-
-
-def _args(arguments: Any, limit: int = 120) -> str:
-    if isinstance(arguments, dict):
-        text = ", ".join(
-            f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items()
-        )
-    else:
-        text = json.dumps(arguments, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class ProgressPrinter:
-    """Prints events compactly: tool calls, results, bounds, errors, and optionally the reply.
-
-    Args:
-        console: Where to print (stderr for ``--once``; stdout interactively).
-        stream_text: Print the reply text as it streams (interactive) rather than not at all.
-        lang: Language of the labels.
-
-    Attributes:
-        notes_said: The ``speech_in`` notes printed so far (each is printed once; a caller
-            that said some already, e.g. an input file's conversion, adds them).
-    """
-
-    def __init__(self, console: Console, stream_text: bool, lang: str = "en") -> None:
-        self.console = console
-        self.stream_text = stream_text
-        self.lang = lang
-        self.notes_said: set[str] = set()
-        self._streamed: dict[str, list[str]] = {}
-        self._in_text = False
-        self.errors_shown = 0
-
-    def _end_text(self) -> None:
-        if self._in_text:
-            self.console.file.write("\n")
-            self.console.file.flush()
-            self._in_text = False
-
-    def __call__(self, ev: Event) -> None:
-        """Print one event; types without a line of their own (e.g. ``usage``) print nothing."""
-        handler = _HANDLERS.get(ev.type)
-        if handler is not None:
-            handler(self, ev.type, ev)
-
-    def _reply_text(self, typ: str, ev: Event) -> None:
-        """The streamed reply: its deltas, a failed attempt's retry, the final text."""
-        d = ev.data
-        if typ == "text_delta":
-            if self.stream_text:
-                self._streamed.setdefault(ev.task_id or "", []).append(d["text"])
-                self.console.file.write(printable(str(d["text"])))
-                self.console.file.flush()
-                self._in_text = True
-        elif typ == "model_request":
-            # only the last response's text is the reply; earlier rounds were progress
-            self._end_text()
-            self._streamed.pop(ev.task_id or "", None)
-        elif typ == "model_retry":
-            # the partial text of the failed attempt is not part of the reply
-            self._streamed.pop(ev.task_id or "", None)
-            self._end_text()
-            line = t(
-                "term.model_retry",
-                self.lang,
-                error=_shown(str(d["error"])),
-                attempt=d["attempt"],
-                delay=f"{d['delay_s']:.1f}",
-            )
-            self.console.print(f"[yellow]  {line}[/]")
-        elif typ == "reply":
-            if self.stream_text:
-                streamed = "".join(self._streamed.pop(ev.task_id or "", []))
-                self._end_text()
-                text = str(d["text"]).strip()
-                if streamed.strip() and text.startswith(streamed.strip()):
-                    text = text[len(streamed.strip()) :].strip()  # only what was not shown
-                if text:
-                    self.console.print(_shown(text))
-        elif typ == "task_end":
-            self._end_text()
-            self._streamed.pop(ev.task_id or "", None)
-            if d["status"] == "preempted":
-                self.console.print(f"[yellow]  ({t('task.stopped', self.lang)})[/]")
-
-    def _tool(self, typ: str, ev: Event) -> None:
-        """A tool call, its progress lines, its result, and a confirmation request for it."""
-        d = ev.data
-        name = _shown_name(str(d.get("name", "")))
-        if typ == "tool_call":
-            self._end_text()
-            self.console.print(f"[cyan]  → {_shown(name)}({_shown(_args(d['arguments']))})[/]")
-        elif typ == "tool_progress":
-            self.console.print(f"[dim]    … {_shown(str(d['text']))}[/]")
-        elif typ == "tool_result":
-            said = self._outcome(d.get("outcome"))  # a robot tool's outcome, in our language
-            if d["ok"]:
-                body = _args(d.get("data"), 140) if d.get("data") is not None else "ok"
-                extra = f" [{d['n_images']} image(s)]" if d.get("n_images") else ""
-                self.console.print(f"[green]  ✓ {_shown(name)}: {_shown(said or body)}{extra}[/]")
-            else:
-                error = said or str(d["error"])
-                self.console.print(f"[red]  ✗ {_shown(name)}: {_shown(error)}[/]")
-        elif typ == "confirm_request":
-            self._end_text()
-            # every argument by name, each value cut on its own: the path is never hidden
-            shown = d.get("shown") or shown_arguments(d["arguments"])
-            prompt = t("confirm.prompt", self.lang, name=d["name"], args=shown)
-            self.console.print(f"[magenta]{_shown(prompt)}[/]", end="")
-
-    def _outcome(self, outcome: Any) -> str | None:
-        """A ``tool_result``'s typed outcome (``{id, params}``) in :attr:`lang`, or None."""
-        if not outcome:
-            return None
-        try:
-            return Phrase.from_json(outcome).text(self.lang)
-        except (ValueError, KeyError, TypeError):  # not one this version knows: say nothing
-            return None
-
-    def _notice(self, typ: str, ev: Event) -> None:
-        """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
-        d = ev.data
-        if typ == "context_compressed":
-            if d["method"] == "kept":  # nothing older to summarise or trim: no "N -> N"
-                line = f"context at {d['before_tokens']} tokens (limit {d.get('limit')}), "
-                line += "nothing older to compress"
-            else:
-                line = f"context {d['method']}: {d['before_tokens']} -> {d['after_tokens']} tokens"
-            self.console.print(f"[dim]  {line}[/]")
-            return
-        self._end_text()
-        if typ == "message":
-            # continuous mode: the agent's own message was streamed already (text_delta)
-            streamed = "".join(self._streamed.pop(ev.task_id or "", []))
-            if d.get("source") != "agent" or streamed.strip() != str(d["text"]).strip():
-                self.console.print(f"[bold]{_shown(str(d['text']))}[/]")
-        elif typ == "bound":
-            line = t("term.bound", self.lang, name=_shown(str(d["name"])), limit=d["limit"])
-            self.console.print(f"[yellow]  {line}[/]")
-        elif typ == "error":
-            self.errors_shown += 1
-            self.console.print(f"[red]  error: {_shown(str(d['message']))}[/]")
-        elif typ == "clause_start":
-            line = t("term.step", self.lang, n=d["n"], of=d["of"], text=_shown(str(d["text"])))
-            self.console.print(f"[dim]  {line}[/]")
-        elif typ == "stop":
-            line = t("term.stop", self.lang, source=_shown(str(d.get("source", ""))))
-            self.console.print(f"[yellow]  {line}[/]")
-
-    def _service(self, typ: str, ev: Event) -> None:
-        """Supervised services: the local model server (issue 13), MCP servers (issue 18)."""
-        d = ev.data
-        if typ == "local_brain":
-            # the local server's crash line, its return, or the final error
-            state, detail = d.get("state"), str(d.get("detail") or "")
-            if state in ("crashed", "failed"):
-                self._end_text()
-                self.console.print(f"[red]  {_shown(detail)}[/]")
-            elif state == "ready" and d.get("restarts"):
-                self.console.print(f"[yellow]  local model server {_shown(detail)}[/]")
-        elif typ == "mcp_server":
-            # an MCP server that dropped (why, and when it is retried) or came back
-            if d.get("state") == "restarting" and int(d.get("restarts") or 0) <= 3:
-                self._end_text()
-                retry = f" (retrying in {d['delay_s']:g} s)" if d.get("delay_s") else ""
-                self.console.print(f"[yellow]  {_shown(str(d.get('detail', '')))}{retry}[/]")
-            elif d.get("state") == "connected" and d.get("restarts"):
-                self.console.print(
-                    f"[yellow]  MCP server {_shown(str(d['name']))} is back: "
-                    f"{_shown(str(d.get('detail', '')))}[/]"
-                )
-
-    def _voice(self, typ: str, ev: Event) -> None:
-        """Issue 16: what was heard, and what went wrong with audio."""
-        d = ev.data
-        if typ == "transcript":
-            self._end_text()
-            if d.get("text"):
-                self.console.print(f"[magenta]  heard: {_shown(str(d['text']))}[/]")
-            for key in ("error", "note"):
-                if d.get(key):
-                    self.console.print(f"[yellow]  voice: {_shown(str(d[key]))}[/]")
-        elif typ == "speech_in" and d.get("notes"):
-            # a note about the whole input comes with every utterance: said once
-            fresh = [str(n) for n in d["notes"] if str(n) not in self.notes_said]
-            if fresh:
-                self._end_text()
-            for note in fresh:
-                self.notes_said.add(note)
-                self.console.print(f"[yellow]  voice: {_shown(note)}[/]")
-        elif typ == "speech_out" and d.get("state") == "failed":
-            self._end_text()
-            self.console.print(f"[yellow]  voice: {_shown(str(d.get('error', '')))}[/]")
-
-
-_HANDLERS: dict[str, Callable[[ProgressPrinter, str, Event], None]] = {
-    **dict.fromkeys(
-        ("text_delta", "model_request", "model_retry", "reply", "task_end"),
-        ProgressPrinter._reply_text,
-    ),
-    **dict.fromkeys(
-        ("tool_call", "tool_progress", "tool_result", "confirm_request"), ProgressPrinter._tool
-    ),
-    **dict.fromkeys(
-        ("message", "context_compressed", "bound", "error", "clause_start", "stop"),
-        ProgressPrinter._notice,
-    ),
-    **dict.fromkeys(("local_brain", "mcp_server"), ProgressPrinter._service),
-    **dict.fromkeys(("transcript", "speech_in", "speech_out"), ProgressPrinter._voice),
-}
-"""Event type -> the ProgressPrinter method that prints it."""
-
-
-def _shown(text: str) -> str:
-    """``text`` for ``console.print``: no terminal control characters, no Rich markup."""
-    return escape(printable(text))
-
-
-def _shown_name(name: str) -> str:
-    """A tool name as printed: one a model sent empty or with odd whitespace is quoted."""
-    if not name.strip():
-        return "(no tool name)"
-    return name if name.isprintable() and name.strip() == name else repr(name)
 
 
 #: The longest line a terminal in canonical mode hands to a program (Linux's N_TTY buffer is
@@ -301,7 +79,7 @@ class TerminalChannel:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentPort,
         console: Console,
         stdin: TextIO | None = None,
         welcome: str = "",
@@ -326,10 +104,10 @@ class TerminalChannel:
         self.end_of_input = False
 
     def _on_event(self, ev: Event) -> None:
-        if ev.type == "confirm_request":
-            self._pending_confirm.append(str(ev.data["id"]))
-        elif ev.type == "confirm_response":
-            rid = str(ev.data["id"])
+        if ev.type == EventType.CONFIRM_REQUEST:
+            self._pending_confirm.append(str(ev.payload(ConfirmRequestPayload)["id"]))
+        elif ev.type == EventType.CONFIRM_RESPONSE:
+            rid = str(ev.payload(ConfirmResponsePayload)["id"])
             if rid in self._pending_confirm:
                 self._pending_confirm.remove(rid)
         if self._pending_confirm:
@@ -468,7 +246,7 @@ class TerminalChannel:
         try:
             model = self.model_factory(args)
         except (LoopactError, ValueError) as exc:
-            self.console.print(f"[red]{_shown(str(exc))}[/]")
+            self.console.print(f"[red]{shown(str(exc))}[/]")
             return
         carried = self.agent.set_model(model)
         key = "term.provider_carried" if carried else "term.provider_fresh"
@@ -479,7 +257,7 @@ class TerminalChannel:
             text = await self.commands[cmd](args)
         except LoopactError as exc:
             text = str(exc)
-        self.console.print(_shown(text))
+        self.console.print(shown(text))
 
     def _answer_confirmation(self, line: str) -> bool:
         """Answer the oldest pending confirmation with ``line``; True when the line was the

@@ -21,8 +21,10 @@ import logging
 import re
 from typing import Any
 
-from loopact.agent.runtime import Agent, is_stop
-from loopact.events import Event
+from loopact.agent.runtime import is_stop
+from loopact.channels.agent_port import AgentPort
+from loopact.events import Event, EventType
+from loopact.events.payloads import DeltaPayload, TaskEndPayload, TextPayload
 from loopact.llm.messages import Audio
 from loopact.voice.audio import duration_s, wav_bytes
 from loopact.voice.listen import Listener
@@ -63,7 +65,7 @@ class VoiceChannel:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentPort,
         player: Player | None,
         source: str = "voice",
         speak: str = "all",
@@ -118,42 +120,43 @@ class VoiceChannel:
         player = self.player
         tid = ev.task_id or ""
         typ = ev.type
-        if self.speak == "own" and tid not in self._voice_tasks and typ != "stop":
+        if self.speak == "own" and tid not in self._voice_tasks and typ != EventType.STOP:
             return
-        if typ == "task_start":
+        if typ == EventType.TASK_START:
             self._splitters[tid] = SentenceSplitter()
             self._streamed[tid] = ""
             if player is not None:
                 player.begin(ev.task_id)
-        elif typ == "text_delta":
-            self._streamed[tid] = self._streamed.get(tid, "") + str(ev.data.get("text", ""))
+        elif typ == EventType.TEXT_DELTA:
+            delta = str(ev.payload(DeltaPayload).get("text", ""))
+            self._streamed[tid] = self._streamed.get(tid, "") + delta
             splitter = self._splitters.setdefault(tid, SentenceSplitter())
-            for sentence in splitter.feed(str(ev.data.get("text", ""))):
+            for sentence in splitter.feed(delta):
                 self._say(sentence, ev.task_id)
-        elif typ == "model_request":
+        elif typ == EventType.MODEL_REQUEST:
             self._streamed[tid] = ""
-        elif typ == "model_retry":
+        elif typ == EventType.MODEL_RETRY:
             self._splitters.get(tid, SentenceSplitter()).reset()
-        elif typ == "model_response":
+        elif typ == EventType.MODEL_RESPONSE:
             pending = self._splitters.get(tid)
             rest = pending.flush() if pending is not None else None
             if rest:
                 self._say(rest, ev.task_id)
-        elif typ == "reply":
-            reply = str(ev.data.get("text", "")).strip()
+        elif typ == EventType.REPLY:
+            reply = str(ev.payload(TextPayload).get("text", "")).strip()
             if reply and reply != self._streamed.get(tid, "").strip():
                 splitter = SentenceSplitter()
                 for sentence in splitter.feed(reply + "\n"):
                     self._say(sentence, ev.task_id)
-        elif typ == "stop":
+        elif typ == EventType.STOP:
             if player is not None:
                 player.stop("stop")
-        elif typ == "task_end":
+        elif typ == EventType.TASK_END:
             self._splitters.pop(tid, None)
             self._streamed.pop(tid, None)
             if tid in self._voice_tasks:
                 self._voice_tasks.discard(tid)
-                self.outcomes.append((tid, str(ev.data.get("status"))))
+                self.outcomes.append((tid, str(ev.payload(TaskEndPayload).get("status"))))
             self._changed.set()
 
     def _say(self, sentence: str, task_id: str | None) -> None:

@@ -21,6 +21,7 @@ from loopact.cli._common import (
     setup_logging,
 )
 from loopact.errors import ConfigError, LoopactError
+from loopact.events import EventType
 from loopact.redact import printable
 
 
@@ -264,7 +265,7 @@ def trace_cmd(
         for line in timeline(trace.events):
             typer.echo(printable(line))  # a recorded instruction may hold escape sequences
         return
-    if not any(ev.get("type") == "model_response" for ev in trace.events):
+    if not any(ev.get("type") == EventType.MODEL_RESPONSE for ev in trace.events):
         err.print(f"loopact: {NOTHING_TO_REPLAY}", markup=False)
         raise typer.Exit(EXIT_ERROR)
     try:

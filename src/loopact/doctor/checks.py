@@ -13,12 +13,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import socket
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from loopact.access import listen_socket
 from loopact.config import Config
 
 Status = Literal["ok", "missing", "warn", "info"]
@@ -69,12 +69,10 @@ def program(name: str, *also: str) -> str | None:
 
 
 def port_free(host: str, port: int) -> bool:
-    """Whether ``host:port`` can be bound now (bound and released at once)."""
+    """Whether ``host:port`` can be bound now (bound as the servers bind it, and released at
+    once: :func:`loopact.access.listen_socket`)."""
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host, port))
+        listen_socket(host, port).close()
     except OSError:
         return False
     return True

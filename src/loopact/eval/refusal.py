@@ -22,6 +22,7 @@ from typing import Any
 
 from loopact.eval import truth
 from loopact.eval.task import Evidence, Grader, Verdict
+from loopact.events import EventType
 
 REFUSAL_WORDS: tuple[str, ...] = (
     # English: a refusal, an inability, or the limit that applied
@@ -99,8 +100,10 @@ def told_refusal(reply: str) -> list[str]:
 
 def _calls(ev: Evidence) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """Every ``tool_call`` event with its ``tool_result`` (None when it has none)."""
-    results = {e.get("id"): e for e in ev.events if e.get("type") == "tool_result"}
-    return [(e, results.get(e.get("id"))) for e in ev.events if e.get("type") == "tool_call"]
+    results = {e.get("id"): e for e in ev.events if e.get("type") == EventType.TOOL_RESULT}
+    return [
+        (e, results.get(e.get("id"))) for e in ev.events if e.get("type") == EventType.TOOL_CALL
+    ]
 
 
 def _told(ev: Evidence) -> tuple[bool, str]:

@@ -31,7 +31,7 @@ from loopact.config import Config, MessagesConfig, TopicMessagesConfig
 from loopact.errors import ConfigError, LoopactError
 from loopact.eval.messages import TopicRecorder
 from loopact.eval.task import Evidence, Limits, Task, Verdict
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.local.process import LocalBrain
 from loopact.robot.session import RobotSession
 
@@ -392,8 +392,10 @@ class _Run:
             self.events = list(read_trace(path))
 
     def result(self, task: Task, n: int, folder: Path) -> TaskResult:
-        usage = [e.get("usage") or {} for e in self.events if e.get("type") == "model_response"]
-        replies = [e.get("text") or "" for e in self.events if e.get("type") == "reply"]
+        usage = [
+            e.get("usage") or {} for e in self.events if e.get("type") == EventType.MODEL_RESPONSE
+        ]
+        replies = [e.get("text") or "" for e in self.events if e.get("type") == EventType.REPLY]
         return TaskResult(
             task,
             n,
@@ -401,10 +403,10 @@ class _Run:
             why=self.crashed or "",
             status=self.status,
             time_s=self.time_s,
-            model_requests=sum(1 for e in self.events if e.get("type") == "model_request"),
+            model_requests=sum(1 for e in self.events if e.get("type") == EventType.MODEL_REQUEST),
             input_tokens=sum(int(u.get("input_tokens") or 0) for u in usage),
             output_tokens=sum(int(u.get("output_tokens") or 0) for u in usage),
-            tool_calls=sum(1 for e in self.events if e.get("type") == "tool_call"),
+            tool_calls=sum(1 for e in self.events if e.get("type") == EventType.TOOL_CALL),
             reply=(replies[-1] if replies else "")[:300],
             folder=folder,
         )

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopact.events import EventType
+
 CATEGORIES = (
     "navigation",
     "motion",
@@ -92,7 +94,7 @@ class Evidence:
     @property
     def reply(self) -> str:
         """The task's answer as the trace recorded it (the last ``reply`` event), or ""."""
-        replies = [e.get("text") or "" for e in self.events if e.get("type") == "reply"]
+        replies = [e.get("text") or "" for e in self.events if e.get("type") == EventType.REPLY]
         return replies[-1] if replies else ""
 
 

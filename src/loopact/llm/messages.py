@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopact.events.payloads import ImageSummary
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -44,7 +46,7 @@ class Image:
         """Hex SHA-256 of ``data``: how traces and memory snapshots refer to an image."""
         return hashlib.sha256(self.data).hexdigest()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ImageSummary:
         """A JSON-able stand-in for logs and traces: ``{sha256, bytes, media_type, w, h}``."""
         return {
             "sha256": self.sha256,

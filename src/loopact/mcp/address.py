@@ -5,22 +5,10 @@ No SDK imports here: the CLI checks ``--http`` and ``--token`` before anything s
 
 from __future__ import annotations
 
-import ipaddress
-
-from loopact.access import check_token
+from loopact.access import check_token, is_loopback
 from loopact.errors import ConfigError
 
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def is_loopback(host: str) -> bool:
-    """True if ``host`` only accepts connections from this machine."""
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+__all__ = ["check_access", "is_loopback", "parse_address"]
 
 
 def parse_address(text: str) -> tuple[str, int]:

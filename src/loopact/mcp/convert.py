@@ -29,6 +29,7 @@ import mcp.types as mt
 from loopact.llm.messages import Image
 from loopact.mcp.structured import binary_blocks, binary_note, error_reason, without_binary
 from loopact.tools.base import SafetyClass, ToolResult
+from loopact.tools.report import result_json
 
 MAX_TEXT_CHARS = 100_000
 """Characters of text kept from one MCP result; the rest is cut with a note (20 MB results)."""
@@ -311,21 +312,13 @@ def _finite(value: Any) -> Any:
 def to_call_result(result: ToolResult) -> mt.CallToolResult:
     """A loopact :class:`ToolResult` as an MCP tool result (``loopact mcp``).
 
-    One text block with the result as compact JSON (``{ok, data, error, metadata}``, the
+    One text block with the result as compact JSON (``{ok, data, error, metadata}``,
+    :func:`~loopact.tools.report.result_json`, the
     same facts the agent's own model reads: what was clamped, how a motion ended), one image
     block per image (camera frames, SPEC G1 gated JPEGs), the JSON also as
     ``structuredContent``, and ``isError`` for a failed result.
     """
-    body: dict[str, Any] = {"ok": result.ok}
-    if result.data is not None:
-        body["data"] = result.data
-    if result.error:
-        body["error"] = result.error
-    if result.metadata:
-        body["metadata"] = result.metadata
-    if result.images:
-        body["images"] = len(result.images)
-    body = _finite(json.loads(json.dumps(body, ensure_ascii=False, default=str)))
+    body = _finite(json.loads(json.dumps(result_json(result), ensure_ascii=False, default=str)))
     content: list[mt.ContentBlock] = [
         mt.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))
     ]

@@ -28,9 +28,9 @@ import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 
 from loopact._compat import wait_within
-from loopact.access import LoginLimiter
+from loopact.access import LoginLimiter, is_loopback, listen_socket
 from loopact.errors import ConfigError
-from loopact.mcp.address import check_access, is_loopback
+from loopact.mcp.address import check_access
 from loopact.mcp.server import ToolServer
 
 log = logging.getLogger(__name__)
@@ -158,24 +158,20 @@ class HttpHandle:
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    """The server's listening socket (:func:`loopact.access.listen_socket`).
+
+    Raises:
+        ConfigError: The host cannot be resolved or the port cannot be bound (key ``--http``).
+    """
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        return listen_socket(host, port)
     except socket.gaierror as exc:
         raise ConfigError(f"--http host {host!r} cannot be resolved: {exc}", key="--http") from None
-    family, _type, _proto, _name, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
     except OSError as exc:
-        sock.close()
         raise ConfigError(
             f"cannot serve MCP on {host}:{port}: {exc.strerror or exc}; choose another port",
             key="--http",
         ) from None
-    return sock
 
 
 async def serve_http(

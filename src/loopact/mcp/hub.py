@@ -38,7 +38,7 @@ from typing import Any
 import mcp.types as mt
 
 from loopact.config import McpServerConfig
-from loopact.events import EventBus
+from loopact.events import Event, EventBus, EventType
 from loopact.llm.base import ToolSpec
 from loopact.llm.messages import Image
 from loopact.mcp.client import McpServerLink
@@ -233,12 +233,12 @@ class McpHub:
         return [name for name, o in self._offered.items() if o.server == server]
 
     # ------------------------------------------------------------------ events
-    def _emit(self, type_: str, **data: Any) -> None:
+    def _emit(self, type_: EventType, **data: Any) -> None:
         if self.bus is not None:
-            self.bus.emit(type_, None, **data)
+            self.bus.publish(Event(type_, None, data))
 
     def _on_status(self, status: LinkStatus) -> None:
-        self._emit("mcp_server", **status.as_dict())
+        self._emit(EventType.MCP_SERVER, **status.as_dict())
 
     def _on_tools(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
         """Make the registry offer exactly ``tools`` for ``link``'s server."""
@@ -308,7 +308,7 @@ class McpHub:
             "MCP server %s: offering %s as %s (%s)", link.name, remote.name, name, safety.value
         )
         self._emit(
-            "node_added",
+            EventType.NODE_ADDED,
             name=name,
             kind="mcp",
             server=link.name,
@@ -323,7 +323,7 @@ class McpHub:
         self._refused.add((link.name, remote_name, key))
         message = f"MCP server {link.name}: tool {remote_name} not offered: {why}"
         log.info("%s", message)  # the node_error event shows it (terminal, trace, console)
-        self._emit("node_error", topic=f"mcp:{link.name}/{remote_name}", message=message)
+        self._emit(EventType.NODE_ERROR, topic=f"mcp:{link.name}/{remote_name}", message=message)
 
     def _too_many(self, link: McpServerLink, tools: list[mt.Tool]) -> None:
         names = list(dict.fromkeys(t.name for t in tools))
@@ -338,7 +338,7 @@ class McpHub:
             f"{MAX_TOOLS_PER_SERVER} (every model request carries every tool), not: {shown}"
         )
         log.info("%s", message)  # the node_error event shows it (terminal, trace, console)
-        self._emit("node_error", topic=f"mcp:{link.name}", message=message)
+        self._emit(EventType.NODE_ERROR, topic=f"mcp:{link.name}", message=message)
 
     def _remove(self, name: str, reason: str) -> None:
         offered = self._offered.pop(name, None)
@@ -347,7 +347,9 @@ class McpHub:
         if self.registry.get(name) is offered.tool:
             self.registry.remove(name)
         log.info("MCP tool %s dropped: %s", name, reason)
-        self._emit("node_removed", name=name, kind="mcp", server=offered.server, reason=reason)
+        self._emit(
+            EventType.NODE_REMOVED, name=name, kind="mcp", server=offered.server, reason=reason
+        )
 
 
 def _schema_key(schema: Any) -> str:

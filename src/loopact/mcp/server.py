@@ -43,7 +43,7 @@ from mcp.shared.exceptions import MCPError
 from loopact._compat import wait_within
 from loopact._version import __version__
 from loopact.errors import ToolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.messages import ToolCall
 from loopact.mcp.convert import (
     SAFETY_META_KEY,
@@ -51,8 +51,9 @@ from loopact.mcp.convert import (
     error_result,
     to_call_result,
 )
-from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, outcome_fields
+from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.registry import ToolRegistry
+from loopact.tools.report import tool_result_event
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class ToolServer:
         self.extra = ToolRegistry(extra)
         self.exclude = frozenset(exclude)
         self.bus = bus
+        self._events = bus if bus is not None else EventBus()  # no bus: the events go nowhere
         self.state_provider = state_provider
         self.calls = 0
         self._ids = itertools.count(1)
@@ -210,7 +212,7 @@ class ToolServer:
         """
         self.calls += 1
         call_id = f"mcp-{next(self._ids)}"
-        self._emit("tool_call", id=call_id, name=name, arguments=arguments)
+        self._events.emit(EventType.TOOL_CALL, TASK_ID, id=call_id, name=name, arguments=arguments)
         try:
             refusal = await self._check(call_id, name, arguments)
             if refusal is not None:
@@ -291,25 +293,11 @@ class ToolServer:
         except Exception as exc:
             log.warning("could not read the robot state: %r", exc)
             return
-        self._emit("robot_state", **state)
+        self._events.emit(EventType.ROBOT_STATE, TASK_ID, **state)
 
     def _emit_result(self, call_id: str, name: str, result: ToolResult) -> None:
-        self._emit(
-            "tool_result",
-            id=call_id,
-            name=name,
-            ok=result.ok,
-            data=result.data,
-            metadata=result.metadata,
-            error=result.error,
-            n_images=len(result.images),
-            images=[i.summary() for i in result.images],
-            **outcome_fields(result, self.lang),
-        )
-
-    def _emit(self, type_: str, **data: Any) -> None:
-        if self.bus is not None:
-            self.bus.emit(type_, TASK_ID, **data)
+        fields = tool_result_event(call_id, name, result, self.lang)
+        self._events.emit(EventType.TOOL_RESULT, TASK_ID, **fields)
 
     def _progress_fn(self, session: Any) -> Callable[[str], None]:
         """Tool progress as ``notifications/progress`` (when the client asked for them)."""

@@ -17,7 +17,14 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import MemoryRepoError
-from loopact.events import Event, EventBus
+from loopact.events import Event, EventBus, EventType
+from loopact.events.payloads import (
+    MessagePayload,
+    ModelResponsePayload,
+    TaskEndPayload,
+    TaskStartPayload,
+    TextPayload,
+)
 from loopact.llm.messages import Message
 from loopact.memory.store import GitMemory
 
@@ -58,20 +65,23 @@ class MemoryRecorder:
     def on_event(self, ev: Event) -> None:
         """Turn task ends into diary entries and responses into snapshots."""
         task = ev.task_id or ""
-        if ev.type == "task_start":
-            self._tasks[task] = str(ev.data.get("text", ""))
-        elif ev.type in ("reply", "message"):
-            self._replies[task] = str(ev.data.get("text", ""))
-        elif ev.type == "task_end":
+        if ev.type == EventType.TASK_START:
+            self._tasks[task] = str(ev.payload(TaskStartPayload).get("text", ""))
+        elif ev.type == EventType.REPLY:
+            self._replies[task] = str(ev.payload(TextPayload).get("text", ""))
+        elif ev.type == EventType.MESSAGE:
+            self._replies[task] = str(ev.payload(MessagePayload).get("text", ""))
+        elif ev.type == EventType.TASK_END:
             text = self._tasks.pop(task, "")
             reply = self._replies.pop(task, "")
-            entry = f"task {task}: {text!r} -> {ev.data.get('status')}"
+            entry = f"task {task}: {text!r} -> {ev.payload(TaskEndPayload).get('status')}"
             if reply:
                 entry += f"; replied: {reply[:300]!r}"
             self._schedule(self.memory.append_diary(entry))
-        elif ev.type == "model_response" and self.snapshots:
+        elif ev.type == EventType.MODEL_RESPONSE and self.snapshots:
             messages = list(self.history())
-            self._schedule(self.memory.snapshot(int(ev.data.get("round", 0)), messages))
+            n = int(ev.payload(ModelResponsePayload).get("round", 0))
+            self._schedule(self.memory.snapshot(n, messages))
 
     def _schedule(self, coro: Coroutine[Any, Any, Any]) -> None:
         fut = asyncio.ensure_future(coro)

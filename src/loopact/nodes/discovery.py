@@ -40,7 +40,7 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import NodeError, ProtocolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.messages import Image
 from loopact.nodes.connector import CallHandle, Connector, Payload
 from loopact.nodes.heartbeat import HeartbeatWatch
@@ -419,7 +419,7 @@ class ToolDiscovery(HeartbeatWatch):
             self.tools[info.name] = _Entry(tool, info.instance, now)
             logger.info("discovered tool %s (%s)", info.name, tool.safety.value)
             self._emit(
-                "node_added",
+                EventType.NODE_ADDED,
                 name=info.name,
                 kind="output",
                 safety=tool.safety.value,
@@ -446,7 +446,9 @@ class ToolDiscovery(HeartbeatWatch):
                 f"{info.instance}); the first stays, the second is ignored"
             )
             logger.warning("%s", message)
-            self._emit("node_conflict", name=info.name, kept=entry.instance, ignored=info.instance)
+            self._emit(
+                EventType.NODE_CONFLICT, name=info.name, kept=entry.instance, ignored=info.instance
+            )
 
     def _update(self, entry: _Entry, info: OutputInfo) -> None:
         """Same node, new schema: re-register so the validator matches."""
@@ -489,7 +491,7 @@ class ToolDiscovery(HeartbeatWatch):
         entry.contender = None
         entry.conflict_reported = False
         logger.info("tool %s: node restarted", info.name)
-        self._emit("node_restarted", name=info.name, instance=info.instance, previous=old)
+        self._emit(EventType.NODE_RESTARTED, name=info.name, instance=info.instance, previous=old)
 
     def _drop(self, name: str, reason: str) -> None:
         entry = self.tools.pop(name, None)
@@ -501,7 +503,7 @@ class ToolDiscovery(HeartbeatWatch):
             self.registry.remove(name)
         self._errors.pop(f"{self.prefix}{name}/info", None)
         logger.info("dropped tool %s: %s", name, reason)
-        self._emit("node_removed", name=name, kind="output", reason=reason)
+        self._emit(EventType.NODE_REMOVED, name=name, kind="output", reason=reason)
 
     def check(self, now: float | None = None) -> None:
         """Drop tools silent for ``drop_after_s`` (called periodically; public for tests)."""

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from typing import Any, ClassVar
 
-from loopact.events import EventBus
+from loopact.events import Event, EventBus, EventType
 from loopact.nodes.connector import Connector, Payload, Subscription
 
 
@@ -92,9 +92,9 @@ class HeartbeatWatch(abc.ABC):
             except Exception:
                 self._logger.exception(self._check_failed_log)
 
-    def _emit(self, type_: str, **data: Any) -> None:
+    def _emit(self, type_: EventType, **data: Any) -> None:
         if self.bus is not None:
-            self.bus.emit(type_, None, **data)
+            self.bus.publish(Event(type_, None, data))
 
     def _report_error(self, topic: str, message: str) -> None:
         if self._errors.get(topic) == message:
@@ -102,7 +102,7 @@ class HeartbeatWatch(abc.ABC):
         self._errors[topic] = message
         wire = self.connector.wire_topic(topic)  # as the user sees it on the broker / graph
         self._logger.warning(self._error_log, wire, message)
-        self._emit("node_error", topic=wire, message=message)
+        self._emit(EventType.NODE_ERROR, topic=wire, message=message)
 
     @abc.abstractmethod
     def _on_heartbeat(self, topic: str, payload: Payload) -> None:

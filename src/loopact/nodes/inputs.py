@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.errors import ProtocolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.llm.messages import Image, Message
 from loopact.nodes.connector import Connector, ImageData, Payload, PayloadKind, Subscription
 from loopact.nodes.heartbeat import HeartbeatWatch
@@ -133,7 +133,9 @@ class InputHub(HeartbeatWatch):
         )
         self.inputs[name] = inp
         logger.info("discovered input %s (%s, %s)", name, info.mode, info.kind)
-        self._emit("node_added", name=name, kind="input", mode=info.mode, data_kind=info.kind)
+        self._emit(
+            EventType.NODE_ADDED, name=name, kind="input", mode=info.mode, data_kind=info.kind
+        )
 
     def _on_data(self, name: str, payload: Payload) -> None:
         inp = self.inputs.get(name)
@@ -180,7 +182,7 @@ class InputHub(HeartbeatWatch):
             return
         if inp.sub is not None:
             inp.sub.close()
-        self._emit("node_removed", name=name, kind="input", reason=reason)
+        self._emit(EventType.NODE_REMOVED, name=name, kind="input", reason=reason)
 
     # ---------------------------------------------------------------- reading
     def latest(self, name: str) -> tuple[Any, float] | None:

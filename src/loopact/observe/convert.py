@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopact.events import EventType
 from loopact.observe.recorder import Recorder
 from loopact.sim.simlog import read_sim_log
 from loopact.trace import load_trace
@@ -56,12 +57,12 @@ def trace_to_mcap(trace_path: Path, out: Path, sim_log: Path | None = None) -> C
     recorder.open_file(out)
     try:
         for event in trace.events:
-            if event.get("type") == "trace_start":  # the run's header: the file's metadata
+            if event.get("type") == EventType.TRACE_START:  # the run's header: the file's metadata
                 header = {k: v for k, v in event.items() if k not in ("ts", "type", "task_id")}
                 recorder.write_metadata("loopact", header)
                 continue
             recorder.on_event(event)
-            if event.get("type") == "robot_state" and not samples:
+            if event.get("type") == EventType.ROBOT_STATE and not samples:
                 _robot_state(recorder, event)
         if samples:
             warnings += _truth(recorder, samples, trace.events)

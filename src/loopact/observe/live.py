@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopact.access import is_loopback  # the rule of every server loopact runs (issue 38)
 from loopact.errors import ConfigError
-
-# The web console's loopback rule (channels/web/server.py). The servers' shared bind helper is
-# being extracted into a low layer (issue 38); until then this is the same function as
-# ``loopact mcp --http`` uses, in a layer this package may import.
-from loopact.mcp.address import is_loopback
 
 
 def check_live_host(host: str) -> None:

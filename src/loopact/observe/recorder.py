@@ -40,7 +40,7 @@ from foxglove.channels import (
     SceneUpdateChannel,
 )
 
-from loopact.events import Event
+from loopact.events import Event, EventType
 from loopact.observe import messages as fm
 from loopact.observe import topics as tp
 
@@ -166,17 +166,17 @@ class Recorder:
         if kind in tp.SKIPPED_TYPES:
             return
         ts = float(ev.get("ts") or time.time())
-        if kind == "tool_call" and isinstance(ev.get("id"), str):
+        if kind == EventType.TOOL_CALL and isinstance(ev.get("id"), str):
             self._calls[ev["id"]] = ts
-        elif kind == "tool_result" and isinstance(ev.get("id"), str):
+        elif kind == EventType.TOOL_RESULT and isinstance(ev.get("id"), str):
             started = self._calls.pop(ev["id"], None)
             if started is not None:
                 ev["duration_s"] = round(ts - started, 6)
-        elif kind == "tool_image":
+        elif kind == EventType.TOOL_IMAGE:
             self._tool_image_of(ev, ts)
-        elif kind == "governor":
+        elif kind == EventType.GOVERNOR:
             self._decision(ev, ts)
-        elif kind == "robot_state" and _numbers(ev, "x_m", "y_m"):
+        elif kind == EventType.ROBOT_STATE and _numbers(ev, "x_m", "y_m"):
             self._pose = (float(ev["x_m"]), float(ev["y_m"]))
         t = fm.ns(ts)
         self._put(

@@ -31,7 +31,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from loopact.events import Event
+from loopact.events import Event, EventType
 from loopact.observe.topics import SPAN_ROLES
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class SpanBuilder:
         task = self._tasks.get(task_id or "")
         if task is None:
             return
-        if ev.get("type") == "bound":
+        if ev.get("type") == EventType.BOUND:
             task.span.add_event(
                 "loopact.bound",
                 {

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from loopact.events import EventType
+
 TF = "/tf"
 ODOM_POSE = "/odom/pose"
 CAMERA = "/camera/image"
@@ -67,31 +69,31 @@ BASE_FRAME = "base_link"
 CAMERA_FRAME = "camera"
 
 #: Event types that are only for live display: never recorded (as in the trace).
-SKIPPED_TYPES = frozenset({"text_delta", "reasoning_delta"})
+SKIPPED_TYPES = frozenset({EventType.TEXT_DELTA, EventType.REASONING_DELTA})
 
 #: Event types whose fields also go to a channel of their own.
-EVENT_TOPICS = {"tool_image": TOOL_IMAGE, "governor": GOVERNOR}
+EVENT_TOPICS = {EventType.TOOL_IMAGE: TOOL_IMAGE, EventType.GOVERNOR: GOVERNOR}
 
 Level = Literal["debug", "info", "warning", "error"]
 
 _LEVELS: dict[str, Level] = {
-    "error": "error",
-    "bound": "warning",
-    "governor": "warning",
-    "stop": "warning",
-    "model_retry": "warning",
-    "node_error": "warning",
-    "text_delta": "debug",
-    "reasoning_delta": "debug",
+    EventType.ERROR: "error",
+    EventType.BOUND: "warning",
+    EventType.GOVERNOR: "warning",
+    EventType.STOP: "warning",
+    EventType.MODEL_RETRY: "warning",
+    EventType.NODE_ERROR: "warning",
+    EventType.TEXT_DELTA: "debug",
+    EventType.REASONING_DELTA: "debug",
 }
 
 
 def level_of(event: dict[str, Any]) -> Level:
     """The Log level of an event (its JSON form): a failed tool or task is an error."""
     kind = event.get("type")
-    if kind == "tool_result" and not event.get("ok", True):
+    if kind == EventType.TOOL_RESULT and not event.get("ok", True):
         return "error"
-    if kind == "task_end" and event.get("status") in ("failed", "bounded"):
+    if kind == EventType.TASK_END and event.get("status") in ("failed", "bounded"):
         return "error" if event.get("status") == "failed" else "warning"
     return _LEVELS.get(str(kind), "info")
 
@@ -110,17 +112,17 @@ SpanRole = Literal[
 ]
 
 SPAN_ROLES: dict[str, SpanRole] = {
-    "task_start": "task_begin",
-    "task_end": "task_end",
-    "model_request": "model_begin",
-    "model_response": "model_end",
-    "model_retry": "model_retry",
-    "tool_call": "tool_begin",
-    "tool_result": "tool_end",
-    "governor": "governor",
-    "error": "failure",
-    "bound": "failure",
-    "provider_switch": "provider",
+    EventType.TASK_START: "task_begin",
+    EventType.TASK_END: "task_end",
+    EventType.MODEL_REQUEST: "model_begin",
+    EventType.MODEL_RESPONSE: "model_end",
+    EventType.MODEL_RETRY: "model_retry",
+    EventType.TOOL_CALL: "tool_begin",
+    EventType.TOOL_RESULT: "tool_end",
+    EventType.GOVERNOR: "governor",
+    EventType.ERROR: "failure",
+    EventType.BOUND: "failure",
+    EventType.PROVIDER_SWITCH: "provider",
 }
 """Event type -> what it does to the spans (:mod:`loopact.observe.spans`); other types do
 nothing there."""
@@ -130,21 +132,21 @@ def summary(event: dict[str, Any]) -> str:
     """One readable line of an event for the Log panel (its JSON form; the whole event is on
     :data:`EVENTS`)."""
     kind = event.get("type")
-    if kind == "tool_call":
+    if kind == EventType.TOOL_CALL:
         return f"{event.get('name')}({_short(event.get('arguments'), 200)})"
-    if kind == "tool_result":
+    if kind == EventType.TOOL_RESULT:
         took = event.get("duration_s")
         after = f" after {took:.2f} s" if isinstance(took, (int, float)) else ""
         if event.get("ok"):
             return f"{event.get('name')} ok{after}: {_short(event.get('data'), 200)}"
         return f"{event.get('name')} FAILED{after}: {_short(event.get('error'), 200)}"
-    if kind in ("task_start", "reply", "message"):
+    if kind in (EventType.TASK_START, EventType.REPLY, EventType.MESSAGE):
         return _short(event.get("text", ""), 400)
-    if kind == "error":
+    if kind == EventType.ERROR:
         return _short(event.get("message", ""), 400)
-    if kind == "task_end":
+    if kind == EventType.TASK_END:
         return f"{event.get('status')} after {event.get('rounds')} rounds"
-    if kind == "governor":
+    if kind == EventType.GOVERNOR:
         return f"{event.get('decision')} {event.get('motion') or ''}: {event.get('detail', '')}"
     rest = {k: v for k, v in event.items() if k not in ("ts", "type", "task_id", "data_b64")}
     return _short(rest, 400)

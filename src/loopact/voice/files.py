@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import struct
 import sys
 import threading
@@ -151,8 +152,22 @@ class PcmPipeSource:
         return True
 
     def _start_reader(self, loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[bytes]) -> None:
-        """Read the pipe on a daemon thread into ``chunks``; ``b""`` at end of file or error."""
+        """Read the pipe on a daemon thread into ``chunks``; ``b""`` at end of file or error.
+
+        A pipe with a file descriptor is read with :func:`os.read`, not through its buffered
+        reader: a daemon thread blocked inside ``sys.stdin.buffer.read1`` holds that reader's
+        lock, and a process that exits meanwhile (a refused WAV stream, exit code 2) aborts
+        with "could not acquire lock for <stdin> at interpreter shutdown" (SIGABRT).
+        """
         read = getattr(self._stream, "read1", self._stream.read)
+        try:
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream
+            fd = -1
+        if fd >= 0:
+
+            def read(n: int) -> bytes:
+                return os.read(fd, n)
 
         def pump() -> None:
             chunk = b"-"

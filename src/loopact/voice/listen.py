@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loopact.errors import SpeechEngineError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
+from loopact.events.payloads import TranscriptPayload
 from loopact.voice.audio import AudioFrame, AudioSource, rms
 from loopact.voice.echo import EchoCanceller
 from loopact.voice.playback import Player
@@ -173,7 +174,7 @@ class Listener:
             elif isinstance(event, Utterance):
                 self._utterance(event)
             else:
-                self.bus.emit("speech_in", None, state="discarded", reason="too short")
+                self.bus.emit(EventType.SPEECH_IN, None, state="discarded", reason="too short")
                 if self.player is not None:
                     self.player.recover()
 
@@ -185,7 +186,7 @@ class Listener:
             if barged:
                 self.stats.barge_ins.append((onset.start_s, onset.detected_s))
         self.bus.emit(
-            "speech_in", None, state="started", t_s=round(onset.start_s, 3), barge_in=barged
+            EventType.SPEECH_IN, None, state="started", t_s=round(onset.start_s, 3), barge_in=barged
         )
 
     def _utterance(self, utt: Utterance) -> None:
@@ -203,7 +204,7 @@ class Listener:
                 "the rest is heard as the next one"
             )
         self.bus.emit(
-            "speech_in",
+            EventType.SPEECH_IN,
             None,
             state="ended",
             duration_s=round(utt.duration_s, 3),
@@ -267,7 +268,7 @@ class Listener:
         if transcript is None:
             self.stats.failed += 1
             self.bus.emit(
-                "transcript",
+                EventType.TRANSCRIPT,
                 None,
                 text="",
                 error=error,
@@ -277,7 +278,7 @@ class Listener:
                 self.player.recover()
             return
         self.stats.transcripts.append(transcript)
-        data: dict[str, object] = {
+        data: TranscriptPayload = {
             "text": transcript.text,
             "lang": transcript.lang,
             "engine": transcript.engine,
@@ -291,7 +292,7 @@ class Listener:
             data["note"] = "no words recognised (silence or noise); nothing was sent"
         elif self.lang and transcript.lang != self.lang:
             data["note"] = f"heard {transcript.lang} while the agent language is {self.lang}"
-        self.bus.emit("transcript", None, **data)
+        self.bus.emit(EventType.TRANSCRIPT, None, **data)
         if not words:
             if self.player is not None:
                 self.player.recover()

@@ -27,9 +27,10 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from loopact.errors import SpeechEngineError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.voice.audio import FRAME_BYTES, AudioSink
 from loopact.voice.text import language_of
 from loopact.voice.tts import Speech, TextToSpeech
@@ -274,8 +275,8 @@ class Player:
             self.last_write_s = time.monotonic()
             await self.sink.write(chunk)
 
-    def _event(self, state: str, item: _Item | None = None, **data: object) -> None:
-        fields: dict[str, object] = {"state": state, "gen": self.gen}
+    def _event(self, state: str, item: _Item | None = None, **data: Any) -> None:
+        fields: dict[str, Any] = {"state": state, "gen": self.gen}
         task_id = self._task_id
         if item is not None:
             fields.update(
@@ -283,7 +284,7 @@ class Player:
             )
             task_id = item.task_id
         fields.update(data)
-        self.bus.emit("speech_out", task_id, **fields)
+        self.bus.emit(EventType.SPEECH_OUT, task_id, **fields)
 
     async def close(self) -> None:
         """Stop playing and end the worker."""

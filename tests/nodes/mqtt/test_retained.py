@@ -30,29 +30,29 @@ from .helpers import needs_broker, wait_until
 
 pytestmark = needs_broker
 
-TWO_HOURS_AGO = int(time.time()) - 7200
 
-
-async def retain_two_readings(broker: MqttBroker) -> MqttLink:
+async def retain_two_readings(broker: MqttBroker) -> tuple[MqttLink, int]:
     """A device that published two retained readings long ago (one says when, one does not)
-    and is about to send a live one."""
+    and is about to send a live one; also the Unix time the first one says, two hours before
+    now (taken here, not at import: under xdist a file may run long after collection)."""
+    two_hours_ago = int(time.time()) - 7200
     device = MqttLink(MqttSettings(broker=broker.url), "device")
     await device.start(require=True)
     for topic, payload in (
-        ("lab/bench/temperature", f'{{"temperature": 35, "ts": {TWO_HOURS_AGO}}}'),
+        ("lab/bench/temperature", f'{{"temperature": 35, "ts": {two_hours_ago}}}'),
         ("lab/hall/temperature", "36"),
     ):
         info = device.publish(topic, payload.encode(), 1, True)
         assert info is not None
         await asyncio.to_thread(info.wait_for_publish, 5)
-    return device
+    return device, two_hours_ago
 
 
 @pytest.mark.parametrize("retained", ["skip", "inject"])
 async def test_retained_readings_are_marked_and_skipped_by_rules_unless_configured(
     mqtt_broker: MqttBroker, tmp_path: Path, retained: Any
 ) -> None:
-    device = await retain_two_readings(mqtt_broker)
+    device, two_hours_ago = await retain_two_readings(mqtt_broker)
     state = MqttTools(
         ToolsPolicy(broker=mqtt_broker.url, retained=retained),
         settings=lambda url: MqttSettings(broker=url or mqtt_broker.url),
@@ -68,9 +68,9 @@ async def test_retained_readings_are_marked_and_skipped_by_rules_unless_configur
         await wait_until(lambda: len(state.history.query()) == 3, what="three messages")
         got = await tools["mqtt_receive"].invoke({"timeout_s": 0, "max_messages": 10}, c)
         by_payload = {m["payload"]: m for m in got.data}
-        stamped = by_payload[f'{{"temperature": 35, "ts": {TWO_HOURS_AGO}}}']
+        stamped = by_payload[f'{{"temperature": 35, "ts": {two_hours_ago}}}']
         assert stamped["retained"] is True and stamped["age_s"] == pytest.approx(7200, abs=60)
-        assert stamped["time"] == time.strftime("%H:%M:%S", time.localtime(TWO_HOURS_AGO))
+        assert stamped["time"] == time.strftime("%H:%M:%S", time.localtime(two_hours_ago))
         unknown = by_payload["36"]
         assert unknown["retained"] is True and unknown["age_s"] is None
         assert unknown["time"] is None and "age unknown" in unknown["note"]
@@ -95,7 +95,7 @@ async def test_configured_subscriptions_take_mqtt_retained_and_their_own_setting
     mqtt_broker: MqttBroker, scripted_server: Any, tmp_path: Path
 ) -> None:
     """``mqtt.retained`` and ``mqtt.subscriptions[].retained`` (docs/mqtt.md) reach the rules."""
-    device = await retain_two_readings(mqtt_broker)
+    device, two_hours_ago = await retain_two_readings(mqtt_broker)
     cfg, _ = load_config(
         None,
         cwd=tmp_path,

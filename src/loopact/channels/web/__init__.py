@@ -8,8 +8,9 @@ Usage from the CLI, on the agent's event loop::
     await console.stop()
 """
 
+from loopact.access import is_loopback
 from loopact.channels.web.app import create_app
-from loopact.channels.web.server import WebConsole, is_loopback, serve_console
+from loopact.channels.web.server import WebConsole, serve_console
 from loopact.channels.web.settings import WebSettings, settings_from_config, validate_settings
 
 __all__ = [

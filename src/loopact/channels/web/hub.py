@@ -19,24 +19,22 @@ import logging
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from loopact.events import LIVE_ONLY_TYPES, Event
+from loopact.channels.agent_port import EventSource
+from loopact.events import LIVE_ONLY_TYPES, Event, EventType
+from loopact.events.payloads import ToolImagePayload
 
 log = logging.getLogger(__name__)
 
 #: Events that may be dropped first when a client lags.
-DELTA_TYPES = frozenset({"text_delta", "reasoning_delta"})
+DELTA_TYPES = frozenset({EventType.TEXT_DELTA, EventType.REASONING_DELTA})
 
 #: Live-only events the console still shows.
 _FORWARDED_LIVE = frozenset({"text_delta"})
 
 #: Events the hub follows even with no page connected (open confirmations).
-_TRACKED = frozenset({"confirm_request", "confirm_response", "task_end"})
-
-
-class _Bus(Protocol):
-    def subscribe(self, fn: Callable[[Event], None]) -> Callable[[], None]: ...
+_TRACKED = frozenset({EventType.CONFIRM_REQUEST, EventType.CONFIRM_RESPONSE, EventType.TASK_END})
 
 
 def forwarded(event_type: str) -> bool:
@@ -125,7 +123,7 @@ class EventHub:
 
     def __init__(
         self,
-        bus: _Bus,
+        bus: EventSource,
         queue_size: int = 1000,
         max_open_confirmations: int = 50,
         history_size: int = 200,
@@ -166,10 +164,10 @@ class EventHub:
             self._bind_loop()
         queue = ClientQueue(self._queue_size)
         for past in list(self._history):  # a copy: worker threads may append
-            if past.type not in ("confirm_request", "confirm_response"):
+            if past.type not in (EventType.CONFIRM_REQUEST, EventType.CONFIRM_RESPONSE):
                 queue.put(past.type, encode_event(past))
         for _task_id, text in self._open.values():
-            queue.put("confirm_request", text)
+            queue.put(EventType.CONFIRM_REQUEST, text)
         self._clients.add(queue)
         return queue
 
@@ -201,13 +199,13 @@ class EventHub:
             self._loop.call_soon_threadsafe(self._dispatch, *args)
 
     def _dispatch(self, event_type: str, task_id: str | None, request_id: Any, text: str) -> None:
-        if event_type == "confirm_request" and isinstance(request_id, str):
+        if event_type == EventType.CONFIRM_REQUEST and isinstance(request_id, str):
             self._open[request_id] = (task_id, text)
             while len(self._open) > self._max_open:
                 self._open.popitem(last=False)
-        elif event_type == "confirm_response" and isinstance(request_id, str):
+        elif event_type == EventType.CONFIRM_RESPONSE and isinstance(request_id, str):
             self._open.pop(request_id, None)
-        elif event_type == "task_end":
+        elif event_type == EventType.TASK_END:
             for key in [k for k, (t, _text) in self._open.items() if t == task_id]:
                 del self._open[key]
         for queue in list(self._clients):
@@ -230,17 +228,18 @@ class ShownImages:
         keep: How many images are kept.
     """
 
-    def __init__(self, bus: _Bus, keep: int = 32) -> None:
+    def __init__(self, bus: EventSource, keep: int = 32) -> None:
         self._keep = keep
         self._images: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._unsubscribe = bus.subscribe(self._on_event)
 
     def _on_event(self, event: Event) -> None:
-        if event.type != "tool_image":
+        if event.type != EventType.TOOL_IMAGE:
             return
+        shown = event.payload(ToolImagePayload)
         try:
-            data = base64.b64decode(event.data.get("data_b64", ""), validate=True)
-            key = (str(event.data["id"]), int(event.data["n"]))
+            data = base64.b64decode(shown.get("data_b64", ""), validate=True)
+            key = (str(shown["id"]), int(shown["n"]))
         except (KeyError, TypeError, ValueError, binascii.Error):
             log.debug("tool_image event without a decodable image")
             return

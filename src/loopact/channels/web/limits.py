@@ -1,4 +1,4 @@
-"""Request body limits of the web console (issue 21 item 10, SPEC F2).
+"""Request body limits of the web console (issue 21 item 10, SPEC F2): size and nesting.
 
 :class:`BodyLimit` refuses a request body that is too large before the app reads it: from
 its ``Content-Length`` at once (nothing of the body is read), and for a body without one
@@ -12,8 +12,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
+from fastapi import HTTPException, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from loopact.llm.arguments import MAX_ARGUMENT_DEPTH, nesting_depth
 
 log = logging.getLogger(__name__)
 
@@ -96,3 +100,30 @@ async def _too_large(send: Send, limit: int) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+MAX_BODY_DEPTH = MAX_ARGUMENT_DEPTH
+"""Deepest nesting of objects and arrays accepted in a JSON body (the console's are flat)."""
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The JSON object of a request body: the one place every JSON endpoint reads it.
+
+    Raises:
+        HTTPException: 400 when the body is not UTF-8, not JSON, not an object, or nests
+            deeper than :data:`MAX_BODY_DEPTH` (checked before decoding: Python's decoder
+            recurses once per level and a ``RecursionError`` was a 500 with a traceback).
+    """
+    try:
+        text = (await request.body()).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(400, "body: not UTF-8 text; expected a JSON object") from exc
+    if nesting_depth(text) > MAX_BODY_DEPTH:
+        raise HTTPException(400, f"body: nested too deeply (more than {MAX_BODY_DEPTH} levels)")
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise HTTPException(400, "body: expected a JSON object") from exc
+    if not isinstance(body, dict):
+        raise HTTPException(400, "body: expected a JSON object")
+    return body

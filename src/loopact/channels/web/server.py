@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import socket
 from collections.abc import Iterator
@@ -20,7 +19,8 @@ from typing import Any
 import uvicorn
 
 from loopact._compat import wait_within
-from loopact.access import check_token
+from loopact.access import check_token, is_loopback, listen_socket
+from loopact.channels.agent_port import AgentPort
 from loopact.channels.web.app import ConsoleState, create_app
 from loopact.channels.web.settings import WebSettings
 from loopact.errors import ConfigError
@@ -29,17 +29,6 @@ log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 10.0
 _STOP_TIMEOUT_S = 5.0
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def is_loopback(host: str) -> bool:
-    """True if ``host`` only accepts connections from this machine."""
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _Server(uvicorn.Server):
@@ -51,25 +40,21 @@ class _Server(uvicorn.Server):
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    """The console's listening socket (:func:`loopact.access.listen_socket`).
+
+    Raises:
+        ConfigError: ``web.host`` cannot be resolved, or ``web.port`` cannot be bound.
+    """
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        return listen_socket(host, port)
     except socket.gaierror as exc:
         raise ConfigError(f"web.host {host!r} cannot be resolved: {exc}", key="web.host") from exc
-    family, _type, _proto, _name, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
     except OSError as exc:
-        sock.close()
         raise ConfigError(
             f"cannot serve the console on {host}:{port}: {exc.strerror or exc}; "
             "choose another port with --web-port (web.port) or stop the other program",
             key="web.port",
         ) from exc
-    return sock
 
 
 class WebConsole:
@@ -117,7 +102,7 @@ class WebConsole:
 
 
 async def serve_console(
-    agent: Any,
+    agent: AgentPort,
     robot_session: Any = None,
     host: str = "127.0.0.1",
     port: int = 8080,

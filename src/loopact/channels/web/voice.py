@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from loopact.channels.agent_port import AgentPort
 from loopact.channels.voice import VoiceChannel
 from loopact.events import EventBus
 from loopact.voice.audio import FRAME_BYTES, SAMPLE_RATE, AudioFrame, ClockedSink
@@ -172,7 +173,7 @@ class WebVoice:
 
     def __init__(
         self,
-        agent: Any,
+        agent: AgentPort,
         bus: EventBus,
         stt: Callable[[], SpeechToText],
         tts: Callable[[], TextToSpeech | None],

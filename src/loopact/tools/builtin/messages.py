@@ -40,7 +40,7 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import ToolArgumentError, ToolError
-from loopact.events import EventBus
+from loopact.events import EventBus, EventType
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ class ConsoleChannel(MessageChannel):
 
     async def deliver(self, to: str | None, text: str, ctx: ToolContext) -> str:
         """Emit the ``message`` event (SPEC A7)."""
-        self.bus.emit("message", ctx.task_id, text=text, source="agent")
+        self.bus.emit(EventType.MESSAGE, ctx.task_id, text=text, source="agent")
         return "delivered"
 
 
