@@ -129,3 +129,13 @@ async def test_refusals_move_nothing() -> None:
         assert not sim.state().arm.table_contact
     finally:
         await session.close()
+
+
+def test_describe_of_the_arm_scene_lists_its_objects_and_table() -> None:
+    from loopact.sim.describe import describe_world
+
+    desc = describe_world("arm")
+    assert {o["name"] for o in desc["objects"]} == {o.name for o in OBJECTS}
+    red = next(o for o in desc["objects"] if o["name"] == "red_cube")
+    assert set(red["position_m"]) == {"x_m", "y_m", "z_m"} and red["movable"]
+    assert "arm_table" in {o["name"] for o in desc["obstacles"]}
