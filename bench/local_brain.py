@@ -6,7 +6,8 @@ MuJoCo simulated robot (a fresh one per instruction) — and compares the tool c
 made with the expected ones (names in order, numeric arguments within a tolerance).
 
 Prints, per tool-calling mode and per kind of case (single-step, multi-step, held-out
-single-step paraphrases that nothing was tuned on, small talk):
+single-step paraphrases that nothing was tuned on, small talk, and the perception-dependent set
+of issue 45, graded by the simulator's ground truth rather than by the calls):
 
 - fully correct %: the executed calls match one of the accepted call sequences exactly
   (read-only look-ups like ``get_current_pose`` that were not asked for are ignored; calls the
@@ -14,7 +15,10 @@ single-step paraphrases that nothing was tuned on, small talk):
   and are not counted);
 - valid-call %: instructions where the brain made at least one call and every call it made
   named a known tool with schema-valid arguments;
-- median time to first motion (task start to the first motion tool call) and median task time.
+- median time to first motion (task start to the first motion tool call) and median task time;
+- for the perception set: the ground-truth pass rate, and ``dependent_ran``: calls made after
+  a look-up that did not find its object (a failed result or ``found: false``) in cases where
+  nothing depends on that but the steps that must then not run (target: 0).
 
 The instructions and the grader are in ``bench/brain_cases.py``.
 
@@ -52,6 +56,7 @@ from brain_cases import CASES, Case, matches
 from loopact.agent import Agent
 from loopact.app.run import open_agent
 from loopact.config import Config, LocalConfig
+from loopact.eval.task import Evidence, Limits, Verdict
 from loopact.events import EventBus
 from loopact.llm.local.process import LocalBrain
 from loopact.tools.base import SafetyClass
@@ -68,9 +73,13 @@ class Result:
     task_s: float
     status: str
     reply: str
+    why: str = ""  # the ground-truth grader's reason (perception set)
+    dependent_ran: int = 0  # calls after a look-up that found nothing (perception set)
 
 
-def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
+def case_config(
+    args: argparse.Namespace, mode: str, tmp: Path, scenario: str = "default"
+) -> Config:
     """The configuration of one case: ``loopact run --robot sim`` as a user would start it,
     with its own workspace and memory and write tools pre-approved (``--yes``)."""
     model: dict[str, Any] = {}
@@ -90,7 +99,12 @@ def case_config(args: argparse.Namespace, mode: str, tmp: Path) -> Config:
     return Config.model_validate(
         {
             "model": model,
-            "robot": {"kind": "sim", "sim_speed": args.sim_speed},
+            "robot": {
+                "kind": "sim",
+                "sim_speed": args.sim_speed,
+                "sim_log": str(tmp / "sim_log.jsonl"),
+                "scenario": scenario,
+            },
             "agent": {
                 "workspace": str(tmp / "ws"),
                 "tool_calling": mode,
@@ -117,7 +131,7 @@ async def run_case(
     shared local server when there is one."""
     with tempfile.TemporaryDirectory(prefix="loopact-bench-") as tmp:
         async with AsyncExitStack() as stack:
-            cfg = case_config(args, mode, Path(tmp))
+            cfg = case_config(args, mode, Path(tmp), case.scenario)
             _, opened = await open_agent(
                 cfg,
                 stack,
@@ -128,7 +142,34 @@ async def run_case(
                 local_brain=brain if brain is not None else False,
                 mcp_servers=False,
             )
-            return await _measure(opened.agent, case, mode)
+            result = await _measure(opened.agent, case, mode)
+            session = opened.body.session
+            assert session is not None
+            lim = session.profile.limits
+            limits = Limits(
+                max_linear_mps=lim.max_linear_mps,
+                max_angular_dps=lim.max_angular_dps,
+                geofence=tuple((float(x), float(y)) for x, y in session.site.geofence),
+                robot_radius_m=session.profile.footprint_radius_m,
+            )
+        if case.grader is not None:  # the simulator closed: its pose log is complete
+            verdict = _ground_truth(case, Path(tmp), limits, result.reply)
+            result.correct, result.why = verdict.passed, verdict.why
+        return result
+
+
+def _ground_truth(case: Case, folder: Path, limits: Limits, reply: str) -> Verdict:
+    """Grade a perception case by the simulator's pose log and world description."""
+    from loopact.sim.describe import describe_world
+    from loopact.sim.simlog import read_sim_log
+
+    assert case.grader is not None
+    poses = list(read_sim_log(folder / "sim_log.jsonl"))
+    if not poses:
+        return Verdict(False, "no ground truth: the sim log is empty")
+    events = [{"type": "reply", "text": reply}]
+    ev = Evidence(describe_world("default"), poses, events, folder / "ws", [], limits)
+    return case.grader(ev)
 
 
 async def _measure(agent: Agent, case: Case, mode: str) -> Result:
@@ -138,9 +179,15 @@ async def _measure(agent: Agent, case: Case, mode: str) -> Result:
     valid = True
     first_motion: list[float] = []
     t0 = time.perf_counter()
+    missed: list[str] = []  # a look-up that did not find its object
+    dependent_ran = 0
 
     def on_event(ev: Any) -> None:
-        nonlocal valid
+        nonlocal valid, dependent_ran
+        if ev.type == "tool_call" and missed and not case.branching:
+            dependent_ran += 1
+        if ev.type == "tool_result" and _not_found(ev.data):
+            missed.append(str(ev.data.get("name")))
         if ev.type == "tool_call" and ev.data.get("name") in motion and not first_motion:
             first_motion.append(time.perf_counter() - t0)
         if ev.type == "tool_result":
@@ -184,7 +231,15 @@ async def _measure(agent: Agent, case: Case, mode: str) -> Result:
         task_s=task_s,
         status=status,
         reply=reply,
+        dependent_ran=dependent_ran,
     )
+
+
+def _not_found(data: dict[str, Any]) -> bool:
+    """Whether a ``tool_result`` event is a look-up that did not find its object: a failed
+    result, or ``found: false`` in its data."""
+    out = data.get("data")
+    return data.get("ok") is False or (isinstance(out, dict) and out.get("found") is False)
 
 
 ONCE_TEXTS = (
@@ -261,8 +316,10 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
     multi = [r for r in rs if r.case.kind == "multi"]
     multi_new = [r for r in rs if r.case.kind == "multi_new"]
     heldout = [r for r in rs if r.case.kind == "heldout"]
+    flat = [r for r in rs if r.case.kind == "flat"]
     chat = [r for r in rs if r.case.kind == "chat"]
-    acting = [r for r in rs if r.case.kind != "chat"]
+    seeing = [r for r in rs if r.case.kind == "perception"]
+    acting = [r for r in rs if r.case.kind not in ("chat", "perception")]
     fm = [r.first_motion_s for r in rs if r.first_motion_s is not None]
     return {
         "mode": mode,
@@ -271,8 +328,11 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
         "fully_correct_multi": pct(sum(r.correct for r in multi), len(multi)),
         "fully_correct_multi_new": pct(sum(r.correct for r in multi_new), len(multi_new)),
         "fully_correct_heldout": pct(sum(r.correct for r in heldout), len(heldout)),
+        "fully_correct_flat": pct(sum(r.correct for r in flat), len(flat)),
         "fully_correct_all": pct(sum(r.correct for r in acting), len(acting)),
         "chat_answered_without_call": pct(sum(r.correct for r in chat), len(chat)),
+        "ground_truth_perception": pct(sum(r.correct for r in seeing), len(seeing)),
+        "perception_dependent_ran": sum(r.dependent_ran for r in seeing),
         "valid_call": pct(sum(r.valid for r in acting), len(acting)),
         "median_first_motion_s": round(statistics.median(fm), 2) if fm else None,
         "median_task_s": round(statistics.median([r.task_s for r in rs]), 2) if rs else None,
@@ -304,9 +364,10 @@ async def main_async(args: argparse.Namespace) -> int:
                 r = await run_case(args, brain, case, mode)
                 results.append(r)
                 mark = "OK " if r.correct else ("val" if r.valid else "BAD")
+                why = f" [{r.why}]" if r.why else ""
                 print(
                     f"[{mode} {i:2d}/{len(cases)}] {mark} {r.task_s:5.1f}s {case.text!r} -> "
-                    f"{[(n, a) for n, a in r.calls]} {r.status} | {r.reply[:80]!r}",
+                    f"{[(n, a) for n, a in r.calls]} {r.status}{why} | {r.reply[:80]!r}",
                     flush=True,
                 )
     finally:
@@ -334,6 +395,8 @@ async def main_async(args: argparse.Namespace) -> int:
                             "task_s": r.task_s,
                             "status": r.status,
                             "reply": r.reply,
+                            "why": r.why,
+                            "dependent_ran": r.dependent_ran,
                         }
                         for r in results
                     ],
@@ -352,7 +415,9 @@ def main() -> int:
     p.add_argument("--model", default="local", help="Model name for --base-url.")
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
     p.add_argument(
-        "--only", choices=["all", "single", "multi", "multi_new", "heldout", "chat"], default="all"
+        "--only",
+        choices=["all", "single", "multi", "multi_new", "heldout", "flat", "chat", "perception"],
+        default="all",
     )
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")
     p.add_argument(

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# Build and install the loopact_interfaces package (ExecuteTool action) into a Python venv
-# whose ROS 2 comes from the Kilted wheels (the `ros2` extra). See docs/ros2.md.
+# Build and install the interface packages of ros2/ into a Python venv whose ROS 2 comes from
+# the Kilted wheels (the `ros2` extra): loopact_interfaces (ExecuteTool action, docs/ros2.md),
+# and tf2_msgs and nav2_msgs' NavigateToPose, which are not on PyPI (docs/navigation.md).
 #
 #   scripts/build-ros2-interfaces.sh [VENV]      (default: .venv)
 #
 # The wheels' exported CMake files name the wheel build machine's Python and numpy include
 # folders (/opt/python/cp3XX-cp3XX/...); they are rewritten to this venv's own first.
 # With a sourced ROS 2 installation use colcon instead: `colcon build` in a workspace that
-# holds ros2/loopact_interfaces.
+# holds ros2/loopact_interfaces (tf2_msgs and nav2_msgs come with that installation).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$(cd "${1:-$ROOT/.venv}" && pwd)"
 PY="$VENV/bin/python"
-PKG="$ROOT/ros2/loopact_interfaces"
-BUILD="$ROOT/build/ros2/loopact_interfaces"
 
 need=()
 command -v cmake >/dev/null || need+=(cmake)
@@ -44,15 +43,21 @@ PY_VER="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
-mkdir -p "$BUILD"
-cmake -S "$PKG" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-  -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
-  -DPython3_EXECUTABLE="$PY" -DPYTHON_EXECUTABLE="$PY" >"$BUILD.log" 2>&1 \
-  || { tail -40 "$BUILD.log" >&2; exit 1; }
-cmake --build "$BUILD" -j2 >>"$BUILD.log" 2>&1 || { tail -40 "$BUILD.log" >&2; exit 1; }
-cmake --install "$BUILD" >>"$BUILD.log" 2>&1 || { tail -40 "$BUILD.log" >&2; exit 1; }
+for name in loopact_interfaces tf2_msgs nav2_msgs; do
+  PKG="$ROOT/ros2/$name"
+  BUILD="$ROOT/build/ros2/$name"
+  mkdir -p "$BUILD"
+  cmake -S "$PKG" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+    -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
+    -DPython3_EXECUTABLE="$PY" -DPYTHON_EXECUTABLE="$PY" >"$BUILD.log" 2>&1 \
+    || { tail -40 "$BUILD.log" >&2; exit 1; }
+  cmake --build "$BUILD" -j2 >>"$BUILD.log" 2>&1 || { tail -40 "$BUILD.log" >&2; exit 1; }
+  cmake --install "$BUILD" >>"$BUILD.log" 2>&1 || { tail -40 "$BUILD.log" >&2; exit 1; }
+done
 
-# 3. Check that the generated module imports.
-"$PY" -c 'from loopact_interfaces.action import ExecuteTool; ExecuteTool.Goal(input_json="{}", timeout_sec=1.0)' \
-  || { echo "build-ros2-interfaces: loopact_interfaces built but does not import (python $PY_VER)" >&2; exit 1; }
-echo "loopact_interfaces installed into $VENV"
+# 3. Check that the generated modules import.
+"$PY" -c 'from loopact_interfaces.action import ExecuteTool; ExecuteTool.Goal(input_json="{}", timeout_sec=1.0)
+from tf2_msgs.msg import TFMessage; TFMessage()
+from nav2_msgs.action import NavigateToPose; NavigateToPose.Goal(); NavigateToPose.Result.TIMEOUT' \
+  || { echo "build-ros2-interfaces: the interfaces built but do not import (python $PY_VER)" >&2; exit 1; }
+echo "loopact_interfaces, tf2_msgs and nav2_msgs installed into $VENV"

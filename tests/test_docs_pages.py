@@ -2,7 +2,8 @@
 
 Every page under docs/ stays under 300 lines and opens with the commands to type; every
 relative link of the README and the docs reaches a file and, when it names one, a heading;
-and every figure the README or a page quotes from docs/performance.md is written as a link to
+and every figure the README or a page quotes from docs/performance.md (or performance-brain.md)
+is written as a link to
 the section it comes from (``[1.21 s](docs/performance.md#local-brain)``), whose text must hold
 that figure exactly, so a figure cannot drift from the current table it quotes.
 """
@@ -18,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 MAX_LINES = 300
 PAGES = sorted(DOCS.glob("*.md"))
+TABLES = (DOCS / "performance.md", DOCS / "performance-brain.md")
+"""The pages of measured figures that other pages quote (each quote a link to its section)."""
 LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -89,17 +92,16 @@ def test_relative_links_reach_a_file_and_a_heading() -> None:
 
 
 def _wrong_figures(pages: list[Path]) -> list[str]:
-    """Every link into performance.md whose text holds a digit (a quoted figure) and does not
-    appear, exactly, in the section the link names."""
-    perf = (DOCS / "performance.md").resolve()
-    sections = _sections(perf)
+    """Every link into a page of measured figures (:data:`TABLES`) whose text holds a digit (a
+    quoted figure) and does not appear, exactly, in the section the link names."""
+    sections = {table.resolve(): _sections(table) for table in TABLES}
     return [
-        f"{page.name}: {label!r} is not in performance.md#{anchor}"
+        f"{page.name}: {label!r} is not in {target.name}#{anchor}"
         for page in pages
         for label, target, anchor in _links(page)
-        if target == perf
+        if target in sections
         and re.search(r"\d", label)
-        and not (anchor in sections and _holds(sections[anchor], label))
+        and not (anchor in sections[target] and _holds(sections[target][anchor], label))
     ]
 
 
@@ -111,8 +113,8 @@ def _holds(section: str, figure: str) -> bool:
 
 def test_quoted_figures_equal_the_current_tables() -> None:
     assert _wrong_figures([ROOT / "README.md", *PAGES]) == []
-    perf = (DOCS / "performance.md").resolve()
-    readme = [t for t in _links(ROOT / "README.md") if t[1] == perf and re.search(r"\d", t[0])]
+    tables = {table.resolve() for table in TABLES}
+    readme = [t for t in _links(ROOT / "README.md") if t[1] in tables and re.search(r"\d", t[0])]
     assert len(readme) >= 6, f"the README's local-brain figures are no longer marked: {readme}"
 
 

@@ -25,18 +25,18 @@ def test_every_key_is_in_one_domain_and_has_every_language() -> None:
 
 
 def test_a_phrase_renders_in_each_language_and_survives_a_trace() -> None:
-    said = Phrase("nav.reached_around", place=Name("door", "门"), distance_m=4.741, detours=2)
+    said = Phrase("nav.reached_around", goal=Name("the door", "门"), distance_m=4.741, detours=2)
     assert said.text("en") == "reached the door after 4.74 m, going around 2 obstacles"
-    # no space between Chinese words: "到达 {place}" names a Chinese place without one
+    # no space between Chinese words: "到达 {goal}" names a Chinese place without one
     assert said.text("zh") == "走了 4.74 米，到达门，绕过了 2 个障碍物"
-    assert Phrase("nav.reached", place=Name("door"), distance_m=1.0).text("zh") == (
+    assert Phrase("nav.reached", goal=Name("door"), distance_m=1.0).text("zh") == (
         "走了 1.00 米，到达 door"
     )
     assert said.text("fr") == said.text("en")  # an unknown language: English
     encoded = json.loads(json.dumps(said.to_json()))
     assert encoded == {
         "id": "nav.reached_around",
-        "params": {"place": {"en": "door", "zh": "门"}, "distance_m": 4.741, "detours": 2},
+        "params": {"goal": {"en": "the door", "zh": "门"}, "distance_m": 4.741, "detours": 2},
     }
     assert Phrase.from_json(encoded) == said
     assert str(said) == said.text("en")

@@ -78,15 +78,20 @@ class StopCause(enum.Enum):
 
     The governor stops a lease for ``OBSTACLE``, ``GEOFENCE``, ``DEADLINE``, ``WATCHDOG``,
     ``EMERGENCY_STOP``, ``STOPPED`` (a person's stop: the ``stop`` tool, Stop on a channel),
-    ``PREEMPTED`` (a new instruction or the end of the task that ran it) or ``REPLACED``
-    (another motion took the base: the lease was lost); ``TARGET`` is a motion that ended
-    itself. The camera tools end for their own causes: ``DURATION``, ``LAPS``, ``LINE_LOST``,
-    ``LOST``, ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``; an arm motion ends ``SLIPPED`` when the
+    ``PREEMPTED`` (a new instruction or the end of the task that ran it), ``REPLACED``
+    (another motion took the base: the lease was lost) or ``TAKEN_OVER`` (an operator took
+    the base with teleop commands, issue 41); ``TARGET`` is a motion that ended itself. The
+    camera tools end for their own causes: ``DURATION``, ``LAPS``, ``LINE_LOST``, ``LOST``,
+    ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``. Navigation ends for ``NO_PATH`` (the map has
+    none, or obstacles seen on the way cut it), ``NAV2_ABORTED`` / ``NAV2_CANCELLED`` (the Nav2
+    action server ended the goal) and ``REFUSED`` (the governor refused a step of the path for
+    a reason that is not a stop cause; issue 40). An arm motion ends ``SLIPPED`` when the
     object it carried slipped out of the gripper (issue 43).
 
     :attr:`stopped_by` is the word results and traces carry in ``stopped_by`` (a contract:
-    docs/tools.md, docs/perception.md): the cause's value, except ``cancelled`` for a stop, a
-    preemption and a lost lease, as it has always been.
+    docs/tools.md, docs/perception.md): the cause's value (``taken_over`` for an operator's
+    takeover), except ``cancelled`` for a stop, a preemption and a lost lease, as it has
+    always been.
     """
 
     TARGET = "target"
@@ -98,6 +103,7 @@ class StopCause(enum.Enum):
     STOPPED = "stopped"
     PREEMPTED = "preempted"
     REPLACED = "replaced"
+    TAKEN_OVER = "taken_over"
     DURATION = "duration"
     LAPS = "laps"
     LINE_LOST = "line_lost"
@@ -105,6 +111,10 @@ class StopCause(enum.Enum):
     MAX_DISTANCE = "max_distance"
     TIMEOUT = "timeout"
     ERROR = "error"
+    NO_PATH = "no_path"
+    NAV2_ABORTED = "nav2_aborted"
+    NAV2_CANCELLED = "nav2_cancelled"
+    REFUSED = "refused"
     SLIPPED = "slipped"
 
     @property

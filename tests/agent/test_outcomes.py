@@ -18,7 +18,7 @@ from loopact.trace import TraceWriter, read_trace
 def go_home() -> ToolResult:
     """Go home."""
     return ToolResult.success(
-        {"result": Phrase("nav.reached", place=Name("kitchen", "厨房"), distance_m=4.92)}
+        {"result": Phrase("nav.reached", goal=Name("the kitchen", "厨房"), distance_m=4.92)}
     )
 
 
@@ -42,7 +42,7 @@ async def test_the_event_keeps_the_phrase_and_people_read_their_language(
     event = results["go_home"]
     assert event["outcome"] == {
         "id": "nav.reached",
-        "params": {"place": {"en": "kitchen", "zh": "厨房"}, "distance_m": 4.92},
+        "params": {"goal": {"en": "the kitchen", "zh": "厨房"}, "distance_m": 4.92},
     }
     assert event["outcome_text"] == "走了 4.92 米，到达厨房"
     assert event["data"]["result"] == "reached the kitchen after 4.92 m"  # the model's text

@@ -146,9 +146,9 @@ def test_reply_is_built_from_what_ran() -> None:
         [ClauseResult("点头", "", [_ran("servo_nod", Phrase("head.nodded"))])], ["摇头"], zh=True
     )
     assert zh == "点了点头（表示“是”）。因此没有执行：“摇头”。"
-    kitchen = Name("kitchen", "厨房")
+    kitchen = Name("the kitchen", "厨房")
     went = ClauseResult(
-        "去厨房", "", [_ran("navigation", Phrase("nav.reached", place=kitchen, distance_m=4.92))]
+        "去厨房", "", [_ran("navigation", Phrase("nav.reached", goal=kitchen, distance_m=4.92))]
     )
     assert compose_reply([went], [], zh=True) == "走了 4.92 米，到达厨房。"
     assert compose_reply([went], []) == "Reached the kitchen after 4.92 m."
@@ -159,7 +159,7 @@ def test_reply_is_built_from_what_ran() -> None:
         why=Phrase("stop.obstacle_ahead", clearance_m=0.28),
         distance_m=1.2,
         angle_deg=0.0,
-        goal=kitchen,
+        goal=Name("kitchen", "厨房"),
     )
     blocked = ClauseResult("去厨房", "", [_ran("navigation", stop, ok=False)])
     assert compose_reply([blocked], ["回来"], zh=True) == (
@@ -183,10 +183,10 @@ def test_the_runtimes_sentences_with_names_and_counts_in_both_languages() -> Non
     """What agent/result_zh.py's regular expressions did, from typed values: names in the
     user's language where they have one ("到达门"), counts said right ("1 lap": commit
     7af1b88), a name without a Chinese one as written."""
-    around = Phrase("nav.reached_around", place=Name("door"), distance_m=4.74, detours=2)
+    around = Phrase("nav.reached_around", goal=Name("the door"), distance_m=4.74, detours=2)
     assert around.text() == "reached the door after 4.74 m, going around 2 obstacles"
-    assert around.text("zh") == "走了 4.74 米，到达 door，绕过了 2 个障碍物"
-    named = Phrase("nav.reached_around", place=Name("door", "门"), distance_m=4.74, detours=2)
+    assert around.text("zh") == "走了 4.74 米，到达 the door，绕过了 2 个障碍物"
+    named = Phrase("nav.reached_around", goal=Name("the door", "门"), distance_m=4.74, detours=2)
     assert named.text("zh") == "走了 4.74 米，到达门，绕过了 2 个障碍物"
     one_lap = Phrase(
         "line.followed",
@@ -474,7 +474,9 @@ async def test_a_single_motion_is_answered_with_what_the_robot_did(
     """The 0.5B brain drove in circles for "drive to the red box and stop within half a meter
     of it" and answered "... and stopped within half a meter of the red box" (eval,
     2026-12-02, AMD): after a motion the reply is the runtime's sentence of what the robot
-    did, in the instruction's language; a look-up keeps the model's answer."""
+    did, in the instruction's language; a look-up keeps the model's answer. (That instruction
+    is now a step held to ``approach``, issue 45: tests/agent/test_grounded_steps.py; here a
+    drive the model words as if it had reached something.)"""
     server = scripted_server(
         [
             {"tool_calls": [call("drive", {"linear_mps": 0.2, "angular_dps": 0, "duration_s": 1})]},
@@ -486,7 +488,7 @@ async def test_a_single_motion_is_answered_with_what_the_robot_did(
         ]
     )
     agent, rec = steps_agent(server, robot, tmp_path)
-    text = "drive to the red box and stop within half a meter of it"
+    text = "drive ahead slowly for one second"
     outcome = await asyncio.wait_for(agent.run_task(text), 120)
     assert outcome.status == "completed", outcome
     said = re.fullmatch(r"Drove for 1 s: (\d\.\d\d) m, turned -?0\.\d degrees\.", outcome.reply)

@@ -15,7 +15,8 @@ from typing import Protocol
 import pytest
 
 from loopact.agent import Agent, AgentOptions
-from loopact.channels.agent_port import AgentPort, AgentSettings, EventSource
+from loopact.agent.confirm import ConfirmationBroker
+from loopact.channels.agent_port import AgentPort, AgentSettings, ConfirmPort, EventSource
 from loopact.events import EventBus
 
 CHANNELS = Path(__file__).resolve().parents[2] / "src" / "loopact" / "channels"
@@ -45,7 +46,12 @@ def test_every_agent_parameter_of_a_channel_is_an_agent_port() -> None:
 
 @pytest.mark.parametrize(
     ("protocol", "real"),
-    [(AgentPort, Agent), (AgentSettings, AgentOptions), (EventSource, EventBus)],
+    [
+        (AgentPort, Agent),
+        (AgentSettings, AgentOptions),
+        (EventSource, EventBus),
+        (ConfirmPort, ConfirmationBroker),  # issue 41: confirmations on every channel
+    ],
 )
 def test_the_real_agent_has_every_member_with_the_same_parameters(
     protocol: type, real: type
@@ -56,7 +62,8 @@ def test_the_real_agent_has_every_member_with_the_same_parameters(
     for name in members:
         wanted = vars(protocol)[name]
         if isinstance(wanted, property):  # an attribute of the instance, or a property
-            assert name in fields or hasattr(real, name) or name in ("bus", "options"), name
+            attrs = ("bus", "options", "broker")  # set in __init__
+            assert name in fields or hasattr(real, name) or name in attrs, name
             continue
         have = getattr(real, name)
         assert list(inspect.signature(have).parameters) == list(

@@ -61,7 +61,7 @@ def test_snapshot_writes_camera_and_topdown_pngs(tmp_path: Path) -> None:
     proc = run_cli(["sim", "--snapshot", str(out)], tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["camera.png", "topdown.png"]
+    assert names == ["camera.png", "map.png", "topdown.png"]
     top = np.asarray(Image.open(out / "topdown.png").convert("HSV"))
     hue, sat = top[..., 0].astype(int), top[..., 1]
     saturated = sat > 120

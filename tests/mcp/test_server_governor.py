@@ -151,3 +151,47 @@ async def test_a_served_motion_that_overruns_is_stopped_at_its_deadline(
     finally:
         await rig.governor.close()
         await rig.robot.close()
+
+
+async def test_the_operators_mcp_client_latches_the_emergency_stop_but_cannot_reset_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 41: ``emergency_stop`` is served to the MCP client (never the agent's tool); it
+    ends a served motion at once; no reset is served, and the agent's registry has neither."""
+    from loopact.app.mcp_estop import estop_tools
+    from loopact.robot.estop import EstopLatch, estop_proof
+    from loopact.robot.panel import LocalPanel
+
+    rig = await make_rig()
+    rig.governor.estop = EstopLatch("operator-secret-0123456789")
+    try:
+        registry = ToolRegistry(rig.tools.values())
+        extra = estop_tools(LocalPanel(rig.governor))
+        served = ToolServer(registry, confirm=_nobody, workspace=tmp_path, extra=extra)
+        async with Client(served.server, cache=None) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"emergency_stop", "emergency_stop_state"} <= names
+            assert not any("reset" in n for n in names)
+            assert "emergency_stop" not in {t.name for t in registry}  # not the model's
+            motion = asyncio.ensure_future(client.call_tool("move_forward", {"distance_m": 2.0}))
+
+            async def moving() -> bool:
+                return (await rig.pose()).x_m > 0.1
+
+            await rig.wait_for(moving)
+            latched = await client.call_tool("emergency_stop", {"reason": "a person in the way"})
+            assert not latched.is_error
+            state = _body(latched)["data"]
+            assert state["latched"] is True and state["source"] == "mcp"
+            halted = await asyncio.wait_for(motion, 10)
+            assert _body(halted)["metadata"]["achieved"]["stopped_by"] == "emergency_stop"
+            x = (await rig.pose()).x_m
+            refused = await client.call_tool("move_forward", {"distance_m": 0.3})
+            assert refused.is_error and abs((await rig.pose()).x_m - x) < 0.02
+            shown = _body(await client.call_tool("emergency_stop_state", {}))["data"]
+            # released only by the operator's proof over the published nonce (not over MCP)
+            proof = estop_proof("operator-secret-0123456789", shown["nonce"])
+            assert (await LocalPanel(rig.governor).reset(shown["nonce"], proof, "op", "t")).released
+    finally:
+        await rig.governor.close()
+        await rig.robot.close()

@@ -23,8 +23,8 @@ from loopact.robot.arm.driver import JointTrajectory, TrajectoryPoint
 from loopact.robot.arm.kinematics import ArmKinematics, read_description
 from loopact.robot.arm.rules import ArmRules, Scene, Where
 from loopact.robot.profile import load_profile, load_site
-from loopact.sim.arm_scene import world_xml
 from loopact.sim.scenarios import SCENARIOS
+from loopact.sim.worlds import build_mjcf
 
 COMMANDS = int(os.environ.get("LOOPACT_FUZZ_COMMANDS", "10000"))
 SEED = 43
@@ -38,7 +38,7 @@ class Truth:
         import mujoco
 
         self.mj = mujoco
-        self.m = mujoco.MjModel.from_xml_string(world_xml(SCENARIOS["arm"], 64, 48))
+        self.m = mujoco.MjModel.from_xml_string(build_mjcf(SCENARIOS["arm"], 64, 48))
         self.d = mujoco.MjData(self.m)
         m = self.m
         self.qadr = [m.jnt_qposadr[m.joint(n).id] for n in joints]

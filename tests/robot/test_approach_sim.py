@@ -126,10 +126,32 @@ async def test_face_turns_to_find_the_green_cylinder_in_chinese(arig: ApproachRi
     print(f"face green cylinder: true bearing {arig.bearing_deg('green_cylinder'):+.2f} deg")
     assert res.ok, res.error
     assert res.data["target"] == "绿色的圆柱" and res.data["seen_as"] == "green box"
-    assert any("turning 60 deg left" in p for p in progress), progress  # it searched
+    # it searched with the head first: found 60 degrees left of the first heading, so the
+    # base never turned to look (issue 45)
+    assert any("looking 60 deg left with the head" in p for p in progress), progress
+    assert not any("turning" in p for p in progress), progress
     assert abs(arig.bearing_deg("green_cylinder")) <= 4.0
     x, y, _yaw = arig.truth()
     assert math.hypot(x, y) < 0.1  # turned in place
+    head = arig.robot.sim.state()
+    assert abs(math.degrees(head.pan_rad)) < 3  # the head looks ahead again
+
+
+async def test_face_finds_what_is_behind_the_robot_after_one_half_turn(arig: ApproachRig) -> None:
+    """The blue ball is 119 degrees right of the start heading: ahead and both head looks miss
+    it, one 180-degree turn and a head look left find it (issue 45: head first, then turning
+    in place)."""
+    assert abs(arig.bearing_deg("blue_sphere")) > 100
+    progress: list[str] = []
+    res = await arig.call("face", progress, target="the blue ball")
+    await arig.stopped()
+    assert res.ok, res.error
+    turns = [p for p in progress if "turning" in p]
+    assert turns == ["face: no the blue ball in view, turning 180 deg left"], progress
+    assert abs(arig.bearing_deg("blue_sphere")) <= 4.0
+    x, y, _yaw = arig.truth()
+    assert math.hypot(x, y) < 0.1
+    assert abs(math.degrees(arig.robot.sim.state().pan_rad)) < 3
 
 
 async def test_a_target_that_is_not_there_fails_after_a_full_turn(arig: ApproachRig) -> None:

@@ -45,6 +45,7 @@ _PHRASES: dict[str, Phrase] = {
         "select.chose", what=Phrase("thing.box", color=Name("red", "红色")), bbox="[1, 2, 30, 40]"
     ),
     "problem": Phrase("governor.view_panned"),
+    "resource": Phrase("resource.base"),
     "laps": Phrase("line.laps", n=2),
     "reason": Phrase("select.none"),
     "seen": Phrase("scene.nothing"),
@@ -52,6 +53,8 @@ _PHRASES: dict[str, Phrase] = {
 _NAMES: dict[str, Name] = {
     "place": Name("kitchen", "厨房"),
     "goal": Name("door", "门"),
+    "origin": Name("the hallway", "走廊"),
+    "room": Name("the bedroom", "卧室"),
     "color": i18n.colour_name("purple"),
 }
 _TEXTS: dict[str, str] = {
@@ -60,6 +63,14 @@ _TEXTS: dict[str, str] = {
     "other": "move_backward",
     "bbox": "[10, 20, 50, 60]",
     "value": "nan",
+    "located": "red box",
+    "detail": "error code 9003 (TIMEOUT)",
+    "frame": "map",
+    "status": "status 7",
+    "action": "navigate_to_pose",
+    "sensors": "bumper",
+    "who": "/joystick",
+    "why": "deadman",
 }
 
 
@@ -108,11 +119,11 @@ def _built_ids() -> set[str]:
     literal = set()
     for folder in ("robot", "vision"):
         for path in (SRC / folder).rglob("*.py"):
-            literal |= set(re.findall(r'Phrase\(\s*"([a-z_.]+)"', path.read_text("utf-8")))
+            literal |= set(re.findall(r'Phrase\(\s*"([a-z0-9_.]+)"', path.read_text("utf-8")))
             literal |= set(
                 re.findall(
                     r'"((?:motion|head|nav|place|line|track|approach|face|'
-                    r'select|scene|thing|detected|around)\.[a-z_]+)"',
+                    r'select|scene|thing|detected|around)\.[a-z0-9_]+)"',
                     path.read_text("utf-8"),
                 )
             )
@@ -120,6 +131,8 @@ def _built_ids() -> set[str]:
     built |= {f"around.{v}" for v in ("front", "left", "behind", "right")}
     built |= {"select.chose_leftmost", "select.chose_rightmost"}
     built |= {"nav.unknown_waypoint", "nav.unknown_place"}
+    built |= {"thing.box", "thing.ball", "thing.crate"}  # a located object's noun (goals.py)
+    built |= {f"resource.{r}" for r in ("base", "head", "arm")}  # an operator's holds
     return literal | built
 
 

@@ -189,7 +189,13 @@ async def test_tool_safety_classes(rig: Rig) -> None:
         "duration_s",
     }
     assert set(rig.tools["servo_move"].parameters["properties"]) == {"pan_deg", "tilt_deg"}
-    assert set(rig.tools["navigation"].parameters["properties"]) == {"waypoint"}
+    # a place or object by name, or a pose in the map frame (issue 40)
+    assert set(rig.tools["navigation"].parameters["properties"]) == {
+        "waypoint",
+        "x_m",
+        "y_m",
+        "yaw_deg",
+    }
 
 
 async def test_open_robot_session() -> None:
@@ -201,8 +207,8 @@ async def test_open_robot_session() -> None:
         state = await session.state()
         assert state == {"x_m": 0.0, "y_m": 0.0, "yaw_rad": 0.0, "frame": "odom"}
         names = [t.name for t in session.tools]
-        assert len(names) == len(set(names)) == 21
-        assert {"approach", "face", "distance_to"} <= set(names)
+        assert len(names) == len(set(names)) == 22  # show_map: the simulator has a map
+        assert {"approach", "face", "distance_to", "show_map"} <= set(names)
         res = await session.tools[names.index("move_forward")](distance_m=0.3)  # type: ignore[operator]
         assert res.ok, res.error
         await session.stop("test")

@@ -62,13 +62,15 @@ def run_agent(spawn: Any, server: Any, log: str) -> Any:
     )
 
 
-async def agent_ready(conn: Ros2Connector, agent: Any, timeout: float = 60) -> None:
+async def agent_ready(
+    conn: Ros2Connector,
+    agent: Any,
+    timeout: float = 60,
+    topics: tuple[str, str] = ("/loopact/text_input", "/loopact/text_output"),
+) -> None:
     """The agent's text channel is up: it listens on text_input and publishes text_output."""
     deadline = time.monotonic() + timeout
-    while not (
-        conn.node.count_subscribers("/loopact/text_input")
-        and conn.node.count_publishers("/loopact/text_output")
-    ):
+    while not (conn.node.count_subscribers(topics[0]) and conn.node.count_publishers(topics[1])):
         assert agent.popen.poll() is None, agent.output()[-2000:]
         assert time.monotonic() < deadline, agent.output()[-2000:]
         await asyncio.sleep(0.1)

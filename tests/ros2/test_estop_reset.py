@@ -1,8 +1,10 @@
-"""Who may release a latched emergency stop, over real ROS 2 (issue 21 item 14, SPEC X3).
+"""Who may release a latched emergency stop, over real ROS 2 (issue 21 item 14, issue 41;
+SPEC X3, H6).
 
 ``loopact sim --ros2`` (simulator + base-side governor) runs in its own process; the test
 process is another participant on the graph that stops, tries to reset, and reads the
-governor's status topic.
+governor's status topic. Since issue 41 a reset carries a proof of the operator's secret over
+the nonce the status publishes, never the secret: a secret sent in clear is refused.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from tests.ros2.conftest import Proc, Topic
 
 from loopact.nodes.ros2.connector import Ros2Connector
+from loopact.robot.estop import estop_proof
 
 TOKEN = "estop-reset-token-0123456789"
 OPERATOR_TOPIC = "/operator/estop_reset"
@@ -95,32 +98,49 @@ async def test_reset_needs_the_token_and_is_logged_with_who(
         ),
     )
     assert refused["emergency_stop"] is True
-    assert refused["last_reset_refused"]["reason"] == "no reset token"
+    assert refused["last_reset_refused"]["reason"] == "no proof"
     assert refused["last_reset_refused"]["publisher"] == me
+    # the secret itself, sent in clear (the reset of before issue 41), is refused and said
+    clear = await _send_until(
+        ros,
+        estop,
+        json.dumps({"command": "reset", "token": TOKEN, "by": "bob"}),
+        status,
+        lambda s: (s.get("last_reset_refused") or {}).get("reason") == "token sent in clear",
+    )
+    assert clear["emergency_stop"] is True
+    assert "sent in clear" in proc.output() and "change it" in proc.output()
+    nonce = clear["estop"]["nonce"]
     wrong = await _send_until(
         ros,
         estop,
-        "reset not-the-token-at-all-000",
+        f"reset {nonce} {estop_proof('not-the-secret-at-all-0', nonce)}",
         status,
-        lambda s: (s.get("last_reset_refused") or {}).get("reason") == "wrong reset token",
+        lambda s: (s.get("last_reset_refused") or {}).get("reason") == "wrong proof",
     )
     assert wrong["emergency_stop"] is True
-    # With the token the stop is released, and the release names who did it.
-    request = json.dumps({"command": "reset", "token": TOKEN, "by": "alice"})
+    assert wrong["estop"]["resets_refused"] >= 3  # each refusal counted
+    # With a proof over the current nonce the stop is released, and the release names who.
+    proof = estop_proof(TOKEN, wrong["estop"]["nonce"])
+    request = json.dumps(
+        {"command": "reset", "nonce": wrong["estop"]["nonce"], "proof": proof, "by": "alice"}
+    )
     released = await _send_until(
         ros, estop, request, status, lambda s: s.get("event") == "estop_reset"
     )
     assert released["emergency_stop"] is False
     who = released["last_reset"]
-    assert (who["by"], who["via"], who["publisher"]) == ("alice", "reset token", me)
+    assert (who["by"], who["via"], who["publisher"]) == ("alice", "proof", me)
     # the name is quoted in the log (it comes from the message; audit B finding 10)
-    assert "emergency stop released by 'alice' via reset token" in proc.output()
-    assert TOKEN not in proc.output()
+    assert "emergency stop released by 'alice' via proof" in proc.output()
+    assert proof not in proc.output()
 
     # A name with a line break cannot forge a log line; a long one is cut.
-    await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
+    latched = await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
     forged = "alice\nFAKE LOG LINE released by root" + "x" * 500
-    request = json.dumps({"command": "reset", "token": TOKEN, "by": forged})
+    nonce = latched["estop"]["nonce"]
+    proof = estop_proof(TOKEN, nonce)
+    request = json.dumps({"command": "reset", "nonce": nonce, "proof": proof, "by": forged})
     released = await _send_until(
         ros, estop, request, status, lambda s: s.get("event") == "estop_reset"
     )
@@ -150,10 +170,16 @@ async def test_without_an_authorised_source_nobody_on_the_graph_can_reset(
     proc = governor(agent)
     status = _status(ros, agent)
     estop = f"/{agent}/base/emergency_stop"
-    await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
-    for attempt in ("reset", json.dumps({"command": "reset", "by": "mallory"})):
+    latched = await _send_until(ros, estop, "stop", status, lambda s: s["emergency_stop"] is True)
+    nonce = latched["estop"]["nonce"]
+    for attempt in (
+        "reset",
+        json.dumps({"command": "reset", "by": "mallory"}),
+        f"reset {nonce} {estop_proof('any-secret-at-all-000', nonce)}",
+    ):
         refused = await _send_until(
             ros, estop, attempt, status, lambda s: s.get("event") == "estop_reset_refused"
         )
         assert refused["emergency_stop"] is True
+        assert refused["last_reset_refused"]["reason"] == "no reset secret configured"
     assert "set robot.estop.reset_token (LOOPACT_ESTOP_TOKEN)" in proc.output()

@@ -177,7 +177,12 @@ def test_snapshot_draws_the_logged_trajectory(tmp_path: Path) -> None:
     out = tmp_path / "snap"
     proc = run_cli(["sim", "--snapshot", str(out), "--sim-log", str(log)], tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["camera.png", "topdown.png", "trajectory.png"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "camera.png",
+        "map.png",
+        "topdown.png",
+        "trajectory.png",
+    ]
     top = np.asarray(Image.open(out / "topdown.png").convert("RGB")).astype(int)
     traj = np.asarray(Image.open(out / "trajectory.png").convert("RGB")).astype(int)
     drawn = np.abs(traj - top).sum(axis=2) > 60

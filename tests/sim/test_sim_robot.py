@@ -137,7 +137,7 @@ async def test_close_is_idempotent_and_final() -> None:
 
 def test_write_snapshot(tmp_path: Path) -> None:
     paths = write_snapshot(tmp_path / "snap")
-    assert [p.name for p in paths] == ["camera.png", "topdown.png"]
+    assert [p.name for p in paths] == ["camera.png", "topdown.png", "map.png"]
     camera = np.asarray(Image.open(paths[0]).convert("RGB"))
     top = np.asarray(Image.open(paths[1]).convert("RGB"))
     assert camera.shape == (480, 640, 3)

@@ -1,10 +1,15 @@
 """Confirmation of write tools (SPEC C5).
 
 A write tool does not run until someone allows it: the broker emits a ``confirm_request``
-event that any channel (terminal, web, ROS 2) can answer with :meth:`ConfirmationBroker.answer`.
-No answer within the timeout means denied. ``--yes`` or the config allow-list pre-approve;
-without an interactive channel (``--once``) a write is refused at once with a result that says
-how to allow it, never a hang.
+event with an id that every channel shows, and the channels allowed to answer
+(``confirm.channels``: by default terminal, web and voice; ROS 2 and MQTT text when listed,
+issue 41) answer with :meth:`ConfirmationBroker.answer` — a short yes/no
+(:func:`parse_answer`: ``y``, ``n``, ``yes``, ``no``, 是, 否, 好, 不) or a structured answer
+carrying the id (``{"confirm": ID, "allow": true}``). The first answer wins; a second one,
+one for a request that no longer exists, or one from a channel that may not answer is refused
+and told (a ``confirm_refused`` event). No answer within the timeout means denied. ``--yes``
+or the config allow-list pre-approve; without an interactive channel (``--once``) a write is
+refused at once with a result that says how to allow it, never a hang.
 
 The person asked sees every argument by name, each value shortened on its own
 (:func:`shown_arguments`): a long ``content`` cannot push the ``path`` out of sight (issue 21).
@@ -34,6 +39,47 @@ HEAD_CHARS = 60
 TAIL_CHARS = 30
 """Characters kept from its end (a path's last component, a command's last word)."""
 _SHORTEN_PAST = HEAD_CHARS + TAIL_CHARS + 20  # cutting less would save nothing
+
+YES_WORDS = frozenset({"y", "yes", "是", "好"})
+"""Short answers that allow (issue 41: a contract)."""
+NO_WORDS = frozenset({"n", "no", "否", "不"})
+"""Short answers that deny."""
+
+_ANSWER_END = ".!。！ "
+
+
+def parse_answer(text: str) -> tuple[str | None, bool] | None:
+    """A confirmation answer in a line of text, or None when the line is something else.
+
+    ``y`` / ``yes`` / 是 / 好 allow and ``n`` / ``no`` / 否 / 不 deny (case and a final
+    ``.`` or ``!`` ignored); a JSON object ``{"confirm": ID, "allow": true|false}`` (or
+    ``{"id": ID, "answer": "y"}``) answers the request ``ID``.
+
+    Returns:
+        ``(request id or None for "the oldest pending", allowed)``, or None.
+    """
+    body = text.strip()
+    if body.startswith("{") and len(body) < 1000:
+        try:
+            obj = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(obj, dict):
+            return None
+        rid = obj.get("confirm", obj.get("id"))
+        if not isinstance(rid, str) or not rid:
+            return None
+        allow = obj.get("allow")
+        if isinstance(allow, bool):
+            return rid, allow
+        said = parse_answer(str(obj.get("answer", "")))
+        return (rid, said[1]) if said is not None and said[0] is None else None
+    word = body.strip(_ANSWER_END).lower()
+    if word in YES_WORDS:
+        return None, True
+    if word in NO_WORDS:
+        return None, False
+    return None
 
 
 def shown_arguments(arguments: Any) -> str:
@@ -148,6 +194,7 @@ class ConfirmationBroker:
         interactive: Whether any channel can answer; if not, writes are refused at once.
         timeout_s: Seconds to wait for an answer.
         lang: Language of the refusal texts.
+        channels: The channels that may answer (``confirm.channels``); None: any.
     """
 
     def __init__(
@@ -159,8 +206,10 @@ class ConfirmationBroker:
         interactive: bool = True,
         timeout_s: float = 60.0,
         lang: str = "en",
+        channels: Iterable[str] | None = None,
     ) -> None:
         self.bus = bus
+        self.channels = frozenset(channels) if channels is not None else None
         self.auto_approve = auto_approve
         self.allow = allow if isinstance(allow, AllowList) else AllowList(allow)
         self.interactive = interactive
@@ -168,12 +217,17 @@ class ConfirmationBroker:
         self.lang = lang
         self._pending: dict[str, asyncio.Future[bool]] = {}
         self._task_of: dict[str, str | None] = {}  # request id -> its task's id
+        self._answered: dict[str, str] = {}  # request id -> who answered (the last few)
         self._ids = itertools.count(1)
 
     @property
     def pending(self) -> list[str]:
         """Ids of the requests waiting for an answer."""
         return list(self._pending)
+
+    def may_answer(self, source: str) -> bool:
+        """Whether the channel ``source`` may answer confirmations (``confirm.channels``)."""
+        return self.channels is None or source in self.channels
 
     async def request(
         self, task_id: str, call: ToolCall, untrusted: UntrustedSource | None = None
@@ -221,10 +275,12 @@ class ConfirmationBroker:
             shown=shown_arguments(self.bus.redactor.value(call.arguments)),
             call_id=call.id,
             timeout_s=self.timeout_s,
+            channels=sorted(self.channels) if self.channels is not None else None,
         )
         try:
             allowed = await wait_within(fut, self.timeout_s)
         except asyncio.TimeoutError:
+            self._note_answer(request_id, "timeout")
             self.bus.emit(
                 EventType.CONFIRM_RESPONSE, task_id, id=request_id, allowed=False, by="timeout"
             )
@@ -239,11 +295,38 @@ class ConfirmationBroker:
         return Decision(False, t("confirm.denied", self.lang, name=call.name))
 
     def answer(self, request_id: str, allow: bool, source: str = "terminal") -> bool:
-        """Answer a pending request; returns False if it is unknown or already answered."""
+        """Answer a pending request; returns False if it is unknown or already answered, or
+        ``source`` may not answer (``confirm.channels``): then a ``confirm_refused`` event
+        ``{id, by, reason}`` tells that channel why (issue 41)."""
+        if not self.may_answer(source):
+            return self._refuse(request_id, source, "channel")
         fut = self._pending.get(request_id)
         if fut is None or fut.done():
-            return False
+            return self._refuse(
+                request_id, source, "answered" if request_id in self._answered else "unknown"
+            )
         fut.set_result(allow)
+        self._note_answer(request_id, source)
         task_id = self._task_of.get(request_id)  # the response belongs to the request's task
         self.bus.emit(EventType.CONFIRM_RESPONSE, task_id, id=request_id, allowed=allow, by=source)
         return True
+
+    def _note_answer(self, request_id: str, source: str) -> None:
+        self._answered[request_id] = source
+        while len(self._answered) > 100:
+            self._answered.pop(next(iter(self._answered)))
+
+    def _refuse(self, request_id: str, source: str, why: str) -> bool:
+        """Tell ``source`` its answer did not count: ``answered`` (another channel was first,
+        named in ``answered_by``), ``unknown`` (no such request: expired or never asked),
+        ``channel`` (this channel may not answer)."""
+        extra = {"answered_by": self._answered[request_id]} if why == "answered" else {}
+        self.bus.emit(
+            EventType.CONFIRM_REFUSED,
+            self._task_of.get(request_id),
+            id=request_id,
+            by=source,
+            reason=why,
+            **extra,
+        )
+        return False

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.agent.confirm import ConfirmationBroker
+from loopact.agent.grounding import align_target
 from loopact.agent.options import Bounds
 from loopact.errors import ToolError
 from loopact.events import EventBus, EventType
@@ -240,6 +241,8 @@ class RoundDispatcher:
             arguments, tool.directions, self.state.instruction
         )
         normalized.update(flipped)
+        arguments, aligned = align_target(arguments, self.state.instruction)  # issue 45
+        normalized.update(aligned)
         if not normalized:
             return call
         self._normalized.setdefault(call.id, {}).update(normalized)

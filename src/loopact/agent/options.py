@@ -105,6 +105,8 @@ class AgentOptions:
         interactive: Whether a channel can answer confirmations; when False (``--once``) a
             write tool that is not pre-approved is refused with a result saying how to allow it.
         confirm_timeout_s: Seconds to wait for a confirmation; no answer means denied.
+        confirm_channels: The channels that may answer confirmations (``confirm.channels``,
+            issue 41); None: any channel.
         stop_hooks: Called with a reason on every stop and preemption (e.g. the safety
             governor's ``stop_all``), before the model is involved (A6); the reason is a
             :class:`~loopact.errors.StopReason`, a string that carries its typed cause.
@@ -139,6 +141,7 @@ class AgentOptions:
     allow: frozenset[str] = frozenset()
     interactive: bool = True
     confirm_timeout_s: float = 60.0
+    confirm_channels: frozenset[str] | None = None
     stop_hooks: tuple[StopHook, ...] = ()
     after_stop_hooks: tuple[StopHook, ...] = ()
     state_provider: StateProvider | None = None

@@ -150,6 +150,11 @@ class TaskRounds:
         """Whether a motion or a write was dispatched in this task."""
         return self.state.state_version > 0
 
+    @property
+    def tools(self) -> frozenset[str]:
+        """The names of the tools offered to the model."""
+        return frozenset(spec.name for spec in self.env.tool_specs())
+
     def emit(self, typ: EventType, **data: Any) -> None:
         """Emit an event of this task on the agent's bus (docs/trace.md)."""
         self.env.bus.publish(Event(typ, self.task_id, data))
@@ -275,6 +280,7 @@ class TaskRounds:
         messages: tuple[Message, ...] | None = None,
         kind: RequestKind = "round",
         tool_choice: ToolChoice = "auto",
+        allowed_tools: tuple[str, ...] | None = None,
     ) -> tuple[ResponseDone, Outcomes, bool]:
         """One model request and its tool calls: the one place requests are counted
         (:attr:`requests`; its number is the ``round`` of its events).
@@ -288,6 +294,8 @@ class TaskRounds:
             kind: What the request is for; sets its ``max_tokens`` (SPEC A2).
             tool_choice: ``"required"``: the response must be a call (a step of a split
                 instruction, issue 13).
+            allowed_tools: The tools the response may call (``ModelRequest.allowed_tools``),
+                or None for all of ``specs``.
 
         Raises:
             BoundReached: The response passed its ``max_tokens`` or the task's token budget
@@ -302,7 +310,7 @@ class TaskRounds:
         and asked once more (SPEC E1, B6); a separate conversation (``messages``) is not.
         """
         self.requests[kind] += 1
-        args = (self.rounds, specs, extra, system, messages, kind, tool_choice)
+        args = (self.rounds, specs, extra, system, messages, kind, tool_choice, allowed_tools)
         try:
             return await self._round_once(*args)
         except ContextOverflow as exc:
@@ -319,6 +327,7 @@ class TaskRounds:
         messages: tuple[Message, ...] | None,
         kind: RequestKind,
         tool_choice: ToolChoice,
+        allowed_tools: tuple[str, ...] | None,
     ) -> tuple[ResponseDone, Outcomes, bool]:
         """One try of :meth:`run_round`."""
         commit = messages is None
@@ -332,6 +341,7 @@ class TaskRounds:
             temperature=self.env.options.temperature,
             task=self.text,
             tool_choice=tool_choice if specs else "auto",
+            allowed_tools=allowed_tools if specs else None,
         )
         if ctx is not None:
             ctx.fixed_tokens = estimate_fixed_tokens(self.env.model(), request)

@@ -103,12 +103,14 @@ class Agent:
             interactive=opts.interactive,
             timeout_s=opts.confirm_timeout_s,
             lang=opts.lang,
+            channels=opts.confirm_channels,
         )
         self._inbox: asyncio.Queue[_Command] = asyncio.Queue()
         self._queued: list[_Command] = []
         self._current: asyncio.Task[TaskOutcome] | None = None
         self._current_id: str | None = None
         self._current_run: TaskRun | None = None
+        self._end_reason: str | None = None
         self._background: set[asyncio.Future[Any]] = set()
         self._status_parts: dict[str, Callable[[], Any]] = {}
         self._closed = False
@@ -259,6 +261,21 @@ class Agent:
         """Stop the current task and the robot now, without asking the model (SPEC A6)."""
         self.bus.emit(EventType.STOP, self._current_id, source=source)
         self._preempt(f"stop from {source}", StopCause.STOPPED)
+
+    def interrupt(self, reason: str) -> bool:
+        """End the running task without the stop hooks: the robot is not stopped (issue 41:
+        an operator took it over and drives it). In task mode the task ends ``preempted``
+        with ``reason`` in its ``task_end``; in continuous mode the work goes on (its motion
+        tools say what happened) and nothing is cancelled.
+
+        Returns:
+            True when a task was ended.
+        """
+        if self.options.mode == "continuous" or self._current is None or self._current.done():
+            return False
+        self._end_reason = reason
+        self._current.cancel()
+        return True
 
     def _preempt(self, reason: str, cause: StopCause = StopCause.PREEMPTED) -> None:
         """Cancel the running task and call the stop hooks with ``reason`` and its ``cause``
@@ -457,6 +474,7 @@ class Agent:
         bus.emit(EventType.TASK_START, cmd.id, text=cmd.text, source=cmd.source)
         run = TaskRun(self._task_env(), cmd.id, cmd.text, cmd.images, cmd.audio)
         self._current_run = run
+        self._end_reason = None
         outcome = TaskOutcome(cmd.id, "failed")
         lang = self.options.lang
         mark = self.conversation.last_message()
@@ -477,7 +495,7 @@ class Agent:
             notice = t("bound.wall_clock", lang, limit=f"{limit:g}")
             outcome = TaskOutcome(cmd.id, "bounded", reply=run.bounded_text(notice))
         except asyncio.CancelledError:
-            outcome = TaskOutcome(cmd.id, "preempted")
+            outcome = TaskOutcome(cmd.id, "preempted", error=self._end_reason)
         except TaskFailed as exc:
             bus.emit(EventType.ERROR, cmd.id, message=str(exc))
             outcome = TaskOutcome(cmd.id, "failed", error=str(exc))
@@ -499,7 +517,8 @@ class Agent:
         if outcome.reply and outcome.status in ("completed", "bounded"):
             bus.emit(EventType.REPLY, cmd.id, text=outcome.reply)
         await self._emit_robot_state(cmd.id)
-        bus.emit(EventType.TASK_END, cmd.id, status=outcome.status, rounds=outcome.rounds)
+        ended = {"reason": outcome.error} if outcome.status == "preempted" and outcome.error else {}
+        bus.emit(EventType.TASK_END, cmd.id, status=outcome.status, rounds=outcome.rounds, **ended)
         return outcome
 
     async def _emit_robot_state(self, task_id: str) -> None:

@@ -26,7 +26,8 @@ A clause that uses what the robot sees without being a look or a question itself
 you see into report.md", "把你看到的东西写进 report.md") gets a look step before it
 ("what do you see in front of you?", 你看到了什么？), unless the step before it already looks.
 
-It does not split a condition ("if you see a ball, stop"), a pair of directions ("look
+It does not split a condition ("if you see a ball, stop": the step policy makes that a look
+whose result picks the branch, :mod:`loopact.agent.grounding`), a pair of directions ("look
 left and right") or a stop that says where or when the motion before it ends ("drive to the
 box and stop within half a meter of it"); a clause with no action verb stays with the
 previous one.
@@ -57,6 +58,7 @@ ZH_VERBS = (
     "前进", "后退", "左转", "右转", "向", "往", "去", "到", "走", "转", "看", "点头", "摇头",
     "告诉", "停", "回", "摄像头", "环顾", "抬头", "低头", "拍", "找", "跟", "说", "写", "等",
     "移动", "开", "关", "旋转", "掉头", "导航", "巡逻", "报告", "描述", "检查",
+    "对着", "面向", "面对", "朝", "靠近", "接近", "寻找", "搜索", "前往",
 )  # fmt: skip
 
 _ZH_SEQ = ("然后再", "然后", "接着", "之后", "随后", "最后", "再次", "再", "并且", "并")
@@ -291,11 +293,14 @@ class ClauseResult:
         answer: The model's answer text for the clause.
         results: Every call the clause ran, in order (:class:`Ran`; a plain ``(tool name,
             ok, data, error)`` tuple is taken for one with no outcome).
+        perceived: True when the runtime wrote :attr:`answer` from what the step perceived
+            ("I do not see the green cylinder", issue 45); it is then the clause's sentence.
     """
 
     text: str
     answer: str = ""
     results: list[Ran] = field(default_factory=list)
+    perceived: bool = False
 
     def __post_init__(self) -> None:
         self.results = [Ran(*r) for r in self.results]
@@ -332,6 +337,8 @@ class ClauseResult:
         rendered in Chinese with ``zh``, else in English (:meth:`Ran.said`). Otherwise (a
         look-up, a description) the model's answer, which it wrote from the tool's result.
         """
+        if self.perceived:
+            return self.answer.strip()
         lang = "zh" if zh else "en"
         said = (r.said(lang) for r in self.results if r.ok)
         sep = "；" if zh else "; "

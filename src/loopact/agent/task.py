@@ -35,7 +35,9 @@ class TaskOutcome:
         task_id: The command id.
         status: ``completed``, ``bounded``, ``preempted`` or ``failed``.
         reply: The text for the user (the answer, or the fallback text of a bound).
-        error: The error message when ``failed``.
+        error: The error message when ``failed``; when ``preempted`` by
+            :meth:`~loopact.agent.runtime.Agent.interrupt`, why ("taken over by the
+            operator"; the ``task_end`` event's ``reason``).
         rounds: Model rounds used.
     """
 
@@ -81,13 +83,15 @@ class TaskRun(TaskRounds):
         text (SPEC A5) and the turn allows it, else ReAct rounds."""
         if self.env.action_text and not turn.native_rounds:
             return await action_body(self)
-        return await self._react(act_first=turn.act_first)
+        return await self._react(turn)
 
-    async def _react(self, act_first: bool = False) -> tuple[str, Outcomes]:
+    async def _react(self, turn: Turn) -> tuple[str, Outcomes]:
         """ReAct rounds on the history until an answer without calls (SPEC A1, A2).
 
         Args:
-            act_first: The first round must call a tool (``tool_choice: "required"``).
+            turn: How the rounds start: with ``act_first`` the first round must call a tool
+                (``tool_choice: "required"``); the responses may call only ``turn.tools``;
+                with ``calls_only`` the turn ends after the first round whose calls ran.
 
         An empty answer (no text, no calls) is asked again once, within the round limit,
         unless the policy will not reply with it (:attr:`TaskPolicy.quiet`).
@@ -101,9 +105,12 @@ class TaskRun(TaskRounds):
         while True:
             await self.check_rounds(self.tool_rounds - first, self.bounds.max_rounds)
             self.conv.pull_sources(self.task_id)
-            choice: ToolChoice = "required" if act_first and self.tool_rounds == first else "auto"
+            forced = turn.act_first and (self.tool_rounds == first or turn.calls_only)
+            choice: ToolChoice = "required" if forced else "auto"
             specs = self.env.tool_specs()
-            done, outcomes, invalid = await self.run_round(specs, tool_choice=choice)
+            done, outcomes, invalid = await self.run_round(
+                specs, tool_choice=choice, allowed_tools=turn.tools
+            )
             if not outcomes:
                 if done.message.text.strip() or asked_again or self.policy.quiet:
                     return self._noted_if_cut(done.message.text, done.finish_reason), ran
@@ -114,6 +121,8 @@ class TaskRun(TaskRounds):
             self.policy.round_done(ran)
             self.state.invalid_streak = self.state.invalid_streak + 1 if invalid else 0
             self.check_tokens()
+            if turn.calls_only and not invalid and not _refused(outcomes):
+                return done.message.text, ran
 
     def _noted_if_cut(self, text: str, finish_reason: str) -> str:
         """``text``, with a note when the server cut it at ``max_tokens`` (``length``): the
@@ -167,3 +176,13 @@ class TaskRun(TaskRounds):
             TaskFailed: The plan was rejected before anything ran.
         """
         return await run_plan_for(self, task, specs)
+
+
+REFUSALS = frozenset(("unknown_tool", "arguments", "units"))
+"""``error_kind`` of a call refused before it ran (:mod:`loopact.tools.registry`, the units
+check of :mod:`loopact.agent.dispatch`)."""
+
+
+def _refused(outcomes: Outcomes) -> bool:
+    """Whether any call of a round was refused before it ran (the model may correct it)."""
+    return any(r.metadata.get("error_kind") in REFUSALS for _, r in outcomes)

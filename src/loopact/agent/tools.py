@@ -1,4 +1,5 @@
-"""The agent's own tools: ``agent_call`` (plan and run, SPEC A4) and ``send_message`` (A7)."""
+"""The agent's own tools: ``agent_call`` (plan and run, SPEC A4), ``send_message`` (A7) and its
+alias ``say`` (continuous mode; spoken on a voice channel, issue 41)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,34 @@ def make_send_message_tool(agent: Agent, channels: Sequence[MessageChannel] = ()
         ValueError: Two channels share a name.
     """
     return build_send_message_tool([ConsoleChannel(agent.bus), *channels])
+
+
+class SayTool(Tool):
+    """``say(text)``: ``send_message(text)`` to the people watching the agent (SPEC A7; issue
+    41): a ``message`` event every channel shows and a voice channel speaks (with barge-in).
+
+    Args:
+        agent: The agent whose event bus the message goes on.
+    """
+
+    name = "say"
+    description = "Say something to the people around the robot (spoken when there is a voice)."
+    parameters = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "What to say, short and plain."}},
+        "required": ["text"],
+        "additionalProperties": False,
+    }
+    safety = SafetyClass.IDEMPOTENT
+    reentrant = True
+    timeout_s = 5.0
+
+    def __init__(self, agent: Agent) -> None:
+        self.channel = ConsoleChannel(agent.bus)
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Emit the message."""
+        text = str(arguments.get("text", "")).strip()
+        if not text:
+            return ToolResult.failure("say needs some text")
+        return ToolResult(ok=True, data=await self.channel.deliver(None, text, ctx))

@@ -52,6 +52,12 @@ class Turn:
         native_rounds: The turn runs ReAct rounds with the tools in the request even when the
             agent offers tools as action text (SPEC A5): a split instruction's steps have
             always run that way (issue 13), and only such a request can require a call.
+        tools: The names of the tools the turn's responses may call (``allowed_tools``: the
+            others stay described, so a server's prompt cache holds), or None for all: a step
+            the policy knows the tool of (issue 45: ``approach`` for "go to the blue ball").
+        calls_only: The turn ends after the first round whose calls all ran (none refused as
+            an invalid call): the model is not asked to answer, for a policy that tells the
+            turn from its results.
     """
 
     text: str
@@ -59,6 +65,8 @@ class Turn:
     audio: tuple[Audio, ...] = ()
     act_first: bool = False
     native_rounds: bool = False
+    tools: tuple[str, ...] | None = None
+    calls_only: bool = False
 
 
 class TaskView(Protocol):
@@ -87,6 +95,10 @@ class TaskView(Protocol):
     @property
     def acted(self) -> bool:
         """Whether a motion or a write was dispatched in this task."""
+
+    @property
+    def tools(self) -> frozenset[str]:
+        """The names of the tools offered to the model."""
 
     def emit(self, typ: EventType, **data: Any) -> None:
         """Emit an event of the task (docs/trace.md)."""

@@ -7,7 +7,8 @@ HOST:PORT``, bearer token beyond loopback). Write tools ask on loopact's channel
 console (Allow/Deny, on unless ``--no-web``) and, with ``--http`` on a terminal, a y/N
 prompt; with neither they are refused unless ``--yes`` or ``confirm.allow`` allows them.
 ``--agent`` adds ``instruct(text)``, which runs a whole instruction through the agent's own
-bounded, preemptible loop.
+bounded, preemptible loop. With a robot, the operator's ``emergency_stop`` and
+``emergency_stop_state`` are served too (:mod:`loopact.app.mcp_estop`; issue 41).
 
 In stdio mode the process's standard output belongs to the MCP client: file descriptor 1 is
 moved to standard error before anything starts (the simulator, ROS 2 or a stray ``print``
@@ -32,6 +33,7 @@ from rich.console import Console
 
 from loopact.agent import Agent
 from loopact.agent.confirm import shown_arguments
+from loopact.app.mcp_estop import estop_tools
 from loopact.app.model import make_model
 from loopact.app.run import open_agent
 from loopact.config import Config
@@ -214,6 +216,7 @@ async def serve_mcp(
         agent.broker.interactive = await _channels(
             cfg, agent, body, stack, err, terminal=http is not None
         )
+        panel = body.session.panel if body.session is not None else None
         runner = asyncio.ensure_future(agent.run())
         stack.callback(runner.cancel)
         tools = ToolServer(
@@ -221,7 +224,8 @@ async def serve_mcp(
             confirm=_confirm_fn(agent),
             timeout_s=cfg.agent.bounds.tool_timeout_s,
             workspace=opened.workspace,
-            extra=[InstructTool(agent)] if agent_mode else [],
+            # the operator's e-stop (issue 41): served, never in the agent's registry
+            extra=[*estop_tools(panel), *([InstructTool(agent)] if agent_mode else [])],
             exclude=NOT_SERVED,
             bus=agent.bus,
             state_provider=body.session.state if body.session is not None else None,

@@ -148,6 +148,7 @@ async def run_terminal(
         model_factory=model_factory,
         commands=commands,
         finish=finish,
+        panel=body.session.panel if body.session is not None else None,  # issue 41: /estop
     )
     await channel.run()
     return 0

@@ -36,6 +36,7 @@ async def open_robot(
     sim_log: Path | None = None,
     perception: PerceptionOptions | None = None,
     agent_name: str = "loopact",
+    map_path: Path | None = None,
 ) -> RobotSession:
     """Start a robot, its safety governor and its tools (SPEC D1, D6, X3); public API.
 
@@ -47,10 +48,13 @@ async def open_robot(
         site: Site map name or YAML path.
         speed: Simulation speed (simulated seconds per wall second), ``sim`` only.
         gate: The image gate (default :class:`ImageGate` defaults).
-        scenario: Simulator scenario (``default``, ``moving-target``), ``sim`` only.
+        scenario: Simulator scenario (``default``, ``moving-target``, ``flat``,
+            ``flat-blocked``), ``sim`` only.
         sim_log: Ground-truth pose log (JSON Lines) of the simulator, ``sim`` only.
         perception: Options of the perception tools (:func:`perception_options`).
         agent_name: The agent's name: prefix of its ROS 2 topics, ``ros2`` only.
+        map_path: A Nav2 map_server YAML to plan on (``robot.map``; issue 40); the
+            simulator draws its own otherwise.
 
     Raises:
         ConfigError: Unknown kind, profile, site or scenario, or a bad file (the key is named).
@@ -68,7 +72,9 @@ async def open_robot(
 
         connector = Ros2Connector(f"{agent_name}_agent")
         try:
-            session = await _open_ros2(connector, profile, site, agent_name, perception, gate)
+            session = await _open_ros2(
+                connector, profile, site, agent_name, perception, gate, map_path
+            )
         except BaseException:
             await connector.shutdown()
             raise
@@ -84,6 +90,7 @@ async def open_robot(
         scenario=scenario,
         sim_log=sim_log,
         perception=perception,
+        map_path=map_path,
     )
 
 
@@ -94,11 +101,12 @@ async def _open_ros2(
     agent_name: str,
     perception: PerceptionOptions | None,
     gate: ImageGate | None = None,
+    map_path: Path | None = None,
 ) -> RobotSession:
     from loopact.robot.ros2_robot import open_ros2_session
 
     return await open_ros2_session(
-        connector, profile, site, agent_name, perception=perception, gate=gate
+        connector, profile, site, agent_name, perception=perception, gate=gate, map_path=map_path
     )
 
 
@@ -193,6 +201,7 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
             cfg.agent.name,
             perception_options(cfg),
             image_gate(cfg),
+            cfg.robot.map,
         )
     else:
         try:
@@ -205,6 +214,7 @@ async def open_body(cfg: Config, stack: AsyncExitStack) -> Body:
                 sim_log=cfg.robot.sim_log,
                 perception=perception_options(cfg),
                 gate=image_gate(cfg),
+                map_path=cfg.robot.map,
             )
         except OSError as exc:
             raise ConfigError(

@@ -23,7 +23,7 @@ from loopact._version import __version__
 from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.agent.context import ContextManager
 from loopact.agent.prompt import build_system_prompt
-from loopact.agent.tools import AgentCallTool, make_send_message_tool
+from loopact.agent.tools import AgentCallTool, SayTool, make_send_message_tool
 from loopact.app import modes
 from loopact.app.devices import attach_board
 from loopact.app.general import general_tools
@@ -34,6 +34,7 @@ from loopact.app.messages import open_message_channels
 from loopact.app.model import LOCAL_IDLE_TIMEOUT_S, LOCAL_REQUEST_TIMEOUT_S, make_model
 from loopact.app.nodes import open_nodes_connector
 from loopact.app.observe import open_observe
+from loopact.app.operator import attach_operator
 from loopact.app.own_state import agent_state_paths, check_output_files
 from loopact.app.robot import Body, image_gate, open_body
 from loopact.app.vision import attach_vision
@@ -175,6 +176,7 @@ async def open_agent(
     channels = await open_message_channels(cfg, stack, body.connector)
     agent = _make_agent(cfg, model, registry, options, stack, bus, channels)
     await observe.attach(body.session, bus, agent)  # issue 44: robot readings, governor
+    await attach_operator(cfg, agent, body, connector, stack)  # issue 41: e-stop, teleop
     _warn_unknown_allowed(cfg, registry)
     await _attach(cfg, agent, connector, served, memory, stack, once)
     await start_memory_sync(memory, agent, lambda r: system_prompt(cfg, body, r, memory.skills))
@@ -345,6 +347,7 @@ def agent_options(
         auto_approve=cfg.confirm.auto_approve,
         allow=frozenset(cfg.confirm.allow),
         confirm_timeout_s=cfg.confirm.timeout_s,
+        confirm_channels=frozenset(cfg.confirm.channels),
         stop_hooks=(session.stop,) if session is not None else (),
         after_stop_hooks=(session.recentre_after_stop,)
         if session is not None and session.recentre_on_stop
@@ -366,11 +369,14 @@ def _make_agent(
     channels: Sequence[MessageChannel] = (),
 ) -> Agent:
     """The agent with its own tools: ``agent_call``; ``send_message`` in continuous mode or
-    when message channels are configured (issue 19)."""
+    when message channels are configured (issue 19); its alias ``say`` in continuous mode
+    (issue 41)."""
     agent = Agent(model, registry, options, bus=bus)
     registry.add(AgentCallTool(agent))
     if cfg.agent.mode == "continuous" or channels:
         registry.add(make_send_message_tool(agent, channels))
+    if cfg.agent.mode == "continuous":
+        registry.add(SayTool(agent))
     stack.push_async_callback(agent.close)
     return agent
 
@@ -428,6 +434,13 @@ async def _open_voice(cfg: Config, opened: OpenedAgent, stack: AsyncExitStack) -
     from loopact.app.voice import open_voice
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)  # issue 22: never wrap
+    session = opened.body.session
     return await open_voice(
-        cfg, opened.agent, stack, console, opened.body.connector, workspace=opened.files
+        cfg,
+        opened.agent,
+        stack,
+        console,
+        opened.body.connector,
+        workspace=opened.files,
+        panel=session.panel if session is not None else None,  # issue 41: "emergency stop"
     )

@@ -209,6 +209,7 @@ async def open_voice(
     console: Console,
     connector: Any = None,
     workspace: Workspace | None = None,
+    panel: Any = None,
 ) -> VoiceRun | None:
     """Build the voice parts of a run, or None when voice is not requested.
 
@@ -216,7 +217,8 @@ async def open_voice(
     goes on in text for that direction. ``connector`` is the ROS 2 connector for
     ``voice.ros2_topics``; ``workspace`` the run's workspace for ``play_audio`` and
     ``record_audio`` (loopact's own state out of reach, issue 21), by default
-    ``agent.workspace`` without protected paths.
+    ``agent.workspace`` without protected paths; ``panel`` the robot's emergency stop for
+    "emergency stop" / "紧急停止" (issue 41).
 
     Raises:
         ConfigError: The modality refuses voice, an engine is misconfigured, there is no sound
@@ -243,7 +245,7 @@ async def open_voice(
                 tts = None
         player = Player(sink, tts, agent.bus)
         stack.push_async_callback(player.close)
-    channel = VoiceChannel(agent, player, to_model=v.to_model)
+    channel = VoiceChannel(agent, player, to_model=v.to_model, panel=panel)
     if v.to_model != "transcript" and not agent.model.capabilities.audio_input:
         console.print(
             f"[yellow]loopact: voice.to_model is {v.to_model}, but the model does not take "

@@ -35,8 +35,24 @@ class AgentSettings(Protocol):
         """``task``, ``plan`` or ``continuous``."""
 
 
+class ConfirmPort(Protocol):
+    """The confirmations a channel may answer (a :class:`~loopact.agent.confirm.ConfirmationBroker`;
+    issue 41)."""
+
+    @property
+    def pending(self) -> list[str]:
+        """Ids of the requests waiting for an answer, oldest first."""
+
+    def may_answer(self, source: str) -> bool:
+        """Whether the channel ``source`` may answer (``confirm.channels``)."""
+
+
 class AgentPort(Protocol):
     """The agent as the channels see it (:class:`loopact.agent.runtime.Agent` has all of it)."""
+
+    @property
+    def broker(self) -> ConfirmPort:
+        """Its pending confirmations (issue 41: answered on every channel that may)."""
 
     @property
     def bus(self) -> EventSource:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopact.agent.confirm import shown_arguments
+from loopact.channels.panel_text import panel_line
 from loopact.events import Event, EventType
 from loopact.events.payloads import (
     BoundPayload,
@@ -168,7 +169,15 @@ class ProgressPrinter:
             return None
 
     def _notice(self, typ: EventType, ev: Event) -> None:
-        """One-line notices of the task: messages, compression, bounds, errors, steps, stops."""
+        """One-line notices of the task: messages, compression, bounds, errors, steps, stops,
+        the emergency stop and an operator's takeover, a confirmation answer that did not
+        count (issue 41)."""
+        if typ in (EventType.GOVERNOR, EventType.CONFIRM_REFUSED):
+            panel = panel_line(ev, self.lang)
+            if panel is not None:
+                self._end_text()
+                self.console.print(f"[bold yellow]  {shown(panel)}[/]")
+            return
         if typ == EventType.CONTEXT_COMPRESSED:
             c = ev.payload(ContextCompressedPayload)
             if c["method"] == "kept":  # nothing older to summarise or trim: no "N -> N"
@@ -281,6 +290,8 @@ _HANDLERS: dict[EventType, Callable[[ProgressPrinter, EventType, Event], None]] 
             EventType.ERROR,
             EventType.CLAUSE_START,
             EventType.STOP,
+            EventType.GOVERNOR,
+            EventType.CONFIRM_REFUSED,
         ),
         ProgressPrinter._notice,
     ),

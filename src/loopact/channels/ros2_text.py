@@ -2,7 +2,11 @@
 
 - ``/<agent>/text_input`` (``std_msgs/String``): each message is an instruction for
   :meth:`Agent.submit <loopact.agent.runtime.Agent.submit>`; a message that is only ``/stop``
-  (or another stop word) stops the robot and the task at once (SPEC A6).
+  (or another stop word) stops the robot and the task at once (SPEC A6). While a confirmation
+  is pending, a short yes/no (``y``, ``n``, ``yes``, ``no``, 是, 否, 好, 不) answers the oldest
+  one, and ``{"confirm": ID, "allow": true}`` answers the request ``ID`` at any time — when
+  ``confirm.channels`` lists this channel (``ros2``, ``mqtt``); otherwise the answer is
+  refused and told (``confirm_refused``), never taken as an instruction (issue 41).
 - ``/<agent>/text_output`` (``std_msgs/String``): every trace event (progress, tool calls and
   results, replies, errors) as one JSON object per message, the same lines a trace file holds
   (live-only deltas are left out).
@@ -21,6 +25,7 @@ import logging
 from collections import deque
 from typing import Any
 
+from loopact.agent.confirm import parse_answer
 from loopact.channels.agent_port import AgentPort
 from loopact.events import LIVE_ONLY_TYPES, Event
 from loopact.nodes.connector import Connector, Payload, Subscription
@@ -99,9 +104,26 @@ class Ros2TextChannel:
         if not text:
             return
         try:
+            if self._answer(text):
+                return
             self.agent.submit(text, source=self.source)
         except Exception:
             logger.exception("could not submit an instruction from %s", self.source)
+
+    def _answer(self, text: str) -> bool:
+        """A confirmation answer (issue 41): True when ``text`` was one (answered, or refused
+        and told); a yes/no word with nothing pending is an instruction as before."""
+        said = parse_answer(text)
+        if said is None:
+            return False
+        request_id, allow = said
+        if request_id is None:
+            pending = self.agent.broker.pending
+            if not pending:
+                return False
+            request_id = pending[0]
+        self.agent.answer_confirmation(request_id, allow, self.source)
+        return True
 
     def _on_event(self, event: Event) -> None:
         if event.type in LIVE_ONLY_TYPES:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import threading
@@ -21,8 +22,10 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
+from loopact.agent.confirm import NO_WORDS, YES_WORDS
 from loopact.agent.runtime import is_stop
 from loopact.channels.agent_port import AgentPort
+from loopact.channels.panel_text import estop_command
 from loopact.channels.progress import ProgressPrinter, shown
 from loopact.errors import LoopactError
 from loopact.events import Event, EventType
@@ -33,7 +36,7 @@ from loopact.llm.messages import valid_text
 
 __all__ = ["BUILTIN_COMMANDS", "TTY_LINE_MAX", "ProgressPrinter", "TerminalChannel", "command_list"]
 
-BUILTIN_COMMANDS = ("/stop", "/reset", "/status", "/provider", "/quit")
+BUILTIN_COMMANDS = ("/stop", "/estop", "/reset", "/status", "/provider", "/quit")
 """The terminal's own slash commands, in the order the welcome line lists them."""
 
 
@@ -53,8 +56,8 @@ def command_list(extra: Iterable[str] = ()) -> str:
 #: than was asked (a 20 kB paste lost its last words, "turn left 10 degrees", and the robot
 #: drove forward 0.8 m; found by a newcomer, 2026-12-05).
 TTY_LINE_MAX = 4095
-_YES = frozenset({"y", "yes", "是", "好"})
-_NO = frozenset({"n", "no", "否", "不"})
+_YES = YES_WORDS
+_NO = NO_WORDS
 
 
 class TerminalChannel:
@@ -71,6 +74,7 @@ class TerminalChannel:
         finish: Awaited at the end of the input, after the last task and the last command,
             before "Bye." (the voice: until what is playing or queued has been heard to its
             end); ``/quit`` and Ctrl-C do not wait for it.
+        panel: The robot's emergency stop for ``/estop`` (issue 41), or None without a robot.
 
     Attributes:
         end_of_input: The chat ended at the end of its input (after the last task), not by
@@ -86,9 +90,11 @@ class TerminalChannel:
         model_factory: Callable[[list[str]], Model] | None = None,
         commands: dict[str, Callable[[list[str]], Awaitable[str]]] | None = None,
         finish: Callable[[], Awaitable[None]] | None = None,
+        panel: Any = None,
     ) -> None:
         self.agent = agent
         self.finish = finish
+        self.panel = panel
         self.commands = dict(commands or {})  # e.g. the voice playback commands (issue 16)
         self._commands_running: set[asyncio.Future[None]] = set()
         self.model_factory = model_factory
@@ -252,6 +258,13 @@ class TerminalChannel:
         key = "term.provider_carried" if carried else "term.provider_fresh"
         self.console.print(t(key, self.lang, provider=model.provider, model=model.model))
 
+    async def _print_when(self, said: Awaitable[str]) -> None:
+        try:
+            text = await said
+        except LoopactError as exc:
+            text = str(exc)
+        self.console.print(f"[bold yellow]{shown(text)}[/]")
+
     async def _command(self, cmd: str, args: list[str]) -> None:
         try:
             text = await self.commands[cmd](args)
@@ -288,6 +301,12 @@ class TerminalChannel:
                 self._switch_provider(line.split()[1:])
             elif cmd == "/status":
                 self.console.print_json(json.dumps(self.agent.status(), default=str))
+            elif cmd == "/estop":  # issue 41: latched at once, released only with a proof
+                who = os.environ.get("USER") or "terminal"
+                said = estop_command(self.panel, line.split()[1:], who, self.lang)
+                fut = asyncio.ensure_future(self._print_when(said))
+                self._commands_running.add(fut)
+                fut.add_done_callback(self._commands_running.discard)
             elif cmd in self.commands:
                 fut = asyncio.ensure_future(self._command(cmd, line.split()[1:]))
                 self._commands_running.add(fut)

@@ -11,7 +11,13 @@ transcripts) and a :class:`~loopact.voice.playback.Player` (the robot's voice) t
   that hears audio (SPEC B8; a model that does not gets the transcript);
 - every task's reply is spoken sentence by sentence from its ``text_delta`` events while it
   streams, each task in its own generation (a new task drops the old reply's audio);
-- a reply that did not stream (a bound's fallback text) is spoken from its ``reply`` event.
+- a reply that did not stream (a bound's fallback text) is spoken from its ``reply`` event;
+- issue 41: what the agent says with ``send_message`` / ``say`` (a ``message`` event:
+  continuous mode talks this way) is spoken too, with barge-in like every reply;
+  "emergency stop" / "紧急停止" latches the robot's emergency stop (the operator's panel)
+  and stops the task; while a confirmation waits and ``voice`` may answer
+  (``confirm.channels``), the question is spoken and a spoken yes/no (是, 好, 否, 不)
+  answers it; the emergency stop's latch and release and an operator's takeover are said.
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ import logging
 import re
 from typing import Any
 
+from loopact.agent.confirm import parse_answer
 from loopact.agent.runtime import is_stop
 from loopact.channels.agent_port import AgentPort
+from loopact.channels.panel_text import panel_line
 from loopact.events import Event, EventType
 from loopact.events.payloads import DeltaPayload, TaskEndPayload, TextPayload
+from loopact.i18n import t
 from loopact.llm.messages import Audio
 from loopact.voice.audio import duration_s, wav_bytes
 from loopact.voice.listen import Listener
@@ -35,6 +44,7 @@ from loopact.voice.text import SentenceSplitter
 log = logging.getLogger(__name__)
 
 _SPOKEN_STOP = re.compile(r"(?:stop|停止|停)+")
+_SPOKEN_ESTOP = re.compile(r"(?:emergencystop|estop|紧急停止|紧急停|急停)+")
 _NOT_WORDS = re.compile(r"[\s.,;:!?…\-—'\"。，、；：！？]+")
 
 
@@ -44,6 +54,13 @@ def is_spoken_stop(text: str) -> bool:
     is judged by :func:`~loopact.agent.runtime.is_stop`). "Stop it" is a command."""
     compact = _NOT_WORDS.sub("", text).lower()
     return bool(compact) and (is_stop(text) or _SPOKEN_STOP.fullmatch(compact) is not None)
+
+
+def is_spoken_estop(text: str) -> bool:
+    """True when a transcript is only "emergency stop" / "紧急停止" (also "e-stop", "急停"),
+    as a speech engine writes it: "Emergency stop!", "Emergency, stop." (issue 41)."""
+    compact = _NOT_WORDS.sub("", text).lower()
+    return bool(compact) and _SPOKEN_ESTOP.fullmatch(compact) is not None
 
 
 class VoiceChannel:
@@ -58,6 +75,7 @@ class VoiceChannel:
             this channel submitted (the web console's microphone).
         to_model: What of a spoken command goes to the model (``voice.to_model``):
             ``transcript``, ``audio`` (the clip instead of its words) or ``both``.
+        panel: The robot's emergency stop (issue 41), or None without a robot.
 
     Attributes:
         outcomes: ``task_end`` statuses of the tasks that voice commands started, in order.
@@ -70,8 +88,11 @@ class VoiceChannel:
         source: str = "voice",
         speak: str = "all",
         to_model: str = "transcript",
+        panel: Any = None,
     ) -> None:
         self.agent = agent
+        self.panel = panel
+        self.lang = agent.options.lang
         self.to_model = to_model
         self.speak = speak
         self.player = player
@@ -87,8 +108,18 @@ class VoiceChannel:
         self._changed = asyncio.Event()
 
     async def on_transcript(self, transcript: Transcript) -> None:
-        """Handle one transcript: a stop, or a command that preempts the running task."""
+        """Handle one transcript: an emergency stop, a stop, a confirmation answer, or a
+        command that preempts the running task."""
         text = transcript.text.strip()
+        if is_spoken_estop(text):
+            if self.player is not None:
+                self.player.stop("emergency stop")
+            self.agent.stop(self.source)  # the task too; then the latch, which is said
+            if self.panel is not None:
+                await self.panel.latch(self.source, f"spoken: {text}")
+            return
+        if self._answered(text):
+            return
         if is_spoken_stop(text):
             if self.player is not None:
                 self.player.stop("spoken stop")
@@ -101,6 +132,17 @@ class VoiceChannel:
         if task_id is not None:
             self._voice_tasks.add(task_id)
         self._changed.set()
+
+    def _answered(self, text: str) -> bool:
+        """A spoken yes/no while a confirmation waits (issue 41); True when it answered."""
+        said = parse_answer(text)
+        pending = self.agent.broker.pending
+        if said is None or said[0] is not None or not pending:
+            return False
+        if self.player is not None:
+            self.player.stop("answer")
+        self.agent.answer_confirmation(pending[0], said[1], self.source)
+        return True
 
     def _clips(self, transcript: Transcript, text: str) -> tuple[Audio, ...]:
         """The spoken clip that goes to the model with the command (``to_model``), if any."""
@@ -148,6 +190,15 @@ class VoiceChannel:
                 splitter = SentenceSplitter()
                 for sentence in splitter.feed(reply + "\n"):
                     self._say(sentence, ev.task_id)
+        elif typ == EventType.MESSAGE:
+            self._say_message(ev)
+        elif typ == EventType.CONFIRM_REQUEST and self.agent.broker.may_answer(self.source):
+            self._say(t("confirm.spoken", self.lang, name=str(ev.data.get("name"))), ev.task_id)
+        elif typ in (EventType.GOVERNOR, EventType.CONFIRM_REFUSED):
+            said = panel_line(ev, self.lang)
+            decision = ev.data.get("decision")
+            if said and (typ == EventType.GOVERNOR and decision != "estop_reset_refused"):
+                self._say(said, ev.task_id)
         elif typ == EventType.STOP:
             if player is not None:
                 player.stop("stop")
@@ -158,6 +209,16 @@ class VoiceChannel:
                 self._voice_tasks.discard(tid)
                 self.outcomes.append((tid, str(ev.payload(TaskEndPayload).get("status"))))
             self._changed.set()
+
+    def _say_message(self, ev: Event) -> None:
+        """``send_message`` / ``say``: spoken, unless it is the reply that streamed already."""
+        text = str(ev.data.get("text", "")).strip()
+        tid = ev.task_id or ""
+        if not text or text == self._streamed.get(tid, "").strip():
+            return
+        splitter = SentenceSplitter()
+        for sentence in splitter.feed(text + "\n"):
+            self._say(sentence, ev.task_id)
 
     def _say(self, sentence: str, task_id: str | None) -> None:
         if self.player is not None:

@@ -5,7 +5,8 @@
 feature; ``loopact trace`` reads a trace (or writes it as MCAP);
 ``loopact scripted-server`` replays a script over the OpenAI, Anthropic and Dify protocols;
 ``loopact sim`` works with the simulator; ``loopact node`` serves a file's tools as nodes;
-``loopact base`` runs the safety governor next to the base; ``loopact mcp`` serves the agent's
+``loopact base`` runs the safety governor next to the base; ``loopact estop`` stops a robot or
+the fleet and resets it with the operator's proof; ``loopact mcp`` serves the agent's
 tools over MCP; ``loopact eval`` runs the graded task suite.
 Exit codes of ``run --once``: 0 the task ended
 with a reply, 3 it ended on a bound (the fallback text is printed), 1 an error (message on
@@ -13,8 +14,8 @@ stderr), 2 a usage or configuration error, 130 Ctrl-C.
 
 The commands live beside this file: :mod:`loopact.cli.agent` (run, trace,
 scripted-server), :mod:`loopact.cli.init` (init), :mod:`loopact.cli.services` (sim, node,
-base, mcp) and :mod:`loopact.eval.cli` (eval); :mod:`loopact.cli._common` holds the exit
-codes and runners.
+base, mcp), :mod:`loopact.cli.estop` (estop) and :mod:`loopact.eval.cli` (eval);
+:mod:`loopact.cli._common` holds the exit codes and runners.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from loopact.cli._common import (
 )
 from loopact.cli.agent import run, scripted_server, trace_cmd
 from loopact.cli.doctor import doctor
+from loopact.cli.estop import estop_app
 from loopact.cli.init import init
 from loopact.cli.services import base, mcp_cmd, node, sim
 from loopact.eval.cli import eval_command
@@ -80,6 +82,7 @@ app.command("sim", cls=Command, no_args_is_help=True)(sim)
 app.command("eval", cls=Command)(eval_command)  # issue 20: the graded task suite
 app.command(cls=Command)(node)  # SPEC C2-C4
 app.command(cls=Command)(base)  # SPEC X3
+app.add_typer(estop_app, name="estop", cls=Group)  # SPEC X3, H6; issue 41: the reset proof
 app.command("mcp", cls=Command)(mcp_cmd)  # SPEC C8
 
 

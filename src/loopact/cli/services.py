@@ -33,10 +33,17 @@ def sim(
     snapshot: Path | None = typer.Option(
         None,
         "--snapshot",
-        help="Write camera.png and topdown.png of the world into DIR "
-        "(+ trajectory.png with --sim-log).",
+        help="Write camera.png, topdown.png and map.png of the world into DIR "
+        "(+ trajectory.png and the path on map.png with --sim-log).",
     ),
-    scenario: str = typer.Option("default", "--scenario", help="default, moving-target or arm."),
+    scenario: str = typer.Option(
+        "default", "--scenario", help="default, moving-target, flat, flat-blocked or arm."
+    ),
+    write_map: Path | None = typer.Option(
+        None,
+        "--write-map",
+        help="Write the world's map into DIR as Nav2 map_server files (<site>.yaml + .pgm).",
+    ),
     sim_log: Path | None = typer.Option(
         None,
         "--sim-log",
@@ -60,7 +67,7 @@ def sim(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    """The built-in MuJoCo simulated robot: --describe, --snapshot DIR or --ros2."""
+    """The built-in MuJoCo simulated robot: --describe, --snapshot, --write-map or --ros2."""
     from loopact.sim.scenarios import SCENARIOS
 
     if scenario not in SCENARIOS:
@@ -73,6 +80,9 @@ def sim(
         from loopact.sim.describe import describe_world
 
         typer.echo(json.dumps(describe_world(scenario), indent=2, ensure_ascii=False))
+        return
+    if write_map is not None:
+        _write_map(write_map, scenario)
         return
     if ros2:
         setup_logging(verbose)
@@ -92,7 +102,9 @@ def sim(
         )
         return
     if snapshot is None:
-        err.print("loopact sim: give --describe, --snapshot DIR or --ros2", markup=False)
+        err.print(
+            "loopact sim: give --describe, --snapshot DIR, --write-map DIR or --ros2", markup=False
+        )
         raise typer.Exit(EXIT_USAGE)
     if (profile, site) != ("sim", "sim_room"):
         err.print(
@@ -116,6 +128,19 @@ def sim(
         raise typer.Exit(EXIT_ERROR) from None
     except OSError as exc:
         err.print(f"loopact: cannot write the snapshot into {snapshot}: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    for p in paths:
+        typer.echo(str(p))
+
+
+def _write_map(directory: Path, scenario: str) -> None:
+    """``loopact sim --write-map DIR``: the world's map as map_server files (issue 40)."""
+    from loopact.sim.worldmap import write_world_map
+
+    try:
+        paths = write_world_map(directory, scenario)
+    except OSError as exc:
+        err.print(f"loopact: cannot write the map into {directory}: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     for p in paths:
         typer.echo(str(p))

@@ -134,7 +134,13 @@ class MqttConfig(pydantic.BaseModel):
 
     ``retained`` (issue 39 item 8): what rules and inject mode do with a retained message
     (published before the subscription): ``skip`` (the default) or ``inject`` it, marked
-    retained with its age where known; a subscription may say otherwise."""
+    retained with its age where known; a subscription may say otherwise.
+
+    ``teleop`` (default off; issue 41): an operator's drive commands on ``<p>/<agent>/teleop``
+    take the robot over (0.5 s deadman); whoever may publish there drives the robot within
+    its governor's limits, so give that topic to the operator alone in the broker's ACL. The
+    emergency stop (``<p>/<agent>/estop``, ``<p>/_fleet/estop``) is always on: anyone may
+    stop, only a proof of the operator's secret releases."""
 
     model_config = _STRICT
     broker: str = "mqtt://127.0.0.1:1883"
@@ -146,6 +152,7 @@ class MqttConfig(pydantic.BaseModel):
     client_id: str | None = pydantic.Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     tools: bool = True
     text_channel: bool = False
+    teleop: bool = False
     brokers: list[str] = pydantic.Field(default_factory=list)
     allow_subscribe: list[str] = pydantic.Field(default_factory=lambda: ["#"])
     allow_publish: list[str] = pydantic.Field(default_factory=lambda: ["#"])

@@ -25,16 +25,18 @@ class EstopConfig(pydantic.BaseModel):
 
 
 class RobotConfig(pydantic.BaseModel):
-    """``robot``: which body the agent drives."""
+    """``robot``: which body the agent drives. ``map``: a Nav2 map_server YAML file the
+    navigation plans on (issue 40; docs/navigation.md)."""
 
     model_config = _STRICT
     kind: Literal["sim", "ros2", "none"] = "sim"
     profile: str = "sim"
     site: str = "sim_room"
     sim_speed: float = pydantic.Field(1.0, gt=0)
-    scenario: Literal["default", "moving-target", "arm"] = "default"
+    scenario: Literal["default", "moving-target", "flat", "flat-blocked", "arm"] = "default"
     sim_log: Path | None = None
     recentre_on_stop: bool = False
+    map: Path | None = None
     estop: EstopConfig = EstopConfig()
 
 

@@ -95,6 +95,13 @@ class AgentConfig(pydantic.BaseModel):
     modality: Literal["any", "text", "image+text", "voice+text"] = "any"
 
 
+ConfirmChannel = Literal["terminal", "web", "voice", "ros2", "mqtt"]
+"""A channel that may answer confirmation requests (``confirm.channels``, issue 41)."""
+
+DEFAULT_CONFIRM_CHANNELS: tuple[ConfirmChannel, ...] = ("terminal", "web", "voice")
+"""The channels the operator trusts by default (docs/security.md)."""
+
+
 class ConfirmConfig(pydantic.BaseModel):
     """``confirm``: who may run write tools (SPEC C5).
 
@@ -102,12 +109,21 @@ class ConfirmConfig(pydantic.BaseModel):
     nodes'), ``mcp:SERVER/TOOL`` for a tool of an MCP server (``TOOL`` its name on the
     server, or an ``fnmatch`` pattern: ``mcp:lab/read_*``). A plain name never allows an MCP
     tool: whichever server lists a name first gets it (issue 39 item 13).
+
+    ``channels`` (issue 41): which channels may answer a confirmation request, by default the
+    ones the operator trusts: ``terminal`` (the operator's own), ``web`` (the console's token
+    holder), ``voice`` (whoever speaks to the robot). ``ros2`` (the ROS 2 text channel) and
+    ``mqtt`` (the MQTT text channel) answer only when listed: whoever may publish on their
+    input topic would approve writes (docs/security.md).
     """
 
     model_config = _STRICT
     auto_approve: bool = False
     allow: list[str] = pydantic.Field(default_factory=list)
     timeout_s: float = pydantic.Field(60.0, gt=0)
+    channels: list[ConfirmChannel] = pydantic.Field(
+        default_factory=lambda: list(DEFAULT_CONFIRM_CHANNELS)
+    )
 
     @pydantic.field_validator("allow")
     @classmethod

@@ -96,6 +96,9 @@ confirm:
                               # name allows loopact's own tools only); a name no tool has
                               # at start is warned about (closest name)
   timeout_s: 60               # no answer within this time means denied
+  channels: [terminal, web, voice]  # who may answer a confirmation: also ros2 and mqtt
+                              # (their text channels) when listed; whoever may publish on
+                              # their input topic then approves writes (docs/security.md)
 
 robot:
   kind: sim                   # sim (MuJoCo, built in), ros2 (any robot on ROS 2 topics) or none
@@ -104,15 +107,20 @@ robot:
                               # waypoint's optional names ([厨房]) are other names it answers
                               # to, the first Chinese one used in Chinese replies
   sim_speed: 1.0              # simulated time per real second
-  scenario: default           # sim only: default, moving-target (a cyan ball circling), arm
+  scenario: default           # sim only: default, moving-target (a cyan ball circling), flat
+                              # (five rooms; its own site map flat), flat-blocked or arm
+  map: null                   # a Nav2 map_server YAML (image + YAML) to plan on; the sim
+                              # draws its own, a site file may name one (map:)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)
   recentre_on_stop: false     # true: a stopped or preempted task brings the camera back to
                               # its home position (like --recentre-on-stop)
-  estop:                      # the base-side governor (loopact base, sim --ros2): anyone on
-                              # the graph may stop; releasing a latched stop needs
-    reset_token: null         # "reset <token>" (better: LOOPACT_ESTOP_TOKEN), or
-    reset_topic: null         # "reset" on this operator topic, e.g. /operator/estop_reset
-                              # (restrict its publishers with SROS2; docs/security.md)
+  estop:                      # the emergency stop: anyone may latch it (every channel);
+                              # releasing it needs the operator:
+    reset_token: null         # the operator's secret (better: LOOPACT_ESTOP_TOKEN); a reset
+                              # carries a proof of it over the governor's nonce, never the
+                              # secret (loopact estop proof; docs/security.md), or
+    reset_topic: null         # "reset" on this operator topic of loopact base, e.g.
+                              # /operator/estop_reset (restrict its publishers with SROS2)
 
 vision:
   max_side_px: 1024           # the image gate (G1): every image for a model is scaled to at
@@ -313,6 +321,8 @@ mqtt:
                               # may publish there instructs the agent as its user, whoever
                               # may subscribe reads all it reads; on only behind a broker
                               # ACL (docs/security.md)
+  teleop: false               # <agent>/teleop: an operator's drive commands take the robot
+                              # over (0.5 s deadman); on only behind a broker ACL
   brokers: []                 # other brokers mqtt_connect may use (same credentials)
   allow_subscribe: ["#"]      # topic filters the tools may subscribe to
   allow_publish: ["#"]        # topics mqtt_publish may write (a write tool: confirmed)

@@ -338,3 +338,37 @@ def turned_since_reaching(place: str, angle_deg: float, tol_deg: float = 15.0) -
         )
 
     return grade
+
+
+def path_ratio(stops: Sequence[str] = (), back: bool = False, max_ratio: float = 1.25) -> Grader:
+    """The path driven was at most ``max_ratio`` times the shortest collision-free path
+    computed from the ground-truth geometry in the same run (issue 40): from the start, via
+    the waypoints ``stops``, to where the robot ended (``back``: via the stops and back to
+    the start). The yardstick is the planner's any-angle path on the scenario's map at the
+    robot's footprint radius with no margin (:func:`loopact.maps.plan.shortest_free_path_m`)."""
+
+    def grade(ev: Evidence) -> Verdict:
+        from loopact.maps.plan import PlanError, shortest_free_path_m
+        from loopact.sim.worldmap import world_map
+
+        grid = world_map(ev.scenario)
+        s = truth.start(ev.poses)
+        pts = [(s["x_m"], s["y_m"]), *(_waypoint(ev, n) for n in stops)]
+        end = truth.final(ev.poses)
+        pts.append((s["x_m"], s["y_m"]) if back else (end["x_m"], end["y_m"]))
+        try:
+            shortest = sum(
+                shortest_free_path_m(grid, ev.limits.robot_radius_m, a, b)
+                for a, b in zip(pts, pts[1:], strict=False)
+            )
+        except PlanError as exc:
+            return Verdict(False, f"no collision-free path on the ground truth: {exc}")
+        driven = truth.path_length(ev.poses)
+        ratio = driven / shortest if shortest > 0.05 else 1.0
+        return Verdict(
+            ratio <= max_ratio,
+            f"drove {driven:.2f} m, {ratio:.2f} x the shortest collision-free "
+            f"{shortest:.2f} m (<= {max_ratio})",
+        )
+
+    return grade

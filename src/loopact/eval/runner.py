@@ -241,7 +241,9 @@ class Suite:
                 update={
                     "kind": "sim",
                     "sim_speed": self.options.sim_speed,
-                    "scenario": "default",
+                    "scenario": task.scenario,
+                    "site": "sim_room",  # the scenario's own (open_sim)
+                    "map": None,
                     "sim_log": folder / "sim_log.jsonl",
                 }
             ),
@@ -360,6 +362,7 @@ class Suite:
         assert run.limits is not None
         evidence = Evidence(
             world=describe_world(cfg.robot.scenario),
+            scenario=cfg.robot.scenario,
             poses=poses,
             events=run.events,
             workspace=folder / "workspace",

@@ -80,6 +80,7 @@ class Evidence:
         limits: The robot's profile limits and the site's geofence.
         interrupt_t_s: Simulated time at which the eval sent the task's interrupt, or None.
         image_size: The camera's ``(width, height)`` in pixels.
+        scenario: The scenario the run was in (its map gives the shortest paths).
     """
 
     world: dict[str, Any]
@@ -90,6 +91,7 @@ class Evidence:
     limits: Limits
     interrupt_t_s: float | None = None
     image_size: tuple[int, int] = (640, 480)
+    scenario: str = "default"
 
     @property
     def reply(self) -> str:
@@ -132,6 +134,8 @@ class Task:
         messages: MQTT topics the run may send to (``send_message`` over a real broker);
             the subscriber's deliveries become :attr:`Evidence.messages`.
         summary: What the grader checks, for ``--list``.
+        scenario: The simulator scenario the task runs in (``default``: the room; ``flat``,
+            ``flat-blocked``: the flat of issue 40).
     """
 
     id: str
@@ -144,6 +148,7 @@ class Task:
     messages: tuple[str, ...] = ()
     summary: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    scenario: str = "default"
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:

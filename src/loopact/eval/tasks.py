@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from loopact.eval import graders as g
 from loopact.eval import refusal
+from loopact.eval.flat_tasks import FLAT_TASKS
 from loopact.eval.task import Grader, Interrupt, Task
 
 
@@ -389,8 +390,9 @@ TASKS: tuple[Task, ...] = (
     *_FILES,
     *_MESSAGES,
     *_REFUSAL,
+    *FLAT_TASKS,
 )
-"""Every task, in the order reports list them."""
+"""Every task, in the order reports list them (the flat's last: issue 40)."""
 
 
 def select(patterns: list[str] | None = None) -> list[Task]:

@@ -80,6 +80,13 @@ class TypedEmit:
     ) -> Event: ...
     @overload
     def emit(
+        self,
+        type: L[E.CONFIRM_REFUSED],
+        task_id: TaskId = None,
+        **data: U[p.ConfirmRefusedPayload],
+    ) -> Event: ...
+    @overload
+    def emit(
         self, type: L[E.BOUND], task_id: TaskId = None, **data: U[p.BoundPayload]
     ) -> Event: ...
     @overload

@@ -28,6 +28,7 @@ class EventType(str, Enum):
     TOOL_RESULT = "tool_result"
     CONFIRM_REQUEST = "confirm_request"
     CONFIRM_RESPONSE = "confirm_response"
+    CONFIRM_REFUSED = "confirm_refused"
     BOUND = "bound"
     REPLY = "reply"
     MESSAGE = "message"

@@ -230,6 +230,7 @@ class ConfirmRequestPayload(TypedDict):
     shown: str
     call_id: str
     timeout_s: float
+    channels: NotRequired[list[str] | None]
 
 
 class ConfirmResponsePayload(TypedDict):
@@ -238,6 +239,17 @@ class ConfirmResponsePayload(TypedDict):
     id: str
     allowed: bool
     by: str
+
+
+class ConfirmRefusedPayload(TypedDict):
+    """``confirm_refused``: an answer that did not count (issue 41): ``reason`` ``answered``
+    (another channel, ``answered_by``, was first), ``unknown`` (no such request) or
+    ``channel`` (``by`` may not answer: ``confirm.channels``)."""
+
+    id: str
+    by: str
+    reason: str
+    answered_by: NotRequired[str]
 
 
 class BoundPayload(TypedDict):
@@ -372,6 +384,7 @@ class TaskEndPayload(TypedDict):
 
     status: str
     rounds: int
+    reason: NotRequired[str]
 
 
 PAYLOADS: dict[str, type[Any]] = {
@@ -388,6 +401,7 @@ PAYLOADS: dict[str, type[Any]] = {
     EventType.TOOL_RESULT: ToolResultPayload,
     EventType.CONFIRM_REQUEST: ConfirmRequestPayload,
     EventType.CONFIRM_RESPONSE: ConfirmResponsePayload,
+    EventType.CONFIRM_REFUSED: ConfirmRefusedPayload,
     EventType.BOUND: BoundPayload,
     EventType.REPLY: TextPayload,
     EventType.MESSAGE: MessagePayload,

@@ -22,6 +22,7 @@ ROBOT: dict[str, dict[str, str]] = {
     "cause.stopped": {"en": "cancelled", "zh": "被叫停"},
     "cause.preempted": {"en": "cancelled", "zh": "被新的指令打断"},
     "cause.replaced": {"en": "cancelled", "zh": "被另一个动作接管"},
+    "cause.taken_over": {"en": "taken_over", "zh": "被操作员接管"},
     "cause.duration": {"en": "duration", "zh": "到达设定时长"},
     "cause.laps": {"en": "laps", "zh": "跑完设定圈数"},
     "cause.line_lost": {"en": "line_lost", "zh": "丢失了线"},
@@ -29,6 +30,10 @@ ROBOT: dict[str, dict[str, str]] = {
     "cause.max_distance": {"en": "max_distance", "zh": "达到最长行驶距离"},
     "cause.timeout": {"en": "timeout", "zh": "超时"},
     "cause.error": {"en": "error", "zh": "出错"},
+    "cause.no_path": {"en": "no_path", "zh": "没有路径"},
+    "cause.nav2_aborted": {"en": "nav2_aborted", "zh": "Nav2 中止了目标"},
+    "cause.nav2_cancelled": {"en": "nav2_cancelled", "zh": "Nav2 取消了目标"},
+    "cause.refused": {"en": "refused", "zh": "被拒绝"},
     "cause.slipped": {"en": "slipped", "zh": "物体从夹爪中滑落"},
     # ---- what the governor says about a stop (a lease's detail) ----
     "stop.reason": {"en": "{reason}", "zh": "{reason}"},
@@ -58,6 +63,31 @@ ROBOT: dict[str, dict[str, str]] = {
         "zh": "动作到达时限（看门狗）",
     },
     "stop.watchdog": {"en": "no command for {idle_s:.2f} s", "zh": "{idle_s:.2f} 秒没有收到指令"},
+    "stop.taken_over": {
+        "en": "taken over by the operator ({who})",
+        "zh": "被操作员接管（{who}）",
+    },
+    "stop.operator_released": {
+        "en": "the operator let go ({why})",
+        "zh": "操作员松手了（{why}）",
+    },
+    # ---- the resources an operator may hold ----
+    "resource.base": {"en": "base", "zh": "底盘"},
+    "resource.head": {"en": "head", "zh": "云台"},
+    "resource.arm": {"en": "arm", "zh": "机械臂"},
+    # ---- obstacle sensors without a depth camera (issue 41) ----
+    "scan.none": {
+        "en": "the laser scan has no usable beam (all ranges invalid)",
+        "zh": "激光扫描没有可用的光束（所有距离都无效）",
+    },
+    "scan.missing": {
+        "en": "the profile declares a laser scan, but this robot gives none",
+        "zh": "配置声明了激光雷达，但这个机器人没有提供扫描数据",
+    },
+    "bumper.missing": {
+        "en": "the profile declares a bumper, but this robot gives no bumper state",
+        "zh": "配置声明了碰撞传感器，但这个机器人没有提供它的状态",
+    },
     # ---- the governor's refusals ----
     "governor.view_panned": {
         "en": "the camera is not looking forward (head panned)",
@@ -78,6 +108,14 @@ ROBOT: dict[str, dict[str, str]] = {
     "governor.estop_latched": {
         "en": "emergency stop is latched ({reason}); a person must reset it before the robot can move",
         "zh": "急停已锁定（{reason}）；需要有人复位后机器人才能移动",
+    },
+    "governor.operator_holds": {
+        "en": "taken over by the operator: {who} drives the {resource} now; motion refused until they let go",
+        "zh": "被操作员接管：{who} 正在控制{resource}；松手之前拒绝运动",
+    },
+    "governor.blind": {
+        "en": "no obstacle sensor watches the path ahead (obstacle_sensors: {sensors}) and the profile does not allow blind forward motion (limits.blind_max_linear_mps): forward motion refused",
+        "zh": "没有障碍物传感器检查前方路径（obstacle_sensors: {sensors}），且配置不允许盲行前进（limits.blind_max_linear_mps）：拒绝前进",
     },
     "governor.not_finite": {
         "en": "{name} must be a finite number, got {value}: refused",
@@ -184,30 +222,130 @@ ROBOT: dict[str, dict[str, str]] = {
         "en": "the head did not reach its target in time",
         "zh": "云台没有及时到达目标位置",
     },
-    # ---- navigation (robot/navigation.py) ----
+    # ---- navigation (robot/navigation/texts.py) ----
     "nav.reached": {
-        "en": "reached the {place} after {distance_m:.2f} m",
-        "zh": "走了 {distance_m:.2f} 米，到达 {place}",
+        "en": "reached {goal} after {distance_m:.2f} m",
+        "zh": "走了 {distance_m:.2f} 米，到达 {goal}",
     },
     "nav.reached_around_one": {
-        "en": "reached the {place} after {distance_m:.2f} m, going around 1 obstacle",
-        "zh": "走了 {distance_m:.2f} 米，到达 {place}，绕过了 1 个障碍物",
+        "en": "reached {goal} after {distance_m:.2f} m, going around 1 obstacle",
+        "zh": "走了 {distance_m:.2f} 米，到达 {goal}，绕过了 1 个障碍物",
     },
     "nav.reached_around": {
-        "en": "reached the {place} after {distance_m:.2f} m, going around {detours} obstacles",
-        "zh": "走了 {distance_m:.2f} 米，到达 {place}，绕过了 {detours} 个障碍物",
+        "en": "reached {goal} after {distance_m:.2f} m, going around {detours} obstacles",
+        "zh": "走了 {distance_m:.2f} 米，到达 {goal}，绕过了 {detours} 个障碍物",
     },
+    "nav.reached_replanned_one": {
+        "en": "reached {goal} after {distance_m:.2f} m, replanning 1 time around obstacles not on the map",
+        "zh": "走了 {distance_m:.2f} 米，到达 {goal}，为绕开地图上没有的障碍物重新规划了 1 次",
+    },
+    "nav.reached_replanned": {
+        "en": "reached {goal} after {distance_m:.2f} m, replanning {n} times around obstacles not on the map",
+        "zh": "走了 {distance_m:.2f} 米，到达 {goal}，为绕开地图上没有的障碍物重新规划了 {n} 次",
+    },
+    "nav.odometry_pose": {
+        "en": "{said} (the pose is from odometry: the robot is not localized)",
+        "zh": "{said}（位姿来自里程计：机器人没有定位）",
+    },
+    "nav.reached_nav2": {"en": "reached {goal} (Nav2)", "zh": "到达 {goal}（Nav2）"},
     "nav.unknown_waypoint": {
         "en": "unknown waypoint {name!r}; known waypoints: {known}",
         "zh": "未知的路点 {name!r}；已知的路点：{known}",
+    },
+    "nav.unknown_waypoint_seen": {
+        "en": "unknown waypoint {name!r}; known waypoints: {known}; objects seen so far: {located}",
+        "zh": "未知的路点 {name!r}；已知的路点：{known}；目前看到过的物体：{located}",
     },
     "nav.unknown_place": {
         "en": "unknown place {name!r}; known places: {known}",
         "zh": "未知的地点 {name!r}；已知的地点：{known}",
     },
     "nav.outside_fence": {
-        "en": "waypoint {name!r} lies outside the geofence: refused",
-        "zh": "路点 {name!r} 在地理围栏之外：已拒绝",
+        "en": "{goal} lies outside the geofence: refused",
+        "zh": "{goal} 在地理围栏之外：已拒绝",
+    },
+    "nav.no_path": {
+        "en": "no path from {origin} to {goal}: {why}",
+        "zh": "从 {origin} 到 {goal} 没有路径：{why}",
+    },
+    "nav.no_path_in": {
+        "en": "no path from {origin} to {goal} in {room}: {why}",
+        "zh": "从 {origin} 到 {room} 的 {goal} 没有路径：{why}",
+    },
+    "nav.doorway_blocked": {
+        "en": "the doorway to {room} is blocked",
+        "zh": "通往 {room} 的门口被堵住了",
+    },
+    "nav.doorway_out_blocked": {
+        "en": "the doorway out of {room} is blocked",
+        "zh": "{room} 的出口被堵住了",
+    },
+    "nav.not_reachable": {
+        "en": "it is not reachable on the map (walls or furniture in the way)",
+        "zh": "在地图上到不了（有墙或家具挡着）",
+    },
+    "nav.blocked_on_the_way": {
+        "en": "obstacles seen on the way cut every path (after {n} replans)",
+        "zh": "路上看到的障碍物挡住了所有路径（重新规划了 {n} 次）",
+    },
+    "nav.bad_goal": {"en": "cannot go there: {detail}", "zh": "无法去那里：{detail}"},
+    "nav.gave_up": {
+        "en": "could not reach {goal} after {n} attempts: {why}",
+        "zh": "尝试了 {n} 次，仍没能到达 {goal}：{why}",
+    },
+    "nav.stopped_early": {
+        "en": "stopped early by {cause} on the way to {goal}: {why}; travelled {distance_m:.2f} m",
+        "zh": "去 {goal} 的路上提前停止，原因：{cause}（{why}）；走了 {distance_m:.2f} 米",
+    },
+    "nav.nav2_aborted": {
+        "en": "Nav2 aborted the goal to {goal}: {detail}",
+        "zh": "Nav2 中止了去 {goal} 的目标：{detail}",
+    },
+    "nav.nav2_cancelled": {
+        "en": "Nav2 cancelled the goal to {goal}: {detail}",
+        "zh": "Nav2 取消了去 {goal} 的目标：{detail}",
+    },
+    "nav.nav2_ended": {
+        "en": "Nav2 ended the goal to {goal} with {status}: {detail}",
+        "zh": "Nav2 以 {status} 结束了去 {goal} 的目标：{detail}",
+    },
+    "nav.nav2_timeout": {
+        "en": "Nav2 did not reach {goal} within {timeout_s:.0f} s: the goal was cancelled",
+        "zh": "Nav2 没有在 {timeout_s:.0f} 秒内到达 {goal}：目标已取消",
+    },
+    "nav.nav2_gone": {
+        "en": "Nav2 is not available: the action server vanished mid-goal to {goal}",
+        "zh": "Nav2 不可用：去 {goal} 的途中动作服务器消失了",
+    },
+    "nav.nav2_no_server": {
+        "en": "Nav2 is not available: no {action} action server",
+        "zh": "Nav2 不可用：没有 {action} 动作服务器",
+    },
+    "nav.nav2_rejected": {
+        "en": "Nav2 is not available: it rejected the goal",
+        "zh": "Nav2 不可用：它拒绝了这个目标",
+    },
+    "nav.nav2_no_answer": {
+        "en": "Nav2 is not available: it did not answer the goal in time",
+        "zh": "Nav2 不可用：它没有及时回应这个目标",
+    },
+    "nav.place_by_path": {
+        "en": "{place} {distance_m:.1f} m by path",
+        "zh": "{place}：沿路径 {distance_m:.1f} 米",
+    },
+    "nav.place_no_path": {"en": "{place} no path", "zh": "{place}：没有路径"},
+    "nav.place_unplannable": {"en": "{place} {detail}", "zh": "{place}：无法规划（{detail}）"},
+    "nav.place_straight": {
+        "en": "{place} {distance_m:.1f} m straight",
+        "zh": "{place}：直线 {distance_m:.1f} 米",
+    },
+    "nav.map_in_room": {
+        "en": "the robot is in {room} (pose in the {frame} frame); places: {places:semi}",
+        "zh": "机器人在 {room}（位姿在 {frame} 坐标系）；各地点：{places:semi}",
+    },
+    "nav.map_on_map": {
+        "en": "the robot is on the map (pose in the {frame} frame); places: {places:semi}",
+        "zh": "机器人在地图上（位姿在 {frame} 坐标系）；各地点：{places:semi}",
     },
     "nav.too_far": {
         "en": "{name!r} is {distance_m:.1f} m away: more than one motion may take ({max_s:.0f} s at {speed_mps} m/s); move closer first",

@@ -155,6 +155,59 @@ TEXTS: dict[str, dict[str, str]] = {
         "en": "not a y/n answer: denied; that line runs as the next instruction",
         "zh": "不是 y/n 回答：已拒绝；这一行将作为下一条指令执行",
     },
+    "confirm.refused": {
+        "en": "your answer to {id} did not count: {why}",
+        "zh": "你对 {id} 的回答没有生效：{why}",
+    },
+    "confirm.refused_answered": {
+        "en": "{by} answered it first",
+        "zh": "{by} 已先回答",
+    },
+    "confirm.refused_unknown": {
+        "en": "no such confirmation is waiting (it expired or was never asked)",
+        "zh": "没有这条待确认的请求（已过期或从未发出）",
+    },
+    "confirm.refused_channel": {
+        "en": "this channel may not answer confirmations (confirm.channels)",
+        "zh": "这个通道不能回答确认请求（confirm.channels）",
+    },
+    "confirm.spoken": {
+        "en": "May I run {name}? Say yes or no.",
+        "zh": "可以执行 {name} 吗？请说是或否。",
+    },
+    "operator.handed_back": {
+        "en": (
+            "[operator] {who} let go of the robot after {held_s:.1f} s of teleop: the base is "
+            "yours again. Resume your task if it is unfinished."
+        ),
+        "zh": "[操作员] {who} 遥控 {held_s:.1f} 秒后松手了：底盘交还给你。如果任务未完成，请继续。",
+    },
+    "operator.taken_over": {
+        "en": "taken over by the operator ({who})",
+        "zh": "被操作员接管（{who}）",
+    },
+    "estop.latched": {
+        "en": "Emergency stop latched ({source}): the robot will not move until an operator resets it.",
+        "zh": "急停已锁定（{source}）：操作员复位之前机器人不会移动。",
+    },
+    "estop.released": {
+        "en": "Emergency stop released by {by}.",
+        "zh": "急停已由 {by} 解除。",
+    },
+    "estop.refused": {
+        "en": "Emergency stop reset refused: {reason}.",
+        "zh": "急停复位被拒绝：{reason}。",
+    },
+    "estop.none": {
+        "en": "no robot: there is no emergency stop to latch",
+        "zh": "没有机器人：没有可锁定的急停",
+    },
+    "estop.word_latched": {"en": "latched", "zh": "已锁定"},
+    "estop.word_released": {"en": "released", "zh": "未锁定"},
+    "estop.state": {
+        "en": "emergency stop: {state}; nonce {nonce} (reset: /estop reset PROOF, with PROOF from `loopact estop proof {nonce}`)",
+        "zh": "急停：{state}；nonce {nonce}（复位：/estop reset PROOF，PROOF 由 `loopact estop proof {nonce}` 算出）",
+    },
     "confirm.prompt": {
         "en": "Allow {name}({args})? [y/N] ",
         "zh": "允许执行 {name}({args}) 吗？[y/N] ",
@@ -272,4 +325,9 @@ TEXTS: dict[str, dict[str, str]] = {
     },
     "term.step": {"en": "step {n}/{of}: {text}", "zh": "第 {n}/{of} 步：{text}"},
     "term.stop": {"en": "stop ({source})", "zh": "停止（{source}）"},
+    # the small model's steps that act on what perception finds (issue 45)
+    "step.check": {"en": "do you see {target}?", "zh": "你看到{target}了吗？"},
+    "step.seen": {"en": "I see {target}", "zh": "我看到了{target}"},
+    "step.not_seen": {"en": "I do not see {target}", "zh": "我没有看到{target}"},
+    "step.not_found": {"en": "I did not find {target}", "zh": "我没有找到{target}"},
 }

@@ -2,9 +2,10 @@
 (SPEC D5, H4; issues 15 and 20).
 
 Both find the object as ``visual_positioning`` does offline (colour, shape and place words in
-English or Chinese; :mod:`loopact.robot.sighting`), turning left in 60-degree steps up to a full
-turn when it is not in view, and fail naming the target and what they saw when it is nowhere.
-The camera's pan is centred first, so the base's heading is the camera's.
+English or Chinese; :mod:`loopact.robot.sighting`), looking around when it is not in view (the
+head to each side first, then turning in place: :func:`~loopact.robot.sighting.search`, issue
+45), and fail naming the target and what they saw when it is nowhere. The camera's pan is
+centred first, and again once the object is found, so the base's heading is the camera's.
 
 ``face`` turns in place until the object's bearing is within :data:`FACE_TOL_DEG`, looking again
 after every turn. ``approach`` faces it coarsely, then drives one governor motion towards it:
@@ -388,7 +389,10 @@ def make_approach_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:
     async def approach(ctx: ToolContext, target: str, stop_at_m: float = 0.5) -> ToolResult:
         """Find an object with the camera, drive up to it and stop close to it. 开到物体跟前。
 
-        Turns to look for it when it is not in view; stops for obstacles.
+        Looks around for it when it is not in view (the head first, then turning in place),
+        so one call does "go to / drive up to / approach the <colour or shape>" wherever the
+        object is, also one an earlier call found ("find the blue ball and go to it"); stops
+        for obstacles. For a named place use navigation.
 
         Args:
             target: What to go to, e.g. "the red box", "蓝色的球".
@@ -407,7 +411,9 @@ def make_approach_tools(env: RobotEnv, opts: PerceptionOptions) -> list[Tool]:
     async def face(ctx: ToolContext, target: str) -> ToolResult:
         """Turn in place until an object seen by the camera is straight ahead. 转向物体。
 
-        Turns to look for it when it is not in view.
+        Looks around for it when it is not in view (the head first, then turning in place),
+        so one call does "find / face / turn to the <colour or shape>": it ends facing it, or
+        fails naming what it saw instead.
 
         Args:
             target: What to face, e.g. "the green cylinder", "黄色的箱子".

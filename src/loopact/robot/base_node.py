@@ -13,14 +13,26 @@ node is the only publisher on ``cmd_vel`` and the head controller topic. It runs
 - ``/<agent>/base/head_commands`` (``std_msgs/Float64MultiArray`` [pan, tilt] rad): checked
   against the head limits, then published on the head topic.
 - ``/<agent>/base/emergency_stop`` (``std_msgs/String``): ``stop`` latches the emergency stop
-  (from anyone). Releasing it needs an authorised source (issue 21, docs/security.md,
-  :class:`EstopReset`): ``reset <token>`` or ``{"command": "reset", "token": ..., "by": ...}``
-  with the operator's reset token, or ``reset`` on the operator's own reset topic. Any other
-  ``reset`` is refused. Every release and every refusal is logged with who sent it (the
+  (from anyone; so does any message that is not a reset, garbage included: an e-stop errs on
+  the safe side). Releasing it needs an operator (issues 21, 41; docs/security.md,
+  :class:`~loopact.robot.estop.EstopReset`): ``reset NONCE PROOF`` or ``{"command": "reset",
+  "nonce": ..., "proof": ..., "by": ...}`` with a proof of the operator's reset secret over
+  the nonce the status publishes (:func:`~loopact.robot.estop.estop_proof`; the nonce is
+  spent by a release, so a replayed proof is refused), or ``reset`` on the operator's own
+  reset topic. Any other ``reset`` is refused and counted — a secret sent in clear too (it
+  is logged as exposed). Every release and every refusal is logged with who sent it (the
   ``by`` it names, and the publishing node from the ROS graph) and published on the status
   topic (``estop_reset`` / ``estop_reset_refused``).
+- ``/<agent>/base/teleop_cmd_vel`` (``geometry_msgs/Twist``): an operator's teleop (a joystick
+  node's ``cmd_vel``, remapped here): takes the base over from the agent (its motion ends
+  ``taken_over``; its requests are ignored meanwhile), clamped and obstacle-limited like any
+  motion, and handed back when it stops for 0.5 s (the deadman); ``takeover`` and
+  ``handback`` status events say so (issue 41).
 - ``/<agent>/base/status`` (``std_msgs/String`` JSON): 2 Hz and on every halt: the governor's
-  state, the last halt, watchdog trips, and other publishers found on ``cmd_vel``.
+  state (the e-stop latch with its source and the nonce to prove against, the operator's
+  hold), the last halt with its typed cause and what the governor said (``last_halt``:
+  ``{reason, detail, cause, why}``, ``why`` a phrase the agent renders in its user's
+  language), watchdog trips, and other publishers found on ``cmd_vel``.
 
 The governor's watchdog stops the base when requests stop arriving for
 ``limits.command_timeout_s`` during a motion: a dead agent or a broken link stops the robot.
@@ -30,24 +42,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import logging
 import math
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
-from loopact.errors import ConfigError, RobotError, SafetyError
+from loopact.errors import MotionStopped, RobotError, SafetyError, StopCause
+from loopact.i18n import Phrase
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.interfaces import ros_types
+from loopact.robot.estop import (
+    MIN_RESET_TOKEN_CHARS,
+    EstopReset,
+    parse_estop_message,
+)
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Twist
 from loopact.robot.lease import MotionLease
-from loopact.robot.logtext import LOG_TEXT_CHARS, log_text
+from loopact.robot.logtext import log_text
+from loopact.robot.operator import OperatorHold
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.robot.ros2_robot import Ros2Robot, base_request_topics
+
+__all__ = ["MIN_RESET_TOKEN_CHARS", "BaseGovernorNode", "EstopReset", "parse_estop", "run_base"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,77 +74,11 @@ STATUS_PERIOD_S = 0.5
 FOREIGN_CHECK_PERIOD_S = 1.0
 
 
-MIN_RESET_TOKEN_CHARS = 16
-"""Shortest reset token accepted (characters)."""
-
-
-@dataclass(frozen=True)
-class EstopReset:
-    """Who may release a latched emergency stop (issue 21 item 14).
-
-    Attributes:
-        token: A reset on the emergency-stop topic must carry it; None: no token works.
-        operator_topic: The operator's channel: ``reset`` here needs no token (restrict who
-            may publish on it, e.g. with SROS2 access control); None: no such channel.
-    """
-
-    token: str | None = None
-    operator_topic: str | None = None
-
-    @classmethod
-    def from_config(cls, estop: Any) -> EstopReset:
-        """From ``robot.estop`` (:class:`loopact.config.EstopConfig`).
-
-        Raises:
-            ConfigError: The token is shorter than :data:`MIN_RESET_TOKEN_CHARS` or has spaces.
-        """
-        token = estop.reset_token.get_secret_value() if estop.reset_token else None
-        if token is not None and (
-            len(token) < MIN_RESET_TOKEN_CHARS or any(c.isspace() for c in token)
-        ):
-            raise ConfigError(
-                f"robot.estop.reset_token must be at least {MIN_RESET_TOKEN_CHARS} characters "
-                "without spaces (LOOPACT_ESTOP_TOKEN)",
-                key="robot.estop.reset_token",
-            )
-        return cls(token=token, operator_topic=estop.reset_topic)
-
-    @property
-    def sources(self) -> str:
-        """What releases the stop, in words (for logs and refusals)."""
-        parts = []
-        if self.token:
-            parts.append("'reset <token>' with the reset token")
-        if self.operator_topic:
-            parts.append(f"'reset' on {self.operator_topic}")
-        return " or ".join(parts) or (
-            "nothing over ROS 2: set robot.estop.reset_token (LOOPACT_ESTOP_TOKEN) or "
-            "robot.estop.reset_topic, or restart the governor"
-        )
-
-
 def parse_estop(text: str) -> tuple[str, str | None, str | None]:
-    """``(command, token, by)`` of an emergency-stop message (see the module docstring).
-
-    ``stop``; ``reset``; ``reset <token>``; or JSON ``{"command", "token", "by"}``. The
-    command is lower case; anything else comes back as it is (the caller refuses it).
-    """
-    body = text.strip()
-    if body.startswith("{"):
-        try:
-            obj = json.loads(body)
-        except json.JSONDecodeError:
-            return body, None, None
-        if isinstance(obj, dict):
-            token, by = obj.get("token"), obj.get("by")
-            return (
-                str(obj.get("command", "")).strip().lower(),
-                token if isinstance(token, str) else None,
-                str(by)[:LOG_TEXT_CHARS] if by is not None else None,
-            )
-        return body, None, None
-    word, _, rest = body.partition(" ")
-    return word.lower(), (rest.strip() or None), None
+    """``(command, token, by)`` of an emergency-stop message (``stop`` for anything that is
+    not a reset; :func:`~loopact.robot.estop.parse_estop_message` has the rest)."""
+    request = parse_estop_message(text)
+    return request.command, request.token, request.by
 
 
 class BaseGovernorNode:
@@ -137,6 +90,7 @@ class BaseGovernorNode:
         site: Site map for the geofence (None: no geofence).
         agent: Agent name (prefix of the request topics).
         reset: Who may release a latched emergency stop; None: nobody over ROS 2 (issue 21).
+        deadman_s: The operator's deadman, seconds (issue 41).
     """
 
     def __init__(
@@ -146,6 +100,7 @@ class BaseGovernorNode:
         site: SiteMap | None = None,
         agent: str = "loopact",
         reset: EstopReset | None = None,
+        deadman_s: float = 0.5,
     ) -> None:
         self.connector = connector
         self.profile = profile
@@ -153,13 +108,17 @@ class BaseGovernorNode:
         self.agent = agent
         self.topics = base_request_topics(agent)
         self.robot = Ros2Robot(connector, profile, command="direct", agent=agent)
-        self.governor = SafetyGovernor(self.robot, profile, site)
+        self.reset = reset or EstopReset()
+        self.governor = SafetyGovernor(
+            self.robot, profile, site, estop=self.reset.latch(), deadman_s=deadman_s
+        )
+        self.governor.operator.listeners.append(self._on_operator)
         self.lease: MotionLease | None = None
         self.blocked = False
         self.last_halt: dict[str, Any] | None = None
         self.foreign_publishers: list[str] = []
         self.requests = 0
-        self.reset = reset or EstopReset()
+        self.teleop_refused: str | None = None
         self.last_reset: dict[str, Any] | None = None
         self.last_reset_refused: dict[str, Any] | None = None
         self._lease_forward = False
@@ -199,6 +158,14 @@ class BaseGovernorNode:
                 c.qos(depth=10),
                 lambda s, who: self._push("estop", (s, who, False)),
                 convert=lambda m: str(m.data),
+                with_publisher=True,
+            ),
+            c.subscribe_msg(
+                RosTwist,
+                self.topics["teleop"],
+                c.qos(depth=10),
+                lambda t, who: self._push("teleop", (t, who)),
+                convert=_twist,
                 with_publisher=True,
             ),
         ]
@@ -249,13 +216,17 @@ class BaseGovernorNode:
                 try:
                     if kind == "twist":
                         await self.handle_twist(value)
+                    elif kind == "teleop":
+                        await self.handle_teleop(*value)
                     elif kind == "head":
                         await self.handle_head(value)
                     else:
                         text, who, operator = value
                         await self.handle_estop(text, publisher=who, operator=operator)
                 except (SafetyError, RobotError) as exc:
-                    self._halted("refused", str(exc))
+                    self._halted(
+                        "refused", str(exc), getattr(exc, "cause", None), _phrase(exc.said)
+                    )
                 except Exception:
                     logger.exception("base request %s failed", kind)
 
@@ -263,6 +234,8 @@ class BaseGovernorNode:
         """Apply one base request (see the module docstring)."""
         self.requests += 1
         gov = self.governor
+        if gov.operator.holder("base") is not None:
+            return  # the operator drives: the agent's requests wait for the hand-back
         if twist.is_zero:
             if self.lease is not None:
                 await gov.end_motion(self.lease)
@@ -276,9 +249,7 @@ class BaseGovernorNode:
         lease = self.lease
         forward = twist.linear_mps > 0
         if lease is not None and not lease.active:
-            self._halted(lease.stopped_by or "stopped", lease.detail)
-            self.lease = None
-            self.blocked = True
+            self._lease_halted(lease)
             return
         if lease is None or (forward and not self._lease_forward):
             if lease is not None:
@@ -289,15 +260,38 @@ class BaseGovernorNode:
                 )
             except SafetyError as exc:
                 self.blocked = True
-                self._halted("refused", str(exc))
+                cause = exc.cause if isinstance(exc, MotionStopped) else None
+                self._halted("refused", str(exc), cause, _phrase(exc.said))
                 return
             self.lease = lease
             self._lease_forward = forward
         await gov.command(lease, twist)
         if not lease.active:
-            self._halted(lease.stopped_by or "stopped", lease.detail)
+            self._lease_halted(lease)
+
+    def _lease_halted(self, lease: MotionLease) -> None:
+        self._halted(lease.stopped_by or "stopped", lease.detail, lease.cause, lease.why)
+        self.lease = None
+        self.blocked = True
+
+    async def handle_teleop(self, twist: Twist, publisher: str = "?") -> None:
+        """An operator's teleop command (issue 41): takes the base over and holds it behind
+        the deadman; a refusal (the emergency stop) is logged once until it changes."""
+        try:
+            await self.governor.teleop(twist, who=publisher, source="ros2 teleop")
+            self.teleop_refused = None
+        except SafetyError as exc:
+            if str(exc) != self.teleop_refused:
+                self.teleop_refused = str(exc)
+                logger.warning("teleop from %s refused: %s", publisher, exc)
+
+    def _on_operator(self, hold: OperatorHold, event: str) -> None:
+        """The governor's takeover and hand-back: the agent's lease is gone; tell the graph."""
+        if event == "takeover" and self.lease is not None:
+            self._halted("taken_over", f"by {hold.who}", StopCause.TAKEN_OVER, self.lease.why)
             self.lease = None
-            self.blocked = True
+        self.blocked = False
+        self.publish_status(event=event)
 
     async def handle_head(self, values: list[float]) -> None:
         """Apply one head request ``[pan, tilt]`` in radians."""
@@ -308,64 +302,71 @@ class BaseGovernorNode:
         await self.governor.set_head(lease, math.degrees(values[0]), math.degrees(values[1]))
 
     async def handle_estop(self, text: str, publisher: str = "?", operator: bool = False) -> None:
-        """``stop`` latches the emergency stop (from anyone); an authorised ``reset``
-        releases it (see the module docstring and :class:`EstopReset`).
+        """Any message latches the emergency stop (from anyone), except a reset, which needs
+        a proof of the operator's secret or the operator's own topic (see the module
+        docstring and :class:`~loopact.robot.estop.EstopReset`).
 
         Args:
             text: The message.
             publisher: The publishing node (``namespace/name``, ``"?"`` if unknown).
             operator: The message came on the operator's reset topic.
         """
-        command, token, by = parse_estop(text)
+        request = parse_estop_message(text)
         where = self.reset.operator_topic if operator else self.topics["emergency_stop"]
-        if command == "stop":
-            await self.governor.emergency_stop(
-                f"emergency stop requested over ROS 2 by {publisher}"
-            )
-            self.lease = None
-            self._halted("emergency_stop", f"requested over ROS 2 by {publisher}")
-        elif command == "reset":
-            who = {"by": by or publisher, "publisher": publisher, "topic": where}
-            if operator:
-                self._release({**who, "via": "operator topic"})
-            elif (
-                token
-                and self.reset.token
-                and hmac.compare_digest(token.encode(), self.reset.token.encode())
-            ):
-                self._release({**who, "via": "reset token"})
-            else:
-                why = "wrong reset token" if token else "no reset token"
-                self.last_reset_refused = {**who, "reason": why, "time": time.time()}
-                logger.warning(
-                    "emergency stop reset refused (%s) from %s on %s: a reset needs %s",
-                    why,
-                    publisher,
-                    where,
-                    self.reset.sources,
-                )
-                self.publish_status(event="estop_reset_refused")
-        else:
-            logger.warning(
-                "emergency_stop topic: unknown command %s (stop or reset)", log_text(text)
-            )
-
-    def _release(self, who: dict[str, Any]) -> None:
+        assert where is not None
         latched = self.governor.emergency_stopped
-        self.governor.reset_emergency_stop(by=f"{who['by']} ({who['via']}, {who['publisher']})")
-        self.blocked = False
-        self.last_reset = {**who, "was_latched": latched, "time": time.time()}
-        logger.warning(
-            "emergency stop released by %s via %s on %s (publisher %s)",
-            log_text(who["by"]),  # from the message: one quoted line, never a forged one
-            who["via"],
-            who["topic"],
-            who["publisher"],
+        result = await self.governor.handle_estop_request(
+            request, f"ros2 {publisher}", where, trusted=operator
         )
-        self.publish_status(event="estop_reset")
+        if result is None:
+            self.lease = None
+            why = Phrase("stop.reason", reason=self.governor.estop.reason)
+            detail = f"requested over ROS 2 by {publisher}"
+            self._halted("emergency_stop", detail, StopCause.EMERGENCY_STOP, why)
+            return
+        who = {"by": request.by or publisher, "publisher": publisher, "topic": where}
+        if result.released:
+            via = "operator topic" if operator else "proof"
+            self.blocked = False
+            self.last_reset = {**who, "via": via, "was_latched": latched, "time": time.time()}
+            logger.warning(
+                "emergency stop released by %s via %s on %s (publisher %s)",
+                log_text(who["by"]),  # from the message: one quoted line, never a forged one
+                via,
+                where,
+                publisher,
+            )
+            self.publish_status(event="estop_reset")
+            return
+        count = self.governor.estop.resets_refused
+        self.last_reset_refused = {
+            **who,
+            "reason": result.reason,
+            "count": count,
+            "time": time.time(),
+        }
+        logger.warning(
+            "emergency stop reset refused (%s) from %s on %s: a reset needs %s",
+            result.reason,
+            publisher,
+            where,
+            self.reset.sources,
+        )
+        self.publish_status(event="estop_reset_refused")
 
-    def _halted(self, reason: str, detail: str) -> None:
-        self.last_halt = {"reason": reason, "detail": detail}
+    def _halted(
+        self,
+        reason: str,
+        detail: str,
+        cause: StopCause | None = None,
+        why: Phrase | None = None,
+    ) -> None:
+        self.last_halt = {
+            "reason": reason,
+            "detail": detail,
+            "cause": cause.value if cause is not None else None,
+            "why": why.to_json() if why is not None else None,
+        }
         logger.warning("base: %s (%s)", reason, detail)
         self.publish_status(event="halt")
 
@@ -396,7 +397,12 @@ class BaseGovernorNode:
             await asyncio.sleep(STATUS_PERIOD_S)
             if self.governor.watchdog_trips != trips:
                 trips = self.governor.watchdog_trips
-                self.last_halt = {"reason": "watchdog", "detail": "motion requests stopped"}
+                self.last_halt = {
+                    "reason": "watchdog",
+                    "detail": "motion requests stopped",
+                    "cause": StopCause.WATCHDOG.value,
+                    "why": None,
+                }
                 if self.lease is not None and not self.lease.active:
                     self.lease = None
                     self.blocked = True
@@ -435,6 +441,10 @@ class BaseGovernorNode:
                     ", ".join(sorted(new)),
                 )
                 self.publish_status(event="foreign_publisher")
+
+
+def _phrase(said: Any) -> Phrase | None:
+    return said if isinstance(said, Phrase) else None
 
 
 def _twist(msg: Any) -> Twist:

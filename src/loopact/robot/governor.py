@@ -6,18 +6,27 @@ Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask th
   NaN/inf values (:class:`~loopact.errors.SafetyError`);
 - gives the base to one motion at a time (:meth:`begin_motion` returns a :class:`MotionLease`;
   a new lease ends the old one for :attr:`~loopact.errors.StopCause.REPLACED`, whose
-  ``stopped_by`` is ``cancelled``), and the head likewise;
-- halts forward motion when the depth image shows something closer than
-  ``limits.obstacle_stop_m`` to the robot's front in its path (depth is trusted only while the
-  head looks forward; a forward motion re-centres the pan first);
+  ``stopped_by`` is ``cancelled``), and the head and the arm likewise: one lease per resource,
+  the agent's or an operator's (:mod:`loopact.robot.resources`);
+- halts forward motion when an obstacle sensor the profile declares (depth, a laser scan, a
+  bumper; :mod:`loopact.robot.obstacle_rules`) shows something closer than
+  ``limits.obstacle_stop_m`` to the robot's front in its path;
 - halts motion that would take the robot's centre out of the site's geofence;
 - stops the base at each motion's deadline (at most ``limits.max_motion_duration_s``);
 - runs a watchdog on the robot's clock that zeroes the base when commands stop arriving for
   ``limits.command_timeout_s`` during motion (a dead agent or link stops the robot);
-- latches an emergency stop until :meth:`reset_emergency_stop`;
+- latches an emergency stop from anyone (:meth:`emergency_stop`, with its source) that only an
+  operator releases: a proof of the operator's secret over the latch's nonce
+  (:meth:`reset_with_proof`, :mod:`loopact.robot.estop`), or the operator's own trusted
+  channel (:meth:`reset_emergency_stop`);
+- gives the base to an operator's teleop commands (:meth:`teleop`), ending the agent's motion
+  ``TAKEN_OVER``, behind a 0.5 s deadman (:mod:`loopact.robot.operator`);
 - zeroes the base at once on :meth:`stop_all` (user stop, preemption);
+- takes the verdicts of a base-side governor over ROS 2 as its own (:meth:`remote_halt`,
+  :meth:`mirror_estop`, :meth:`mirror_takeover`), so the agent's tools end on them at once;
 - tells :attr:`SafetyGovernor.on_decision` (when set) each decision: a halt and why, a clamp, a
-  refusal, a stop, the emergency stop and its reset (``governor`` events; issue 44).
+  refusal, a stop, the emergency stop (with its source) and its reset or refused reset, a
+  takeover and a hand-back (``governor`` events; issue 44).
 
 Every stop is typed: the lease ends with a :class:`~loopact.errors.StopCause` and a phrase of
 what happened, and a refusal raises :class:`~loopact.errors.MotionStopped` with its cause
@@ -25,9 +34,9 @@ what happened, and a refusal raises :class:`~loopact.errors.MotionStopped` with 
 reads the cause from an error's text (issue 38). What the governor says is in the catalogue
 (:mod:`loopact.i18n.robot`, ``stop.*`` and ``governor.*``).
 
-It depends only on the :class:`~loopact.robot.interface.Robot` interface and its clock (no ROS),
-so it can later run base-side as its own node in front of ``cmd_vel``. The site map is assumed
-to share the odometry frame (true in the simulator: map = odom).
+It depends only on the :class:`~loopact.robot.interface.Robot` interface and its clock (no ROS);
+it runs base-side as its own node in front of ``cmd_vel`` (:mod:`loopact.robot.base_node`).
+The site map is assumed to share the odometry frame (true in the simulator: map = odom).
 """
 
 from __future__ import annotations
@@ -39,42 +48,41 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from loopact.errors import (
-    MotionStopped,
-    RobotError,
-    SafetyError,
-    StopCause,
-    StopReason,
-)
+from loopact.errors import RobotError, SafetyError, StopCause, StopReason
 from loopact.i18n import Phrase
-from loopact.robot.clearance import ObstacleReading, forward_clearance
+from loopact.robot.clearance import ObstacleReading
+from loopact.robot.estop import EstopLatch
+from loopact.robot.estop_rules import EstopRules
 from loopact.robot.head_rules import HeadRules, finite
 from loopact.robot.interface import Pose, Robot, Twist
 from loopact.robot.lease import MotionLease
-from loopact.robot.logtext import log_text
+from loopact.robot.obstacle_rules import BRAKE_DECEL_MPS2, HEAD_FORWARD_TOL_DEG, ObstacleRules
+from loopact.robot.operator import DEADMAN_S, OperatorControl, TeleopRules
 from loopact.robot.profile import HardwareProfile, SiteMap
+from loopact.robot.resources import ResourceLeases
+
+__all__ = ["BRAKE_DECEL_MPS2", "HEAD_FORWARD_TOL_DEG", "DecisionHook", "SafetyGovernor"]
 
 logger = logging.getLogger(__name__)
 
-BRAKE_DECEL_MPS2 = 1.0
-"""Deceleration assumed when predicting the stopping distance, m/s^2."""
-
-HEAD_FORWARD_TOL_DEG = 10.0
-"""Depth is trusted for the obstacle stop only while |pan| is below this, degrees."""
-
 DecisionHook = Callable[[dict[str, Any]], None]
-"""Told ``{decision, reason, motion, detail}``: ``decision`` is ``halt``, ``clamp``, ``refuse``,
-``stop``, ``emergency_stop`` or ``estop_reset``; ``reason`` a stop reason or a clamped field."""
+"""Told ``{decision, reason, motion, detail, ...}``: ``decision`` is ``halt``, ``clamp``,
+``refuse``, ``stop``, ``emergency_stop`` (with ``source``), ``estop_reset`` (``by``, ``via``),
+``estop_reset_refused`` (``by``, ``via``, ``count``), ``takeover`` or ``handback`` (``who``);
+``reason`` a stop reason, a clamped field or why a reset was refused."""
 
 
-class SafetyGovernor(HeadRules):
+class SafetyGovernor(ResourceLeases, HeadRules, ObstacleRules, TeleopRules, EstopRules):
     """The only writer to the actuators (SPEC C5, X3). See the module docstring.
 
     Args:
         robot: The robot whose actuators it owns.
-        profile: Limits, camera geometry, head limits.
+        profile: Limits, camera geometry, head limits, obstacle sensors.
         site: Site map whose geofence it enforces (None: no geofence).
         control_period_s: Period of the watchdog and obstacle monitor, robot-clock seconds.
+        estop: The emergency-stop latch (default: one without a reset secret, so only the
+            process's own operator releases it: :meth:`reset_emergency_stop`).
+        deadman_s: The operator's deadman, robot-clock seconds.
     """
 
     def __init__(
@@ -83,30 +91,34 @@ class SafetyGovernor(HeadRules):
         profile: HardwareProfile,
         site: SiteMap | None = None,
         control_period_s: float = 0.05,
+        estop: EstopLatch | None = None,
+        deadman_s: float = DEADMAN_S,
     ) -> None:
         self.robot = robot
         self.clock = robot.clock
         self.profile = profile
         self.site = site
         self.period_s = control_period_s
-        self._base: MotionLease | None = None
+        self._leases: dict[str, MotionLease] = {}  # base, head, arm: robot/resources.py
         self._base_forward = False
-        self._head: MotionLease | None = None
-        self._leases: dict[str, MotionLease] = {}  # more resources: "arm" (issue 43)
-        self.carry_limit_mps: float | None = None
-        self._estop = False
-        self._estop_reason = ""
+        self.carry_limit_mps: float | None = None  # the arm holds something (issue 43)
+        self.estop = estop or EstopLatch()
+        self.operator = OperatorControl(deadman_s)
         self._last_cmd_s = -math.inf
         self._last_twist = Twist()
         self._obstacle: ObstacleReading | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._monitor: asyncio.Task[None] | None = None
+        self._stop_listeners: list[Callable[[str], None]] = []
         self.watchdog_trips = 0
         self.on_decision: DecisionHook | None = None
 
-    def _decided(self, decision: str, reason: str, motion: str | None, detail: str) -> None:
+    def _decided(
+        self, decision: str, reason: str, motion: str | None, detail: str, **extra: Any
+    ) -> None:
         """Tell :attr:`on_decision`; a failing hook is logged, never raised into a motion."""
         said = {"decision": decision, "reason": reason, "motion": motion, "detail": detail}
+        said.update(extra)
         try:
             if self.on_decision is not None:
                 self.on_decision(said)
@@ -138,7 +150,7 @@ class SafetyGovernor(HeadRules):
     @property
     def emergency_stopped(self) -> bool:
         """True while the emergency stop is latched."""
-        return self._estop
+        return self.estop.latched
 
     @property
     def last_twist(self) -> Twist:
@@ -155,6 +167,9 @@ class SafetyGovernor(HeadRules):
     async def stop_all(self, reason: str, cause: StopCause | None = None) -> None:
         """Zero the base now and cancel the active motions (user stop, preemption).
 
+        A preemption (the agent's new instruction) never ends an operator's hold; a
+        person's stop does (their next teleop command takes the base again).
+
         Args:
             reason: Why, in words, for the motions' ``detail``; a
                 :class:`~loopact.errors.StopReason` (the agent's stop hooks) brings its cause.
@@ -163,69 +178,41 @@ class SafetyGovernor(HeadRules):
         """
         if cause is None:
             cause = reason.cause if isinstance(reason, StopReason) else StopCause.STOPPED
+        operating = self._base is not None and self._base.owner == "operator"
+        if operating and cause is StopCause.PREEMPTED:
+            return  # the agent's own preemption: the operator keeps driving
         if (held := self._base or self._head) is not None:
             self._decided("stop", cause.stopped_by, held.name, str(reason))
+        await self._release_operator("stopped")
         self._end_leases(cause, Phrase("stop.reason", reason=str(reason)))
+        self._tell_stop(str(reason))
         await self._send(Twist())
 
-    async def emergency_stop(self, reason: str = "emergency stop") -> None:
-        """Latch the emergency stop: zero the base, refuse all motion until reset (X3)."""
-        self._estop = True
-        self._estop_reason = reason
-        self._end_leases(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=reason))
-        await self._send(Twist())
-        logger.warning("emergency stop latched: %s", reason)
-        self._decided("emergency_stop", "emergency_stop", None, reason)
+    def add_stop_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(reason)`` on every stop and emergency stop, before the base is
+        zeroed: what drives the robot without a lease (a Nav2 goal, issue 40) cancels at
+        once. Returns the function that removes it."""
+        self._stop_listeners.append(listener)
 
-    def reset_emergency_stop(self, by: str = "unknown") -> None:
-        """Release the latched emergency stop (an explicit human decision).
+        def remove() -> None:
+            if listener in self._stop_listeners:
+                self._stop_listeners.remove(listener)
 
-        Args:
-            by: Who released it, for the log (issue 21); it may come from a message, so the
-                log shows it quoted and escaped, at most 160 characters (:func:`log_text`).
-        """
-        if self._estop:
-            logger.warning("emergency stop reset by %s", log_text(by, 160))
-            self._decided("estop_reset", "reset", None, f"by {log_text(by, 160)}")
-        self._estop = False
-        self._estop_reason = ""
+        return remove
 
-    def _end_leases(self, cause: StopCause, why: Phrase) -> None:
-        for lease in (self._base, self._head, *self._leases.values()):
-            if lease is not None:
-                lease.stop(cause, why)
-        self._base = None
-        self._head = None
-        self._leases.clear()
+    def _tell_stop(self, reason: str) -> None:
+        for listener in list(self._stop_listeners):
+            try:
+                listener(reason)
+            except Exception:  # a listener's bug must not keep the base moving
+                logger.exception("stop listener failed")
 
-    # ---- other resources (the arm; issue 43) -------------------------------------------------
-
-    def take(self, resource: str, name: str, duration_s: float) -> MotionLease:
-        """Give ``resource`` (``arm``) to one motion, ending the one holding it (X3).
-
-        One mechanism for every resource: the lease is a :class:`MotionLease` like the base's,
-        ended by :meth:`stop_all` and :meth:`emergency_stop` with the base's; the resource's
-        own rules (robot/arm/) watch it and stop their actuator when it ends.
-
-        Raises:
-            EmergencyStopError: The emergency stop is latched.
-        """
-        self._check_estop()
-        held = self._leases.pop(resource, None)
-        if held is not None:
-            held.stop(StopCause.REPLACED, Phrase("stop.replaced", name=name))
-        now = self.clock.now()
-        lease = MotionLease(
-            name, now, now + min(duration_s, self.profile.limits.max_motion_duration_s)
-        )
-        self._leases[resource] = lease
-        return lease
-
-    def give_back(self, resource: str, lease: MotionLease) -> None:
-        """End ``lease`` of ``resource`` (it reached its target); safe to call twice."""
-        lease.stop(StopCause.TARGET, Phrase("stop.finished"))
-        if self._leases.get(resource) is lease:
-            del self._leases[resource]
+    async def remote_halt(self, cause: StopCause, why: Phrase) -> None:
+        """The base-side governor halted the agent's motion (its status, ROS 2): end this
+        side's motion with the same cause at once (issue 41)."""
+        lease = self._base
+        if lease is not None and lease.active and lease.owner == "agent":
+            await self._halt(lease, cause, why)
 
     # ---- base ------------------------------------------------------------------------------
 
@@ -283,12 +270,14 @@ class SafetyGovernor(HeadRules):
 
         Raises:
             EmergencyStopError: The emergency stop is latched.
-            MotionStopped: An obstacle is already closer than ``obstacle_stop_m``, or the
-                path ahead cannot be checked (forward motion only; cause ``OBSTACLE``).
+            MotionStopped: An operator holds the base (cause ``TAKEN_OVER``); an obstacle is
+                already closer than ``obstacle_stop_m``, or the path ahead cannot be checked
+                (forward motion only; cause ``OBSTACLE``).
             SafetyError: ``duration_s`` is not a positive finite number.
             RobotError: The robot failed to answer.
         """
         self._check_estop()
+        self.operator.check("base")
         duration_s = finite("duration_s", duration_s)
         if duration_s <= 0:
             raise SafetyError(Phrase("governor.bad_duration", duration_s=duration_s))
@@ -321,61 +310,6 @@ class SafetyGovernor(HeadRules):
             self._last_cmd_s = now
         return lease
 
-    def min_trusted_tilt_deg(self) -> float:
-        """Smallest head tilt (down positive) at which the camera sees the floor at the stop line.
-
-        With the head tilted further up, low obstacles just beyond ``obstacle_stop_m`` would be
-        out of view, so the depth image is not trusted for the obstacle stop.
-        """
-        cam = self.profile.camera
-        vfov_half = math.atan(
-            math.tan(math.radians(cam.hfov_deg) / 2) * cam.height_px / cam.width_px
-        )
-        reach = self.profile.footprint_radius_m + self.profile.limits.obstacle_stop_m
-        return math.degrees(math.atan2(cam.mount_height_m, reach) - vfov_half)
-
-    def _view_problem(self, pan_rad: float, tilt_rad: float) -> Phrase | None:
-        if abs(math.degrees(pan_rad)) > HEAD_FORWARD_TOL_DEG:
-            return Phrase("governor.view_panned")
-        if math.degrees(tilt_rad) < self.min_trusted_tilt_deg() - 1.0:
-            return Phrase("governor.view_high")
-        return None
-
-    async def _prepare_forward(self, lease: MotionLease) -> None:
-        if self.robot.has_head and self.profile.head.present:
-            head = await self.robot.get_head()
-            if self._view_problem(head.pan_rad, head.tilt_rad) is not None:
-                # Re-centre so the depth image covers the path (X3); ends any head motion.
-                if self._head is not None:
-                    self._head.stop(StopCause.REPLACED, Phrase("stop.recentred", name=lease.name))
-                    self._head = None
-                tilt = max(
-                    math.degrees(head.tilt_rad),
-                    self.profile.head.home_tilt_deg,
-                    self.min_trusted_tilt_deg(),
-                )
-                tilt = min(tilt, self.profile.head.tilt_limits_deg[1])
-                await self.robot.set_head(0.0, math.radians(tilt))
-                await self._wait_head(0.0, math.radians(tilt), timeout_s=3.0)
-        reading = await self._read_obstacle()
-        self._obstacle = reading
-        stop_m = self.profile.limits.obstacle_stop_m
-        if reading.clearance_m is None or reading.clearance_m < stop_m:
-            if reading.clearance_m is None:
-                refusal = Phrase("governor.cannot_check", problem=reading.note)
-            else:
-                refusal = Phrase(
-                    "governor.obstacle_ahead", clearance_m=reading.clearance_m, limit_m=stop_m
-                )
-            lease.stop(StopCause.OBSTACLE, refusal)
-            self._decided("refuse", "obstacle", lease.name, refusal.text())
-            self._base = None
-            raise MotionStopped(refusal, StopCause.OBSTACLE)
-        if self._monitor is None or self._monitor.done():
-            self._monitor = asyncio.get_running_loop().create_task(
-                self._monitor_loop(), name="loopact-governor-obstacles"
-            )
-
     async def command(self, lease: MotionLease, twist: Twist) -> Twist:
         """Send one base command for ``lease`` after every safety check (X3).
 
@@ -394,8 +328,8 @@ class SafetyGovernor(HeadRules):
         if not lease.active or self._base is not lease:
             lease.stop(StopCause.REPLACED, Phrase("stop.taken"))
             return Twist()
-        if self._estop:
-            why = Phrase("stop.reason", reason=self._estop_reason)
+        if self.estop.latched:
+            why = Phrase("stop.reason", reason=self.estop.reason)
             return await self._halt(lease, StopCause.EMERGENCY_STOP, why)
         now = self.clock.now()
         self._last_cmd_s = now
@@ -436,30 +370,6 @@ class SafetyGovernor(HeadRules):
             )
         return True
 
-    async def _limit_for_obstacle(self, lease: MotionLease, cmd: Twist) -> Twist:
-        reading = self._obstacle
-        now = self.clock.now()
-        if reading is None or now - reading.received_s > self.profile.camera.max_age_s:
-            return Twist(0.0, cmd.angular_radps, cmd.lateral_mps)
-        if reading.clearance_m is None:
-            why = Phrase("stop.cannot_check", problem=reading.note)
-            return await self._halt(lease, StopCause.OBSTACLE, why)
-        pose = await self.robot.get_pose()
-        moved = math.hypot(pose.x_m - reading.x_m, pose.y_m - reading.y_m)
-        # Distance still covered before a stop takes effect: one more control period at the
-        # current speed, plus braking.
-        v_now = max(0.0, self._last_twist.linear_mps)
-        clearance = reading.clearance_m - moved - v_now * self.period_s
-        clearance -= v_now * v_now / (2 * BRAKE_DECEL_MPS2)
-        stop_m = self.profile.limits.obstacle_stop_m
-        if clearance <= stop_m + 0.01:
-            why = Phrase("stop.obstacle_ahead", clearance_m=max(clearance, 0.0))
-            return await self._halt(lease, StopCause.OBSTACLE, why)
-        v_safe = 0.8 * math.sqrt(2 * BRAKE_DECEL_MPS2 * (clearance - stop_m))
-        if cmd.linear_mps > v_safe:
-            return Twist(max(0.05, v_safe), cmd.angular_radps, cmd.lateral_mps)
-        return cmd
-
     async def _halt(self, lease: MotionLease, cause: StopCause, why: Phrase) -> Twist:
         if lease.active:
             self._decided("halt", cause.stopped_by, lease.name, why.text())
@@ -485,41 +395,16 @@ class SafetyGovernor(HeadRules):
 
     # ---- obstacle monitor and watchdog ------------------------------------------------------
 
-    async def _read_obstacle(self) -> ObstacleReading:
-        # Pose first: the depth is rendered/captured from the state at the time of the call,
-        # so this pose is where the robot was when the depth was taken.
-        pose = await self.robot.get_pose()
-        depth = await self.robot.get_depth()
-        pan = tilt = 0.0
-        if self.robot.has_head and self.profile.head.present:
-            head = await self.robot.get_head()
-            pan, tilt = head.pan_rad, head.tilt_rad
-            problem = self._view_problem(pan, tilt)
-            if problem is not None:
-                return ObstacleReading(
-                    None, depth.stamp_s, pose.x_m, pose.y_m, problem, self.clock.now()
-                )
-        clearance = await asyncio.to_thread(
-            forward_clearance, depth.depth_m, self.profile, pan, tilt
-        )
-        return ObstacleReading(clearance, depth.stamp_s, pose.x_m, pose.y_m, None, self.clock.now())
-
-    async def _monitor_loop(self) -> None:
-        """Refresh the obstacle reading while a forward-capable motion owns the base."""
-        while self._base is not None and self._base_forward:
-            try:
-                self._obstacle = await self._read_obstacle()
-            except RobotError as exc:
-                logger.warning("obstacle monitor: depth unavailable: %s", exc)
-                self._obstacle = None
-            await self.clock.sleep(self.period_s)
-
     async def _watchdog_loop(self) -> None:
         timeout = self.profile.limits.command_timeout_s
         period = min(self.period_s, timeout / 4)
         while True:
             await self.clock.sleep(period)
             now = self.clock.now()
+            try:
+                await self._deadman(now)
+            except RobotError as exc:
+                logger.error("deadman could not stop the base: %s", exc)
             lease = self._base
             try:
                 if lease is not None and now >= lease.deadline_s:
@@ -538,12 +423,15 @@ class SafetyGovernor(HeadRules):
                 logger.error("watchdog could not stop the base: %s", exc)
 
     def status(self) -> dict[str, Any]:
-        """JSON-able state: emergency stop, owners, last twist."""
+        """JSON-able state: emergency stop (and its latch: source, nonce, refused resets),
+        owners, the operator's holds, last twist."""
         return {
-            "emergency_stop": self._estop,
+            "emergency_stop": self.estop.latched,
+            "estop": self.estop.state(),
             "base_owner": self._base.name if self._base else None,
             "head_owner": self._head.name if self._head else None,
-            "owners": {k: v.name for k, v in self._leases.items()},
+            "owners": self._owners(),
+            "operator": self.operator.status(),
             "last_twist": {
                 "linear_mps": self._last_twist.linear_mps,
                 "angular_radps": self._last_twist.angular_radps,

@@ -11,6 +11,7 @@ import math
 
 from loopact.errors import EmergencyStopError, SafetyError, StopCause
 from loopact.i18n import Phrase
+from loopact.robot.estop import EstopLatch
 from loopact.robot.interface import Clock, Robot
 from loopact.robot.lease import MotionLease
 from loopact.robot.profile import HardwareProfile
@@ -33,8 +34,15 @@ class HeadRules:
     profile: HardwareProfile
     period_s: float
     _head: MotionLease | None
-    _estop: bool
-    _estop_reason: str
+    estop: EstopLatch
+
+    def estop_check(self) -> None:
+        """Raise if the emergency stop is latched (the governor's rule).
+
+        Raises:
+            EmergencyStopError: The emergency stop is latched.
+        """
+        self._check_estop()
 
     def _check_estop(self) -> None:
         """Raise if the emergency stop is latched (the governor's rule).
@@ -42,8 +50,8 @@ class HeadRules:
         Raises:
             EmergencyStopError: The emergency stop is latched.
         """
-        if self._estop:
-            raise EmergencyStopError(Phrase("governor.estop_latched", reason=self._estop_reason))
+        if self.estop.latched:
+            raise EmergencyStopError(Phrase("governor.estop_latched", reason=self.estop.reason))
 
     def check_head(self, pan_deg: float, tilt_deg: float) -> None:
         """Validate a head target against the profile (SPEC D4).
@@ -91,8 +99,8 @@ class HeadRules:
             EmergencyStopError: The emergency stop is latched.
         """
         self.check_head(pan_deg, tilt_deg)
-        if self._estop:
-            lease.stop(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=self._estop_reason))
+        if self.estop.latched:
+            lease.stop(StopCause.EMERGENCY_STOP, Phrase("stop.reason", reason=self.estop.reason))
         if not lease.active or self._head is not lease:
             return False
         await self.robot.set_head(math.radians(pan_deg), math.radians(tilt_deg))

@@ -111,6 +111,41 @@ class DepthFrame:
 
 
 @dataclass(frozen=True)
+class LaserScan:
+    """One planar laser scan (``sensor_msgs/LaserScan``, REP 117), in the scanner's frame.
+
+    Attributes:
+        ranges_m: Ranges in metres, one per beam, counter-clockwise from ``angle_min_rad``;
+            ``+inf`` no return within range, ``-inf`` too close to measure, NaN invalid.
+        angle_min_rad: Angle of the first beam, radians (0 ahead, left positive).
+        angle_increment_rad: Angle between beams, radians.
+        range_min_m: Shortest valid range, metres.
+        range_max_m: Longest valid range, metres.
+        stamp_s: When it arrived, on the robot's clock.
+    """
+
+    ranges_m: npt.NDArray[np.float32]
+    angle_min_rad: float
+    angle_increment_rad: float
+    range_min_m: float
+    range_max_m: float
+    stamp_s: float
+
+
+@dataclass(frozen=True)
+class BumperState:
+    """A contact bumper (``std_msgs/Bool``).
+
+    Attributes:
+        pressed: True while something touches it.
+        stamp_s: When it arrived, on the robot's clock.
+    """
+
+    pressed: bool
+    stamp_s: float
+
+
+@dataclass(frozen=True)
 class HeadState:
     """The pan-tilt head's joint positions.
 
@@ -177,6 +212,32 @@ class Robot(Protocol):
 
     async def close(self) -> None:
         """Stop the base and release the robot."""
+        ...
+
+
+@runtime_checkable
+class ScanningRobot(Protocol):
+    """A robot with a laser scanner (a profile's ``obstacle_sensors`` names ``laser_scan``)."""
+
+    async def get_scan(self) -> LaserScan:
+        """The latest scan.
+
+        Raises:
+            RobotError: No scan has arrived.
+        """
+        ...
+
+
+@runtime_checkable
+class BumperRobot(Protocol):
+    """A robot with a contact bumper (``obstacle_sensors`` names ``bumper``)."""
+
+    async def get_bumper(self) -> BumperState:
+        """The bumper's latest state.
+
+        Raises:
+            RobotError: No bumper state has arrived.
+        """
         ...
 
 

@@ -4,13 +4,23 @@ A :class:`MotionLease` says who holds the base (or the head), until when, and, o
 why: a typed :class:`~loopact.errors.StopCause` and what the governor says about it (a
 :class:`~loopact.i18n.Phrase`), and what the governor clamped. Motion tools hold one for the
 length of a motion and stop when it is no longer :attr:`~MotionLease.active`; a tool waiting on
-the base learns the cause from :meth:`MotionLease.check` (issue 38).
+the base learns the cause from :meth:`MotionLease.check` (issue 38), and a tool that waits
+between two commands wakes the moment the governor ends its lease (:meth:`MotionLease.sleep`),
+so its result says the governor's verdict at once, never at its deadline (issue 41).
+
+A lease is the agent's (``owner="agent"``: a tool, the agent's requests to the base-side
+governor) or an operator's (``owner="operator"``: teleop commands, held behind a deadman by
+:class:`~loopact.robot.operator.OperatorControl`). Every resource (``base``, ``head``, an arm)
+has at most one lease at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from loopact.errors import MotionStopped, StopCause
 from loopact.i18n import Phrase
+from loopact.robot.interface import Clock
 
 
 def cause_phrase(cause: StopCause) -> Phrase:
@@ -28,15 +38,20 @@ class MotionLease:
         cause: None while running; then why it ended (the first cause wins).
         why: What the governor said about the end, or None.
         clamped: What the governor clamped: ``{field: {"requested": x, "applied": y}}``.
+        owner: ``agent`` or ``operator`` (teleop, issue 41).
     """
 
-    def __init__(self, name: str, started_s: float, deadline_s: float) -> None:
+    def __init__(
+        self, name: str, started_s: float, deadline_s: float, owner: str = "agent"
+    ) -> None:
         self.name = name
         self.started_s = started_s
         self.deadline_s = deadline_s
+        self.owner = owner
         self.cause: StopCause | None = None
         self.why: Phrase | None = None
         self.clamped: dict[str, dict[str, float]] = {}
+        self._ended = asyncio.Event()
 
     @property
     def active(self) -> bool:
@@ -64,6 +79,25 @@ class MotionLease:
         if self.cause is None:
             self.cause = cause
             self.why = why
+            self._ended.set()
+
+    async def sleep(self, clock: Clock, seconds: float) -> None:
+        """Wait ``seconds`` on ``clock``, or less: until the lease ends (issue 41).
+
+        A motion tool waits here between two commands, so a stop by the governor (an
+        emergency stop latched by another node, an operator taking over) ends its wait at
+        once instead of at the next control period.
+        """
+        if not self.active:
+            return
+        nap = asyncio.ensure_future(clock.sleep(seconds))
+        ended = asyncio.ensure_future(self._ended.wait())
+        try:
+            await asyncio.wait({nap, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for fut in (nap, ended):
+                fut.cancel()
+            await asyncio.gather(nap, ended, return_exceptions=True)
 
     def check(self) -> None:
         """Raise why the lease ended, if it ended for anything but reaching its target.

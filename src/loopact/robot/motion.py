@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopact.errors import RobotError, SafetyError, StaleDataError, StopCause, ToolArgumentError
@@ -20,6 +20,7 @@ from loopact.i18n import Phrase
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.interface import Pose, Robot, Twist, normalize_angle
 from loopact.robot.lease import MotionLease
+from loopact.robot.located import ObjectMemory
 from loopact.robot.outcome import failed, motion_result, refused
 from loopact.robot.profile import HardwareProfile, SiteMap
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
@@ -47,13 +48,15 @@ Progress = Callable[[str], None]
 
 @dataclass
 class RobotEnv:
-    """What the robot tools share: the robot, its governor, profile, site and image gate."""
+    """What the robot tools share: the robot, its governor, profile, site and image gate, and
+    what perception has located (:class:`~loopact.robot.located.ObjectMemory`)."""
 
     robot: Robot
     governor: SafetyGovernor
     profile: HardwareProfile
     site: SiteMap
     gate: ImageGate
+    located: ObjectMemory = field(default_factory=ObjectMemory)
 
     async def pose(self) -> Pose:
         """The latest odometry pose, refusing stale data (SPEC D1).
@@ -62,11 +65,32 @@ class RobotEnv:
             StaleDataError: Older than ``profile.pose_max_age_s`` on the robot clock.
         """
         pose = await self.robot.get_pose()
+        self._check_age(pose)
+        return pose
+
+    async def map_pose(self) -> Pose:
+        """The pose in the ``map`` frame when the robot is localized, else odometry (its
+        ``frame`` says which; issue 40).
+
+        A robot that localizes (:class:`~loopact.robot.ros2_robot.Ros2Robot` with ``map`` ->
+        ``odom`` on TF) offers ``get_map_pose()``; the simulator's odometry is its map.
+
+        Raises:
+            StaleDataError: The odometry is stale.
+            RobotError: The robot was localized and lost it (no ``map`` transform for long).
+        """
+        get = getattr(self.robot, "get_map_pose", None)
+        if get is None:
+            return await self.pose()
+        pose: Pose = await get()
+        self._check_age(pose)
+        return pose
+
+    def _check_age(self, pose: Pose) -> None:
         age = self.robot.clock.now() - pose.stamp_s
         if age > self.profile.pose_max_age_s:
             limit = self.profile.pose_max_age_s
             raise StaleDataError(Phrase("robot.stale_pose", age_s=age, limit_s=limit), age_s=age)
-        return pose
 
 
 def _num(name: str, value: float) -> float:
@@ -112,7 +136,7 @@ async def run_motion(
                 break
             if not lease.active:
                 break
-            await env.robot.clock.sleep(CONTROL_PERIOD_S)
+            await lease.sleep(env.robot.clock, CONTROL_PERIOD_S)
     finally:
         await gov.end_motion(lease)
     return lease, await env.pose()
@@ -453,9 +477,12 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
         examples=[("what are your coordinates?", {})],
     )
     async def get_current_pose() -> ToolResult:
-        """Where the robot is: position (metres) and heading (degrees, left positive). 我在哪里。"""
+        """Where the robot is: position (metres) and heading (degrees, left positive). 我在哪里。
+
+        In the map frame when the robot is localized, else odometry (``frame`` says which).
+        """
         try:
-            pose = await env.pose()
+            pose = await env.map_pose()
         except RobotError as exc:
             return refused(exc)
         # the runtime's sentence, as motions have (issue 6), so that a reply built from

@@ -26,6 +26,7 @@ from loopact.errors import ModelError, RobotError, StaleDataError
 from loopact.i18n import Phrase, colour_name
 from loopact.llm.messages import Image
 from loopact.robot.interface import CameraFrame, DepthFrame
+from loopact.robot.located import LocatedObject
 from loopact.robot.motion import RobotEnv, rotate
 from loopact.robot.outcome import said_by
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
@@ -33,7 +34,7 @@ from loopact.tools.builtin.frames import keep_for_plan
 from loopact.vision.detect import ColorRanges, Detection, detect_colors
 from loopact.vision.model import VisionModel, iou
 from loopact.vision.overlay import draw_boxes
-from loopact.vision.scene import describe_phrase
+from loopact.vision.scene import LINE_COLOR, describe_phrase, noun
 
 KEEP_FRAMES = 8
 """Frames a perception result may refer to that are kept for ``track`` (by timestamp)."""
@@ -183,7 +184,37 @@ async def detections_and_depth(
         color=color,
         ranges=ranges,
     )
+    if depth is not None and dets:
+        await _remember(env, dets, pan, frame.stamp_s)
     return dets, pan, depth
+
+
+async def _remember(env: RobotEnv, dets: list[Detection], pan_deg: float, stamp_s: float) -> None:
+    """Keep where each seen object lies on the floor, for ``navigation`` and ``show_map``
+    (:mod:`loopact.robot.located`; issue 40): the robot's pose plus the blob's bearing and
+    horizontal range (depth along the tilted axis, projected on the floor)."""
+    try:
+        pose = await env.map_pose()
+        tilt = math.radians(env.profile.head.home_tilt_deg)
+        if env.robot.has_head and env.profile.head.present:
+            tilt = (await env.robot.get_head()).tilt_rad
+    except RobotError:
+        return
+    for det in dets:
+        if det.range_m is None or det.color == LINE_COLOR or not math.isfinite(det.range_m):
+            continue
+        a = pose.yaw_rad + math.radians(det.bearing_deg + pan_deg)
+        r = det.range_m * math.cos(tilt) + env.profile.camera.mount_forward_m
+        env.located.remember(
+            LocatedObject(
+                noun(det),
+                det.color,
+                pose.x_m + r * math.cos(a),
+                pose.y_m + r * math.sin(a),
+                pose.frame,
+                stamp_s,
+            )
+        )
 
 
 def as_objects(dets: list[Detection], pan_deg: float) -> list[dict[str, Any]]:

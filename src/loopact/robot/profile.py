@@ -70,6 +70,9 @@ class Limits(BaseModel):
         command_timeout_s: Watchdog: zero the base when commands stop for this long, seconds.
         max_lateral_mps: Largest sideways speed of a mecanum base, m/s (None: the forward
             limit). Nothing watches the sides for obstacles, so keep it low (issue 43).
+        blind_max_linear_mps: Forward speed limit when no range sensor (depth, laser scan)
+            watches the path (``obstacle_sensors`` ``[none]`` or ``[bumper]``), m/s; None
+            (the default): forward motion is refused without one (issue 41).
     """
 
     model_config = _STRICT
@@ -79,6 +82,7 @@ class Limits(BaseModel):
     obstacle_stop_m: PositiveFloat
     command_timeout_s: PositiveFloat
     max_lateral_mps: PositiveFloat | None = None
+    blind_max_linear_mps: PositiveFloat | None = None
 
     @property
     def lateral_mps(self) -> float:
@@ -117,6 +121,14 @@ class Topics(BaseModel):
     depth: str = "camera/depth/image_raw"
     camera_info: str = "camera/camera_info"
     head_commands: str = "head_controller/commands"
+    scan: str = "scan"
+    bumper: str = "bumper"
+
+
+ObstacleSensor = Literal["depth", "laser_scan", "bumper", "none"]
+"""What watches the path ahead for the obstacle stop (issue 41): the camera's ``depth`` image,
+a ``laser_scan`` (``sensor_msgs/LaserScan`` on ``topics.scan``), a ``bumper``
+(``std_msgs/Bool`` on ``topics.bumper``: a contact, not a range), or ``none``."""
 
 
 class KeepOut(BaseModel):
@@ -239,6 +251,13 @@ class HardwareProfile(BaseModel):
         pose_max_age_s: Poses older than this (robot clock) are stale, seconds.
         footprint_radius_m: Radius of the base's footprint (front = centre + radius), metres.
         body_height_m: Height of the robot's body; obstacles above it do not block, metres.
+        navigation: ``auto`` (Nav2's ``navigate_to_pose`` when its action server is found,
+            else loopact's planner), ``nav2`` or ``planner`` (issue 40; docs/navigation.md).
+        obstacle_sensors: What the obstacle stop reads (:data:`ObstacleSensor`); ``[depth]``
+            by default, ``[none]`` for none. With several, the nearest obstacle any of them
+            sees counts, and one that has no data is left out while another has.
+        laser_mount_forward_m: Forward offset of the laser scanner from the base centre,
+            metres (its scan plane is taken as level).
         arm: The arm and gripper, if the robot has one (issue 43).
     """
 
@@ -252,7 +271,26 @@ class HardwareProfile(BaseModel):
     pose_max_age_s: PositiveFloat
     footprint_radius_m: PositiveFloat = 0.17
     body_height_m: PositiveFloat = 0.5
+    navigation: Literal["auto", "planner", "nav2"] = "auto"
+    obstacle_sensors: tuple[ObstacleSensor, ...] = ("depth",)
+    laser_mount_forward_m: float = 0.0
     arm: ArmConfig | None = None
+
+    @pydantic.field_validator("obstacle_sensors")
+    @classmethod
+    def _none_alone(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v:
+            raise ValueError("list the obstacle sensors, or [none] for a robot without one")
+        if "none" in v and len(v) > 1:
+            raise ValueError("none cannot be listed with other obstacle sensors")
+        if len(set(v)) != len(v):
+            raise ValueError("an obstacle sensor is listed twice")
+        return v
+
+    @property
+    def range_sensors(self) -> tuple[str, ...]:
+        """The declared sensors that measure a distance ahead (``depth``, ``laser_scan``)."""
+        return tuple(s for s in self.obstacle_sensors if s in ("depth", "laser_scan"))
 
 
 class Waypoint(BaseModel):
@@ -295,8 +333,25 @@ class Surface(BaseModel):
     top_z_m: PositiveFloat
 
 
+class Doorway(BaseModel):
+    """A doorway between two rooms of the site (issue 40).
+
+    Attributes:
+        x_m: Centre x in metres.
+        y_m: Centre y in metres.
+        width_m: Clear width in metres.
+        rooms: The two rooms it joins (names of :attr:`SiteMap.rooms`).
+    """
+
+    model_config = _STRICT
+    x_m: float
+    y_m: float
+    width_m: PositiveFloat
+    rooms: tuple[str, str]
+
+
 class SiteMap(BaseModel):
-    """Named waypoints and a geofence (SPEC D3, X3).
+    """Named waypoints, rooms, doorways, the map and a geofence (SPEC D3, X3).
 
     Attributes:
         frame: The frame waypoints and geofence are in (``map``).
@@ -304,6 +359,12 @@ class SiteMap(BaseModel):
             ignoring case (a clash is a :class:`~loopact.errors.ConfigError` naming both).
         geofence: Polygon ``[[x, y], ...]`` in metres (at least 3 vertices) that the robot's
             centre must stay inside; empty for no geofence.
+        rooms: Room name -> polygon ``[[x, y], ...]`` in metres: navigation says which room
+            the robot and a place are in (issue 40).
+        doorways: Doorway name -> :class:`Doorway`; a blocked one is named when no path
+            exists.
+        map: A Nav2 map_server YAML file (relative to the site file), or None; the
+            configuration's ``robot.map`` overrides it.
         surfaces: Name -> :class:`Surface`: tables the arm works on and never moves into
             (issue 43).
     """
@@ -312,7 +373,17 @@ class SiteMap(BaseModel):
     frame: str = "map"
     waypoints: dict[str, Waypoint] = {}
     geofence: list[tuple[float, float]] = []
+    rooms: dict[str, list[tuple[float, float]]] = {}
+    doorways: dict[str, Doorway] = {}
+    map: Path | None = None
     surfaces: dict[str, Surface] = {}
+
+    def room_at(self, x_m: float, y_m: float) -> str | None:
+        """The room whose polygon holds ``(x_m, y_m)``, or None."""
+        for name, poly in self.rooms.items():
+            if len(poly) >= 3 and point_in_polygon(x_m, y_m, poly):
+                return name
+        return None
 
     @pydantic.model_validator(mode="after")
     def _names_are_unique(self) -> SiteMap:
@@ -445,4 +516,7 @@ def load_site(name_or_path: str | Path) -> SiteMap:
     """
     data, source = _read_yaml(name_or_path, "sites", "site")
     site: SiteMap = _validate(SiteMap, data, source, "site")
+    path = yaml_file(name_or_path)
+    if site.map is not None and path is not None and not site.map.is_absolute():
+        site = site.model_copy(update={"map": path.parent / site.map})
     return site

@@ -7,6 +7,8 @@ the connector node's namespace):
   ``camera/depth/image_raw`` ``sensor_msgs/Image`` (``32FC1`` metres or ``16UC1`` mm) in;
   ``camera/camera_info`` ``sensor_msgs/CameraInfo`` in (optional); ``joint_states``
   ``sensor_msgs/JointState`` in (optional: head joints whose names contain ``pan``/``tilt``);
+  ``scan`` ``sensor_msgs/LaserScan`` and ``bumper`` ``std_msgs/Bool`` in, when the profile's
+  ``obstacle_sensors`` name ``laser_scan`` / ``bumper`` (issue 41);
 - base and head out, in one of two modes:
 
   - ``command="governor"`` (the agent, default): motion *requests* to the base-side safety
@@ -23,23 +25,39 @@ do not depend on the clocks of other machines.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from loopact._compat import wait_within
-from loopact.errors import RobotError
+from loopact.errors import ConfigError, RobotError
+from loopact.maps.grid import OccupancyGrid, check_size
 from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
-from loopact.nodes.ros2.interfaces import ros_types
-from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
+from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
+from loopact.robot.interface import (
+    BumperState,
+    CameraFrame,
+    Clock,
+    DepthFrame,
+    HeadState,
+    LaserScan,
+    Pose,
+    Twist,
+)
+from loopact.robot.navigation.localization import Planar, PlanarTf, yaw_of
+from loopact.robot.navigation.nav2 import Nav2Backend
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import HardwareProfile
-from loopact.robot.session import RobotSession, start_session
+from loopact.robot.session import RobotSession, navigation_context, start_session
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -53,13 +71,15 @@ def base_request_topics(agent: str) -> dict[str, str]:
 
     ``cmd_vel`` and ``head_commands`` carry the agent's motion requests, ``status`` the
     governor's JSON status (2 Hz and on every halt), ``emergency_stop`` takes
-    ``std_msgs/String`` ``"stop"`` (latch) or ``"reset"``.
+    ``std_msgs/String`` ``"stop"`` (latch) or a reset with a proof, ``teleop_cmd_vel`` an
+    operator's ``geometry_msgs/Twist`` (takeover behind a deadman, issue 41).
     """
     return {
         "cmd_vel": f"/{agent}/base/cmd_vel",
         "head_commands": f"/{agent}/base/head_commands",
         "status": f"/{agent}/base/status",
         "emergency_stop": f"/{agent}/base/emergency_stop",
+        "teleop": f"/{agent}/base/teleop_cmd_vel",
     }
 
 
@@ -115,11 +135,17 @@ class Ros2Robot:
         self._raw_frame: tuple[Any, float] | None = None
         self._raw_depth: tuple[Any, float] | None = None
         self._joints: HeadState | None = None
+        self._scan: LaserScan | None = None
+        self._bumper: BumperState | None = None
         self._head_cmd = HeadState(0.0, 0.0)
         self._camera_info: dict[str, Any] | None = None
         self._subs: list[Subscription] = []
+        self.tf = PlanarTf()
+        self._grid: OccupancyGrid | None = None
         self._twist_pub: Any = None
         self._head_pub: Any = None
+        self._estop_pub: Any = None
+        self._teleop_pub: Any = None
         self._arrived = asyncio.Event()
         self._closed = False
 
@@ -155,9 +181,22 @@ class Ros2Robot:
                 JointState, "joint_states", c.qos(depth=10), self._on_joints, convert=_head_joints
             ),
         ]
+        self._subs += self._localization_subs()
+        if "laser_scan" in self.profile.obstacle_sensors:
+            RosScan = ros_types("sensor_msgs.msg", "LaserScan")
+            self._subs.append(
+                c.subscribe_msg(RosScan, topics.scan, sensor_qos, self._woken, self._take_scan)
+            )
+        if "bumper" in self.profile.obstacle_sensors:
+            Bool = ros_types("std_msgs.msg", "Bool")
+            self._subs.append(
+                c.subscribe_msg(Bool, topics.bumper, c.qos(depth=10), self._woken, self._take_bump)
+            )
         if self.command == "governor":
             req = base_request_topics(self.agent)
             twist_topic, head_topic = req["cmd_vel"], req["head_commands"]
+            self._estop_pub = c.publisher(String, req["emergency_stop"], c.qos(depth=10))
+            self._teleop_pub = c.publisher(RosTwist, req["teleop"], c.qos(depth=10))
             self._subs.append(
                 c.subscribe_msg(
                     String,
@@ -173,6 +212,61 @@ class Ros2Robot:
         if self.has_head:
             self._head_pub = c.publisher(Float64MultiArray, head_topic, c.qos(depth=10))
 
+    def _localization_subs(self) -> list[Subscription]:
+        """``/tf``, ``/tf_static`` (``tf2_msgs/TFMessage``) and ``map``
+        (``nav_msgs/OccupancyGrid``, transient local) for the map pose and the map (issue 40).
+        Without tf2_msgs (a venv without ``make ros2``'s generated interfaces) the robot is not
+        localized: odometry is the pose."""
+        c = self.connector
+        OccupancyGrid_ = ros_types("nav_msgs.msg", "OccupancyGrid")
+        subs = [
+            c.subscribe_msg(
+                OccupancyGrid_, "map", c.qos(latched=True), self._woken, convert=self._take_map
+            )
+        ]
+        try:
+            TFMessage = ros_types("tf2_msgs.msg", "TFMessage")
+        except RosUnavailable as exc:
+            logger.warning("no TF (tf2_msgs missing: %s): the pose is odometry", exc)
+            return subs
+        static = c.qos(latched=True, depth=100)
+        subs += [
+            c.subscribe_msg(TFMessage, "/tf", c.qos(depth=100), self._woken, self._take_tf),
+            c.subscribe_msg(TFMessage, "/tf_static", static, self._woken, self._take_tf),
+        ]
+        return subs
+
+    def _take_tf(self, msg: Any) -> None:
+        """Executor thread: keep every planar edge of a ``TFMessage``, stamped on arrival."""
+        now = self.clock.now()
+        for t in msg.transforms:
+            tr, q = t.transform.translation, t.transform.rotation
+            yaw = yaw_of(float(q.x), float(q.y), float(q.z), float(q.w))
+            planar = Planar(float(tr.x), float(tr.y), yaw, now)
+            self.tf.update(str(t.header.frame_id), str(t.child_frame_id), planar)
+
+    def _take_map(self, msg: Any) -> None:
+        """Executor thread: the newest ``map`` as an :class:`OccupancyGrid` (bad ones dropped)."""
+        try:
+            self._grid = grid_from_msg(msg)
+        except (ValueError, ConfigError) as exc:
+            logger.warning("map topic: message dropped: %s", exc)
+
+    @property
+    def occupancy_grid(self) -> OccupancyGrid | None:
+        """The newest map from the ``map`` topic, or None."""
+        return self._grid
+
+    async def get_map_pose(self) -> Pose:
+        """The pose in the ``map`` frame from TF, odometry when the robot is not localized
+        (:class:`~loopact.robot.navigation.localization.PlanarTf`).
+
+        Raises:
+            RobotError: No odometry, or localization lost.
+        """
+        odom = await self.get_pose()
+        return self.tf.map_pose(odom, self.clock.now())
+
     # ---------------------------------------------------------------- callbacks (loop)
     def _take_odom(self, msg: Any) -> None:
         """Executor thread: the newest pose, stamped on arrival."""
@@ -187,6 +281,21 @@ class Ros2Robot:
     def _take_depth(self, msg: Any) -> None:
         """Executor thread: keep the raw depth message."""
         self._raw_depth = (msg, self.clock.now())
+
+    def _take_scan(self, msg: Any) -> None:
+        """Executor thread: the newest laser scan (NaN and inf ranges kept as REP 117 says)."""
+        self._scan = LaserScan(
+            np.asarray(msg.ranges, dtype=np.float32),
+            float(msg.angle_min),
+            float(msg.angle_increment),
+            float(msg.range_min),
+            float(msg.range_max),
+            self.clock.now(),
+        )
+
+    def _take_bump(self, msg: Any) -> None:
+        """Executor thread: the bumper's newest state."""
+        self._bumper = BumperState(bool(msg.data), self.clock.now())
 
     def _woken(self, _value: Any) -> None:
         self._arrived.set()
@@ -252,6 +361,34 @@ class Ros2Robot:
         msg.angular.z = float(twist.angular_radps)
         self._twist_pub.publish(msg)
 
+    def publish_estop(self, text: str) -> None:
+        """Publish ``text`` on the base governor's emergency-stop topic (``governor`` mode).
+
+        Raises:
+            RobotError: Not started, or not in ``governor`` mode.
+        """
+        String = ros_types("std_msgs.msg", "String")
+
+        if self._estop_pub is None:
+            raise RobotError("the ROS 2 robot has no base governor to stop (or is not started)")
+        self._estop_pub.publish(String(data=text))
+
+    def publish_teleop(self, twist: Twist) -> None:
+        """Publish an operator's twist on the base governor's teleop input (issue 41).
+
+        Raises:
+            RobotError: Not started, or not in ``governor`` mode.
+        """
+        RosTwist = ros_types("geometry_msgs.msg", "Twist")
+
+        if self._teleop_pub is None:
+            raise RobotError("the ROS 2 robot has no base governor to teleop (or is not started)")
+        msg = RosTwist()
+        msg.linear.x = float(twist.linear_mps)
+        msg.linear.y = float(twist.lateral_mps)
+        msg.angular.z = float(twist.angular_radps)
+        self._teleop_pub.publish(msg)
+
     async def get_pose(self) -> Pose:
         """The latest odometry pose (arrival-stamped)."""
         pose: Pose = await self._wait_for(lambda: self._pose, "odometry", self.profile.topics.odom)
@@ -302,6 +439,28 @@ class Ros2Robot:
                 self._depth = depth
         return depth
 
+    async def get_scan(self) -> LaserScan:
+        """The latest laser scan (arrival-stamped).
+
+        Raises:
+            RobotError: No scan arrived.
+        """
+        scan: LaserScan = await self._wait_for(
+            lambda: self._scan, "laser scan", self.profile.topics.scan
+        )
+        return scan
+
+    async def get_bumper(self) -> BumperState:
+        """The bumper's latest state (arrival-stamped).
+
+        Raises:
+            RobotError: No bumper state arrived.
+        """
+        bumper: BumperState = await self._wait_for(
+            lambda: self._bumper, "bumper state", self.profile.topics.bumper
+        )
+        return bumper
+
     async def set_head(self, pan_rad: float, tilt_rad: float) -> None:
         """Publish a head command ``[pan, tilt]`` in radians."""
         Float64MultiArray = ros_types("std_msgs.msg", "Float64MultiArray")
@@ -341,6 +500,31 @@ def _odom_tuple(msg: Any) -> tuple[float, float, float, float, float]:
     return (float(p.position.x), float(p.position.y), yaw, float(t.linear.x), float(t.angular.z))
 
 
+def grid_from_msg(msg: Any) -> OccupancyGrid:
+    """A ``nav_msgs/OccupancyGrid`` message as an :class:`OccupancyGrid` (row 0 at the origin).
+
+    Raises:
+        ValueError: The data does not fill width x height.
+        ConfigError: The map is too large.
+    """
+    info = msg.info
+    w, h = int(info.width), int(info.height)
+    check_size(w, h, "the map topic's grid")
+    data = np.asarray(msg.data, dtype=np.int8)
+    if data.size != w * h or w == 0 or h == 0:
+        raise ValueError(f"{data.size} cells for a {w} x {h} grid")
+    o = info.origin
+    q = o.orientation
+    return OccupancyGrid(
+        data.reshape(h, w).copy(),
+        float(info.resolution),
+        float(o.position.x),
+        float(o.position.y),
+        yaw_of(float(q.x), float(q.y), float(q.z), float(q.w)),
+        str(msg.header.frame_id) or "map",
+    )
+
+
 def _info_dict(msg: Any) -> dict[str, Any]:
     k = list(msg.k)
     return {"width": int(msg.width), "height": int(msg.height), "fx": float(k[0]) if k else 0.0}
@@ -364,6 +548,7 @@ async def open_ros2_session(
     first_data_timeout_s: float = 5.0,
     perception: PerceptionOptions | None = None,
     gate: ImageGate | None = None,
+    map_path: Path | None = None,
 ) -> RobotSession:
     """The agent's robot over ROS 2: a :class:`Ros2Robot` in ``governor`` mode, an agent-side
     governor and the robot tools (SPEC D1, X3), as a :class:`~loopact.robot.session.RobotSession`.
@@ -381,9 +566,16 @@ async def open_ros2_session(
     prof = load_profile(profile)
     site_map = load_site(site)
 
+    from loopact.robot.base_mirror import BaseMirror
+    from loopact.robot.panel import BasePanel
+
+    mirror: BaseMirror | None = None
+
     def on_status(status: dict[str, Any]) -> None:
         if status.get("event") in ("halt", "foreign_publisher"):
             logger.warning("base governor: %s", status.get("last_halt") or status)
+        if mirror is not None:
+            mirror.on_status(status)  # issue 41: the base's verdicts, taken at once
 
     robot = Ros2Robot(connector, prof, command="governor", agent=agent, on_status=on_status)
     await robot.start()
@@ -391,4 +583,14 @@ async def open_ros2_session(
         await wait_within(robot.get_pose(), first_data_timeout_s)
     except (RobotError, asyncio.TimeoutError) as exc:
         logger.warning("no odometry from the ROS 2 robot yet: %s", exc)
-    return start_session(robot, prof, site_map, gate, perception=perception)
+    nav = navigation_context(prof, site_map, map_path)
+    nav.map_source = lambda: robot.occupancy_grid  # a map server's map, when one publishes
+    nav.backend = prof.navigation
+    nav.nav2 = Nav2Backend(connector)
+    if prof.navigation != "planner":
+        with contextlib.suppress(RosUnavailable):  # nav2_msgs missing: Nav2 reports it per goal
+            nav.nav2.client()  # discovery of the action server starts now, not at the first goal
+    session = start_session(robot, prof, site_map, gate, perception=perception, nav=nav)
+    mirror = BaseMirror(session.governor)
+    session.panel = BasePanel(session.governor, mirror, robot.publish_estop, robot.publish_teleop)
+    return session

@@ -15,15 +15,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from loopact.maps.grid import OccupancyGrid
+from loopact.maps.mapfile import read_map
 from loopact.robot.approach import make_approach_tools
+from loopact.robot.estop import EstopLatch
 from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
 from loopact.robot.motion import RobotEnv, make_motion_tools
-from loopact.robot.navigation import make_navigation_tools
+from loopact.robot.navigation import NavContext, make_navigation_tools
+from loopact.robot.panel import LocalPanel, OperatorPanel
 from loopact.robot.perception import PerceptionOptions, make_perception_tools
 from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
@@ -41,11 +46,13 @@ def make_robot_tools(
     site: SiteMap,
     gate: ImageGate,
     perception: PerceptionOptions | None = None,
+    nav: NavContext | None = None,
 ) -> list[Tool]:
     """All robot tools bound to one robot (SPEC D2-D5).
 
     Motion (``move_forward``, ``move_backward``, ``turn_left``, ``turn_right``, ``drive``,
-    ``stop``, ``get_current_pose``), ``navigation`` and ``distance_to``, the pan-tilt tools when
+    ``stop``, ``get_current_pose``), ``navigation`` and ``distance_to`` (and ``show_map`` with a
+    map, ``nav``), the pan-tilt tools when
     the robot has a head (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and
     perception
     (``seewhat``, ``observe_surroundings``, ``detect_objects``, ``visual_positioning``,
@@ -55,7 +62,7 @@ def make_robot_tools(
     perception = perception or PerceptionOptions()
     return [
         *make_motion_tools(env),
-        *make_navigation_tools(env),
+        *make_navigation_tools(env, nav),
         *make_head_tools(env),
         *make_perception_tools(env, perception),
         *make_positioning_tools(env, perception),
@@ -81,6 +88,9 @@ class RobotSession:
         recentre_on_stop: Whether a stopped or preempted task should bring the camera head
             back to its home position (``robot.recentre_on_stop``, SPEC A6): the agent then
             runs :meth:`recentre_after_stop` after the stop (``AgentOptions.after_stop_hooks``).
+        nav: Navigation state: the map, the backend, the last plan (issue 40).
+        panel: The operator's emergency stop and teleop for every channel (issue 41): the
+            governor's own, or the base-side governor's over ROS 2.
     """
 
     robot: Robot
@@ -91,7 +101,13 @@ class RobotSession:
     perception: PerceptionOptions = field(default_factory=PerceptionOptions)
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     recentre_on_stop: bool = False
+    nav: NavContext = field(default_factory=NavContext)
+    panel: OperatorPanel | None = None
     _closed: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.panel is None:
+            self.panel = LocalPanel(self.governor)
 
     async def state(self) -> dict[str, Any]:
         """``{"x_m", "y_m", "yaw_rad", "frame"}`` of the latest pose (for ``robot_state`` events).
@@ -161,6 +177,8 @@ def start_session(
     site: SiteMap,
     gate: ImageGate | None = None,
     perception: PerceptionOptions | None = None,
+    nav: NavContext | None = None,
+    estop_secret: str | None = None,
 ) -> RobotSession:
     """Start the safety governor of an open ``robot`` and bind the robot tools to it (X3).
 
@@ -171,15 +189,21 @@ def start_session(
         gate: The image gate for every image a tool returns (default :class:`ImageGate`).
         perception: Colour ranges, thresholds and the vision model of the perception tools
             (default :class:`PerceptionOptions`: the built-in colours, no vision model).
+        nav: Navigation state with the map and backend (default: no map, the go-to-pose
+            controller; :func:`navigation_context`).
+        estop_secret: The operator's reset secret (``robot.estop.reset_token``): a proof of
+            it releases the latched emergency stop (issue 41); None: nothing but the
+            Python API of this process does.
 
     Returns:
         The session; :meth:`RobotSession.close` stops the governor and closes the robot.
     """
-    governor = SafetyGovernor(robot, profile, site)
+    governor = SafetyGovernor(robot, profile, site, estop=EstopLatch(estop_secret))
     governor.start()
     perception = perception or PerceptionOptions()
+    nav = nav or NavContext(radius_m=profile.footprint_radius_m)
     gate = gate or ImageGate()
-    tools = make_robot_tools(robot, governor, profile, site, gate, perception)
+    tools = make_robot_tools(robot, governor, profile, site, gate, perception, nav)
     driver = getattr(robot, "arm", None)
     if profile.arm is not None and driver is not None:
         from loopact.robot.arm.setup import arm_tools  # MuJoCo kinematics: only with an arm
@@ -187,4 +211,28 @@ def start_session(
         env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
         tools += arm_tools(env, driver, perception.colors)
     logger.info("robot session open (profile %s, %d waypoints)", profile.name, len(site.waypoints))
-    return RobotSession(robot, governor, profile, site, tools, perception)
+    return RobotSession(robot, governor, profile, site, tools, perception, nav=nav)
+
+
+def navigation_context(
+    profile: HardwareProfile,
+    site: SiteMap,
+    map_path: str | Path | None = None,
+    grid: OccupancyGrid | None = None,
+) -> NavContext:
+    """The navigation state of a session (issue 40): the map from ``grid`` (a simulator's
+    own), else ``map_path`` (``robot.map``), else the site map's ``map:``; the planner when
+    there is a map, else the go-to-pose controller.
+
+    Raises:
+        ConfigError: The map file is missing or bad (the key ``robot.map`` is named).
+    """
+    if grid is None:
+        path = map_path if map_path is not None else site.map
+        if path is not None:
+            grid = read_map(path)
+    return NavContext(
+        backend="planner" if grid is not None else "direct",
+        static_map=grid,
+        radius_m=profile.footprint_radius_m,
+    )

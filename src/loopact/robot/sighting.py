@@ -283,39 +283,120 @@ async def search(
     looks: int = 6,
     progress: Callable[[str], None] | None = None,
 ) -> Search:
-    """Look for ``query``: in view now, or else turning left :data:`SEARCH_STEP_DEG` at a time
-    (through the governor, like every turn) for up to ``looks`` looks (6: a full turn), then
-    back to the first heading when it is not found. ``progress`` hears each turn.
+    """Look for ``query`` around the robot, head first, then turning in place (issue 45).
+
+    At each heading the camera looks ahead, then, on a robot with a pan head, the head looks
+    :data:`HEAD_LOOK_DEG` to each side (within its pan limits); then the base turns left
+    (through the governor, like every turn) by what those looks covered, less a
+    :data:`SEARCH_OVERLAP_DEG` overlap: 180 degrees on the simulated robot (two headings see
+    all round), :data:`SEARCH_STEP_DEG` without a head (``looks`` headings at most, 6: a full
+    turn). An object the head found to the side is brought ahead: the head is centred and the
+    base turns by its bearing. When it is nowhere, the base turns on to where it looked first
+    and the head is centred. ``progress`` hears each look and turn.
 
     Raises:
         RobotError: No fresh frame or pose.
     """
+    pans = await _side_pans(env)
+    step = _base_step(env.robot.camera_hfov_deg, pans)
+    headings = min(looks, max(1, math.ceil(360.0 / step - 1e-6)))
     seen: list[Phrase] = []
     turned = 0.0
     reason = Phrase("select.none")
-    for i in range(looks):
+    for i in range(headings):
         if i > 0:
             if progress is not None:
-                progress(f"{name}: no {query.text} in view, turning {SEARCH_STEP_DEG:g} deg left")
-            res = await turn(env, name, SEARCH_STEP_DEG)
+                progress(f"{name}: no {query.text} in view, turning {step:g} deg left")
+            res = await turn(env, name, step)
             if not res.ok:
                 return Search(None, seen, turned, reason, res)
-            turned += SEARCH_STEP_DEG
-        found, dets, reason = await sight(env, opts, query)
-        if found is not None:
-            return Search(found, seen, turned, reason)
-        for det in dets:
-            line = Phrase("thing.the_floor_line", color=colour_name(LINE_COLOR))
-            what = thing(det) if det.color != LINE_COLOR else line
-            if what not in seen:
-                seen.append(what)
+            turned += step
+        for pan in (0.0, *pans):
+            if pan and progress is not None:
+                side = "left" if pan > 0 else "right"
+                progress(f"{name}: looking {abs(pan):g} deg {side} with the head")
+            await point_head(env, name, pan)  # ahead first (a no-op when it looks ahead)
+            found, dets, reason = await sight(env, opts, query)
+            if found is not None:
+                return await _ahead(env, opts, query, name, Search(found, seen, turned, reason))
+            for det in dets:
+                line = Phrase("thing.the_floor_line", color=colour_name(LINE_COLOR))
+                what = thing(det) if det.color != LINE_COLOR else line
+                if what not in seen:
+                    seen.append(what)
+    if pans:
+        await point_head(env, name, 0.0)
     if turned:
-        back = (360.0 - turned) if turned + SEARCH_STEP_DEG >= 360.0 else -turned
+        back = (360.0 - turned) if turned + step >= 360.0 else -turned
         res = await turn(env, name, back)  # back to where it looked first
         if not res.ok:
             return Search(None, seen, turned, reason, res)
         turned = 0.0
     return Search(None, seen, turned, reason)
+
+
+HEAD_LOOK_DEG = 60.0
+"""How far the head looks to each side while searching, degrees (within its pan limits)."""
+SEARCH_OVERLAP_DEG = 10.0
+"""Overlap between the views of two headings of a search, degrees."""
+
+
+async def _side_pans(env: RobotEnv) -> tuple[float, ...]:
+    """The head pans a search looks at besides straight ahead: left, then right (degrees,
+    left positive); none without a pan head."""
+    if not (env.robot.has_head and env.profile.head.present):
+        return ()
+    lo, hi = env.profile.head.pan_limits_deg
+    left, right = min(HEAD_LOOK_DEG, hi), max(-HEAD_LOOK_DEG, lo)
+    return tuple(p for p in (left, right) if abs(p) >= SEARCH_OVERLAP_DEG)
+
+
+def _base_step(hfov_deg: float, pans: tuple[float, ...]) -> float:
+    """How far the base turns between two headings of a search, degrees: what the looks
+    at one heading covered, less the overlap; :data:`SEARCH_STEP_DEG` without a head."""
+    if not pans:
+        return SEARCH_STEP_DEG
+    covered = max(pans) - min((*pans, 0.0)) + hfov_deg
+    return min(180.0, max(SEARCH_STEP_DEG, covered - SEARCH_OVERLAP_DEG))
+
+
+async def point_head(env: RobotEnv, name: str, pan_deg: float) -> None:
+    """Pan the head to ``pan_deg`` (degrees, left positive) at the home tilt and wait until it
+    is there; a no-op on a robot without a pan head or when it is there already."""
+    if not (env.robot.has_head and env.profile.head.present):
+        return
+    head = await env.robot.get_head()
+    tilt = env.profile.head.home_tilt_deg
+    if (
+        abs(math.degrees(head.pan_rad) - pan_deg) < 0.5
+        and abs(math.degrees(head.tilt_rad) - tilt) < 0.5
+    ):
+        return
+    lease = await env.governor.begin_head(name, 5.0)
+    try:
+        await env.governor.set_head(lease, pan_deg, tilt)
+        await env.governor.wait_head(lease, pan_deg, tilt, timeout_s=3.0)
+    finally:
+        env.governor.end_head(lease)
+
+
+async def _ahead(
+    env: RobotEnv, opts: PerceptionOptions, query: TargetQuery, name: str, found: Search
+) -> Search:
+    """``found`` with the head centred and, when the head had found it to the side, the base
+    turned by its bearing and the object sighted again straight ahead."""
+    s = found.sighting
+    assert s is not None
+    pan = math.degrees((await env.robot.get_head()).pan_rad) if env.robot.has_head else 0.0
+    if abs(pan) < 0.5 or not env.profile.head.present:
+        return found
+    await point_head(env, name, 0.0)
+    res = await turn(env, name, s.bearing_from(await env.pose()))
+    if not res.ok:
+        return Search(None, found.seen, found.turned_deg, found.reason, res)
+    again, _dets, reason = await sight(env, opts, query, near=s)
+    turned = found.turned_deg + s.bearing_deg
+    return Search(again or s, found.seen, turned, reason if again else found.reason)
 
 
 async def turn(env: RobotEnv, name: str, angle_deg: float) -> ToolResult:

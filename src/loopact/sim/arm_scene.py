@@ -21,9 +21,6 @@ from importlib import resources
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from loopact.sim import world
-from loopact.sim.scenarios import Scenario
-
 ARM_DESCRIPTION = "models/loopact_arm.xml"
 """The arm's MJCF, inside this package (``package://loopact.sim/models/loopact_arm.xml``)."""
 
@@ -263,13 +260,3 @@ def describe_table() -> dict[str, Any]:
         },
         "size_m": {"x_m": TABLE_SIZE_M[0], "y_m": TABLE_SIZE_M[1], "z_m": TABLE_TOP_Z_M},
     }
-
-
-def world_xml(scenario: Scenario, width: int, height: int) -> str:
-    """The MJCF of ``scenario``'s world: the room, with the arm scene when it has one."""
-    if not scenario.arm:
-        return world.build_mjcf(width, height, movers=scenario.movers)
-    room = world.build_mjcf(
-        width, height, movers=scenario.movers, extra=scene_mjcf(), objects=False
-    )
-    return build_mjcf(room)

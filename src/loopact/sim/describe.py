@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from loopact.sim import arm_scene, world
+from loopact.sim import arm_scene, flat, world
 from loopact.sim.scenarios import Scenario, get_scenario
 
 DESCRIBE_SCHEMA = 1
@@ -37,7 +37,7 @@ def _size(shape: str, size_m: tuple[float, ...]) -> dict[str, float]:
 
 def _objects(scenario: Scenario) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for o in world.OBJECTS:
+    for o in flat.OBJECTS if scenario.world == "flat" else world.OBJECTS:
         out.append(
             {
                 "name": o.name,
@@ -114,6 +114,8 @@ def describe_world(scenario: str | Scenario = "default") -> dict[str, Any]:
         ConfigError: Unknown scenario name.
     """
     sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
+    if sc.world == "flat":
+        return _describe_flat(sc)
     x0, x1 = world.ROOM_X_M
     y0, y1 = world.ROOM_Y_M
     return {
@@ -139,18 +141,53 @@ def describe_world(scenario: str | Scenario = "default") -> dict[str, Any]:
             "length_m": _r(line_length_m()),
         },
         "waypoints": [{"name": n, "x_m": x, "y_m": y} for n, (x, y) in world.WAYPOINTS.items()],
-        "robot_start": {
-            "x_m": 0.0,
-            "y_m": 0.0,
-            "yaw_deg": 0.0,
-            "head_pan_deg": _r(math.degrees(world.DEFAULT_HEAD_PAN_RAD)),
-            "head_tilt_deg": _r(math.degrees(world.DEFAULT_HEAD_TILT_RAD)),
-            "radius_m": world.ROBOT_RADIUS_M,
+        "robot_start": _robot_start(),
+        "camera": _camera(),
+    }
+
+
+def _robot_start() -> dict[str, float]:
+    return {
+        "x_m": 0.0,
+        "y_m": 0.0,
+        "yaw_deg": 0.0,
+        "head_pan_deg": _r(math.degrees(world.DEFAULT_HEAD_PAN_RAD)),
+        "head_tilt_deg": _r(math.degrees(world.DEFAULT_HEAD_TILT_RAD)),
+        "radius_m": world.ROBOT_RADIUS_M,
+    }
+
+
+def _camera() -> dict[str, Any]:
+    return {
+        "hfov_deg": world.CAMERA_HFOV_DEG,
+        "height_m": world.CAMERA_HEIGHT_M,
+        "tilt_convention": "down positive",
+        "pan_convention": "left positive",
+    }
+
+
+def _describe_flat(sc: Scenario) -> dict[str, Any]:
+    """The flat (:mod:`loopact.sim.flat`): its interior walls and furniture are obstacles
+    (``kind``: ``wall`` or ``furniture``), with rooms and doorways; it has no floor line."""
+    (x0, x1), (y0, y1) = flat.FLAT_X_M, flat.FLAT_Y_M
+    return {
+        "schema": DESCRIBE_SCHEMA,
+        "units": {"length": "m", "angle": "deg", "time": "s"},
+        "frame": "map (world = map = odom in the simulator; x forward at start, y left, z up)",
+        "scenario": {"name": sc.name, "summary": sc.summary},
+        "room": {
+            "x_min_m": x0,
+            "x_max_m": x1,
+            "y_min_m": y0,
+            "y_max_m": y1,
+            "wall_height_m": world.WALL_HEIGHT_M,
         },
-        "camera": {
-            "hfov_deg": world.CAMERA_HFOV_DEG,
-            "height_m": world.CAMERA_HEIGHT_M,
-            "tilt_convention": "down positive",
-            "pan_convention": "left positive",
-        },
+        **flat.describe_layout(),
+        "objects": _objects(sc),
+        "obstacles": flat.describe_solids(sc.blocked),
+        "line": None,
+        "waypoints": [{"name": n, "x_m": x, "y_m": y} for n, (x, y) in flat.WAYPOINTS.items()],
+        "charger_dock_m": {"x_m": flat.CHARGER_DOCK_M[0], "y_m": flat.CHARGER_DOCK_M[1]},
+        "robot_start": _robot_start(),
+        "camera": _camera(),
     }

@@ -128,6 +128,14 @@ class SimRobot:
         st = self.sim.state()
         return Pose(st.x_m, st.y_m, st.yaw_rad, frame="odom", stamp_s=st.stamp_s)
 
+    async def get_map_pose(self) -> Pose:
+        """The base pose in the ``map`` frame: the simulator's world is its map, and its
+        odometry is exact, so the robot is localized (issue 40; over ROS 2 it publishes
+        ``map`` -> ``odom`` as the identity)."""
+        self._check_open()
+        st = self.sim.state()
+        return Pose(st.x_m, st.y_m, st.yaw_rad, frame="map", stamp_s=st.stamp_s)
+
     async def _render(self, kind: RenderKind) -> tuple[float, npt.NDArray[Any]]:
         """Render the current state; returns (sim stamp, image)."""
         self._check_open()

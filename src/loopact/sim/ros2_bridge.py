@@ -3,7 +3,10 @@
 The simulated robot publishes and subscribes the standard interfaces a real robot has, with
 names from the hardware profile:
 
-- out: ``odom`` (``nav_msgs/Odometry``, ``odom`` -> ``base_link``), ``camera/image_raw``
+- out: ``odom`` (``nav_msgs/Odometry``, ``odom`` -> ``base_link``); ``/tf`` (``map`` ->
+  ``odom``, the identity: the simulator's world is its map, and ``odom`` -> ``base_link``),
+  like a localized robot; ``map`` (``nav_msgs/OccupancyGrid``, transient local: the
+  simulator's own map, as a map server publishes it; issue 40); ``camera/image_raw``
   (``sensor_msgs/Image`` rgb8), ``camera/depth/image_raw`` (``32FC1``, metres),
   ``camera/camera_info`` (``sensor_msgs/CameraInfo``), ``joint_states`` (head pan/tilt);
 - in: ``cmd_vel`` (``geometry_msgs/Twist``) and ``head_controller/commands``
@@ -28,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from loopact.errors import RobotError
+from loopact.maps.grid import OccupancyGrid
 from loopact.nodes.connector import ImageData, Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.convert import image_to_msg, set_stamp
-from loopact.nodes.ros2.interfaces import ros_types
+from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
 from loopact.robot.interface import Twist
 from loopact.robot.profile import HardwareProfile
 
@@ -51,6 +55,7 @@ class SimRos2Bridge:
         camera_hz: Camera (RGB + depth) publishing rate in Hz.
         odom_hz: Odometry / joint state rate in Hz.
         cmd_timeout_s: Zero the base when no ``cmd_vel`` arrives for this long, seconds.
+        grid: The map to publish on ``map`` (None: no map topic).
     """
 
     def __init__(
@@ -61,8 +66,10 @@ class SimRos2Bridge:
         camera_hz: float = 10.0,
         odom_hz: float = 30.0,
         cmd_timeout_s: float = 0.5,
+        grid: OccupancyGrid | None = None,
     ) -> None:
         self.robot = robot
+        self.grid = grid
         robot.freeze_time_while_rendering = False  # ROS 2 runs on wall time (SimRobot)
         self.connector = connector
         self.profile = profile
@@ -95,6 +102,7 @@ class SimRos2Bridge:
             "info": c.publisher(CameraInfo, t.camera_info, c.qos(depth=1)),
             "joints": c.publisher(JointState, "joint_states", c.qos(depth=10)),
         }
+        self._start_localization()
         self._subs = [
             c.subscribe_msg(
                 RosTwist,
@@ -117,6 +125,40 @@ class SimRos2Bridge:
             loop.create_task(self._camera_loop(), name="loopact-sim-camera"),
             loop.create_task(self._timeout_loop(), name="loopact-sim-cmd-timeout"),
         ]
+
+    def _start_localization(self) -> None:
+        """``/tf`` and the latched ``map`` (skipped, with a warning, without tf2_msgs)."""
+        c = self.connector
+        if self.grid is not None:
+            RosGrid = ros_types("nav_msgs.msg", "OccupancyGrid")
+            pub = c.publisher(RosGrid, "map", c.qos(latched=True))
+            pub.publish(grid_to_msg(self.grid, RosGrid, time.time()))
+            self._pubs["map"] = pub
+        try:
+            TFMessage = ros_types("tf2_msgs.msg", "TFMessage")
+        except RosUnavailable as exc:
+            logger.warning("no /tf (tf2_msgs missing: %s)", exc)
+            return
+        self._pubs["tf"] = c.publisher(TFMessage, "/tf", c.qos(depth=100))
+
+    def _publish_tf(self, st: Any, now: float) -> None:
+        TFMessage = ros_types("tf2_msgs.msg", "TFMessage")
+        TransformStamped = ros_types("geometry_msgs.msg", "TransformStamped")
+        out = []
+        for parent, child, x, y, yaw in (
+            ("map", "odom", 0.0, 0.0, 0.0),
+            ("odom", "base_link", float(st.x_m), float(st.y_m), float(st.yaw_rad)),
+        ):
+            t = TransformStamped()
+            set_stamp(t.header, now)
+            t.header.frame_id = parent
+            t.child_frame_id = child
+            t.transform.translation.x = x
+            t.transform.translation.y = y
+            t.transform.rotation.z = math.sin(yaw / 2)
+            t.transform.rotation.w = math.cos(yaw / 2)
+            out.append(t)
+        self._pubs["tf"].publish(TFMessage(transforms=out))
 
     async def close(self) -> None:
         """Stop the loops and zero the base (the robot and connector are the caller's)."""
@@ -183,6 +225,8 @@ class SimRos2Bridge:
             js.name = ["head_pan_joint", "head_tilt_joint"]
             js.position = [float(st.pan_rad), float(st.tilt_rad)]
             self._pubs["joints"].publish(js)
+            if "tf" in self._pubs:
+                self._publish_tf(st, now)
             await asyncio.sleep(period)
 
     async def _camera_loop(self) -> None:
@@ -232,6 +276,21 @@ class SimRos2Bridge:
         self._pubs["info"].publish(info)
 
 
+def grid_to_msg(grid: OccupancyGrid, msg_type: Any, now: float) -> Any:
+    """An :class:`OccupancyGrid` as a ``nav_msgs/OccupancyGrid`` message."""
+    msg = msg_type()
+    set_stamp(msg.header, now)
+    msg.header.frame_id = grid.frame_id
+    msg.info.resolution = float(grid.resolution_m)
+    msg.info.width, msg.info.height = grid.width, grid.height
+    msg.info.origin.position.x = float(grid.origin_x_m)
+    msg.info.origin.position.y = float(grid.origin_y_m)
+    msg.info.origin.orientation.z = math.sin(grid.origin_yaw_rad / 2)
+    msg.info.origin.orientation.w = math.cos(grid.origin_yaw_rad / 2)
+    msg.data = grid.data.reshape(-1).tolist()
+    return msg
+
+
 async def run_sim_ros2(
     profile: str = "sim",
     site: str | None = "sim_room",
@@ -257,7 +316,10 @@ async def run_sim_ros2(
     from loopact.robot.base_node import BaseGovernorNode
     from loopact.robot.profile import load_profile, load_site
     from loopact.sim import SimRobot
+    from loopact.sim.scenarios import get_scenario
 
+    if site == "sim_room":  # the default site is the room's; the flat brings its own
+        site = get_scenario(scenario).site
     prof = load_profile(profile)
     site_map = load_site(site) if site else None
     stop = asyncio.Event()
@@ -272,8 +334,11 @@ async def run_sim_ros2(
         scenario=scenario,
         sim_log=sim_log,
     )
+    from loopact.sim.worldmap import world_map
+
     sim_conn = Ros2Connector("loopact_sim")
-    bridge = SimRos2Bridge(robot, sim_conn, prof, camera_hz=camera_hz)
+    grid = world_map(scenario)
+    bridge = SimRos2Bridge(robot, sim_conn, prof, camera_hz=camera_hz, grid=grid)
     base_conn: Ros2Connector | None = None
     base: BaseGovernorNode | None = None
     try:

@@ -8,6 +8,9 @@ knows where every mover was at any instant (the ground truth, also in ``--sim-lo
 - ``default``: the room as it is, nothing moves.
 - ``moving-target``: a cyan ball (radius 0.1 m) goes round an ellipse in front of the robot's
   start pose at up to 0.3 m/s; at ``t = 0`` it is 2.5 m straight ahead, in view.
+- ``flat``: another world, a flat of five rooms with doorways and furniture
+  (:mod:`loopact.sim.flat`; issue 40), with the site map ``flat``.
+- ``flat-blocked``: the flat with a box standing in the bedroom's doorway.
 - ``arm``: a mobile manipulator (a mecanum base with an arm, profile ``sim_arm``) at a low
   table with three cubes, a cylinder, a bin and a tray (:mod:`loopact.sim.arm_scene`;
   issue 43).
@@ -91,20 +94,25 @@ class Scenario:
     """A named set-up of the simulated world.
 
     Attributes:
-        name: ``default``, ``moving-target`` or ``arm``.
+        name: ``default``, ``moving-target``, ``flat``, ``flat-blocked`` or ``arm``.
         summary: One line for people.
         movers: Objects that move along known paths.
+        world: ``room`` (:mod:`loopact.sim.world`) or ``flat`` (:mod:`loopact.sim.flat`).
+        site: The packaged site map of that world (its places and geofence; ``arm_room``:
+            the room with the table as a surface).
+        blocked: The flat with a box in the bedroom's doorway.
         arm: The arm scene: the robot carries an arm, a table with objects stands before it.
         profile: The hardware profile the scenario's robot has (``sim``; ``sim_arm``).
-        site: The site map of its world (``sim_room``; ``arm_room``: the table as a surface).
     """
 
     name: str
     summary: str
     movers: tuple[Mover, ...] = field(default_factory=tuple)
+    world: str = "room"
+    site: str = "sim_room"
+    blocked: bool = False
     arm: bool = False
     profile: str = "sim"
-    site: str = "sim_room"
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -121,6 +129,19 @@ SCENARIOS: dict[str, Scenario] = {
                 EllipsePath(center_m=(2.0, 0.0), semi_axes_m=(0.5, 1.2), period_s=26.0),
             ),
         ),
+    ),
+    "flat": Scenario(
+        "flat",
+        "a flat: hallway, living room, bedroom, kitchen, bathroom, doorways 0.8-1.0 m, furniture",
+        world="flat",
+        site="flat",
+    ),
+    "flat-blocked": Scenario(
+        "flat-blocked",
+        "the flat with a box standing in the bedroom's doorway",
+        world="flat",
+        site="flat",
+        blocked=True,
     ),
     "arm": Scenario(
         "arm",

@@ -16,7 +16,7 @@ from typing import cast
 from loopact.robot.interface import Robot
 from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
-from loopact.robot.session import RobotSession, start_session
+from loopact.robot.session import RobotSession, navigation_context, start_session
 from loopact.sim.robot import SimRobot
 from loopact.sim.scenarios import get_scenario
 from loopact.vision.gate import ImageGate
@@ -32,6 +32,7 @@ async def open_sim(
     scenario: str = "default",
     sim_log: Path | None = None,
     perception: PerceptionOptions | None = None,
+    map_path: Path | None = None,
 ) -> RobotSession:
     """Start the MuJoCo robot, its safety governor and its tools (SPEC D1, D6, X3).
 
@@ -39,13 +40,17 @@ async def open_sim(
 
     Args:
         profile: Hardware profile name or YAML path.
-        site: Site map name or YAML path.
+        site: Site map name or YAML path (``sim_room``, the default, means the scenario's
+            own: ``flat`` for the flat scenarios).
         speed: Simulated seconds per wall second (``float("inf")``: as fast as possible).
         gate: The image gate (default :class:`~loopact.vision.gate.ImageGate` defaults).
-        scenario: ``default`` or ``moving-target`` (:mod:`loopact.sim.scenarios`).
+        scenario: ``default``, ``moving-target``, ``flat`` or ``flat-blocked``
+            (:mod:`loopact.sim.scenarios`).
         sim_log: Write the simulator's ground-truth poses here (JSON Lines,
             :mod:`loopact.sim.simlog`), or None.
         perception: Options of the perception tools (colours, vision model).
+        map_path: A map_server YAML to navigate on instead of the simulator's own map
+            (drawn from its geometry, :func:`loopact.sim.worldmap.world_map`).
 
     Raises:
         ConfigError: Unknown profile, site or scenario, a bad file (the key is named), or a
@@ -53,18 +58,21 @@ async def open_sim(
         RobotError: MuJoCo or the GL context is unavailable.
         OSError: The sim log cannot be created.
     """
-    scen = get_scenario(scenario)
-    # a scenario brings its robot and room (the arm scene: sim_arm, arm_room) unless named
-    prof = load_profile(scen.profile if profile == "sim" else profile)
-    site_map = load_site(scen.site if site == "sim_room" else site)
+    from loopact.sim.worldmap import world_map
+
+    sc = get_scenario(scenario)
+    # a scenario brings its robot and site (the arm scene: sim_arm, arm_room; the flat: flat)
+    prof = load_profile(sc.profile if profile == "sim" else profile)
+    site_map = load_site(sc.site if site == "sim_room" else site)
     holonomic = prof.drive == "mecanum"
+    nav = navigation_context(prof, site_map, map_path, None if map_path else world_map(sc))
     # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
     robot = cast(
         Robot,
         await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log, holonomic=holonomic),
     )
     try:
-        session = start_session(robot, prof, site_map, gate, perception)
+        session = start_session(robot, prof, site_map, gate, perception, nav)
     except BaseException:
         await robot.close()
         raise

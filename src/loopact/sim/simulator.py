@@ -27,7 +27,7 @@ import numpy as np
 
 from loopact.errors import ConfigError, RobotError
 from loopact.robot.interface import normalize_angle
-from loopact.sim import arm_scene, world
+from loopact.sim import arm_scene, world, worlds
 from loopact.sim.arm_sim import ArmPhysics
 from loopact.sim.render import import_mujoco
 from loopact.sim.scenarios import Scenario, get_scenario
@@ -101,7 +101,7 @@ class Simulator:
         width: Camera width in pixels (sets the camera's vertical FOV, see
             :func:`loopact.sim.world.build_mjcf`).
         height: Camera height in pixels.
-        scenario: The scenario (``default``, ``moving-target``, see
+        scenario: The scenario (``default``, ``moving-target``, ``flat``, ``flat-blocked``; see
             :mod:`loopact.sim.scenarios`), by name or as a :class:`Scenario`.
         sim_log: Write the ground-truth poses here as JSON Lines (:class:`SimLog`), or None.
         holonomic: The base moves sideways too (a mecanum profile; issue 43): the twist's
@@ -137,7 +137,7 @@ class Simulator:
         self.holonomic = holonomic
         try:
             self.model: Any = self._mj.MjModel.from_xml_string(
-                arm_scene.world_xml(self.scenario, width, height)
+                worlds.build_mjcf(self.scenario, width, height)
             )
         except ValueError as exc:
             raise RobotError(f"simulator model failed to compile: {exc}") from exc

@@ -1,8 +1,11 @@
 """Write PNG snapshots of the simulated world (``loopact sim --snapshot DIR``; SPEC D6, F6).
 
-With ``--sim-log FILE`` it also draws the logged trajectory (the robot's path, and the paths of
-the scenario's moving objects) over the top-down view as ``trajectory.png``: a picture a person
-can look at after a run. Synchronous on purpose: the CLI calls it outside any event loop.
+``camera.png`` (the start view), ``topdown.png`` (the world from above) and ``map.png`` (the
+simulator's own map as ``show_map`` draws it: places, objects, the robot; issue 40). With
+``--sim-log FILE`` it also draws the logged trajectory (the robot's path, and the paths of the
+scenario's moving objects) over the top-down view as ``trajectory.png``, and the path driven on
+``map.png``: pictures a person can look at after a run. Synchronous on purpose: the CLI calls
+it outside any event loop.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import numpy.typing as npt
 from PIL import Image
 
 from loopact.errors import RobotError
-from loopact.sim import world
+from loopact.sim import world, worlds
 from loopact.sim.render import TOPDOWN_SIZE, RenderWorker
+from loopact.sim.scenarios import get_scenario
 from loopact.sim.simlog import read_sim_log
 from loopact.sim.simulator import Simulator
 
@@ -38,7 +42,7 @@ def write_snapshot(
     scenario: str = "default",
     sim_log: Path | None = None,
 ) -> list[Path]:
-    """Start the simulator, let it settle, and write the start view and a top-down view.
+    """Start the simulator, let it settle, and write the start view, a top-down view and the map.
 
     Args:
         directory: Where to write; created if missing.
@@ -49,8 +53,9 @@ def write_snapshot(
         sim_log: A ``--sim-log`` file whose trajectory to draw into ``trajectory.png``.
 
     Returns:
-        ``[directory/"camera.png", directory/"topdown.png"]``: the robot's camera view at the
-        start pose (head centred, looking a little down) and the whole room from above; then
+        ``[directory/"camera.png", directory/"topdown.png", directory/"map.png"]``: the robot's
+        camera view at the start pose (head centred, looking a little down), the whole world
+        from above and its map (with the path driven when ``sim_log`` is given); then
         ``directory/"trajectory.png"`` when ``sim_log`` is given.
 
     Raises:
@@ -82,24 +87,59 @@ def write_snapshot(
     finally:
         sim.close()
         renderer.close()
-    paths = [directory / "camera.png", directory / "topdown.png"]
+    paths = [directory / "camera.png", directory / "topdown.png", directory / "map.png"]
     Image.fromarray(camera).save(paths[0])
     Image.fromarray(top).save(paths[1])
+    Image.fromarray(draw_map(scenario, samples)).save(paths[2])
     if samples is not None:
         paths.append(directory / "trajectory.png")
-        Image.fromarray(draw_trajectory(top, samples)).save(paths[2])
+        bounds = worlds.bounds(get_scenario(scenario))
+        Image.fromarray(draw_trajectory(top, samples, bounds)).save(paths[3])
     logger.debug("wrote simulator snapshots to %s", directory)
     return paths
 
 
-def _pixels(points: list[tuple[float, float]]) -> npt.NDArray[np.int32]:
-    uv = [world.topdown_pixel(x, y, TOPDOWN_SIZE) for x, y in points]
+def draw_map(scenario: str, samples: list[dict[str, Any]] | None) -> npt.NDArray[np.uint8]:
+    """The scenario's map (:func:`loopact.sim.worldmap.world_map`) drawn as ``show_map`` draws
+    it: the places, the objects, the robot at its last logged pose (else its start) and the
+    path it drove (the logged poses) in orange."""
+    import math
+
+    from loopact.maps.draw import MapMark, render_map
+    from loopact.robot.profile import load_site
+    from loopact.sim.describe import describe_world
+    from loopact.sim.worldmap import world_map
+
+    sc = get_scenario(scenario)
+    desc = describe_world(sc)
+    site = load_site(sc.site)
+    places = [MapMark(k, w.x_m, w.y_m) for k, w in site.waypoints.items()]
+    objects = [
+        MapMark(
+            o["name"].replace("_", " "), o["position_m"]["x_m"], o["position_m"]["y_m"], o["colour"]
+        )
+        for o in desc["objects"]
+    ]
+    path = [(float(p["x_m"]), float(p["y_m"])) for p in samples or []]
+    last = samples[-1] if samples else {"x_m": 0.0, "y_m": 0.0, "yaw_deg": 0.0}
+    pose = (float(last["x_m"]), float(last["y_m"]), math.radians(float(last.get("yaw_deg", 0.0))))
+    driven = sum(math.dist(a, b) for a, b in zip(path, path[1:], strict=False))
+    caption = f"{sc.name}: {driven:.2f} m driven" if path else sc.name
+    return render_map(world_map(sc), pose, path, places, objects, caption=caption)
+
+
+def _pixels(
+    points: list[tuple[float, float]], bounds: world.Bounds | None = None
+) -> npt.NDArray[np.int32]:
+    uv = [world.topdown_pixel(x, y, TOPDOWN_SIZE, bounds) for x, y in points]
     out: npt.NDArray[np.int32] = np.array(uv).round().astype(np.int32).reshape(-1, 1, 2)
     return out
 
 
 def draw_trajectory(
-    top: npt.NDArray[np.uint8], samples: list[dict[str, Any]]
+    top: npt.NDArray[np.uint8],
+    samples: list[dict[str, Any]],
+    bounds: world.Bounds | None = None,
 ) -> npt.NDArray[np.uint8]:
     """The top-down image with the logged robot path and mover paths drawn on it.
 
@@ -107,6 +147,7 @@ def draw_trajectory(
         top: The top-down render (RGB, :data:`~loopact.sim.render.TOPDOWN_SIZE`).
         samples: ``--sim-log`` lines as :func:`~loopact.sim.simlog.read_sim_log` checked
             them (``x_m``, ``y_m`` in m, ``yaw_deg``, ``objects``).
+        bounds: The floor's bounds of the world (default: the room's).
 
     Returns:
         A new RGB image: the robot's path in orange with a green start dot and a red end
@@ -124,16 +165,16 @@ def draw_trajectory(
             movers.setdefault(name, []).append((float(p["x_m"]), float(p["y_m"])))
     for pts in movers.values():
         if len(pts) > 1:
-            cv2.polylines(img, [_pixels(pts)], False, _MOVER_RGB, 1, cv2.LINE_AA)
+            cv2.polylines(img, [_pixels(pts, bounds)], False, _MOVER_RGB, 1, cv2.LINE_AA)
     if len(poses) > 1:
-        cv2.polylines(img, [_pixels(poses)], False, _PATH_RGB, 2, cv2.LINE_AA)
+        cv2.polylines(img, [_pixels(poses, bounds)], False, _PATH_RGB, 2, cv2.LINE_AA)
     if poses:
-        start = tuple(int(v) for v in _pixels(poses[:1])[0, 0])
+        start = tuple(int(v) for v in _pixels(poses[:1], bounds)[0, 0])
         cv2.circle(img, start, 6, (0, 170, 0), -1, cv2.LINE_AA)
         last = samples[-1]
         yaw = math.radians(float(last.get("yaw_deg", 0.0)))
         tip_m = (poses[-1][0] + 0.3 * math.cos(yaw), poses[-1][1] + 0.3 * math.sin(yaw))
-        a, b = _pixels([poses[-1], tip_m])[:, 0]
+        a, b = _pixels([poses[-1], tip_m], bounds)[:, 0]
         cv2.arrowedLine(
             img,
             tuple(int(v) for v in a),

@@ -111,9 +111,8 @@ def _f(*values: float) -> str:
     return " ".join(f"{v:.4g}" for v in values)
 
 
-def _walls() -> str:
-    x0, x1 = ROOM_X_M
-    y0, y1 = ROOM_Y_M
+def _walls(bounds: tuple[tuple[float, float], tuple[float, float]] | None = None) -> str:
+    (x0, x1), (y0, y1) = bounds or (ROOM_X_M, ROOM_Y_M)
     t = WALL_THICKNESS_M / 2
     h = WALL_HEIGHT_M / 2
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
@@ -255,21 +254,34 @@ def _movers(movers: Sequence[Mover]) -> str:
     )
 
 
-def topdown_view_height_m(topdown: tuple[int, int] = (880, 660)) -> float:
+Bounds = tuple[tuple[float, float], tuple[float, float]]
+"""A floor's ``((x_min, x_max), (y_min, y_max))`` in metres."""
+
+
+def topdown_view_height_m(
+    topdown: tuple[int, int] = (880, 660), bounds: Bounds | None = None
+) -> float:
     """Height in metres of the floor area the orthographic top-down camera sees."""
-    x0, x1 = ROOM_X_M
-    y0, y1 = ROOM_Y_M
+    (x0, x1), (y0, y1) = bounds or (ROOM_X_M, ROOM_Y_M)
     return max((y1 - y0) + 0.6, ((x1 - x0) + 0.6) * topdown[1] / topdown[0])
 
 
 def topdown_pixel(
-    x_m: float, y_m: float, topdown: tuple[int, int] = (880, 660)
+    x_m: float, y_m: float, topdown: tuple[int, int] = (880, 660), bounds: Bounds | None = None
 ) -> tuple[float, float]:
-    """Pixel ``(u, v)`` of the world point ``(x_m, y_m)`` in the top-down image (x right, y up)."""
+    """Pixel ``(u, v)`` of the world point ``(x_m, y_m)`` in the top-down image (x right, y up)
+    of the floor ``bounds`` (default: the room's)."""
+    (x0, x1), (y0, y1) = bounds or (ROOM_X_M, ROOM_Y_M)
     w, h = topdown
-    scale = h / topdown_view_height_m(topdown)
-    cx, cy = (ROOM_X_M[0] + ROOM_X_M[1]) / 2, (ROOM_Y_M[0] + ROOM_Y_M[1]) / 2
+    scale = h / topdown_view_height_m(topdown, bounds)
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     return w / 2 + (x_m - cx) * scale, h / 2 - (y_m - cy) * scale
+
+
+def room_statics(objects: bool = True) -> str:
+    """The room's line, markers, obstacles and (``objects``) coloured objects, as MJCF geoms."""
+    parts = (_line(), _markers(), _objects() if objects else "", _obstacles())
+    return "\n    ".join(p for p in parts if p)
 
 
 def build_mjcf(
@@ -277,8 +289,8 @@ def build_mjcf(
     height: int = 480,
     topdown: tuple[int, int] = (880, 660),
     movers: Sequence[Mover] = (),
-    extra: str = "",
-    objects: bool = True,
+    bounds: Bounds | None = None,
+    statics: str | None = None,
 ) -> str:
     """Build the MJCF XML of the room and robot (SPEC D6).
 
@@ -289,9 +301,9 @@ def build_mjcf(
         topdown: Size (width, height) in pixels of the top-down view, for the offscreen buffer.
         movers: A scenario's moving objects (:mod:`loopact.sim.scenarios`), added after the
             robot so that the robot's joints keep their places.
-        extra: More MJCF for the world body (the arm scene's table and objects,
-            :mod:`loopact.sim.arm_scene`).
-        objects: Whether the room's coloured objects (:data:`OBJECTS`) are in it.
+        bounds: The floor's bounds (walls stand just outside), default the room's.
+        statics: The MJCF geoms of another world (the flat's, :mod:`loopact.sim.flat`)
+            instead of the room's line, markers, objects and obstacles.
 
     Returns:
         The MJCF document as a string.
@@ -303,16 +315,17 @@ def build_mjcf(
         raise ValueError(f"image sizes must be positive, got {width}x{height} and {topdown}")
     off_w = max(width, topdown[0])
     off_h = max(height, topdown[1])
-    x0, x1 = ROOM_X_M
-    y0, y1 = ROOM_Y_M
+    (x0, x1), (y0, y1) = bounds or (ROOM_X_M, ROOM_Y_M)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     # Orthographic top-down camera: fovy is the visible height in metres.
-    view_h = topdown_view_height_m(topdown)
+    view_h = topdown_view_height_m(topdown, bounds)
+    if statics is None:
+        statics = room_statics()
     floor_rgba = _f(0.86, 0.85, 0.8, 1)
     return f"""<mujoco model="loopact_room">
   <compiler angle="radian" autolimits="true"/>
   <option timestep="0.002" gravity="0 0 -9.81" integrator="implicitfast"/>
-  <statistic extent="10" center="{_f(cx, cy, 0.3)}"/>
+  <statistic extent="{max(10.0, x1 - x0 + 2):.4g}" center="{_f(cx, cy, 0.3)}"/>
   <visual>
     <global offwidth="{off_w}" offheight="{off_h}"/>
     <map znear="0.002" zfar="2"/>
@@ -328,12 +341,8 @@ def build_mjcf(
            diffuse="0.55 0.55 0.55" specular="0.05 0.05 0.05" castshadow="false"/>
     <geom name="floor" type="plane" pos="{_f(cx, cy, 0)}"
           size="{_f((x1 - x0) / 2, (y1 - y0) / 2, 0.1)}" rgba="{floor_rgba}" {_GHOST}/>
-    {_walls()}
-    {_line()}
-    {_markers()}
-    {_objects() if objects else ""}
-    {_obstacles()}
-    {extra}
+    {_walls(bounds)}
+    {statics}
     <camera name="topdown" mode="fixed" pos="{_f(cx, cy, 10)}" xyaxes="1 0 0 0 1 0"
             projection="orthographic" fovy="{view_h:.4f}"/>
     {_robot(width, height)}

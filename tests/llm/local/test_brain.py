@@ -508,6 +508,26 @@ def test_local_brain_turns_left_90_degrees_in_chinese(tmp_path: Path) -> None:
     assert abs(final["x_m"]) <= 0.05 and abs(final["y_m"]) <= 0.05, final
 
 
+@pytest.mark.local_model
+@pytest.mark.skipif(_local_ready() is not None, reason=str(_local_ready()))
+@pytest.mark.timeout(600)
+def test_local_brain_finds_the_ball_behind_it_and_goes_to_it(tmp_path: Path) -> None:
+    """Issue 45 acceptance 1: from the start pose the blue ball is behind the robot (119
+    degrees right); "find the blue ball and go to it" ends with the robot's footprint within
+    0.8 m of the ball by the simulator's ground truth (the eval's ``near`` measure), having
+    found it with ``face`` and gone to it with ``approach``."""
+    from loopact.eval import truth
+    from loopact.sim.describe import describe_world
+
+    proc, events = _once_local(tmp_path, "find the blue ball and go to it")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ball = next(o for o in describe_world()["objects"] if o["name"] == "blue_sphere")
+    gap = truth.footprint_gap_m(_true_pose(tmp_path), ball, 0.17)  # the sim profile's radius
+    assert 0.0 <= gap <= 0.8, gap
+    ran = [e["name"] for e in events if e["type"] == "tool_call"]
+    assert ran == ["face", "approach"], ran
+
+
 MOTION_TOOLS = ("move_forward", "move_backward", "turn_left", "turn_right", "stop")
 
 

@@ -139,3 +139,41 @@ def test_describe_of_the_arm_scene_lists_its_objects_and_table() -> None:
     red = next(o for o in desc["objects"] if o["name"] == "red_cube")
     assert set(red["position_m"]) == {"x_m", "y_m", "z_m"} and red["movable"]
     assert "arm_table" in {o["name"] for o in desc["obstacles"]}
+
+
+async def test_an_operator_takes_the_arm_through_the_same_lease_table_as_the_base() -> None:
+    """One lease per resource (issues 41, 43): an operator's hold on the arm ends the agent's
+    pick ``taken_over`` (the arm stops by ground truth), refuses the agent's next arm motion,
+    and the deadman hands the arm back like the base."""
+    session = await _session()
+    try:
+        tools, sim = _tools(session), session.robot.sim  # type: ignore[attr-defined]
+        gov, clock = session.governor, session.robot.clock
+        task = asyncio.create_task(tools["pick"](target="red cube"))
+        deadline = clock.now() + 20
+        while max(abs(v) for v in sim.state().arm.velocities_radps) < 0.3:
+            assert clock.now() < deadline and not task.done()
+            await clock.sleep(0.01)
+        hold = gov.take_over("arm", "pendant", "test")
+        assert gov.lease_of("arm") is hold.lease and hold.lease is not None
+        assert gov.status()["operator"] == {
+            "arm": {"who": "pendant", "source": "test", "commands": 1}
+        }
+        result = await asyncio.wait_for(task, 30)
+        assert not result.ok and result.metadata["achieved"]["stopped_by"] == "taken_over"
+        t_taken = sim.now()
+        while sim.now() < t_taken + 0.1:
+            await clock.sleep(0.005)
+        assert max(abs(v) for v in sim.state().arm.velocities_radps) < 0.05
+        refused = await tools["arm_home"]()
+        assert not refused.ok and refused.metadata["achieved"]["stopped_by"] == "taken_over"
+        # the operator's commands stop: the watchdog's deadman hands the arm back
+        deadline = clock.now() + 5
+        while gov.operator.holder("arm") is not None:
+            assert clock.now() < deadline
+            await clock.sleep(0.05)
+        assert gov.lease_of("arm") is None and not hold.lease.active
+        back = await tools["arm_home"]()
+        assert back.ok, back.outcome.text()
+    finally:
+        await session.close()

@@ -18,6 +18,8 @@ the internet). Routes::
     GET  /camera.mjpg           multipart MJPEG stream
     GET  /images/{call_id}/{n}.jpg   the n-th image a tool call returned (agent.last_images)
     GET  /images/{call_id}/shown/{n}.jpg   the n-th image a tool showed people (tool_image)
+    GET/POST /api/estop, POST /api/estop/reset, POST /api/teleop, POST /api/teleop/release:
+                                the emergency stop and the drive pad (panel_routes, issue 41)
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from loopact.channels.web.limits import (
     BodyLimit,
     json_body,
 )
+from loopact.channels.web.panel_routes import panel_routes
 from loopact.channels.web.settings import WebSettings, validate_settings
 from loopact.channels.web.state import ConsoleState
 from loopact.errors import RobotError
@@ -93,6 +96,7 @@ def create_app(
         _image_routes(state),
         _camera_routes(state),
         _settings_routes(state),
+        panel_routes(state, json_body),  # issue 41: the e-stop and the drive pad
     ):
         app.include_router(router)
     upload_limit = settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES

@@ -499,6 +499,25 @@ class Ros2Connector(Connector):
             destroy=self._destroy_action,
         )
 
+    def action_client(self, action_type: Any, name: str) -> Any:
+        """A raw rclpy action client on this node (ROS-specific users: the Nav2 backend,
+        issue 40); its callbacks run on the executor thread: hand results over with
+        :meth:`ros_result` and :meth:`post`. Destroy it with :meth:`destroy_action`."""
+        ActionClient = ros_types("rclpy.action", "ActionClient")
+        return ActionClient(self._require_node(), action_type, name, callback_group=self._group)
+
+    def destroy_action(self, entity: Any) -> None:
+        """Destroy an action client or server between two executor waits."""
+        self._destroy_action(entity)
+
+    async def ros_result(self, rclpy_future: Any) -> Any:
+        """Await an rclpy future (a goal, a result, a cancel) from asyncio."""
+        return await self._await(rclpy_future)
+
+    def post(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn(*args)`` on the connector's asyncio loop, from any thread."""
+        self._post(fn, *args)
+
     def forget_endpoint(self, endpoint: str) -> None:
         """Destroy the cached action client; the next call creates a fresh one (C2)."""
         client = self._clients.pop(endpoint, None)
