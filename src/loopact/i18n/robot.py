@@ -200,6 +200,22 @@ ROBOT: dict[str, dict[str, str]] = {
         "en": "distance_m must be > 0, got {value} (use {other} to go the other way)",
         "zh": "distance_m 必须大于 0，收到的是 {value}（反方向请用 {other}）",
     },
+    "motion.not_holonomic": {
+        "en": "refused: {what} moves the robot sideways, which a {drive} base cannot do (only a mecanum base strafes)",
+        "zh": "已拒绝：{what} 需要横向移动，{drive} 底盘做不到（只有麦克纳姆轮底盘能横移）",
+    },
+    "motion.strafe_zero": {
+        "en": "distance_m must not be 0 (positive: to the left, negative: to the right)",
+        "zh": "distance_m 不能为 0（正数向左，负数向右）",
+    },
+    "motion.strafed_left": {
+        "en": "moved {distance_m:.3f} m to the left and reached the target",
+        "zh": "向左横移了 {distance_m:.3f} 米，到达目标",
+    },
+    "motion.strafed_right": {
+        "en": "moved {distance_m:.3f} m to the right and reached the target",
+        "zh": "向右横移了 {distance_m:.3f} 米，到达目标",
+    },
     "motion.angle_range": {
         "en": "angle_deg must be in (0, 720], got {value} (use {other} for the other way)",
         "zh": "angle_deg 必须在 (0, 720] 之内，收到的是 {value}（反方向请用 {other}）",
