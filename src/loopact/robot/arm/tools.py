@@ -24,6 +24,7 @@ from loopact.robot.arm.guard import ArmGuard, finite_target
 from loopact.robot.arm.locate import Located, locate
 from loopact.robot.arm.planner import Grasp, Planner, Stage
 from loopact.robot.arm.rules import Held
+from loopact.robot.interface import CameraFrame, DepthFrame, HeadState
 from loopact.robot.lease import cause_phrase
 from loopact.robot.motion import RobotEnv
 from loopact.robot.outcome import achieved, said_by
@@ -37,6 +38,10 @@ MIN_HELD_GAP_M = 0.008
 PLACE_ABOVE_M = 0.02
 """A held object is let go this far above a container's floor (or a place), metres."""
 ARM_LEASE_S = 30.0
+SETTLED_VIEW_S = 0.25
+"""A view is taken from frames that arrived this long after the head settled, seconds."""
+FRESH_VIEW_WAIT_S = 2.0
+"""How long to wait for such frames before using the newest there is, seconds."""
 CONTAINERS = ("bin", "tray", "box", "basket", "盒", "筐", "托盘")
 
 
@@ -48,6 +53,21 @@ class ArmTools:
     guard: ArmGuard
     planner: Planner
     colours: ColorRanges
+
+    async def view(self) -> tuple[CameraFrame, DepthFrame, HeadState]:
+        """A frame and a depth image taken after the head settled: a camera over ROS 2 sends
+        frames a while after it took them, so the first ones after a head move show the view
+        from the way there (the object would be located wrong)."""
+        robot = self.env.robot
+        clock = robot.clock
+        since = clock.now() + SETTLED_VIEW_S
+        await clock.sleep(SETTLED_VIEW_S)
+        deadline = since + FRESH_VIEW_WAIT_S
+        while True:
+            rgb, depth = await robot.get_frame(), await robot.get_depth()
+            if min(rgb.stamp_s, depth.stamp_s) >= since or clock.now() > deadline:
+                return rgb, depth, await robot.get_head()
+            await clock.sleep(0.02)
 
     async def look(self, target: str, container: bool = False) -> Located | None:
         """Look at the workspace and find ``target``; re-aim the head when it is at the edge."""
@@ -61,12 +81,7 @@ class ArmTools:
                 await gov.wait_head(lease, pan, tilt, timeout_s=3.0)
             finally:
                 gov.end_head(lease)
-            robot = self.env.robot
-            rgb, depth, head = (
-                await robot.get_frame(),
-                await robot.get_depth(),
-                await robot.get_head(),
-            )
+            rgb, depth, head = await self.view()
             exclude = ("cyan", "brown") if not container else ()
             found = locate(target, rgb.rgb, depth.depth_m, self.env.profile, head.pan_rad,
                            head.tilt_rad, self.colours, exclude, container)  # fmt: skip
