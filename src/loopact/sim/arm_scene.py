@@ -85,7 +85,7 @@ CUBE_M = 0.04
 
 OBJECTS: tuple[ArmObject, ...] = (
     ArmObject("red_cube", "red", "box", 0.32, -0.04, (CUBE_M,) * 3, 0.05, (0.9, 0.05, 0.05, 1)),
-    ArmObject("green_cube", "green", "box", 0.38, 0.04, (CUBE_M,) * 3, 0.05, (0.05, 0.75, 0.1, 1)),
+    ArmObject("green_cube", "green", "box", 0.38, 0.0, (CUBE_M,) * 3, 0.05, (0.05, 0.75, 0.1, 1)),
     ArmObject("blue_cube", "blue", "box", 0.38, -0.12, (CUBE_M,) * 3, 0.05, (0.05, 0.2, 0.95, 1)),
     ArmObject(
         "yellow_cylinder", "yellow", "cylinder", 0.27, -0.10, (0.04, 0.04, 0.06), 0.06,

@@ -9,7 +9,9 @@ JSON Lines, one object per sample, :data:`LOG_PERIOD_S` apart in simulated time 
 ``t_s`` is simulated time; ``wall_s`` the Unix time the sample was taken (``loopact trace
 --to-mcap`` places it beside the trace's events with it; issue 44); ``x_m``, ``y_m``,
 ``yaw_deg`` are the robot base's true pose in the world frame (= ``map`` = ``odom`` in the
-simulator); ``objects`` holds every movable object (empty in the ``default`` scenario).
+simulator); ``objects`` holds every movable object (empty in the ``default`` scenario; with
+``z_m`` in the arm scene); ``arm`` (the arm scene only) the gripper's gap, what both fingers
+touch and whether any part of the arm touches the table.
 Graders read it with :func:`read_sim_log`. Lines are
 flushed about once per simulated second, and on close, so a crash loses at most that much.
 """
@@ -55,6 +57,18 @@ _FLUSH_EVERY = 20
 
 def sample(state: SimState) -> dict[str, Any]:
     """One log line for ``state`` (see the module docstring)."""
+    line = _pose_line(state)
+    arm = getattr(state, "arm", None)
+    if arm is not None:  # the arm scene (issue 43): what graders hold the arm to
+        line["arm"] = {
+            "gap_m": round(arm.gap_m, 4),
+            "held": list(arm.held),
+            "table_contact": bool(arm.table_contact),
+        }
+    return line
+
+
+def _pose_line(state: SimState) -> dict[str, Any]:
     return {
         "t_s": round(state.stamp_s, 4),
         "x_m": round(state.x_m, 4),
