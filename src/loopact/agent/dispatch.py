@@ -60,6 +60,7 @@ from loopact.llm.messages import Image, ToolCall
 from loopact.llm.toolnames import resolve_tool_name
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult
 from loopact.tools.directions import normalize_directions
+from loopact.tools.names import align_names
 from loopact.tools.registry import ToolRegistry, ValidCall
 from loopact.tools.report import tool_result_event
 from loopact.tools.units import normalize_units, unit_conflicts, unit_of
@@ -243,6 +244,8 @@ class RoundDispatcher:
         normalized.update(flipped)
         arguments, aligned = align_target(arguments, self.state.instruction)  # issue 45
         normalized.update(aligned)
+        arguments, named = align_names(arguments, tool.names, self.state.instruction)
+        normalized.update(named)
         if not normalized:
             return call
         self._normalized.setdefault(call.id, {}).update(normalized)

@@ -56,20 +56,7 @@ def forward_clearance(
     Returns:
         Metres from the robot's front to the nearest such point; ``inf`` if there is none.
     """
-    d = depth_m[::step_px, ::step_px].astype(np.float64)
-    h, w = depth_m.shape[:2]
-    cam = profile.camera
-    f_px = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
-    vs, us = np.mgrid[0:h:step_px, 0:w:step_px]
-    valid = np.isfinite(d) & (d > 0)
-    x_c = (us - w / 2 + 0.5) / f_px * d
-    y_c = (vs - h / 2 + 0.5) / f_px * d
-    fwd = d * math.cos(tilt_rad) - y_c * math.sin(tilt_rad)
-    down = d * math.sin(tilt_rad) + y_c * math.cos(tilt_rad)
-    height = cam.mount_height_m - down
-    lat = -x_c
-    fwd_b = fwd * math.cos(pan_rad) - lat * math.sin(pan_rad) + cam.mount_forward_m
-    lat_b = fwd * math.sin(pan_rad) + lat * math.cos(pan_rad)
+    fwd_b, lat_b, height, valid = _body_points(depth_m, profile, pan_rad, tilt_rad, step_px)
     half = profile.footprint_radius_m + 0.05
     keep = (
         valid
@@ -100,20 +87,7 @@ def obstacle_points(
     Returns:
         ``(N, 2)`` array of ``(forward_m, left_m)`` from the robot's centre.
     """
-    d = depth_m[::step_px, ::step_px].astype(np.float64)
-    h, w = depth_m.shape[:2]
-    cam = profile.camera
-    f_px = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
-    vs, us = np.mgrid[0:h:step_px, 0:w:step_px]
-    valid = np.isfinite(d) & (d > 0)
-    x_c = (us - w / 2 + 0.5) / f_px * d
-    y_c = (vs - h / 2 + 0.5) / f_px * d
-    fwd = d * math.cos(tilt_rad) - y_c * math.sin(tilt_rad)
-    down = d * math.sin(tilt_rad) + y_c * math.cos(tilt_rad)
-    height = cam.mount_height_m - down
-    lat = -x_c
-    fwd_b = fwd * math.cos(pan_rad) - lat * math.sin(pan_rad) + cam.mount_forward_m
-    lat_b = fwd * math.sin(pan_rad) + lat * math.cos(pan_rad)
+    fwd_b, lat_b, height, valid = _body_points(depth_m, profile, pan_rad, tilt_rad, step_px)
     keep = (
         valid
         & (height > 0.05)
@@ -158,3 +132,39 @@ def scan_clearance(scan: LaserScan, profile: HardwareProfile) -> float | None:
     if not np.any(keep):
         return math.inf
     return max(0.0, float(np.min(x[keep])) - profile.footprint_radius_m)
+
+
+_Points = npt.NDArray[np.float64]
+
+
+def _body_points(
+    depth_m: npt.NDArray[np.float32],
+    profile: HardwareProfile,
+    pan_rad: float,
+    tilt_rad: float,
+    step_px: int,
+) -> tuple[_Points, _Points, _Points, npt.NDArray[np.bool_]]:
+    """Every ``step_px``-th pixel of ``depth_m`` back-projected into the robot's frame.
+
+    Pinhole model from ``camera.hfov_deg`` (z-depth in metres), rotated by the head's tilt
+    (down positive) and pan (left positive, radians), offset by the camera's mount.
+
+    Returns:
+        ``(forward_m, left_m, height_m, valid)`` arrays: forward of and left of the robot's
+        centre, height above the floor (metres), and whether the pixel had a depth.
+    """
+    d = depth_m[::step_px, ::step_px].astype(np.float64)
+    h, w = depth_m.shape[:2]
+    cam = profile.camera
+    f_px = (w / 2) / math.tan(math.radians(cam.hfov_deg) / 2)
+    vs, us = np.mgrid[0:h:step_px, 0:w:step_px]
+    valid = np.isfinite(d) & (d > 0)
+    x_c = (us - w / 2 + 0.5) / f_px * d
+    y_c = (vs - h / 2 + 0.5) / f_px * d
+    fwd = d * math.cos(tilt_rad) - y_c * math.sin(tilt_rad)
+    down = d * math.sin(tilt_rad) + y_c * math.cos(tilt_rad)
+    height = cam.mount_height_m - down
+    lat = -x_c
+    fwd_b = fwd * math.cos(pan_rad) - lat * math.sin(pan_rad) + cam.mount_forward_m
+    lat_b = fwd * math.sin(pan_rad) + lat * math.cos(pan_rad)
+    return fwd_b, lat_b, height, valid

@@ -221,6 +221,10 @@ class Tool:
             positive values, of negative values), e.g. ``{"pan_deg": ("left", "right")}``;
             the loop flips a sign that contradicts the user's one direction word
             (:mod:`loopact.tools.directions`). Not shown to the model.
+        names: The names string arguments take, argument -> {a word people use -> the
+            value}, e.g. ``{"waypoint": {"卫生间": "bathroom"}}``; the loop replaces a value
+            that is none of them by the one the instruction names (:mod:`loopact.tools.names`).
+            Not shown to the model.
         untrusted_source: Set when the tool is ``write`` only because the operator does
             not trust where it comes from (:class:`UntrustedSource`); None for others.
         allow_entry: The ``confirm.allow`` entry that allows it without asking when its
@@ -241,6 +245,7 @@ class Tool:
     timeout_s: float | None = None
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     directions: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    names: Mapping[str, Mapping[str, str]] = MappingProxyType({})
     untrusted_source: UntrustedSource | None = None
     allow_entry: str | None = None
     constant: bool = False

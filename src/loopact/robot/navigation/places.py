@@ -40,6 +40,18 @@ def find_place(site: SiteMap, name: str) -> str | None:
     return lowered.get(wanted) or lowered.get(wanted.replace("_", " "))
 
 
+def place_words(site: SiteMap) -> dict[str, str]:
+    """Every word people use for the site's places -> the waypoint: its key, the key with
+    spaces ("living room"), its other ``names`` and its Chinese name (卫生间 -> bathroom)."""
+    words: dict[str, str] = {}
+    for key, wp in site.waypoints.items():
+        zh = chinese_name(site, key)
+        for word in (key, key.replace("_", " "), *wp.names, *([zh] if zh else [])):
+            if word.strip():
+                words.setdefault(word.strip(), key)
+    return words
+
+
 def place_names(site: SiteMap, key: str) -> dict[str, str]:
     """``{place: key}``, with ``place_zh`` when the place has a Chinese name: the reply to a
     Chinese instruction names it so (``loopact.agent.steps``)."""

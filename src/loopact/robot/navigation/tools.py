@@ -13,7 +13,7 @@ from loopact.robot.motion import Progress, RobotEnv
 from loopact.robot.navigation import direct, planner
 from loopact.robot.navigation.context import NavContext
 from loopact.robot.navigation.goals import Goal, outside, resolve
-from loopact.robot.navigation.places import distance_examples, distance_to_place
+from loopact.robot.navigation.places import distance_examples, distance_to_place, place_words
 from loopact.robot.navigation.show_map import show_map as show_map_result
 from loopact.robot.outcome import refused
 from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
@@ -125,6 +125,9 @@ def make_navigation_tools(env: RobotEnv, nav: NavContext | None = None) -> list[
             (f"go back to the {home}", {"waypoint": home}),  # not move_backward
         )
         distance_to.examples = distance_examples(env.site)
+        spoken = place_words(env.site)  # an unknown name the user did not say: SPEC B7
+        navigation.names = {"waypoint": spoken}
+        distance_to.names = {"place": spoken}
     tools: list[Tool] = [navigation, distance_to]
     if nav.grid() is not None or nav.map_source is not None:
         tools.append(show_map)
