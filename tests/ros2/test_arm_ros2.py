@@ -66,3 +66,45 @@ def test_put_the_red_cube_in_the_bin_over_the_arm_controllers_actions(
     heights = [s["objects"]["red_cube"]["z_m"] for s in samples]
     top = heights.index(max(heights))
     assert min(heights[top:]) > end["z_m"] - 0.005, "the cube fell below where it ended"
+
+
+async def test_the_arm_client_says_what_is_missing_when_no_controller_answers(
+    ros: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No joint states, no action server: each call is a RobotError naming what is missing
+    (never a hang), and a non-finite gripper goal is refused before it is sent."""
+    pytest.importorskip("control_msgs.action", reason="control_msgs: make ros2")
+    from loopact.errors import RobotError
+    from loopact.robot.arm import ros2_client
+    from loopact.robot.arm.driver import JointTrajectory, TrajectoryPoint
+    from loopact.robot.profile import load_profile
+    from loopact.robot.ros2_robot import WallClock
+
+    monkeypatch.setattr(ros2_client, "SERVER_WAIT_S", 0.5)
+    cfg = load_profile("sim_arm").arm
+    assert cfg is not None
+    cfg = cfg.model_copy(
+        update={
+            "controllers": cfg.controllers.model_copy(
+                update={
+                    "trajectory_action": "nobody/follow_joint_trajectory",
+                    "gripper_action": "nobody/gripper_cmd",
+                    "joint_states": "nobody/joint_states",
+                }
+            )
+        }
+    )
+    driver = await ros2_client.open_arm_client(ros, cfg, WallClock())
+    try:
+        with pytest.raises(RobotError, match="no joint state from 'nobody/joint_states'"):
+            await driver.read()
+        point = TrajectoryPoint(tuple(cfg.home_rad), None, 1.0)
+        with pytest.raises(RobotError, match="nobody/follow_joint_trajectory' is not there"):
+            await driver.follow(JointTrajectory(tuple(cfg.joints), (point,)))
+        with pytest.raises(RobotError, match="finite"):
+            await driver.grip(float("nan"), 5.0)
+        with pytest.raises(RobotError, match="no arm goal 7"):
+            await driver.outcome(7)
+        await driver.cancel()  # nothing running: a no-op
+    finally:
+        driver.close()
