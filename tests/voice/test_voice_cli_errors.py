@@ -209,7 +209,7 @@ def test_the_banner_lists_the_audio_commands_with_audio_output(
         [*NO_MODEL, *(["--audio-out", "out.wav"] if audio_out else [])], tmp_path, "/nope\n"
     )
     assert proc.returncode == 0, proc.stderr
-    listed = "/stop /reset /status /provider /quit"
+    listed = "/stop /estop /reset /status /provider /quit"  # /estop: issue 41
     if audio_out:
         listed += " /play /pause /resume /stopaudio /record"
     lines = proc.stdout.splitlines()

@@ -157,6 +157,7 @@ class WebConfig(pydantic.BaseModel):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8080, ge=0, le=65535)
     token: pydantic.SecretStr | None = None
+    language: Literal["en", "zh"] | None = None
 
     @pydantic.field_validator("token")
     @classmethod

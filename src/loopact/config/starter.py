@@ -164,6 +164,8 @@ web:
   port: 8080
   token: null                 # required on every request when set (--web-token);
                               # at least 16 characters (docs/security.md)
+  language: null              # en or zh: the console's language (null: the browser's;
+                              # each reader can switch it in the console's settings)
 
 memory:
   enabled: true               # Git-backed memory: rules, diaries, facts, skills

@@ -26,6 +26,7 @@ from loopact.robot.follow_line import make_follow_line_tools
 from loopact.robot.governor import SafetyGovernor
 from loopact.robot.head import make_head_tools
 from loopact.robot.interface import Robot
+from loopact.robot.located import ObjectMemory
 from loopact.robot.motion import RobotEnv, make_motion_tools
 from loopact.robot.navigation import NavContext, make_navigation_tools
 from loopact.robot.panel import LocalPanel, OperatorPanel
@@ -48,6 +49,7 @@ def make_robot_tools(
     gate: ImageGate,
     perception: PerceptionOptions | None = None,
     nav: NavContext | None = None,
+    located: ObjectMemory | None = None,
 ) -> list[Tool]:
     """All robot tools bound to one robot (SPEC D2-D5).
 
@@ -60,6 +62,8 @@ def make_robot_tools(
     ``follow_line``, ``track``, ``approach``, ``face``).
     """
     env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
+    if located is not None:  # shared with the session: the console's map shows them
+        env.located = located
     perception = perception or PerceptionOptions()
     return [
         *make_motion_tools(env),
@@ -91,6 +95,8 @@ class RobotSession:
             back to its home position (``robot.recentre_on_stop``, SPEC A6): the agent then
             runs :meth:`recentre_after_stop` after the stop (``AgentOptions.after_stop_hooks``).
         nav: Navigation state: the map, the backend, the last plan (issue 40).
+        located: What perception has located, shared with the tools (the console's map
+            shows it, issue 42).
         panel: The operator's emergency stop and teleop for every channel (issue 41): the
             governor's own, or the base-side governor's over ROS 2.
     """
@@ -104,6 +110,7 @@ class RobotSession:
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     recentre_on_stop: bool = False
     nav: NavContext = field(default_factory=NavContext)
+    located: ObjectMemory = field(default_factory=ObjectMemory)
     panel: OperatorPanel | None = None
     _closed: bool = field(default=False, init=False, repr=False)
 
@@ -204,16 +211,17 @@ def start_session(
     governor.start()
     perception = perception or PerceptionOptions()
     nav = nav or NavContext(radius_m=profile.footprint_radius_m)
+    located = ObjectMemory()
     gate = gate or ImageGate()
-    tools = make_robot_tools(robot, governor, profile, site, gate, perception, nav)
+    tools = make_robot_tools(robot, governor, profile, site, gate, perception, nav, located)
     driver = getattr(robot, "arm", None)
     if profile.arm is not None and driver is not None:
         from loopact.robot.arm.setup import arm_tools  # MuJoCo kinematics: only with an arm
 
-        env = RobotEnv(robot=robot, governor=governor, profile=profile, site=site, gate=gate)
+        env = RobotEnv(robot, governor, profile, site, gate, located)
         tools += arm_tools(env, driver, perception.colors)
     logger.info("robot session open (profile %s, %d waypoints)", profile.name, len(site.waypoints))
-    return RobotSession(robot, governor, profile, site, tools, perception, nav=nav)
+    return RobotSession(robot, governor, profile, site, tools, perception, nav=nav, located=located)
 
 
 def navigation_context(

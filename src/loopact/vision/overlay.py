@@ -28,6 +28,35 @@ def _text(img: npt.NDArray[np.uint8], text: str, org: tuple[int, int], scale: fl
     cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, _WHITE, 1, cv2.LINE_AA)
 
 
+CAPTION_CHARS = 56
+"""Characters of a caption line on the image (two lines at most; the console shows it whole)."""
+
+
+def _caption(img: npt.NDArray[np.uint8], caption: str) -> None:
+    """The caption in large type on a dark band across the top, readable on a phone (issue
+    42: the 0.5-scale line was too small): scaled with the image width, at most two lines."""
+    import cv2
+
+    w = img.shape[1]
+    scale = max(0.5, w / 900.0)
+    thick = max(1, round(scale * 2))
+    words, lines = caption.split(), [""]
+    for word in words:
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > CAPTION_CHARS:
+            if len(lines) == 2:
+                lines[-1] = lines[-1][: CAPTION_CHARS - 1] + "~"
+                break
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}".strip()
+    step = int(32 * scale)
+    band = img[: step * len(lines) + int(10 * scale)]
+    band[:] = (band * 0.35).astype(np.uint8)
+    for i, text in enumerate(lines):
+        org = (int(10 * scale), step * (i + 1))
+        cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, _WHITE, thick, cv2.LINE_AA)
+
+
 def draw_boxes(
     rgb: npt.NDArray[np.uint8],
     detections: Sequence[Detection],
@@ -54,7 +83,7 @@ def draw_boxes(
         x1, y1, x2, y2 = (int(v) for v in chosen)
         cv2.rectangle(img, (x1, y1), (x2 - 1, y2 - 1), _CHOSEN, 3)
     if caption:
-        _text(img, caption[:90], (8, 20))
+        _caption(img, caption)
     return img
 
 
@@ -81,5 +110,5 @@ def draw_line(
         cx = int(round(centroid_x))
         cv2.line(img, (cx, y0 - 10), (cx, y1 + 10), _CHOSEN, 3)
     if caption:
-        _text(img, caption[:90], (8, 20))
+        _caption(img, caption)
     return img

@@ -5,6 +5,7 @@ HTML with a little vendored plain JavaScript (``static/``, no build step, nothin
 the internet). Routes::
 
     GET  /                      chat page          GET  /settings          settings page
+    GET  /favicon.ico           the icon (SVG)     (pages in the reader's language: texts.py)
     WS   /ws                    events (trace events + text_delta, Event.to_json())
     POST /api/message           {text, image_ids} -> agent.submit(text, images, source="web")
     POST /api/stop              agent.stop(source="web")       POST /api/reset   agent.reset()
@@ -18,6 +19,7 @@ the internet). Routes::
     GET  /camera.mjpg           multipart MJPEG stream
     GET  /images/{call_id}/{n}.jpg   the n-th image a tool call returned (agent.last_images)
     GET  /images/{call_id}/shown/{n}.jpg   the n-th image a tool showed people (tool_image)
+    GET  /api/map, /api/map.png, /api/map/live   the live map (map_routes, issue 42)
     GET/POST /api/estop, POST /api/estop/reset, POST /api/teleop, POST /api/teleop/release:
                                 the emergency stop and the drive pad (panel_routes, issue 41)
 """
@@ -45,9 +47,11 @@ from loopact.channels.web.limits import (
     BodyLimit,
     json_body,
 )
+from loopact.channels.web.map_routes import map_routes
 from loopact.channels.web.panel_routes import panel_routes
-from loopact.channels.web.settings import WebSettings, validate_settings
+from loopact.channels.web.settings import DEFAULT_TITLE, WebSettings, validate_settings
 from loopact.channels.web.state import ConsoleState
+from loopact.channels.web.texts import LANG_COOKIE, choose_language, page_texts, render_page, text
 from loopact.errors import RobotError
 
 __all__ = ["ConsoleState", "create_app"]
@@ -57,9 +61,7 @@ log = logging.getLogger(__name__)
 _WEB_DIR = resources.files("loopact.channels.web")
 
 
-def _page(name: str, **values: str) -> str:
-    text = (_WEB_DIR / "templates" / name).read_text(encoding="utf-8")
-    return Template(text).safe_substitute(values)
+_PAGES = ("chat.html", "settings.html")
 
 
 def _html_escape(text: str) -> str:
@@ -90,12 +92,13 @@ def create_app(
     app.state.console = state
     app.mount("/static", StaticFiles(directory=str(_WEB_DIR / "static")), name="static")
     for router in (
-        _page_routes(settings),
+        _page_routes(state),
         chat_routes(state),
         _upload_routes(state),
         _image_routes(state),
         _camera_routes(state),
         _settings_routes(state),
+        map_routes(state),  # issue 42: the live map
         panel_routes(state, json_body),  # issue 41: the e-stop and the drive pad
     ):
         app.include_router(router)
@@ -109,21 +112,39 @@ def create_app(
     return app
 
 
-def _page_routes(settings: WebSettings) -> APIRouter:
-    """``GET /`` (chat) and ``GET /settings``: the two server-rendered pages."""
+def _page_routes(state: ConsoleState) -> APIRouter:
+    """``GET /`` (chat), ``GET /settings`` and ``GET /favicon.ico``: the server-rendered pages
+    in the reader's language (:func:`~loopact.channels.web.texts.choose_language`)."""
     router = APIRouter()
-    title = _html_escape(settings.title)
-    chat_html = _page("chat.html", title=title)
-    settings_html = _page("settings.html", title=title)
+    settings = state.settings
+    templates = {name: (_WEB_DIR / "templates" / name).read_text("utf-8") for name in _PAGES}
+    robot = "1" if state.robot_session is not None else "0"
+    favicon = (_WEB_DIR / "static" / "favicon.svg").read_bytes()
     no_store = {"Cache-Control": "no-store"}
 
+    def page(name: str, request: Request) -> HTMLResponse:
+        lang = choose_language(
+            request.cookies.get(LANG_COOKIE),
+            settings.language,
+            request.headers.get("accept-language"),
+        )
+        default = settings.title == DEFAULT_TITLE
+        title = _html_escape(text("console.title", lang) if default else settings.title)
+        values = {"title": title, "lang": lang, "texts": page_texts(lang), "robot": robot}
+        body = render_page(Template(templates[name]).safe_substitute(values), lang)
+        return HTMLResponse(body, headers=no_store)
+
     @router.get("/", response_class=HTMLResponse)
-    async def chat_page() -> HTMLResponse:
-        return HTMLResponse(chat_html, headers=no_store)
+    async def chat_page(request: Request) -> HTMLResponse:
+        return page("chat.html", request)
 
     @router.get("/settings", response_class=HTMLResponse)
-    async def settings_page() -> HTMLResponse:
-        return HTMLResponse(settings_html, headers=no_store)
+    async def settings_page(request: Request) -> HTMLResponse:
+        return page("settings.html", request)
+
+    @router.get("/favicon.ico")
+    async def favicon_icon() -> Response:
+        return Response(favicon, media_type="image/svg+xml")
 
     return router
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loopact.channels.agent_port import EventSource
+from loopact.channels.web.texts import said
 from loopact.events import LIVE_ONLY_TYPES, Event, EventType
 from loopact.events.payloads import ToolImagePayload
 
@@ -43,8 +44,14 @@ def forwarded(event_type: str) -> bool:
 
 
 def encode_event(event: Event) -> str:
-    """The JSON text sent to pages: ``event.to_json()``; non-JSON values become strings."""
-    return json.dumps(event.to_json(), ensure_ascii=False, default=str)
+    """The JSON text sent to pages: ``event.to_json()``, plus ``said`` (the event's sentence
+    in every language, :func:`~loopact.channels.web.texts.said`) for tool calls and typed
+    tool outcomes (issue 42 item 4); non-JSON values become strings."""
+    data = event.to_json()
+    sentence = said(event)
+    if sentence is not None:
+        data["said"] = sentence
+    return json.dumps(data, ensure_ascii=False, default=str)
 
 
 class ClientQueue:

@@ -32,6 +32,9 @@ DEFAULT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "dify")
 #: Robot profiles offered by default (the packaged ``loopact/robot/profiles/*.yaml``).
 DEFAULT_PROFILES: tuple[str, ...] = ("sim", "turtlebot4", "mecanum_ptz")
 
+DEFAULT_TITLE = "loopact console"
+"""The default page title; the pages show it in the reader's language (``console.title``)."""
+
 _FIELDS = ("provider", "model", "base_url", "api_key", "keep_api_key", "robot_profile")
 _MODEL_RE = re.compile(r"^[\w.:/@+-]{1,200}$")
 
@@ -71,6 +74,8 @@ class WebSettings:
         modality: ``agent.modality`` (G3): ``text`` and ``voice+text`` refuse image uploads.
         login_limiter: Counts wrong tokens and locks addresses out
             (:class:`~loopact.access.LoginLimiter`); None for the default.
+        language: The pages' language (``web.language``: ``en`` or ``zh``); None follows
+            each browser's language. A reader's choice on the settings page comes first.
     """
 
     token: str | None = None
@@ -87,10 +92,11 @@ class WebSettings:
     jpeg_quality: int = 80
     queue_size: int = 1000
     max_upload_bytes: int = 20_000_000
-    title: str = "loopact console"
+    title: str = DEFAULT_TITLE
     voice: Any = None
     modality: str = "any"
     login_limiter: Any = None
+    language: str | None = None
 
 
 def packaged_profiles() -> tuple[str, ...]:
@@ -137,6 +143,7 @@ def settings_from_config(
         robot_profile=profile,
         profiles=profiles,
         on_settings=on_settings,
+        language=getattr(getattr(config, "web", None), "language", None),
     )
 
 

@@ -2,6 +2,20 @@
 (function () {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
+  var tr = window.loopactTexts.tr;
+  // the reader's language, kept in a cookie the server reads (issue 42 item 6)
+  var langCookie = (document.cookie.match(/(?:^|; )loopact_lang=([a-z]+)/) || [])[1] || "";
+  $("f-language").value = langCookie;
+  $("f-language").addEventListener("change", function () {
+    var v = this.value;
+    document.cookie = "loopact_lang=" + v + "; path=/; SameSite=Strict" +
+      (v ? "; max-age=31536000" : "; max-age=0");
+    location.reload();
+  });
+  function keyState(v) {  // "set" / "not set", never the key
+    $("key-state").dataset.state = v;
+    $("key-state").textContent = tr(v === "set" ? "console.key_set" : "console.key_not_set");
+  }
   var FIELDS = ["provider", "model", "base_url", "robot_profile"];
   // The endpoint the current key belongs to: a new provider or base URL needs the key
   // typed again, or "keep the current key" ticked (issue 21).
@@ -39,12 +53,12 @@
     $("f-model").value = s.model || "";
     $("f-base_url").value = s.base_url || "";
     $("f-api_key").value = "";
-    $("key-state").textContent = s.api_key;  // "set" or "not set", never the key
+    keyState(s.api_key);
     loaded = { provider: s.provider || "", base_url: s.base_url || "", key: s.api_key };
     updateKeep();
     if (s.editable === false) {
       $("apply").disabled = true;
-      $("saved").textContent = "settings cannot be changed in this console";
+      $("saved").textContent = tr("console.not_editable");
     }
   }
   function load() {
@@ -70,11 +84,11 @@
       return r.json().then(function (d) {
         if (r.ok) {
           $("f-api_key").value = "";
-          $("key-state").textContent = d.settings.api_key;
+          keyState(d.settings.api_key);
           loaded = { provider: d.settings.provider, base_url: d.settings.base_url,
                      key: d.settings.api_key };
           updateKeep();
-          $("saved").textContent = "saved";
+          $("saved").textContent = tr("console.saved");
           return;
         }
         var errors = d.errors || { form: d.detail || r.statusText };

@@ -1,0 +1,59 @@
+"""Shared by the browser tests of the web console: the chromium context and the simulated
+robot (fixtures), where screenshots go."""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 20_000
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    with tempfile.TemporaryDirectory(prefix="loopact-chromium-") as profile_dir:
+        async with async_playwright() as pw:
+            ctx = await pw.chromium.launch_persistent_context(
+                profile_dir,
+                executable_path=CHROMIUM,
+                args=CHROMIUM_ARGS,
+                headless=True,
+                viewport={"width": 1280, "height": 800},
+            )
+            ctx.set_default_timeout(WAIT_MS)
+            try:
+                yield ctx
+            finally:
+                await ctx.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def robot() -> AsyncIterator[Any]:
+    sim_mod = pytest.importorskip("loopact.sim", reason="the simulator (loopact.sim) is missing")
+    if importlib.util.find_spec("mujoco") is None:  # not imported here: it reads MUJOCO_GL
+        pytest.skip("MuJoCo is missing: pip install -e '.[sim]'")
+    session = await sim_mod.open_sim(speed=1.0)
+    try:
+        yield session
+    finally:
+        await session.close()
