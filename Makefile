@@ -84,7 +84,7 @@ pytest: $(STAMP_DEV)
 
 # The three-process ROS 2 acceptance runs (issue 4) alone; `make test` runs them too.
 test-ros2-e2e: $(STAMP_ROS2)
-	$(VENV)/bin/pytest -q -m ros2_e2e tests/ros2/test_e2e.py $(ARGS)
+	$(VENV)/bin/pytest -q -m ros2_e2e tests/ros2/test_e2e.py tests/ros2/test_arm_ros2.py $(ARGS)
 
 # Long simulator acceptance runs (issue 15: two laps of follow_line, 30 s of track), minutes.
 test-slow-sim: $(STAMP_DEV)

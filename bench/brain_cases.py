@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopact.eval import arm_tasks as at
 from loopact.eval import graders as g
 from loopact.eval import truth
 from loopact.eval.task import Evidence, Grader, Verdict
@@ -44,7 +45,7 @@ class Case:
 
     text: str
     accept: tuple[tuple[Call, ...], ...]
-    kind: str = "single"  # single, multi, multi_new, heldout, flat, chat (no call), perception
+    kind: str = "single"  # single, multi, multi_new, heldout, flat, chat (no call), perception, arm
     grader: Grader | None = None  # ground truth (the perception set): replaces ``accept``
     absent: str = ""  # the object the instruction looks for does not exist (its colour)
     branching: bool = False  # "if you see X": not finding X chooses a branch, it is no failure
@@ -98,6 +99,23 @@ def V(text: str, grader: Grader, absent: str = "") -> Case:  # noqa: N802
     colour of a looked-for object that is not in the room."""
     branching = text.startswith(("if ", "如果"))
     return Case(text, (), "perception", grader, absent, branching)
+
+
+def A(text: str, grader: Grader) -> Case:  # noqa: N802
+    """A single-step arm instruction in the arm scene (issue 43), graded by ground truth (the
+    sim log's objects and arm); reported apart."""
+    return Case(text, (), "arm", grader, scenario="arm")
+
+
+def _gripper_closed() -> Grader:
+    def grade(ev: Evidence) -> Verdict:
+        gap = [p["arm"]["gap_m"] for p in ev.poses if "arm" in p]
+        ok = bool(gap) and gap[-1] < 0.01
+        return Verdict(
+            ok, f"the gripper ends {gap[-1] if gap else float('nan'):.3f} m open (< 0.01)"
+        )
+
+    return grade
 
 
 def _head_swing(axis: str, min_deg: float) -> Grader:
@@ -394,6 +412,23 @@ CASES: list[Case] = [
     F("到大门那边去", "front_door"),
     F("go back to the charger", "charger"),
     F("回充电桩", "charger"),
+    # --- the arm scene (issue 43; target >= 80 %), English and Chinese, written before any
+    # tuning: graded by where the objects end and what the reply says
+    A("pick up the red cube", g.all_of(at.lifted("red_cube"), at.arm_off_table())),
+    A("拿起红色方块", g.all_of(at.lifted("red_cube"), at.arm_off_table())),
+    A("pick up the green cube", g.all_of(at.lifted("green_cube"), at.arm_off_table())),
+    A("把绿色的方块拿起来", g.all_of(at.lifted("green_cube"), at.arm_off_table())),
+    A("grab the yellow cylinder", at.lifted("yellow_cylinder")),
+    A("拿起黄色的圆柱", at.lifted("yellow_cylinder")),
+    A(
+        "put the red cube in the bin",
+        g.all_of(at.inside("red_cube", "bin"), at.never_dropped("red_cube")),
+    ),
+    A("把蓝色方块放进桶里", g.all_of(at.inside("blue_cube", "bin"), at.never_dropped("blue_cube"))),
+    A("close the gripper", _gripper_closed()),
+    A("合上夹爪", _gripper_closed()),
+    A("lift the table", g.all_of(at.nothing_moved(), at.told())),
+    A("把桌子举起来", g.all_of(at.nothing_moved(), at.told())),
     # --- small talk: a text answer, no call (guards against forcing calls)
     H("hello, who are you?"),
     H("你好"),

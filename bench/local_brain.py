@@ -168,7 +168,8 @@ def _ground_truth(case: Case, folder: Path, limits: Limits, reply: str) -> Verdi
     if not poses:
         return Verdict(False, "no ground truth: the sim log is empty")
     events = [{"type": "reply", "text": reply}]
-    ev = Evidence(describe_world("default"), poses, events, folder / "ws", [], limits)
+    world = describe_world(case.scenario)
+    ev = Evidence(world, poses, events, folder / "ws", [], limits, scenario=case.scenario)
     return case.grader(ev)
 
 
@@ -319,7 +320,8 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
     flat = [r for r in rs if r.case.kind == "flat"]
     chat = [r for r in rs if r.case.kind == "chat"]
     seeing = [r for r in rs if r.case.kind == "perception"]
-    acting = [r for r in rs if r.case.kind not in ("chat", "perception")]
+    arm = [r for r in rs if r.case.kind == "arm"]
+    acting = [r for r in rs if r.case.kind not in ("chat", "perception", "arm")]
     fm = [r.first_motion_s for r in rs if r.first_motion_s is not None]
     return {
         "mode": mode,
@@ -333,6 +335,7 @@ def summarise(results: list[Result], mode: str) -> dict[str, Any]:
         "chat_answered_without_call": pct(sum(r.correct for r in chat), len(chat)),
         "ground_truth_perception": pct(sum(r.correct for r in seeing), len(seeing)),
         "perception_dependent_ran": sum(r.dependent_ran for r in seeing),
+        "ground_truth_arm": pct(sum(r.correct for r in arm), len(arm)),
         "valid_call": pct(sum(r.valid for r in acting), len(acting)),
         "median_first_motion_s": round(statistics.median(fm), 2) if fm else None,
         "median_task_s": round(statistics.median([r.task_s for r in rs]), 2) if rs else None,
@@ -416,7 +419,17 @@ def main() -> int:
     p.add_argument("--modes", default="native", help="Comma list of: native, text.")
     p.add_argument(
         "--only",
-        choices=["all", "single", "multi", "multi_new", "heldout", "flat", "chat", "perception"],
+        choices=[
+            "all",
+            "single",
+            "multi",
+            "multi_new",
+            "heldout",
+            "flat",
+            "chat",
+            "perception",
+            "arm",
+        ],
         default="all",
     )
     p.add_argument("--limit", type=int, default=0, help="Run only the first N cases.")

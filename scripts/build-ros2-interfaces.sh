@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Build and install the interface packages of ros2/ into a Python venv whose ROS 2 comes from
 # the Kilted wheels (the `ros2` extra): loopact_interfaces (ExecuteTool action, docs/ros2.md),
-# and tf2_msgs and nav2_msgs' NavigateToPose, which are not on PyPI (docs/navigation.md).
+# tf2_msgs and nav2_msgs' NavigateToPose (docs/navigation.md), and control_msgs'
+# FollowJointTrajectory and GripperCommand (docs/manipulation.md), which are not on PyPI.
 #
 #   scripts/build-ros2-interfaces.sh [VENV]      (default: .venv)
 #
 # The wheels' exported CMake files name the wheel build machine's Python and numpy include
 # folders (/opt/python/cp3XX-cp3XX/...); they are rewritten to this venv's own first.
 # With a sourced ROS 2 installation use colcon instead: `colcon build` in a workspace that
-# holds ros2/loopact_interfaces (tf2_msgs and nav2_msgs come with that installation).
+# holds ros2/loopact_interfaces (tf2_msgs, nav2_msgs and control_msgs come with that installation).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,7 +44,7 @@ PY_VER="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
-for name in loopact_interfaces tf2_msgs nav2_msgs; do
+for name in loopact_interfaces tf2_msgs nav2_msgs control_msgs; do
   PKG="$ROOT/ros2/$name"
   BUILD="$ROOT/build/ros2/$name"
   mkdir -p "$BUILD"
@@ -58,6 +59,8 @@ done
 # 3. Check that the generated modules import.
 "$PY" -c 'from loopact_interfaces.action import ExecuteTool; ExecuteTool.Goal(input_json="{}", timeout_sec=1.0)
 from tf2_msgs.msg import TFMessage; TFMessage()
-from nav2_msgs.action import NavigateToPose; NavigateToPose.Goal(); NavigateToPose.Result.TIMEOUT' \
+from nav2_msgs.action import NavigateToPose; NavigateToPose.Goal(); NavigateToPose.Result.TIMEOUT
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+FollowJointTrajectory.Goal(); GripperCommand.Goal(); FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED' \
   || { echo "build-ros2-interfaces: the interfaces built but do not import (python $PY_VER)" >&2; exit 1; }
-echo "loopact_interfaces, tf2_msgs and nav2_msgs installed into $VENV"
+echo "loopact_interfaces, tf2_msgs, nav2_msgs and control_msgs installed into $VENV"

@@ -85,7 +85,8 @@ class StopCause(enum.Enum):
     ``MAX_DISTANCE``, ``TIMEOUT``, ``ERROR``. Navigation ends for ``NO_PATH`` (the map has
     none, or obstacles seen on the way cut it), ``NAV2_ABORTED`` / ``NAV2_CANCELLED`` (the Nav2
     action server ended the goal) and ``REFUSED`` (the governor refused a step of the path for
-    a reason that is not a stop cause; issue 40).
+    a reason that is not a stop cause; issue 40). An arm motion ends ``SLIPPED`` when the
+    object it carried slipped out of the gripper (issue 43).
 
     :attr:`stopped_by` is the word results and traces carry in ``stopped_by`` (a contract:
     docs/tools.md, docs/perception.md): the cause's value (``taken_over`` for an operator's
@@ -114,6 +115,7 @@ class StopCause(enum.Enum):
     NAV2_ABORTED = "nav2_aborted"
     NAV2_CANCELLED = "nav2_cancelled"
     REFUSED = "refused"
+    SLIPPED = "slipped"
 
     @property
     def stopped_by(self) -> str:

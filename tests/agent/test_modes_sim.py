@@ -21,7 +21,7 @@ from loopact.agent import Agent, AgentOptions, Bounds
 from loopact.app.robot import open_robot
 from loopact.llm.openai_chat import OpenAIChatModel
 from loopact.robot.session import RobotSession
-from loopact.sim.simulator import SimState
+from loopact.sim.state import SimState
 from loopact.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.sim

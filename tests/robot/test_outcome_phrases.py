@@ -71,6 +71,7 @@ _TEXTS: dict[str, str] = {
     "sensors": "bumper",
     "who": "/joystick",
     "why": "deadman",
+    "drive": "differential",
 }
 
 

@@ -50,7 +50,7 @@ def test_site_map_matches_the_simulated_room() -> None:
 
 
 def test_unknown_name_lists_packaged(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="mecanum_ptz, sim, turtlebot4") as ei:
+    with pytest.raises(ConfigError, match="mecanum_ptz, sim, sim_arm, turtlebot4") as ei:
         load_profile("r2d2")
     assert ei.value.key == "profile"
     with pytest.raises(ConfigError, match="sim_room"):

@@ -83,7 +83,7 @@ def run(
     site: str | None = typer.Option(None, "--site", help="Site map name or path."),
     sim_speed: float | None = typer.Option(None, "--sim-speed", help="Sim time per real s."),
     scenario: str | None = typer.Option(
-        None, "--scenario", help="Sim scenario: default, moving-target, flat, flat-blocked."
+        None, "--scenario", help="Sim scenario: default, moving-target, flat, flat-blocked, arm."
     ),
     sim_log: Path | None = typer.Option(
         None, "--sim-log", help="Sim: write ground-truth poses here (JSON Lines, 20 Hz)."

@@ -37,7 +37,7 @@ def sim(
         "(+ trajectory.png and the path on map.png with --sim-log).",
     ),
     scenario: str = typer.Option(
-        "default", "--scenario", help="default, moving-target, flat or flat-blocked."
+        "default", "--scenario", help="default, moving-target, flat, flat-blocked or arm."
     ),
     write_map: Path | None = typer.Option(
         None,

@@ -33,7 +33,7 @@ class RobotConfig(pydantic.BaseModel):
     profile: str = "sim"
     site: str = "sim_room"
     sim_speed: float = pydantic.Field(1.0, gt=0)
-    scenario: Literal["default", "moving-target", "flat", "flat-blocked"] = "default"
+    scenario: Literal["default", "moving-target", "flat", "flat-blocked", "arm"] = "default"
     sim_log: Path | None = None
     recentre_on_stop: bool = False
     map: Path | None = None

@@ -108,7 +108,7 @@ robot:
                               # to, the first Chinese one used in Chinese replies
   sim_speed: 1.0              # simulated time per real second
   scenario: default           # sim only: default, moving-target (a cyan ball circling), flat
-                              # (five rooms; its own site map flat) or flat-blocked
+                              # (five rooms; its own site map flat), flat-blocked or arm
   map: null                   # a Nav2 map_server YAML (image + YAML) to plan on; the sim
                               # draws its own, a site file may name one (map:)
   sim_log: null               # sim only: write the ground-truth poses here (JSON Lines, 20 Hz)

@@ -31,6 +31,7 @@ CATEGORIES = (
     "files",
     "messages",
     "refusal",
+    "manipulation",
 )
 """Task categories, in the order reports list them."""
 
@@ -135,7 +136,7 @@ class Task:
             the subscriber's deliveries become :attr:`Evidence.messages`.
         summary: What the grader checks, for ``--list``.
         scenario: The simulator scenario the task runs in (``default``: the room; ``flat``,
-            ``flat-blocked``: the flat of issue 40).
+            ``flat-blocked``: the flat of issue 40; ``arm``: the arm scene of issue 43).
     """
 
     id: str

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from loopact.eval import graders as g
 from loopact.eval import refusal
+from loopact.eval.arm_tasks import ARM_TASKS
 from loopact.eval.flat_tasks import FLAT_TASKS
 from loopact.eval.task import Grader, Interrupt, Task
 
@@ -391,8 +392,9 @@ TASKS: tuple[Task, ...] = (
     *_MESSAGES,
     *_REFUSAL,
     *FLAT_TASKS,
+    *ARM_TASKS,
 )
-"""Every task, in the order reports list them (the flat's last: issue 40)."""
+"""Every task, in the order reports list them (the flat's and the arm's last: issues 40, 43)."""
 
 
 def select(patterns: list[str] | None = None) -> list[Task]:

@@ -2,9 +2,9 @@
 
 It joins the catalogues of each domain: the runtime's texts (:mod:`loopact.i18n.texts`), the
 robot's outcomes (:mod:`loopact.i18n.robot`), what perception says
-(:mod:`loopact.i18n.perception`) and the web console's (:mod:`loopact.i18n.console`). A key
-lives in exactly one of them (``tests/test_i18n.py`` checks it, and that each has every
-language).
+(:mod:`loopact.i18n.perception`), what the arm says (:mod:`loopact.i18n.arm`) and the web
+console's (:mod:`loopact.i18n.console`). A key lives in exactly one of them
+(``tests/test_i18n.py`` checks it, and that each has every language).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from loopact.i18n.arm import ARM
 from loopact.i18n.console import CONSOLE
 from loopact.i18n.perception import PERCEPTION
 from loopact.i18n.robot import ROBOT
@@ -22,12 +23,12 @@ LANGS = ("en", "zh")
 """The languages of the catalogue: English and Chinese."""
 
 DOMAINS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType(
-    {"texts": TEXTS, "robot": ROBOT, "perception": PERCEPTION, "console": CONSOLE}
+    {"texts": TEXTS, "robot": ROBOT, "perception": PERCEPTION, "arm": ARM, "console": CONSOLE}
 )
 """Each domain's catalogue by name (for the tests that check no key is in two)."""
 
 CATALOGUE: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {**TEXTS, **ROBOT, **PERCEPTION, **CONSOLE}
+    {**TEXTS, **ROBOT, **PERCEPTION, **ARM, **CONSOLE}
 )
 """Key -> ``{lang: template}``; a template is a :meth:`str.format` string."""
 

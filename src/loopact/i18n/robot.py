@@ -34,6 +34,7 @@ ROBOT: dict[str, dict[str, str]] = {
     "cause.nav2_aborted": {"en": "nav2_aborted", "zh": "Nav2 中止了目标"},
     "cause.nav2_cancelled": {"en": "nav2_cancelled", "zh": "Nav2 取消了目标"},
     "cause.refused": {"en": "refused", "zh": "被拒绝"},
+    "cause.slipped": {"en": "slipped", "zh": "物体从夹爪中滑落"},
     # ---- what the governor says about a stop (a lease's detail) ----
     "stop.reason": {"en": "{reason}", "zh": "{reason}"},
     "stop.finished": {"en": "finished", "zh": "已完成"},
@@ -198,6 +199,22 @@ ROBOT: dict[str, dict[str, str]] = {
     "motion.distance_other_way": {
         "en": "distance_m must be > 0, got {value} (use {other} to go the other way)",
         "zh": "distance_m 必须大于 0，收到的是 {value}（反方向请用 {other}）",
+    },
+    "motion.not_holonomic": {
+        "en": "refused: {what} moves the robot sideways, which a {drive} base cannot do (only a mecanum base strafes)",
+        "zh": "已拒绝：{what} 需要横向移动，{drive} 底盘做不到（只有麦克纳姆轮底盘能横移）",
+    },
+    "motion.strafe_zero": {
+        "en": "distance_m must not be 0 (positive: to the left, negative: to the right)",
+        "zh": "distance_m 不能为 0（正数向左，负数向右）",
+    },
+    "motion.strafed_left": {
+        "en": "moved {distance_m:.3f} m to the left and reached the target",
+        "zh": "向左横移了 {distance_m:.3f} 米，到达目标",
+    },
+    "motion.strafed_right": {
+        "en": "moved {distance_m:.3f} m to the right and reached the target",
+        "zh": "向右横移了 {distance_m:.3f} 米，到达目标",
     },
     "motion.angle_range": {
         "en": "angle_deg must be in (0, 720], got {value} (use {other} for the other way)",

@@ -6,7 +6,8 @@ Tools never call :meth:`Robot.send_twist` or :meth:`Robot.set_head`; they ask th
   NaN/inf values (:class:`~loopact.errors.SafetyError`);
 - gives the base to one motion at a time (:meth:`begin_motion` returns a :class:`MotionLease`;
   a new lease ends the old one for :attr:`~loopact.errors.StopCause.REPLACED`, whose
-  ``stopped_by`` is ``cancelled``), and the head likewise;
+  ``stopped_by`` is ``cancelled``), and the head and the arm likewise: one lease per resource,
+  the agent's or an operator's (:mod:`loopact.robot.resources`);
 - halts forward motion when an obstacle sensor the profile declares (depth, a laser scan, a
   bumper; :mod:`loopact.robot.obstacle_rules`) shows something closer than
   ``limits.obstacle_stop_m`` to the robot's front in its path;
@@ -58,6 +59,7 @@ from loopact.robot.lease import MotionLease
 from loopact.robot.obstacle_rules import BRAKE_DECEL_MPS2, HEAD_FORWARD_TOL_DEG, ObstacleRules
 from loopact.robot.operator import DEADMAN_S, OperatorControl, TeleopRules
 from loopact.robot.profile import HardwareProfile, SiteMap
+from loopact.robot.resources import ResourceLeases
 
 __all__ = ["BRAKE_DECEL_MPS2", "HEAD_FORWARD_TOL_DEG", "DecisionHook", "SafetyGovernor"]
 
@@ -70,7 +72,7 @@ DecisionHook = Callable[[dict[str, Any]], None]
 ``reason`` a stop reason, a clamped field or why a reset was refused."""
 
 
-class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
+class SafetyGovernor(ResourceLeases, HeadRules, ObstacleRules, TeleopRules, EstopRules):
     """The only writer to the actuators (SPEC C5, X3). See the module docstring.
 
     Args:
@@ -97,9 +99,9 @@ class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
         self.profile = profile
         self.site = site
         self.period_s = control_period_s
-        self._base: MotionLease | None = None
+        self._leases: dict[str, MotionLease] = {}  # base, head, arm: robot/resources.py
         self._base_forward = False
-        self._head: MotionLease | None = None
+        self.carry_limit_mps: float | None = None  # the arm holds something (issue 43)
         self.estop = estop or EstopLatch()
         self.operator = OperatorControl(deadman_s)
         self._last_cmd_s = -math.inf
@@ -205,24 +207,12 @@ class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
             except Exception:  # a listener's bug must not keep the base moving
                 logger.exception("stop listener failed")
 
-    async def _release_operator(self, why: str) -> None:
-        for resource in ("base", "head"):
-            if (hold := self.operator.holder(resource)) is not None and hold.lease is not None:
-                await self.hand_back(resource, why)
-
     async def remote_halt(self, cause: StopCause, why: Phrase) -> None:
         """The base-side governor halted the agent's motion (its status, ROS 2): end this
         side's motion with the same cause at once (issue 41)."""
         lease = self._base
         if lease is not None and lease.active and lease.owner == "agent":
             await self._halt(lease, cause, why)
-
-    def _end_leases(self, cause: StopCause, why: Phrase) -> None:
-        for lease in (self._base, self._head):
-            if lease is not None:
-                lease.stop(cause, why)
-        self._base = None
-        self._head = None
 
     # ---- base ------------------------------------------------------------------------------
 
@@ -255,10 +245,15 @@ class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
         if self.profile.drive != "mecanum" and lat != 0.0:
             clamped["lateral_mps"] = {"requested": lat, "applied": 0.0}
             lat = 0.0
-        elif abs(lat) > lim.max_linear_mps:
-            applied = math.copysign(lim.max_linear_mps, lat)
+        elif abs(lat) > lim.lateral_mps:
+            applied = math.copysign(lim.lateral_mps, lat)
             clamped["lateral_mps"] = {"requested": lat, "applied": applied}
             lat = applied
+        carry = self.carry_limit_mps  # the arm holds something (issue 43)
+        if carry is not None and math.hypot(lin, lat) > carry:
+            scale = carry / math.hypot(lin, lat)
+            clamped["carry_mps"] = {"requested": math.hypot(lin, lat), "applied": carry}
+            lin, lat = lin * scale, lat * scale
         return Twist(lin, ang, lat), clamped
 
     async def begin_motion(
@@ -346,7 +341,8 @@ class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
         if now >= lease.deadline_s:
             why = Phrase("stop.deadline", elapsed_s=now - lease.started_s)
             return await self._halt(lease, StopCause.DEADLINE, why)
-        if self.site is not None and self.site.geofence and cmd.linear_mps != 0.0:
+        moving = cmd.linear_mps != 0.0 or cmd.lateral_mps != 0.0
+        if self.site is not None and self.site.geofence and moving:
             pose = await self.robot.get_pose()
             if self._leaves_fence(pose, cmd):
                 why = Phrase("stop.geofence", x_m=pose.x_m, y_m=pose.y_m)
@@ -360,10 +356,11 @@ class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
 
     def _leaves_fence(self, pose: Pose, cmd: Twist) -> bool:
         assert self.site is not None
-        v = cmd.linear_mps
-        look = abs(v) * (self.period_s * 2) + v * v / (2 * BRAKE_DECEL_MPS2) + 0.02
-        nx = pose.x_m + math.copysign(look, v) * math.cos(pose.yaw_rad)
-        ny = pose.y_m + math.copysign(look, v) * math.sin(pose.yaw_rad)
+        v = math.hypot(cmd.linear_mps, cmd.lateral_mps)  # a mecanum base strafes too
+        look = v * (self.period_s * 2) + v * v / (2 * BRAKE_DECEL_MPS2) + 0.02
+        way = pose.yaw_rad + math.atan2(cmd.lateral_mps, cmd.linear_mps)
+        nx = pose.x_m + look * math.cos(way)
+        ny = pose.y_m + look * math.sin(way)
         if self.site.contains(nx, ny):
             return False
         if not self.site.contains(pose.x_m, pose.y_m):
@@ -433,6 +430,7 @@ class SafetyGovernor(HeadRules, ObstacleRules, TeleopRules, EstopRules):
             "estop": self.estop.state(),
             "base_owner": self._base.name if self._base else None,
             "head_owner": self._head.name if self._head else None,
+            "owners": self._owners(),
             "operator": self.operator.status(),
             "last_twist": {
                 "linear_mps": self._last_twist.linear_mps,

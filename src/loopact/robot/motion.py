@@ -116,7 +116,8 @@ class RobotEnv:
         return pose
 
 
-def _num(name: str, value: float) -> float:
+def num(name: str, value: float) -> float:
+    """``value`` as a float; refuses NaN and infinities (ToolArgumentError naming ``name``)."""
     if not math.isfinite(value):
         raise ToolArgumentError(Phrase("motion.not_finite", name=name, value=value))
     return float(value)
@@ -189,8 +190,9 @@ async def pose_at_rest(env: RobotEnv, pose: Pose) -> Pose:
     return pose
 
 
-def _speed(name: str, requested: float, limit: float, clamped: dict[str, Any]) -> float:
-    requested = _num(name, requested)
+def speed(name: str, requested: float, limit: float, clamped: dict[str, Any]) -> float:
+    """A positive speed clamped to ``limit`` (noted in ``clamped``); refuses <= 0 and NaN."""
+    requested = num(name, requested)
     if requested <= 0:
         raise ToolArgumentError(Phrase("motion.not_positive", name=name, value=requested))
     if requested > limit:
@@ -209,14 +211,14 @@ async def straight(
 ) -> ToolResult:
     """Drive ``distance_m`` straight ahead (sign +1) or back (-1), closed-loop on odometry."""
     try:
-        distance_m = _num("distance_m", distance_m)
+        distance_m = num("distance_m", distance_m)
         if distance_m <= 0:
             other = "move_backward" if sign > 0 else "move_forward"
             raise ToolArgumentError(
                 Phrase("motion.distance_other_way", value=distance_m, other=other)
             )
         clamped: dict[str, Any] = {}
-        v = _speed("speed_mps", speed_mps, env.profile.limits.max_linear_mps, clamped)
+        v = speed("speed_mps", speed_mps, env.profile.limits.max_linear_mps, clamped)
         # the geofence first: a move that leaves it is refused for that, never with advice
         # to split it into shorter moves towards the wall (issue 20's refusal tasks)
         start = await env.pose()
@@ -278,12 +280,12 @@ async def rotate(
 ) -> ToolResult:
     """Turn in place by ``angle_deg`` (sign +1 left / counter-clockwise, -1 right)."""
     try:
-        angle_deg = _num("angle_deg", angle_deg)
+        angle_deg = num("angle_deg", angle_deg)
         if angle_deg <= 0 or angle_deg > 720:
             other = "turn_right" if sign > 0 else "turn_left"
             raise ToolArgumentError(Phrase("motion.angle_range", value=angle_deg, other=other))
         clamped: dict[str, Any] = {}
-        w_dps = _speed("speed_dps", speed_dps, env.profile.limits.max_angular_dps, clamped)
+        w_dps = speed("speed_dps", speed_dps, env.profile.limits.max_angular_dps, clamped)
         need_s = angle_deg / w_dps
         max_s = env.profile.limits.max_motion_duration_s
         if need_s > max_s:
@@ -334,13 +336,22 @@ async def drive_for(
     angular_dps: float,
     duration_s: float,
     progress: Progress | None = None,
+    lateral_mps: float = 0.0,
 ) -> ToolResult:
-    """Hold a velocity for ``duration_s`` (clamped to the limits) through the governor."""
+    """Hold a velocity for ``duration_s`` (clamped to the limits) through the governor.
+
+    ``lateral_mps`` (m/s, left positive; ``geometry_msgs/Twist.linear.y``) moves a mecanum
+    base sideways; on any other base a non-zero one is refused (issue 43)."""
     gov = env.governor
     try:
-        lin = _num("linear_mps", linear_mps)
-        ang = _num("angular_dps", angular_dps)
-        dur = _num("duration_s", duration_s)
+        lin = num("linear_mps", linear_mps)
+        ang = num("angular_dps", angular_dps)
+        lat = num("lateral_mps", lateral_mps)
+        dur = num("duration_s", duration_s)
+        if lat != 0.0 and env.profile.drive != "mecanum":
+            raise SafetyError(
+                Phrase("motion.not_holonomic", what="lateral_mps", drive=env.profile.drive)
+            )
         if dur <= 0:
             raise ToolArgumentError(Phrase("motion.not_positive", name="duration_s", value=dur))
         clamped: dict[str, Any] = {}
@@ -348,7 +359,7 @@ async def drive_for(
         if dur > max_s:
             clamped["duration_s"] = {"requested": dur, "applied": max_s}
             dur = max_s
-        twist, tw_clamped = gov.clamp_twist(Twist(lin, math.radians(ang)))
+        twist, tw_clamped = gov.clamp_twist(Twist(lin, math.radians(ang), lat))
         clamped.update(tw_clamped)
         start = await env.pose()
     except (ToolArgumentError, RobotError) as exc:
@@ -473,10 +484,18 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
     @tool(
         safety=SafetyClass.MOTION,
         timeout_s=90,
-        directions={"linear_mps": ("forward", "backward"), "angular_dps": ("left", "right")},
+        directions={
+            "linear_mps": ("forward", "backward"),
+            "angular_dps": ("left", "right"),
+            "lateral_mps": ("left", "right"),
+        },
     )
     async def drive(
-        ctx: ToolContext, linear_mps: float, angular_dps: float, duration_s: float
+        ctx: ToolContext,
+        linear_mps: float,
+        angular_dps: float,
+        duration_s: float,
+        lateral_mps: float = 0.0,
     ) -> ToolResult:
         """Drive at a free velocity for a time (clamped to the robot's limits). 按速度行驶。
 
@@ -484,8 +503,10 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
             linear_mps: Forward speed in metres per second (negative: backwards).
             angular_dps: Turn rate in degrees per second, left (counter-clockwise) positive.
             duration_s: How long, in seconds (> 0).
+            lateral_mps: Sideways speed in metres per second, left positive (mecanum bases
+                only; 0 on others).
         """
-        return await drive_for(env, linear_mps, angular_dps, duration_s, ctx.progress)
+        return await drive_for(env, linear_mps, angular_dps, duration_s, ctx.progress, lateral_mps)
 
     @tool(safety=SafetyClass.MOTION, timeout_s=5, reentrant=True)
     async def stop() -> ToolResult:

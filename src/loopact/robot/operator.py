@@ -18,9 +18,10 @@ Each takeover and hand-back is a governor decision (``takeover``, ``handback``) 
 in task mode the task ends "taken over by the operator").
 
 :class:`TeleopRules` is the base's half of it in :class:`~loopact.robot.governor.SafetyGovernor`.
-For another resource (an arm), hold it with :meth:`OperatorControl.hold`, refuse the agent with
-:meth:`OperatorControl.check`, and call :meth:`OperatorControl.release` from its own deadman
-check (:meth:`OperatorControl.expired`).
+Another resource (the head, an arm) is taken with the governor's
+:meth:`~loopact.robot.resources.ResourceLeases.take_over`: its lease goes in the same table of
+one lease per resource (:mod:`loopact.robot.resources`), the agent is refused by
+:meth:`OperatorControl.check`, and the watchdog's deadman hands it back like the base.
 """
 
 from __future__ import annotations
@@ -159,6 +160,7 @@ class TeleopRules:
     operator: OperatorControl
     estop: EstopLatch
     _base: MotionLease | None
+    _leases: dict[str, MotionLease]
     _base_forward: bool
     _obstacle: ObstacleReading | None
     _last_cmd_s: float
@@ -243,9 +245,10 @@ class TeleopRules:
             return False
         if hold.lease is not None:
             hold.lease.stop(StopCause.TARGET, Phrase("stop.operator_released", why=why))
-            if resource == "base" and self._base is hold.lease:
-                self._base = None
-                await self._send(Twist())
+            if self._leases.get(resource) is hold.lease:
+                del self._leases[resource]
+                if resource == "base":
+                    await self._send(Twist())
         if why == "deadman":
             self.operator.deadman_releases += 1
         held_s = max(0.0, hold.last_s - hold.since_s)

@@ -68,6 +68,8 @@ class Limits(BaseModel):
         max_motion_duration_s: Deadline of any single motion, seconds (robot clock).
         obstacle_stop_m: Stop when an obstacle is closer than this to the robot's front, metres.
         command_timeout_s: Watchdog: zero the base when commands stop for this long, seconds.
+        max_lateral_mps: Largest sideways speed of a mecanum base, m/s (None: the forward
+            limit). Nothing watches the sides for obstacles, so keep it low (issue 43).
         blind_max_linear_mps: Forward speed limit when no range sensor (depth, laser scan)
             watches the path (``obstacle_sensors`` ``[none]`` or ``[bumper]``), m/s; None
             (the default): forward motion is refused without one (issue 41).
@@ -79,7 +81,13 @@ class Limits(BaseModel):
     max_motion_duration_s: PositiveFloat
     obstacle_stop_m: PositiveFloat
     command_timeout_s: PositiveFloat
+    max_lateral_mps: PositiveFloat | None = None
     blind_max_linear_mps: PositiveFloat | None = None
+
+    @property
+    def lateral_mps(self) -> float:
+        """The sideways speed limit in force, m/s."""
+        return self.max_lateral_mps or self.max_linear_mps
 
 
 class CameraConfig(BaseModel):
@@ -123,6 +131,113 @@ a ``laser_scan`` (``sensor_msgs/LaserScan`` on ``topics.scan``), a ``bumper``
 (``std_msgs/Bool`` on ``topics.bumper``: a contact, not a range), or ``none``."""
 
 
+class KeepOut(BaseModel):
+    """A region of the robot's frame the arm must stay out of (its body, its head).
+
+    A vertical cylinder when ``radius_m`` is given, else an axis-aligned box of half-sizes
+    ``half_x_m`` and ``half_y_m``; between ``z_min_m`` and ``z_max_m`` (metres, ``base_link``).
+    """
+
+    model_config = _STRICT
+    name: str
+    x_m: float = 0.0
+    y_m: float = 0.0
+    radius_m: PositiveFloat | None = None
+    half_x_m: PositiveFloat | None = None
+    half_y_m: PositiveFloat | None = None
+    z_min_m: float = 0.0
+    z_max_m: float
+
+    @pydantic.model_validator(mode="after")
+    def _shape(self) -> KeepOut:
+        box = self.half_x_m is not None and self.half_y_m is not None
+        if (self.radius_m is None) == (not box):
+            raise ValueError("give radius_m (a cylinder) or half_x_m and half_y_m (a box)")
+        if self.z_min_m >= self.z_max_m:
+            raise ValueError("z_min_m must be below z_max_m")
+        return self
+
+
+class ArmControllers(BaseModel):
+    """The ROS 2 interfaces of the arm's controllers (ros2_control's standard ones).
+
+    Attributes:
+        trajectory_action: ``control_msgs/action/FollowJointTrajectory`` of the arm controller.
+        gripper_action: ``control_msgs/action/GripperCommand`` of the gripper controller.
+        joint_states: ``sensor_msgs/JointState`` with the arm's and the fingers' joints.
+    """
+
+    model_config = _STRICT
+    trajectory_action: str = "arm_controller/follow_joint_trajectory"
+    gripper_action: str = "gripper_controller/gripper_cmd"
+    joint_states: str = "joint_states"
+
+
+class ArmConfig(BaseModel):
+    """An arm with a parallel gripper on the robot (issue 43; docs/manipulation.md).
+
+    Attributes:
+        description: The arm's MJCF (or URDF) the kinematics are read from: a path, or
+            ``package://<python package>/<path>`` for a description installed with a package.
+        joints: The arm controller's joints, base to tip.
+        gripper_joints: The fingers' joints; the gap between the pads is their sum.
+        tcp_site: The MJCF site at the grasp point between the pads.
+        mount_m: Where the description's root sits in ``base_link``, ``[x, y, z]`` metres.
+        mount_yaw_deg: Its rotation about z, degrees.
+        home_rad: The stowed pose (``arm_home``; the base drives with the arm there), radians.
+        max_joint_speed_radps: Largest speed of any joint the governor lets through, rad/s.
+        max_gap_m: Widest gap between the finger pads, metres.
+        max_grip_force_n: Largest squeezing force the governor allows, newtons.
+        grip_force_n: The force ``pick`` and ``gripper close`` squeeze with, newtons.
+        workspace_min_m: Lower corner ``[x, y, z]`` of the box (``base_link``, metres) every
+            part of the arm stays in.
+        workspace_max_m: Its upper corner.
+        keep_out: Regions of the robot's own body the arm stays out of.
+        mount_links: Links seated on the mount (they only turn about it): not checked
+            against the body they stand on.
+        clearance_m: The least distance kept from the floor, a surface and the body, metres.
+        carry_max_linear_mps: The base's speed limit while the gripper holds something, m/s.
+        camera_pivot_m: Where the head's pan and tilt axes cross, ``base_link`` metres (to
+            locate what the camera sees in 3D from depth).
+        camera_ahead_m: How far the optical centre sits ahead of that pivot, metres.
+        look_tilt_deg: The head's tilt (down positive) when it looks at the workspace, degrees.
+        controllers: The ROS 2 interfaces of its controllers.
+    """
+
+    model_config = _STRICT
+    description: str
+    joints: tuple[str, ...] = Field(min_length=1)
+    gripper_joints: tuple[str, ...] = ()
+    tcp_site: str = "tcp"
+    mount_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    mount_yaw_deg: float = 0.0
+    home_rad: tuple[float, ...]
+    max_joint_speed_radps: PositiveFloat = 1.5
+    max_gap_m: PositiveFloat = 0.08
+    max_grip_force_n: PositiveFloat = 15.0
+    grip_force_n: PositiveFloat = 8.0
+    workspace_min_m: tuple[float, float, float]
+    workspace_max_m: tuple[float, float, float]
+    keep_out: tuple[KeepOut, ...] = ()
+    mount_links: tuple[str, ...] = ()
+    clearance_m: float = Field(default=0.008, ge=0)
+    carry_max_linear_mps: PositiveFloat = 0.25
+    camera_pivot_m: tuple[float, float, float] = (-0.02, 0.0, 0.35)
+    camera_ahead_m: float = 0.04
+    look_tilt_deg: float = 40.0
+    controllers: ArmControllers = ArmControllers()
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> ArmConfig:
+        if len(self.home_rad) != len(self.joints):
+            raise ValueError(f"home_rad needs {len(self.joints)} values, one per joint")
+        if any(lo >= hi for lo, hi in zip(self.workspace_min_m, self.workspace_max_m, strict=True)):
+            raise ValueError("workspace_min_m must be below workspace_max_m on every axis")
+        if self.grip_force_n > self.max_grip_force_n:
+            raise ValueError("grip_force_n must not exceed max_grip_force_n")
+        return self
+
+
 class HardwareProfile(BaseModel):
     """One robot model (SPEC D1).
 
@@ -143,6 +258,7 @@ class HardwareProfile(BaseModel):
             sees counts, and one that has no data is left out while another has.
         laser_mount_forward_m: Forward offset of the laser scanner from the base centre,
             metres (its scan plane is taken as level).
+        arm: The arm and gripper, if the robot has one (issue 43).
     """
 
     model_config = _STRICT
@@ -158,6 +274,7 @@ class HardwareProfile(BaseModel):
     navigation: Literal["auto", "planner", "nav2"] = "auto"
     obstacle_sensors: tuple[ObstacleSensor, ...] = ("depth",)
     laser_mount_forward_m: float = 0.0
+    arm: ArmConfig | None = None
 
     @pydantic.field_validator("obstacle_sensors")
     @classmethod
@@ -195,6 +312,27 @@ class Waypoint(BaseModel):
     names: tuple[str, ...] = ()
 
 
+class Surface(BaseModel):
+    """A fixed flat surface of the site the arm works on (a table), in the site's frame.
+
+    Attributes:
+        x_m: Centre x, metres.
+        y_m: Centre y, metres.
+        yaw_deg: Rotation about z, degrees.
+        size_x_m: Full extent along its own x, metres.
+        size_y_m: Full extent along its own y, metres.
+        top_z_m: Height of its top above the floor, metres (the arm stays above it).
+    """
+
+    model_config = _STRICT
+    x_m: float
+    y_m: float
+    yaw_deg: float = 0.0
+    size_x_m: PositiveFloat
+    size_y_m: PositiveFloat
+    top_z_m: PositiveFloat
+
+
 class Doorway(BaseModel):
     """A doorway between two rooms of the site (issue 40).
 
@@ -227,6 +365,8 @@ class SiteMap(BaseModel):
             exists.
         map: A Nav2 map_server YAML file (relative to the site file), or None; the
             configuration's ``robot.map`` overrides it.
+        surfaces: Name -> :class:`Surface`: tables the arm works on and never moves into
+            (issue 43).
     """
 
     model_config = _STRICT
@@ -236,6 +376,7 @@ class SiteMap(BaseModel):
     rooms: dict[str, list[tuple[float, float]]] = {}
     doorways: dict[str, Doorway] = {}
     map: Path | None = None
+    surfaces: dict[str, Surface] = {}
 
     def room_at(self, x_m: float, y_m: float) -> str | None:
         """The room whose polygon holds ``(x_m, y_m)``, or None."""

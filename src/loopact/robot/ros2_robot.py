@@ -8,7 +8,8 @@ the connector node's namespace):
   ``camera/camera_info`` ``sensor_msgs/CameraInfo`` in (optional); ``joint_states``
   ``sensor_msgs/JointState`` in (optional: head joints whose names contain ``pan``/``tilt``);
   ``scan`` ``sensor_msgs/LaserScan`` and ``bumper`` ``std_msgs/Bool`` in, when the profile's
-  ``obstacle_sensors`` name ``laser_scan`` / ``bumper`` (issue 41);
+  ``obstacle_sensors`` name ``laser_scan`` / ``bumper`` (issue 41); an arm's controllers
+  (:mod:`loopact.robot.arm.ros2_client`) when the profile has an ``arm:``;
 - base and head out, in one of two modes:
 
   - ``command="governor"`` (the agent, default): motion *requests* to the base-side safety
@@ -18,8 +19,8 @@ the connector node's namespace):
   - ``command="direct"`` (the base node itself): ``cmd_vel`` ``geometry_msgs/Twist`` and
     ``head_controller/commands`` ``std_msgs/Float64MultiArray`` [pan, tilt] in radians.
 
-Every timestamp is the time of arrival on this process's monotonic clock, so freshness checks
-do not depend on the clocks of other machines.
+Every timestamp is the time of arrival on this process's monotonic clock (freshness checks do
+not depend on other machines' clocks).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
 from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
 from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
+from loopact.robot.arm.ros2_client import open_arm_client
 from loopact.robot.interface import (
     BumperState,
     CameraFrame,
@@ -125,6 +127,7 @@ class Ros2Robot:
         self.agent = agent
         self.on_status = on_status
         self.clock: Clock = WallClock()
+        self.arm: Any = None  # the arm's controllers (robot/arm/ros2_client.py; issue 43)
         self.has_head = profile.head.present
         self.camera_hfov_deg = profile.camera.hfov_deg
         self.base_status: dict[str, Any] | None = None
@@ -555,20 +558,19 @@ async def open_ros2_session(
 
     Waits up to ``first_data_timeout_s`` for odometry; without it the agent still starts (the
     robot tools then report that no odometry arrives). ``gate`` is the image gate of the
-    robot tools' images (default :class:`~loopact.vision.gate.ImageGate`).
+    robot tools' images (default :class:`~loopact.vision.gate.ImageGate`). A profile with an
+    ``arm:`` brings the arm's controllers (:func:`~loopact.robot.arm.ros2_client.open_arm_client`).
 
     Raises:
         ConfigError: Unknown profile or site.
-        NodeError: ROS 2 is unavailable.
+        NodeError: ROS 2 (or control_msgs, for an arm) is unavailable.
     """
+    from loopact.robot.base_mirror import BaseMirror
+    from loopact.robot.panel import BasePanel
     from loopact.robot.profile import load_profile, load_site
 
     prof = load_profile(profile)
     site_map = load_site(site)
-
-    from loopact.robot.base_mirror import BaseMirror
-    from loopact.robot.panel import BasePanel
-
     mirror: BaseMirror | None = None
 
     def on_status(status: dict[str, Any]) -> None:
@@ -590,6 +592,8 @@ async def open_ros2_session(
     if prof.navigation != "planner":
         with contextlib.suppress(RosUnavailable):  # nav2_msgs missing: Nav2 reports it per goal
             nav.nav2.client()  # discovery of the action server starts now, not at the first goal
+    if prof.arm is not None:  # the arm's ros2_control controllers (issue 43)
+        robot.arm = await open_arm_client(connector, prof.arm, robot.clock)
     session = start_session(robot, prof, site_map, gate, perception=perception, nav=nav)
     mirror = BaseMirror(session.governor)
     session.panel = BasePanel(session.governor, mirror, robot.publish_estop, robot.publish_teleop)

@@ -33,6 +33,7 @@ from loopact.robot.panel import LocalPanel, OperatorPanel
 from loopact.robot.perception import PerceptionOptions, make_perception_tools
 from loopact.robot.positioning import make_positioning_tools
 from loopact.robot.profile import HardwareProfile, SiteMap
+from loopact.robot.strafe import make_strafe_tools
 from loopact.robot.track import make_track_tools
 from loopact.tools.base import Tool
 from loopact.vision.gate import ImageGate
@@ -53,9 +54,9 @@ def make_robot_tools(
     """All robot tools bound to one robot (SPEC D2-D5).
 
     Motion (``move_forward``, ``move_backward``, ``turn_left``, ``turn_right``, ``drive``,
-    ``stop``, ``get_current_pose``), ``navigation`` and ``distance_to`` (and ``show_map`` with a
-    map, ``nav``), the pan-tilt tools when
-    the robot has a head (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and
+    ``stop``, ``get_current_pose``; ``strafe`` on a mecanum base), ``navigation`` and
+    ``distance_to`` (and ``show_map`` with a map, ``nav``), the pan-tilt tools when the robot
+    has a head (``servo_move``, ``servo_init``, ``servo_shake``, ``servo_nod``) and
     perception
     (``seewhat``, ``observe_surroundings``, ``detect_objects``, ``visual_positioning``,
     ``follow_line``, ``track``, ``approach``, ``face``).
@@ -66,6 +67,7 @@ def make_robot_tools(
     perception = perception or PerceptionOptions()
     return [
         *make_motion_tools(env),
+        *make_strafe_tools(env),
         *make_navigation_tools(env, nav),
         *make_head_tools(env),
         *make_perception_tools(env, perception),
@@ -210,9 +212,14 @@ def start_session(
     perception = perception or PerceptionOptions()
     nav = nav or NavContext(radius_m=profile.footprint_radius_m)
     located = ObjectMemory()
-    tools = make_robot_tools(
-        robot, governor, profile, site, gate or ImageGate(), perception, nav, located
-    )
+    gate = gate or ImageGate()
+    tools = make_robot_tools(robot, governor, profile, site, gate, perception, nav, located)
+    driver = getattr(robot, "arm", None)
+    if profile.arm is not None and driver is not None:
+        from loopact.robot.arm.setup import arm_tools  # MuJoCo kinematics: only with an arm
+
+        env = RobotEnv(robot, governor, profile, site, gate, located)
+        tools += arm_tools(env, driver, perception.colors)
     logger.info("robot session open (profile %s, %d waypoints)", profile.name, len(site.waypoints))
     return RobotSession(robot, governor, profile, site, tools, perception, nav=nav, located=located)
 

@@ -6,7 +6,8 @@ Importing this package does not import MuJoCo; that happens when a simulator is 
 
 from loopact.sim.robot import SimRobot
 from loopact.sim.session import open_sim
-from loopact.sim.simulator import SimClock, SimState, Simulator
+from loopact.sim.simulator import SimClock, Simulator
 from loopact.sim.snapshot import write_snapshot
+from loopact.sim.state import SimState
 
 __all__ = ["SimClock", "SimRobot", "SimState", "Simulator", "open_sim", "write_snapshot"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from loopact.sim import flat, world
+from loopact.sim import arm_scene, flat, world
 from loopact.sim.scenarios import Scenario, get_scenario
 
 DESCRIBE_SCHEMA = 1
@@ -130,8 +130,9 @@ def describe_world(scenario: str | Scenario = "default") -> dict[str, Any]:
             "y_max_m": y1,
             "wall_height_m": world.WALL_HEIGHT_M,
         },
-        "objects": _objects(sc),
-        "obstacles": _obstacles(),
+        # the arm scene: its table, cubes and containers instead of the room's objects
+        "objects": arm_scene.describe_objects() if sc.arm else _objects(sc),
+        "obstacles": [*_obstacles(), *([arm_scene.describe_table()] if sc.arm else [])],
         "line": {
             "colour": "purple",
             "width_m": world.LINE_WIDTH_M,

@@ -21,6 +21,7 @@ from loopact._compat import wait_within
 from loopact.errors import RobotError
 from loopact.robot.interface import CameraFrame, Clock, DepthFrame, HeadState, Pose, Twist
 from loopact.sim import world
+from loopact.sim.arm_driver import SimArmDriver
 from loopact.sim.render import RenderKind, RenderWorker
 from loopact.sim.simulator import Simulator
 
@@ -43,6 +44,7 @@ class SimRobot:
         camera_hfov_deg: Horizontal field of view of the head camera in degrees.
         width: Camera width in pixels.
         height: Camera height in pixels.
+        arm: The arm's controllers (:class:`SimArmDriver`) in the arm scene, else None.
         freeze_time_while_rendering: Hold simulated time while a camera or depth image renders
             (:meth:`Simulator.hold`; default True, so what the robot sees does not depend on
             machine load). ``loopact sim --ros2`` turns it off: ROS 2 consumers run on wall
@@ -60,6 +62,7 @@ class SimRobot:
         self._renderer = renderer
         self._closed = False
         self.freeze_time_while_rendering = True
+        self.arm: SimArmDriver | None = SimArmDriver(sim) if sim.arm is not None else None
 
     @classmethod
     async def create(
@@ -69,6 +72,7 @@ class SimRobot:
         height: int = 480,
         scenario: str = "default",
         sim_log: Path | None = None,
+        holonomic: bool = False,
     ) -> SimRobot:
         """Start a simulator and its renderer.
 
@@ -78,6 +82,7 @@ class SimRobot:
             height: Camera height in pixels.
             scenario: ``default`` or ``moving-target`` (:mod:`loopact.sim.scenarios`).
             sim_log: Write the ground-truth pose log here (:mod:`loopact.sim.simlog`).
+            holonomic: A mecanum base: the twist's lateral speed moves it sideways (issue 43).
 
         Returns:
             The running robot at (0, 0), yaw 0, head pan 0 and tilt
@@ -88,7 +93,7 @@ class SimRobot:
             RobotError: MuJoCo or the GL context is unavailable.
             OSError: The sim log cannot be created.
         """
-        sim = await asyncio.to_thread(Simulator, speed, width, height, scenario, sim_log)
+        sim = await asyncio.to_thread(Simulator, speed, width, height, scenario, sim_log, holonomic)
         renderer = RenderWorker(sim.model, width, height)
         try:
             await asyncio.to_thread(renderer.start)
@@ -104,17 +109,18 @@ class SimRobot:
             raise RobotError("the simulated robot is closed")
 
     async def send_twist(self, twist: Twist) -> None:
-        """Command the base (held until the next command; ``lateral_mps`` is ignored: diff drive).
+        """Command the base (held until the next command; ``lateral_mps`` moves a holonomic base
+        sideways and is ignored on a differential one).
 
         Args:
-            twist: Forward speed in m/s and yaw rate in rad/s.
+            twist: Forward speed in m/s, yaw rate in rad/s, sideways speed in m/s.
 
         Raises:
             RobotError: The robot is closed.
             ValueError: A twist component is not finite.
         """
         self._check_open()
-        self.sim.set_twist(twist.linear_mps, twist.angular_radps)
+        self.sim.set_twist(twist.linear_mps, twist.angular_radps, twist.lateral_mps)
 
     async def get_pose(self) -> Pose:
         """The base pose in ``odom`` (ground truth in simulation), stamped with sim time."""

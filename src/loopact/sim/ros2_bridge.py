@@ -11,10 +11,14 @@ names from the hardware profile:
   ``camera/camera_info`` (``sensor_msgs/CameraInfo``), ``joint_states`` (head pan/tilt);
   ``scan`` (``sensor_msgs/LaserScan``, 360 beams traced through the world:
   :mod:`loopact.sim.laser`) when the profile's ``obstacle_sensors`` name ``laser_scan``;
-- in: ``cmd_vel`` (``geometry_msgs/Twist``) and ``head_controller/commands``
-  (``std_msgs/Float64MultiArray`` [pan, tilt] in radians, like a ros2_control forward position
-  controller). Like a real base it stops by itself when ``cmd_vel`` stops arriving for
-  ``cmd_timeout_s``.
+- in: ``cmd_vel`` (``geometry_msgs/Twist``; ``linear.y`` on a mecanum base) and
+  ``head_controller/commands`` (``std_msgs/Float64MultiArray`` [pan, tilt] in radians, like a
+  ros2_control forward position controller). Like a real base it stops by itself when
+  ``cmd_vel`` stops arriving for ``cmd_timeout_s``.
+
+In the arm scene (``--scenario arm``) the arm's controllers are served too: the
+``FollowJointTrajectory`` and ``GripperCommand`` actions and the arm's ``joint_states``
+(:mod:`loopact.sim.arm_ros2`).
 
 By default the base-side safety governor (``loopact base``) runs in the same process on its
 own node, so the agent's motion requests go through it.
@@ -117,7 +121,7 @@ class SimRos2Bridge:
                 t.cmd_vel,
                 c.qos(depth=10),
                 self._on_cmd_vel,
-                convert=lambda m: Twist(float(m.linear.x), float(m.angular.z)),
+                convert=lambda m: Twist(float(m.linear.x), float(m.angular.z), float(m.linear.y)),
             ),
             c.subscribe_msg(
                 Float64MultiArray,
@@ -214,9 +218,10 @@ class SimRos2Bridge:
         self._last_cmd_s = time.monotonic()
         self._moving = not twist.is_zero
         try:
-            if not (math.isfinite(twist.linear_mps) and math.isfinite(twist.angular_radps)):
+            values = (twist.linear_mps, twist.angular_radps, twist.lateral_mps)
+            if not all(math.isfinite(v) for v in values):
                 raise ValueError("non-finite cmd_vel")
-            self.robot.sim.set_twist(twist.linear_mps, twist.angular_radps)
+            self.robot.sim.set_twist(*values)  # linear.y moves a holonomic base (issue 43)
         except (ValueError, RobotError) as exc:
             logger.warning("cmd_vel ignored: %s", exc)
 
@@ -355,9 +360,10 @@ async def run_sim_ros2(
     from loopact.sim import SimRobot
     from loopact.sim.scenarios import get_scenario
 
-    if site == "sim_room":  # the default site is the room's; the flat brings its own
-        site = get_scenario(scenario).site
-    prof = load_profile(profile)
+    sc = get_scenario(scenario)
+    if site == "sim_room":  # the default site is the room's; the flat and the arm scene
+        site = sc.site  # bring their own, and the arm scene its robot (sim_arm)
+    prof = load_profile(sc.profile if profile == "sim" else profile)
     site_map = load_site(site) if site else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -370,6 +376,7 @@ async def run_sim_ros2(
         height=prof.camera.height_px,
         scenario=scenario,
         sim_log=sim_log,
+        holonomic=prof.drive == "mecanum",
     )
     from loopact.sim.worldmap import world_map
 
@@ -378,14 +385,21 @@ async def run_sim_ros2(
     bridge = SimRos2Bridge(robot, sim_conn, prof, camera_hz=camera_hz, grid=grid)
     base_conn: Ros2Connector | None = None
     base: BaseGovernorNode | None = None
+    arm: Any = None
     try:
         await bridge.start()
+        if prof.arm is not None and robot.sim.arm is not None:
+            from loopact.sim.arm_ros2 import SimArmRos2Server
+
+            arm = SimArmRos2Server(robot, sim_conn, prof.arm)
+            await arm.start()
         if with_base:
             base_conn = Ros2Connector("loopact_base")
             base = BaseGovernorNode(base_conn, prof, site_map, agent, reset)
             await base.start()
         print(
             f"loopact sim: ROS 2 robot up (profile {prof.name}"
+            f"{', arm controllers' if arm is not None else ''}"
             f"{', base governor for agent ' + repr(agent) if with_base else ', no governor'})",
             flush=True,
         )
@@ -395,6 +409,14 @@ async def run_sim_ros2(
             await base.close()
         if base_conn is not None:
             await base_conn.shutdown()
+        if arm is not None:
+            await arm.close()
+            goals = arm.goals
+            print(
+                f"loopact sim: arm goals received: {goals['trajectory']} FollowJointTrajectory, "
+                f"{goals['gripper']} GripperCommand",
+                flush=True,
+            )
         await bridge.close()
         await sim_conn.shutdown()
         await robot.close()

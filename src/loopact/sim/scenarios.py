@@ -11,6 +11,9 @@ knows where every mover was at any instant (the ground truth, also in ``--sim-lo
 - ``flat``: another world, a flat of five rooms with doorways and furniture
   (:mod:`loopact.sim.flat`; issue 40), with the site map ``flat``.
 - ``flat-blocked``: the flat with a box standing in the bedroom's doorway.
+- ``arm``: a mobile manipulator (a mecanum base with an arm, profile ``sim_arm``) at a low
+  table with three cubes, a cylinder, a bin and a tray (:mod:`loopact.sim.arm_scene`;
+  issue 43).
 """
 
 from __future__ import annotations
@@ -91,12 +94,15 @@ class Scenario:
     """A named set-up of the simulated world.
 
     Attributes:
-        name: ``default``, ``moving-target``, ``flat`` or ``flat-blocked``.
+        name: ``default``, ``moving-target``, ``flat``, ``flat-blocked`` or ``arm``.
         summary: One line for people.
         movers: Objects that move along known paths.
         world: ``room`` (:mod:`loopact.sim.world`) or ``flat`` (:mod:`loopact.sim.flat`).
-        site: The packaged site map of that world (its places and geofence).
+        site: The packaged site map of that world (its places and geofence; ``arm_room``:
+            the room with the table as a surface).
         blocked: The flat with a box in the bedroom's doorway.
+        arm: The arm scene: the robot carries an arm, a table with objects stands before it.
+        profile: The hardware profile the scenario's robot has (``sim``; ``sim_arm``).
     """
 
     name: str
@@ -105,6 +111,8 @@ class Scenario:
     world: str = "room"
     site: str = "sim_room"
     blocked: bool = False
+    arm: bool = False
+    profile: str = "sim"
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -134,6 +142,13 @@ SCENARIOS: dict[str, Scenario] = {
         world="flat",
         site="flat",
         blocked=True,
+    ),
+    "arm": Scenario(
+        "arm",
+        "a mecanum robot with an arm at a low table: three cubes, a cylinder, a bin and a tray",
+        arm=True,
+        profile="sim_arm",
+        site="arm_room",
     ),
 }
 """Every scenario by name."""

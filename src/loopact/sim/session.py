@@ -18,6 +18,7 @@ from loopact.robot.perception import PerceptionOptions
 from loopact.robot.profile import load_profile, load_site
 from loopact.robot.session import RobotSession, navigation_context, start_session
 from loopact.sim.robot import SimRobot
+from loopact.sim.scenarios import get_scenario
 from loopact.vision.gate import ImageGate
 
 logger = logging.getLogger(__name__)
@@ -57,17 +58,19 @@ async def open_sim(
         RobotError: MuJoCo or the GL context is unavailable.
         OSError: The sim log cannot be created.
     """
-    from loopact.sim.scenarios import get_scenario
     from loopact.sim.worldmap import world_map
 
     sc = get_scenario(scenario)
-    if site == "sim_room":  # the default site is the room's; the flat brings its own
-        site = sc.site
-    prof = load_profile(profile)
-    site_map = load_site(site)
+    # a scenario brings its robot and site (the arm scene: sim_arm, arm_room; the flat: flat)
+    prof = load_profile(sc.profile if profile == "sim" else profile)
+    site_map = load_site(sc.site if site == "sim_room" else site)
+    holonomic = prof.drive == "mecanum"
     nav = navigation_context(prof, site_map, map_path, None if map_path else world_map(sc))
     # cast: SimRobot declares ``clock: SimClock``, which a mutable Protocol attribute rejects.
-    robot = cast(Robot, await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log))
+    robot = cast(
+        Robot,
+        await SimRobot.create(speed=speed, scenario=scenario, sim_log=sim_log, holonomic=holonomic),
+    )
     try:
         session = start_session(robot, prof, site_map, gate, perception, nav)
     except BaseException:

@@ -9,7 +9,9 @@ JSON Lines, one object per sample, :data:`LOG_PERIOD_S` apart in simulated time 
 ``t_s`` is simulated time; ``wall_s`` the Unix time the sample was taken (``loopact trace
 --to-mcap`` places it beside the trace's events with it; issue 44); ``x_m``, ``y_m``,
 ``yaw_deg`` are the robot base's true pose in the world frame (= ``map`` = ``odom`` in the
-simulator); ``objects`` holds every movable object (empty in the ``default`` scenario).
+simulator); ``objects`` holds every movable object (empty in the ``default`` scenario; with
+``z_m`` in the arm scene); ``arm`` (the arm scene only) the gripper's gap, what both fingers
+touch and whether any part of the arm touches the table.
 Graders read it with :func:`read_sim_log`. Lines are
 flushed about once per simulated second, and on close, so a crash loses at most that much.
 """
@@ -44,6 +46,8 @@ class SimState(Protocol):
     def tilt_rad(self) -> float: ...
     @property
     def movers(self) -> dict[str, tuple[float, float]]: ...
+    @property
+    def objects(self) -> dict[str, tuple[float, float, float]]: ...
 
 
 LOG_PERIOD_S = 0.05
@@ -53,6 +57,18 @@ _FLUSH_EVERY = 20
 
 def sample(state: SimState) -> dict[str, Any]:
     """One log line for ``state`` (see the module docstring)."""
+    line = _pose_line(state)
+    arm = getattr(state, "arm", None)
+    if arm is not None:  # the arm scene (issue 43): what graders hold the arm to
+        line["arm"] = {
+            "gap_m": round(arm.gap_m, 4),
+            "held": list(arm.held),
+            "table_contact": bool(arm.table_contact),
+        }
+    return line
+
+
+def _pose_line(state: SimState) -> dict[str, Any]:
     return {
         "t_s": round(state.stamp_s, 4),
         "x_m": round(state.x_m, 4),
@@ -63,7 +79,15 @@ def sample(state: SimState) -> dict[str, Any]:
             "tilt_deg": round(math.degrees(state.tilt_rad), 3),
         },
         "objects": {
-            name: {"x_m": round(x, 4), "y_m": round(y, 4)} for name, (x, y) in state.movers.items()
+            **{
+                name: {"x_m": round(x, 4), "y_m": round(y, 4)}
+                for name, (x, y) in state.movers.items()
+            },
+            # the arm scene's free objects, with their height (issue 43)
+            **{
+                name: {"x_m": round(x, 4), "y_m": round(y, 4), "z_m": round(z, 4)}
+                for name, (x, y, z) in state.objects.items()
+            },
         },
     }
 

@@ -20,19 +20,19 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from loopact.errors import ConfigError, RobotError
 from loopact.robot.interface import normalize_angle
-from loopact.sim import world, worlds
+from loopact.sim import arm_scene, world, worlds
+from loopact.sim.arm_sim import ArmPhysics
 from loopact.sim.render import import_mujoco
 from loopact.sim.scenarios import Scenario, get_scenario
 from loopact.sim.simlog import Listener, SimLog
+from loopact.sim.state import SimState
 
 logger = logging.getLogger(__name__)
 
@@ -43,35 +43,6 @@ _MAX_AHEAD_S = 0.05  # simulated seconds physics may run past a wake-up no loop 
 _WAKE_WAIT_S = 2.0  # wall seconds physics waits for a stalled loop before going on without it
 _SETPOINT_LEAD_MPS = 0.1  # how far the velocity setpoint may run ahead of the real velocity
 _SETPOINT_LEAD_RADPS = 0.3
-
-
-@dataclass(frozen=True)
-class SimState:
-    """A consistent copy of the simulated robot's state at one instant.
-
-    Attributes:
-        stamp_s: Simulated time in seconds.
-        qpos: All joint positions (a private copy), for rendering.
-        x_m: Base x in metres (world = odom frame).
-        y_m: Base y in metres.
-        yaw_rad: Base heading in radians, in (-pi, pi].
-        linear_mps: Forward speed of the base in m/s (body frame).
-        angular_radps: Yaw rate in rad/s, counter-clockwise positive.
-        pan_rad: Head pan in radians, left positive.
-        tilt_rad: Head tilt in radians, down positive.
-        movers: The scenario's moving objects, name -> ``(x_m, y_m)``.
-    """
-
-    stamp_s: float
-    qpos: npt.NDArray[np.float64]
-    x_m: float
-    y_m: float
-    yaw_rad: float
-    linear_mps: float
-    angular_radps: float
-    pan_rad: float
-    tilt_rad: float
-    movers: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -133,6 +104,12 @@ class Simulator:
         scenario: The scenario (``default``, ``moving-target``, ``flat``, ``flat-blocked``; see
             :mod:`loopact.sim.scenarios`), by name or as a :class:`Scenario`.
         sim_log: Write the ground-truth poses here as JSON Lines (:class:`SimLog`), or None.
+        holonomic: The base moves sideways too (a mecanum profile; issue 43): the twist's
+            lateral speed is applied; otherwise it is ignored (a differential base).
+
+    Attributes:
+        arm: The arm's controllers (:class:`~loopact.sim.arm_sim.ArmPhysics`) in a scenario
+            with an arm, else None.
 
     Raises:
         ConfigError: ``speed`` is not positive (key ``sim.speed``), or an unknown scenario.
@@ -147,6 +124,7 @@ class Simulator:
         height: int = 480,
         scenario: str | Scenario = "default",
         sim_log: Path | None = None,
+        holonomic: bool = False,
     ) -> None:
         if not speed > 0:
             raise ConfigError(f"simulator speed must be > 0 (or inf), got {speed!r}", "sim.speed")
@@ -156,6 +134,7 @@ class Simulator:
         self.width = width
         self.height = height
         movers = self.scenario.movers
+        self.holonomic = holonomic
         try:
             self.model: Any = self._mj.MjModel.from_xml_string(
                 worlds.build_mjcf(self.scenario, width, height)
@@ -187,14 +166,24 @@ class Simulator:
         self._data.ctrl[self._act_pan] = world.DEFAULT_HEAD_PAN_RAD
         self._data.ctrl[self._act_tilt] = world.DEFAULT_HEAD_TILT_RAD
         self._mj.mj_forward(self.model, self._data)
+        self._free = [
+            (m.body(b).name[4:], int(m.jnt_qposadr[m.body_jntadr[b]]))
+            for b in range(m.nbody)
+            if m.body(b).name.startswith("obj_") and m.body_jntnum[b] == 1
+        ]
+        self.arm: ArmPhysics | None = None
+        if self.scenario.arm:
+            self.arm = ArmPhysics(m, self._data, self.now, arm_scene.ARM_HOME_RAD)
+            self._mj.mj_forward(m, self._data)
 
         self.clock = SimClock(self)
         self._lock = threading.Lock()
-        self._twist = (0.0, 0.0)
+        self._twist = (0.0, 0.0, 0.0)
         self._head_target = (world.DEFAULT_HEAD_PAN_RAD, world.DEFAULT_HEAD_TILT_RAD)
         self._teleport: tuple[float, float, float] | None = None
         self._v_sp = 0.0
         self._w_sp = 0.0
+        self._vy_sp = 0.0
         self._time = 0.0
         self._state = self._read_state()
         self._sleepers: list[
@@ -273,20 +262,27 @@ class Simulator:
         with self._lock:
             return self._state
 
-    def set_twist(self, linear_mps: float, angular_radps: float) -> None:
+    def set_twist(self, linear_mps: float, angular_radps: float, lateral_mps: float = 0.0) -> None:
         """Command the base; held until the next command (SPEC D1).
 
         Args:
             linear_mps: Forward speed in m/s (negative: backward).
             angular_radps: Yaw rate in rad/s, counter-clockwise positive.
+            lateral_mps: Sideways speed in m/s, left positive; applied on a holonomic base
+                only (:attr:`holonomic`), ignored on a differential one.
 
         Raises:
             ValueError: A value is not finite.
         """
-        if not (math.isfinite(linear_mps) and math.isfinite(angular_radps)):
-            raise ValueError(f"twist must be finite, got ({linear_mps!r}, {angular_radps!r})")
+        values = (linear_mps, angular_radps, lateral_mps)
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError(f"twist must be finite, got {values!r}")
         with self._lock:
-            self._twist = (float(linear_mps), float(angular_radps))
+            self._twist = (
+                float(linear_mps),
+                float(angular_radps),
+                float(lateral_mps) if self.holonomic else 0.0,
+            )
 
     def set_head_target(self, pan_rad: float, tilt_rad: float) -> tuple[float, float]:
         """Command the head joints, clamped to their limits.
@@ -328,7 +324,7 @@ class Simulator:
             if self._closed:
                 return
             self._closed = True
-            self._twist = (0.0, 0.0)
+            self._twist = (0.0, 0.0, 0.0)
             thread = self._thread
         self._stop.set()
         if thread is not None:
@@ -433,6 +429,10 @@ class Simulator:
         q, v = self._qadr, self._vadr
         yaw = float(d.qpos[q["base_yaw"]])
         vx, vy = float(d.qvel[v["base_x"]]), float(d.qvel[v["base_y"]])
+        objects = {
+            name: (float(d.qpos[a]), float(d.qpos[a + 1]), float(d.qpos[a + 2]))
+            for name, a in self._free
+        }
         return SimState(
             stamp_s=float(d.time),
             qpos=np.array(d.qpos, dtype=np.float64),
@@ -446,13 +446,16 @@ class Simulator:
             movers={
                 mv.name: (float(d.qpos[ax]), float(d.qpos[ay])) for mv, ax, ay in self._mover_adr
             },
+            lateral_mps=-vx * math.sin(yaw) + vy * math.cos(yaw),
+            objects=objects,
+            arm=self.arm.truth() if self.arm is not None else None,
         )
 
     def _control(self, dt: float) -> None:
         """Turn the commanded twist into actuator targets with acceleration limits."""
         d = self._data
         with self._lock:
-            (v_cmd, w_cmd), (pan, tilt) = self._twist, self._head_target
+            (v_cmd, w_cmd, vy_cmd), (pan, tilt) = self._twist, self._head_target
             teleport, self._teleport = self._teleport, None
         if teleport is not None:
             x, y, yaw = teleport
@@ -461,11 +464,13 @@ class Simulator:
             d.qpos[self._qadr["base_yaw"]] = yaw
             for adr in self._vadr.values():
                 d.qvel[adr] = 0.0
-            self._v_sp = self._w_sp = 0.0
+            self._v_sp = self._w_sp = self._vy_sp = 0.0
             self._mj.mj_forward(self.model, d)
         yaw = float(d.qpos[self._qadr["base_yaw"]])
         c, s = math.cos(yaw), math.sin(yaw)
-        v_act = float(d.qvel[self._vadr["base_x"]]) * c + float(d.qvel[self._vadr["base_y"]]) * s
+        vx_w, vy_w = float(d.qvel[self._vadr["base_x"]]), float(d.qvel[self._vadr["base_y"]])
+        v_act = vx_w * c + vy_w * s
+        vy_act = -vx_w * s + vy_w * c
         w_act = float(d.qvel[self._vadr["base_yaw"]])
         dv = world.MAX_LINEAR_ACCEL_MPS2 * dt
         dw = world.MAX_ANGULAR_ACCEL_RADPS2 * dt
@@ -474,15 +479,20 @@ class Simulator:
         # Blocked by contact: keep the setpoint near the real velocity so it does not wind up.
         v_sp = min(max(v_sp, v_act - _SETPOINT_LEAD_MPS), v_act + _SETPOINT_LEAD_MPS)
         w_sp = min(max(w_sp, w_act - _SETPOINT_LEAD_RADPS), w_act + _SETPOINT_LEAD_RADPS)
-        self._v_sp, self._w_sp = v_sp, w_sp
-        d.ctrl[self._act["drive_x"]] = v_sp * c
-        d.ctrl[self._act["drive_y"]] = v_sp * s
+        # sideways (a holonomic base; zero otherwise): the same acceleration limit
+        vy_sp = self._vy_sp + min(max(vy_cmd - self._vy_sp, -dv), dv)
+        vy_sp = min(max(vy_sp, vy_act - _SETPOINT_LEAD_MPS), vy_act + _SETPOINT_LEAD_MPS)
+        self._v_sp, self._w_sp, self._vy_sp = v_sp, w_sp, vy_sp
+        d.ctrl[self._act["drive_x"]] = v_sp * c - vy_sp * s
+        d.ctrl[self._act["drive_y"]] = v_sp * s + vy_sp * c
         d.ctrl[self._act["drive_yaw"]] = w_sp
         d.ctrl[self._act_pan] = pan
         d.ctrl[self._act_tilt] = tilt
         if self._mover_adr:
             # where the movers are at the end of this tick (their velocities stay zero)
             self._place_movers(float(d.time) + dt)
+        if self.arm is not None:
+            self.arm.control(dt)
 
     def _run(self) -> None:
         mj, m, d = self._mj, self.model, self._data

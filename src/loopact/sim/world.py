@@ -278,6 +278,12 @@ def topdown_pixel(
     return w / 2 + (x_m - cx) * scale, h / 2 - (y_m - cy) * scale
 
 
+def room_statics(objects: bool = True) -> str:
+    """The room's line, markers, obstacles and (``objects``) coloured objects, as MJCF geoms."""
+    parts = (_line(), _markers(), _objects() if objects else "", _obstacles())
+    return "\n    ".join(p for p in parts if p)
+
+
 def build_mjcf(
     width: int = 640,
     height: int = 480,
@@ -314,7 +320,7 @@ def build_mjcf(
     # Orthographic top-down camera: fovy is the visible height in metres.
     view_h = topdown_view_height_m(topdown, bounds)
     if statics is None:
-        statics = "\n    ".join((_line(), _markers(), _objects(), _obstacles()))
+        statics = room_statics()
     floor_rgba = _f(0.86, 0.85, 0.8, 1)
     return f"""<mujoco model="loopact_room">
   <compiler angle="radian" autolimits="true"/>

@@ -506,6 +506,27 @@ class Ros2Connector(Connector):
         ActionClient = ros_types("rclpy.action", "ActionClient")
         return ActionClient(self._require_node(), action_type, name, callback_group=self._group)
 
+    def action_server(
+        self,
+        action_type: Any,
+        name: str,
+        execute: Callable[[Any], Any],
+        cancel: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """A raw rclpy action server on this node (ROS-specific servers: the simulated arm's
+        controllers, issue 43). ``execute(goal_handle)`` runs on an executor thread and may
+        block until the goal ends; every goal is accepted, every cancel request too unless
+        ``cancel`` says otherwise. Destroy it with :meth:`destroy_action`."""
+        ActionServer, CancelResponse = ros_types("rclpy.action", "ActionServer", "CancelResponse")
+        return ActionServer(
+            self._require_node(),
+            action_type,
+            name,
+            execute_callback=execute,
+            cancel_callback=cancel or (lambda _goal: CancelResponse.ACCEPT),
+            callback_group=self._group,
+        )
+
     def destroy_action(self, entity: Any) -> None:
         """Destroy an action client or server between two executor waits."""
         self._destroy_action(entity)
