@@ -83,6 +83,7 @@ async def test_a_differential_base_refuses_sideways_motion_clearly() -> None:
     try:
         tools = _tools(session)
         assert "strafe" not in tools  # not offered where it cannot work
+        assert "lateral_mps" not in tools["drive"].parameters["properties"]  # nor shown
         before = _truth(session)
         drive = await tools["drive"](
             linear_mps=0.0, angular_dps=0.0, duration_s=1.0, lateral_mps=0.2

@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from loopact.errors import RobotError, SafetyError, StaleDataError, StopCause, ToolArgumentError
@@ -503,8 +504,8 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
             linear_mps: Forward speed in metres per second (negative: backwards).
             angular_dps: Turn rate in degrees per second, left (counter-clockwise) positive.
             duration_s: How long, in seconds (> 0).
-            lateral_mps: Sideways speed in metres per second, left positive (mecanum bases
-                only; 0 on others).
+            lateral_mps: Sideways speed in metres per second, left positive (offered on
+                mecanum bases only).
         """
         return await drive_for(env, linear_mps, angular_dps, duration_s, ctx.progress, lateral_mps)
 
@@ -542,4 +543,9 @@ def _velocity_and_pose_tools(env: RobotEnv) -> list[Tool]:
             },
         )
 
+    if env.profile.drive != "mecanum":  # a sideways speed only where the base can take one
+        drive.parameters["properties"].pop("lateral_mps", None)
+        drive.directions = MappingProxyType(
+            {k: v for k, v in drive.directions.items() if k != "lateral_mps"}
+        )
     return [drive, stop, get_current_pose]

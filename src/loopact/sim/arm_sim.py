@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loopact.errors import LoopactError
+
 ARM_JOINTS = (
     "arm_shoulder_yaw",
     "arm_shoulder_pitch",
@@ -69,8 +71,8 @@ PATH_TOLERANCE_VIOLATED = -4
 GOAL_TOLERANCE_VIOLATED = -5
 
 
-class GoalRefused(ValueError):
-    """A trajectory goal the controller does not accept.
+class GoalRefused(LoopactError, ValueError):
+    """A trajectory goal the controller does not accept (in loopact's exception tree).
 
     Attributes:
         code: ``INVALID_GOAL`` or ``INVALID_JOINTS`` (FollowJointTrajectory's codes).
