@@ -4,6 +4,7 @@ robot (fixtures), where screenshots go."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +26,19 @@ CHROMIUM_ARGS = [
 ]
 WAIT_MS = 20_000
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+NEEDS_BROWSER = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not os.access(CHROMIUM, os.X_OK),
+        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None,
+        reason="the playwright package is missing: pip install -e '.[dev]'",
+    ),
+]
+"""The marks of every browser test: ``browser``, skipped (saying why) without chromium or
+playwright."""
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

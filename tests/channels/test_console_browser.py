@@ -10,29 +10,16 @@ Screenshots are kept in ``tests/artifacts/`` (``console-phone-*.png``, ``console
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.agent.helpers import call, make_agent
-from tests.channels.conftest import ARTIFACTS, CHROMIUM
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
 
 from loopact.channels.web import WebSettings, serve_console
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None,
-        reason="the playwright package is missing: pip install -e '.[dev]'",
-    ),
-]
+pytestmark = [*NEEDS_BROWSER, pytest.mark.asyncio(loop_scope="module")]
 
 #: Where a button is, and whether it is the element on top at its centre (not covered).
 IN_VIEW = """sel => {

@@ -12,7 +12,6 @@ import asyncio
 import hmac
 import importlib.util
 import math
-import os
 from collections.abc import AsyncIterator, Callable
 from hashlib import sha256
 from pathlib import Path
@@ -21,22 +20,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from tests.agent.helpers import call, make_agent
-from tests.channels.conftest import ARTIFACTS, CHROMIUM
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
 
 from loopact.channels.web import serve_console
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None,
-        reason="the playwright package is missing: pip install -e '.[dev]'",
-    ),
-]
+pytestmark = [*NEEDS_BROWSER, pytest.mark.asyncio(loop_scope="module")]
 
 SECRET = "operator-secret-0123456789"
 STOPPED_MPS = 0.02  # the base counts as stopped below this speed (ground truth)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import math
-import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,22 +18,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from tests.agent.helpers import call, make_agent
-from tests.channels.conftest import ARTIFACTS, CHROMIUM
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
 
 from loopact.channels.web import serve_console
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None,
-        reason="the playwright package is missing: pip install -e '.[dev]'",
-    ),
-]
+pytestmark = [*NEEDS_BROWSER, pytest.mark.asyncio(loop_scope="module")]
 
 #: Where the page drew the robot (canvas pixels) and the map image (its rectangle on the
 #: canvas), and the wall-clock window in which the server read that pose.

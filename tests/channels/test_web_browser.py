@@ -9,33 +9,20 @@ extra); ``playwright install`` is never used. Saves ``tests/artifacts/console.pn
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import io
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.channels.conftest import ARTIFACTS, CHROMIUM
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
 
 WEB_KEY = "sk-console-SECRET-abcdef123456"
 NEW_KEY = "sk-typed-SECRET-654321fedcba"
 MODEL_KEY = "sk-test-secret"  # the key tests/agent/helpers.make_agent gives the provider
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None,
-        reason="the playwright package is missing: pip install -e '.[dev]'",
-    ),
-]
+pytestmark = [*NEEDS_BROWSER, pytest.mark.asyncio(loop_scope="module")]
 
 from tests.agent.helpers import call, make_agent  # noqa: E402
 

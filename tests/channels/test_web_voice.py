@@ -9,16 +9,14 @@ espeak-ng), and the spoken reply coming back to the page as audio.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import os
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from tests.agent.helpers import make_agent
+from tests.channels.conftest import CHROMIUM, NEEDS_BROWSER
 from tests.voice.helpers import needs_espeak, silence, speak
 
 from loopact.channels.web import WebSettings, serve_console
@@ -27,21 +25,9 @@ from loopact.voice.audio import wav_bytes
 from loopact.voice.stt import OpenAISTT
 from loopact.voice.tts import EspeakTTS
 
-CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 30_000
 
-pytestmark = [
-    pytest.mark.browser,
-    needs_espeak,
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"{CHROMIUM} is missing: run scripts/install-browser.sh",
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None,
-        reason="the playwright package is missing: pip install -e '.[dev]'",
-    ),
-]
+pytestmark = [*NEEDS_BROWSER, needs_espeak]
 
 
 @pytest_asyncio.fixture

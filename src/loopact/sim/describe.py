@@ -119,17 +119,7 @@ def describe_world(scenario: str | Scenario = "default") -> dict[str, Any]:
     x0, x1 = world.ROOM_X_M
     y0, y1 = world.ROOM_Y_M
     return {
-        "schema": DESCRIBE_SCHEMA,
-        "units": {"length": "m", "angle": "deg", "time": "s"},
-        "frame": "map (world = map = odom in the simulator; x forward at start, y left, z up)",
-        "scenario": {"name": sc.name, "summary": sc.summary},
-        "room": {
-            "x_min_m": x0,
-            "x_max_m": x1,
-            "y_min_m": y0,
-            "y_max_m": y1,
-            "wall_height_m": world.WALL_HEIGHT_M,
-        },
+        **_head(sc, x0, x1, y0, y1),
         # the arm scene: its table, cubes and containers instead of the room's objects
         "objects": arm_scene.describe_objects() if sc.arm else _objects(sc),
         "obstacles": [*_obstacles(), *([arm_scene.describe_table()] if sc.arm else [])],
@@ -166,10 +156,9 @@ def _camera() -> dict[str, Any]:
     }
 
 
-def _describe_flat(sc: Scenario) -> dict[str, Any]:
-    """The flat (:mod:`loopact.sim.flat`): its interior walls and furniture are obstacles
-    (``kind``: ``wall`` or ``furniture``), with rooms and doorways; it has no floor line."""
-    (x0, x1), (y0, y1) = flat.FLAT_X_M, flat.FLAT_Y_M
+def _head(sc: Scenario, x0: float, x1: float, y0: float, y1: float) -> dict[str, Any]:
+    """What every description opens with: schema, units, frame, scenario and the walls'
+    extent (metres)."""
     return {
         "schema": DESCRIBE_SCHEMA,
         "units": {"length": "m", "angle": "deg", "time": "s"},
@@ -182,6 +171,15 @@ def _describe_flat(sc: Scenario) -> dict[str, Any]:
             "y_max_m": y1,
             "wall_height_m": world.WALL_HEIGHT_M,
         },
+    }
+
+
+def _describe_flat(sc: Scenario) -> dict[str, Any]:
+    """The flat (:mod:`loopact.sim.flat`): its interior walls and furniture are obstacles
+    (``kind``: ``wall`` or ``furniture``), with rooms and doorways; it has no floor line."""
+    (x0, x1), (y0, y1) = flat.FLAT_X_M, flat.FLAT_Y_M
+    return {
+        **_head(sc, x0, x1, y0, y1),
         **flat.describe_layout(),
         "objects": _objects(sc),
         "obstacles": flat.describe_solids(sc.blocked),
