@@ -80,7 +80,7 @@ typecheck: $(STAMP_DEV)
 
 pytest: $(STAMP_DEV)
 	@$(PY) scripts/install-local-brain.py --if-cached
-	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(ARGS)
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(ARGS)
 
 # The three-process ROS 2 acceptance runs (issue 4) alone; `make test` runs them too.
 test-ros2-e2e: $(STAMP_ROS2)

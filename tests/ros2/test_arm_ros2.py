@@ -59,7 +59,8 @@ def test_put_the_red_cube_in_the_bin_over_the_arm_controllers_actions(
     counts = out.split("arm goals received:")[1].split("\n")[0]
     trajectories = int(counts.split("FollowJointTrajectory")[0].strip())
     grips = int(counts.split(",")[1].split("GripperCommand")[0].strip())
-    assert trajectories >= 4 and grips >= 2, counts  # approach, lift, carry, lower; close, open
+    assert trajectories >= 4 and grips >= 2, (counts, agent.output()[-3000:])  # approach, lift,
+    # carry, lower; close, open
     samples = list(read_sim_log(log))
     start, end = samples[0]["objects"]["red_cube"], samples[-1]["objects"]["red_cube"]
     assert not in_bin(start) and in_bin(end), (start, end, agent.output()[-2000:])

@@ -100,6 +100,10 @@ ARM: dict[str, dict[str, str]] = {
         "en": "the grasp of the {name} failed: the gripper closed to {gap_m:.3f} m with nothing between its pads",
         "zh": "抓取{name}失败：夹爪合到 {gap_m:.3f} 米，中间没有物体",
     },
+    "arm.no_fresh_view": {
+        "en": "the camera sent no frame taken after the head stood still (the newest is {age_s:.1f} s old): nothing was located",
+        "zh": "摄像头没有发来头部静止后拍的画面（最新的一帧是 {age_s:.1f} 秒前的）：没有定位任何物体",
+    },
     "arm.already_holding": {
         "en": "the gripper already holds the {name}: place it first",
         "zh": "夹爪已经拿着{name}：请先放下",

@@ -19,8 +19,8 @@ the connector node's namespace):
   - ``command="direct"`` (the base node itself): ``cmd_vel`` ``geometry_msgs/Twist`` and
     ``head_controller/commands`` ``std_msgs/Float64MultiArray`` [pan, tilt] in radians.
 
-Every timestamp is the time of arrival on this process's monotonic clock (freshness checks do
-not depend on other machines' clocks).
+Timestamps are on this process's monotonic clock: arrival, and for camera frames the capture
+time (:func:`~loopact.nodes.ros2.convert.capture_time`: arrival less a plausible header age).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from loopact.errors import ConfigError, RobotError
 from loopact.maps.grid import OccupancyGrid, check_size
 from loopact.nodes.connector import Subscription
 from loopact.nodes.ros2.connector import Ros2Connector
-from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image
+from loopact.nodes.ros2.convert import capture_time, msg_to_depth, msg_to_image
 from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
 from loopact.robot.arm.ros2_client import open_arm_client
 from loopact.robot.interface import (
@@ -279,11 +279,11 @@ class Ros2Robot:
 
     def _take_image(self, msg: Any) -> None:
         """Executor thread: keep the raw message; it is converted only when a tool asks."""
-        self._raw_frame = (msg, self.clock.now())
+        self._raw_frame = (msg, capture_time(msg.header, self.clock.now()))
 
     def _take_depth(self, msg: Any) -> None:
         """Executor thread: keep the raw depth message."""
-        self._raw_depth = (msg, self.clock.now())
+        self._raw_depth = (msg, capture_time(msg.header, self.clock.now()))
 
     def _take_scan(self, msg: Any) -> None:
         """Executor thread: the newest laser scan (NaN and inf ranges kept as REP 117 says)."""
@@ -403,7 +403,7 @@ class Ros2Robot:
         return self._velocity
 
     async def get_frame(self) -> CameraFrame:
-        """The latest RGB frame (arrival-stamped).
+        """The latest RGB frame (stamped with its capture time).
 
         Raises:
             RobotError: No frame arrived, or its encoding is not supported.
@@ -423,7 +423,7 @@ class Ros2Robot:
         return frame
 
     async def get_depth(self) -> DepthFrame:
-        """The latest depth image (arrival-stamped).
+        """The latest depth image (stamped with its capture time).
 
         Raises:
             RobotError: No depth arrived, or its encoding is not supported.

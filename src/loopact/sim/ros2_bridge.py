@@ -274,7 +274,7 @@ class SimRos2Bridge:
     async def _camera_loop(self) -> None:
         period = 1.0 / self.camera_hz
         while True:
-            started = time.monotonic()
+            started, taken = time.monotonic(), time.time()  # the state rendered is newer
             try:
                 frame = await self.robot.get_frame()
                 depth = await self.robot.get_depth()
@@ -282,17 +282,17 @@ class SimRos2Bridge:
                 logger.warning("camera render failed: %s", exc)
                 await asyncio.sleep(period)
                 continue
-            await asyncio.to_thread(self._publish_camera, frame.rgb, depth.depth_m)
+            await asyncio.to_thread(self._publish_camera, frame.rgb, depth.depth_m, taken)
             self.frames += 1
             await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
 
-    def _publish_camera(self, rgb: Any, depth_m: Any) -> None:
-        """Build and publish image, depth and camera info (worker thread)."""
+    def _publish_camera(self, rgb: Any, depth_m: Any, now: float) -> None:
+        """Build and publish image, depth and camera info (worker thread), stamped ``now``
+        (wall seconds before the render: the header stamp is the acquisition time)."""
         CameraInfo = ros_types("sensor_msgs.msg", "CameraInfo")
         RosImage = ros_types("sensor_msgs.msg", "Image")
         cam = self.profile.camera
         frame_rgb = rgb
-        now = time.time()
         self._pubs["image"].publish(
             image_to_msg(ImageData(frame_rgb, now, "camera_optical_frame"), RosImage)
         )

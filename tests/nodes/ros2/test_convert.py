@@ -8,7 +8,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from loopact.nodes.ros2.convert import msg_to_depth, msg_to_image, stamp_of
+from loopact.nodes.ros2.convert import (
+    MAX_HEADER_AGE_S,
+    capture_time,
+    msg_to_depth,
+    msg_to_image,
+    stamp_of,
+)
 from loopact.robot.ros2_robot import yaw_from_quaternion
 
 
@@ -76,3 +82,15 @@ def test_stamp_and_yaw() -> None:
     assert stamp_of(header(3.25)) == pytest.approx(3.25)
     yaw = 0.7
     assert yaw_from_quaternion(0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)) == pytest.approx(yaw)
+
+
+def test_capture_time_is_the_arrival_less_a_plausible_header_age() -> None:
+    """A frame that waited 0.4 s in a queue was taken 0.4 s before it arrived; an unset stamp,
+    a publisher's clock ahead of ours or far behind it give the arrival (issue 43's CI flake: a
+    queued camera frame taken before the head settled was used as a settled view)."""
+    wall = 1_700_000_000.0
+    assert capture_time(header(wall - 0.4), 50.0, wall) == pytest.approx(49.6)
+    assert capture_time(header(wall), 50.0, wall) == pytest.approx(50.0)
+    assert capture_time(header(0.0), 50.0, wall) == 50.0  # unset stamp
+    assert capture_time(header(wall + 3.0), 50.0, wall) == 50.0  # its clock is ahead
+    assert capture_time(header(wall - MAX_HEADER_AGE_S - 1), 50.0, wall) == 50.0  # far behind

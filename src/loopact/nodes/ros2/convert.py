@@ -7,6 +7,7 @@ seconds (SPEC C4, D1).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,31 @@ def set_stamp(header: Any, stamp_s: float) -> None:
 def stamp_of(header: Any) -> float:
     """A header stamp in seconds."""
     return float(header.stamp.sec) + float(header.stamp.nanosec) * 1e-9
+
+
+MAX_HEADER_AGE_S = 2.0
+"""A header stamp older than this on arrival is not trusted as the capture time, seconds."""
+
+
+def capture_time(header: Any, arrival_s: float, wall_now_s: float | None = None) -> float:
+    """When a message's data was taken, on the clock ``arrival_s`` was read from.
+
+    ``sensor_msgs`` headers carry the acquisition time (an image's exposure, a joint state's
+    reading) on the publisher's wall clock; the arrival time less the stamp's age is when the
+    data was taken on this process's clock, so a frame that waited in a queue is not taken for
+    a new one. The age counts only when it is plausible, 0 to :data:`MAX_HEADER_AGE_S`: an
+    unset stamp, or a publisher's clock ahead of ours or far behind it, gives the arrival.
+
+    Args:
+        header: A ``std_msgs/Header``.
+        arrival_s: When the message arrived, seconds on the subscriber's clock.
+        wall_now_s: The wall clock now (``time.time()`` when None), seconds.
+    """
+    stamp = stamp_of(header)
+    if stamp <= 0.0:
+        return arrival_s
+    age = (time.time() if wall_now_s is None else wall_now_s) - stamp
+    return arrival_s - age if 0.0 <= age <= MAX_HEADER_AGE_S else arrival_s
 
 
 def msg_to_image(msg: Any) -> ImageData:

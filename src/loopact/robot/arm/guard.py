@@ -33,8 +33,16 @@ POLL_S = 0.01
 """Robot-clock seconds between two looks at the lease, the goal and the grasp."""
 SLIP_GAP_M = 0.004
 """A held object is gone when the gap closes below this (the fingers met), metres."""
-GOAL_SLACK_S = 3.0
-"""A goal not done this long after its trajectory's end is abandoned, seconds."""
+GOAL_SLACK_S = 10.0
+"""A goal not done this long after its trajectory's end is abandoned, seconds: a backstop for a
+controller that never answers (a late arm is the controller's to judge, by its goal time
+tolerance; a simulator under load runs behind the wall clock)."""
+FRESH_READING_S = 1.0
+"""How long a reading waits for joint states measured after the last goal ended, seconds."""
+STILL_RADPS = 0.02
+"""The arm stands still when every joint is slower than this, rad/s."""
+SETTLE_S = 1.0
+"""How long a trajectory waits for the arm to stand still before it is checked, seconds."""
 
 
 class ArmGuard:
@@ -57,12 +65,28 @@ class ArmGuard:
         self.governor = governor
         self.held: Held | None = None
         self.gap_m = self.cfg.max_gap_m
+        self._ended_s = -math.inf  # when the last goal ended (robot clock)
 
     # ---- state ------------------------------------------------------------------------------
 
     async def read(self) -> ArmReading:
-        """The arm's joint states (positions in the profile's joint order)."""
+        """The arm's joint states (positions in the profile's joint order), measured after the
+        last goal ended: joint states that were on their way when a goal ended show the arm
+        short of where it stopped (a plan from there would start from the wrong place).
+
+        Raises:
+            RobotError: No joint state, or none measured since the last goal ended within
+                :data:`FRESH_READING_S`.
+        """
+        clock = self.governor.clock
+        deadline = clock.now() + FRESH_READING_S
         reading = await self.driver.read()
+        while reading.stamp_s < self._ended_s:
+            if clock.now() > deadline:
+                age = clock.now() - reading.stamp_s
+                raise RobotError(f"the arm's joint states stopped: the newest is {age:.1f} s old")
+            await clock.sleep(POLL_S)
+            reading = await self.driver.read()
         names = list(self.driver.joint_names)
         order = [names.index(n) for n in self.cfg.joints]
         pos = tuple(reading.positions_rad[i] for i in order)
@@ -120,7 +144,7 @@ class ArmGuard:
             RobotError: The controller refused or failed.
         """
         lease.check()
-        start = await self.joints()
+        start = await self._settled()
         problem = self.rules.check_trajectory(
             traj, start, self.gap_m, self.held, await self.scene()
         )
@@ -139,6 +163,7 @@ class ArmGuard:
                     )
                 out = await self.driver.outcome(goal)
                 if out.done:
+                    self._ended_s = clock.now()
                     if not out.ok:
                         raise RobotError(out.text or f"arm goal ended with code {out.code}")
                     return
@@ -150,6 +175,23 @@ class ArmGuard:
         except BaseException:
             await self.driver.cancel()  # the arm holds where it is, now
             raise
+
+    async def _settled(self) -> npt.NDArray[np.float64]:
+        """Where the arm is once it stands still (at most :data:`SETTLE_S` later), radians.
+
+        A goal succeeds within the controller's goal tolerance while the arm may still be
+        closing in: a trajectory checked from there (its first point a few hundredths of a
+        second away) would start faster than the plan. Chained stages start from rest.
+        """
+        clock = self.governor.clock
+        deadline = clock.now() + SETTLE_S
+        reading = await self.read()
+        while max(map(abs, reading.velocities_radps), default=0.0) >= STILL_RADPS:
+            if clock.now() > deadline:
+                break
+            await clock.sleep(POLL_S)
+            reading = await self.read()
+        return np.array(reading.positions_rad, dtype=float)
 
     async def _check_grasp(self, name: str) -> None:
         reading = await self.driver.read()
@@ -187,7 +229,8 @@ class ArmGuard:
                 )
             out = await self.driver.outcome(goal)
             if out.done or clock.now() > give_up:
-                reading = await self.driver.read()
+                self._ended_s = clock.now()
+                reading = await self.read()
                 self.gap_m = reading.gap_m if gap_m < reading.gap_m else gap_m
                 return reading
             await clock.sleep(POLL_S)

@@ -33,6 +33,7 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import NodeError, RobotError
+from loopact.nodes.ros2.convert import capture_time
 from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
 from loopact.robot.arm.driver import ArmReading, GoalOutcome, JointTrajectory
 from loopact.robot.interface import Clock
@@ -42,8 +43,12 @@ logger = logging.getLogger(__name__)
 
 SERVER_WAIT_S = 5.0
 """How long a goal waits for its action server to appear, seconds."""
-ANSWER_S = 3.0
+ANSWER_S = 5.0
 """How long the server may take to accept or refuse a goal, seconds."""
+SEND_ATTEMPTS = 2
+"""Goals sent before a silent controller is an error: a goal's answer can be lost while the two
+sides' discovery completes (seen on a loaded machine); a resent goal replaces the first, as a
+new goal replaces a running one on a ros2_control controller."""
 CANCEL_S = 1.0
 """How long a cancel waits for the server's answer, seconds."""
 
@@ -99,7 +104,7 @@ class Ros2ArmDriver:
         self._trajectory = c.action_client(FJT, names.trajectory_action)
         self._gripper = c.action_client(GC, names.gripper_action)
         self._sub = c.subscribe_msg(
-            JointState, names.joint_states, c.qos(depth=20), self._on_joints, convert=_joints
+            JointState, names.joint_states, c.qos(depth=20), self._on_joints, convert=self._taken
         )
 
     def close(self) -> None:
@@ -110,9 +115,14 @@ class Ros2ArmDriver:
             if client is not None:
                 self.connector.destroy_action(client)
 
-    def _on_joints(self, values: dict[str, tuple[float, float, float]]) -> None:
+    def _taken(self, msg: Any) -> tuple[float, dict[str, tuple[float, float, float]]]:
+        """Executor thread: when the joint state was read (capture time) and its values."""
+        return capture_time(msg.header, self.clock.now()), _joints(msg)
+
+    def _on_joints(self, taken: tuple[float, dict[str, tuple[float, float, float]]]) -> None:
+        stamp, values = taken
         self._joints.update(values)
-        self._stamp_s = self.clock.now()
+        self._stamp_s = stamp if self._stamp_s is None else max(self._stamp_s, stamp)
 
     # ---- goals ------------------------------------------------------------------------------
 
@@ -122,11 +132,17 @@ class Ros2ArmDriver:
             if time.monotonic() > deadline:
                 raise RobotError(f"the {kind} controller's action {name!r} is not there")
             await asyncio.sleep(0.02)
-        try:
-            sent = client.send_goal_async(goal)
-            handle = await wait_within(self.connector.ros_result(sent), ANSWER_S)
-        except asyncio.TimeoutError:
-            raise RobotError(f"the {kind} controller ({name}) did not answer the goal") from None
+        handle = None
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                sent = client.send_goal_async(goal)
+                handle = await wait_within(self.connector.ros_result(sent), ANSWER_S)
+                break
+            except asyncio.TimeoutError:
+                logger.warning("the %s controller (%s) did not answer goal try %d in %g s",
+                               kind, name, attempt + 1, ANSWER_S)  # fmt: skip
+        if handle is None:
+            raise RobotError(f"the {kind} controller ({name}) did not answer the goal")
         if not handle.accepted:
             raise RobotError(f"the {kind} controller ({name}) refused the goal")
         goal_id = next(self._ids)

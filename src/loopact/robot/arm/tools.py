@@ -39,9 +39,13 @@ PLACE_ABOVE_M = 0.02
 """A held object is let go this far above a container's floor (or a place), metres."""
 ARM_LEASE_S = 30.0
 SETTLED_VIEW_S = 0.25
-"""A view is taken from frames that arrived this long after the head settled, seconds."""
-FRESH_VIEW_WAIT_S = 2.0
-"""How long to wait for such frames before using the newest there is, seconds."""
+"""A view is taken from frames captured this long after the head stood still, seconds."""
+FRESH_VIEW_WAIT_S = 5.0
+"""How long to wait for such frames before the view is an error, seconds."""
+HEAD_STILL_RAD = 0.002
+"""The head stands still when two joint states in a row differ by less than this, radians."""
+HEAD_STILL_WAIT_S = 3.0
+"""How long to wait for the head to stand still before taking the view anyway, seconds."""
 CONTAINERS = ("bin", "tray", "box", "basket", "盒", "筐", "托盘")
 
 
@@ -55,19 +59,44 @@ class ArmTools:
     colours: ColorRanges
 
     async def view(self) -> tuple[CameraFrame, DepthFrame, HeadState]:
-        """A frame and a depth image taken after the head settled: a camera over ROS 2 sends
-        frames a while after it took them, so the first ones after a head move show the view
-        from the way there (the object would be located wrong)."""
+        """A frame and a depth image captured after the head stood still: within 2 degrees of
+        its target it may still be moving (more so on a loaded machine), and a camera over
+        ROS 2 sends frames a while after it took them, so frames taken on the way there would
+        locate the object wrong.
+
+        Raises:
+            RobotError: No frame captured after the head stood still within
+                :data:`FRESH_VIEW_WAIT_S`.
+        """
         robot = self.env.robot
         clock = robot.clock
-        since = clock.now() + SETTLED_VIEW_S
-        await clock.sleep(SETTLED_VIEW_S)
-        deadline = since + FRESH_VIEW_WAIT_S
+        since = await self._head_still() + SETTLED_VIEW_S
+        deadline = clock.now() + SETTLED_VIEW_S + FRESH_VIEW_WAIT_S
         while True:
             rgb, depth = await robot.get_frame(), await robot.get_depth()
-            if min(rgb.stamp_s, depth.stamp_s) >= since or clock.now() > deadline:
+            if min(rgb.stamp_s, depth.stamp_s) >= since:
                 return rgb, depth, await robot.get_head()
+            if clock.now() > deadline:
+                age = clock.now() - min(rgb.stamp_s, depth.stamp_s)
+                raise RobotError(Phrase("arm.no_fresh_view", age_s=age))
             await clock.sleep(0.02)
+
+    async def _head_still(self) -> float:
+        """When (robot clock) two joint states of the head in a row showed it standing still
+        (within :data:`HEAD_STILL_RAD`); now after :data:`HEAD_STILL_WAIT_S` without."""
+        robot, clock = self.env.robot, self.env.robot.clock
+        last = await robot.get_head()
+        deadline = clock.now() + HEAD_STILL_WAIT_S
+        while clock.now() < deadline:
+            await clock.sleep(0.02)
+            head = await robot.get_head()
+            if head.stamp_s == last.stamp_s:
+                continue
+            moved = max(abs(head.pan_rad - last.pan_rad), abs(head.tilt_rad - last.tilt_rad))
+            if moved < HEAD_STILL_RAD:
+                return max(head.stamp_s, clock.now() - SETTLED_VIEW_S)
+            last = head
+        return clock.now()
 
     async def look(self, target: str, container: bool = False) -> Located | None:
         """Look at the workspace and find ``target``; re-aim the head when it is at the edge."""
