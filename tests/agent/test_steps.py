@@ -69,6 +69,19 @@ from loopact.tools.registry import ToolRegistry
         ("先前进一米，然后再左转90度，最后点头", ["前进一米", "左转90度", "点头"]),
         ("先向左转90度再向左转90度", ["向左转90度", "向左转90度"]),
         ("move forward 2 meters and stop", ["move forward 2 meters", "stop"]),
+        # a piece that only says where to takes the motion verb before it (flat_two_rooms)
+        (
+            "go to the kitchen, then to the bedroom, and come back",
+            ["go to the kitchen", "go to the bedroom", "come back"],
+        ),
+        (
+            "drive to the door and then back to the charger",
+            ["drive to the door", "drive back to the charger"],
+        ),
+        (
+            "please go to the window, then into the kitchen",
+            ["please go to the window", "go into the kitchen"],
+        ),
         (
             "patrol charger -> window -> door and come back",
             ["patrol charger", "go to window", "go to door", "come back"],
@@ -109,6 +122,8 @@ def test_sequences_split_into_their_steps(text: str, clauses: list[str]) -> None
         "describe what you see",
         "drive to the blue ball and stop within a meter of it",
         "go forward and stop at the wall",
+        "look at the door, then to the left",
+        "give the cup to the man, then to the woman",
         "你看到了什么？",
         "再往前走一米",
         "往前走一米再见",

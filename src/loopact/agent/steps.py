@@ -12,7 +12,9 @@ punctuation between actions, in English and Chinese:
 
 - English: ``then``, ``and then``, ``after that``, ``afterwards``, ``next``, ``finally``,
   ``first ... then``, a semicolon, and a comma or ``and`` when an action verb follows it
-  ("move backward 0.5 meters and nod", "move forward 1 m, turn left 45 degrees");
+  ("move backward 0.5 meters and nod", "move forward 1 m, turn left 45 degrees"), or a piece
+  that only says where to after a motion ("go to the kitchen, then to the bedroom": the second
+  step is "go to the bedroom");
 - Chinese: 然后, 接着, 之后, 随后, 最后, 并且, ``先 ... 再`` (再, 再次), with or without a comma
   before them ("先前进一米再左转90度"), and a comma (，、；) when a sequencing word or an action
   verb follows it ("先前进一米，再左转90度", "后退一米，接着左转30度").
@@ -128,28 +130,48 @@ def _strip_zh_lead(text: str) -> str:
     return text
 
 
+#: A piece that only says where to ("to the bedroom", "back to the charger") after a clause that
+#: starts with a motion verb: a step of its own with that verb.
+_EN_WHERE = re.compile(r"^(?:back\s+|over\s+|on\s+)?(?:to|into|onto|towards?)\s+\S", re.I)
+_EN_MOTION = frozenset(("go", "drive", "move", "walk", "navigate", "head", "return", "roll"))
+
+
+def _en_carry(previous: str, piece: str) -> str:
+    """The verb ``piece`` takes from ``previous`` ("go to the kitchen", "to the bedroom" ->
+    "go"), or "" when it takes none."""
+    words = previous.split()
+    if words and words[0].lower() == "please":
+        words = words[1:]
+    verb = words[0] if words else ""
+    return verb if verb.lower() in _EN_MOTION and _EN_WHERE.match(piece) else ""
+
+
 def _split(
     text: str,
     boundary: re.Pattern[str],
     strip: Callable[[str], str],
     is_action: Callable[[str], bool],
+    carry: Callable[[str, str], str] = lambda _previous, _piece: "",
 ) -> list[str]:
-    """Cut at every boundary, then glue back each piece that does not start an action."""
+    """Cut at every boundary, then glue back each piece that does not start an action, unless
+    it takes the previous clause's verb (``carry``)."""
     cuts = [
         (m.start(), m.end()) for m in boundary.finditer(text) if m.end() > m.start() or m.start()
     ]
-    clauses: list[list[int]] = []  # [start, end] of the raw text of each clause
+    clauses: list[tuple[str, list[int]]] = []  # (verb taken, [start, end] of the raw text)
     pos = 0
     for start, end in [*cuts, (len(text), len(text))]:
         if start <= pos and clauses:
             continue
         piece = strip(text[pos:start])
-        if piece and (not clauses or is_action(piece)):
-            clauses.append([pos, start])
+        verb = carry(strip(text[slice(*clauses[-1][1])]), piece) if piece and clauses else ""
+        if piece and (not clauses or is_action(piece) or verb):
+            clauses.append((verb, [pos, start]))
         elif clauses:
-            clauses[-1][1] = start  # no action of its own: part of the previous clause
+            clauses[-1][1][1] = start  # no action of its own: part of the previous clause
         pos = end
-    return [c for c in (strip(text[a:b]) for a, b in clauses) if c]
+    out = ((verb, strip(text[a:b])) for verb, (a, b) in clauses)
+    return [f"{verb} {c}" if verb else c for verb, c in out if c]
 
 
 def split_clauses(text: str) -> list[str]:
@@ -171,7 +193,7 @@ def split_clauses(text: str) -> list[str]:
     if zh:
         clauses = _split(stripped, _ZH_BOUNDARY, _strip_zh_lead, _starts_with_zh_verb)
     else:
-        clauses = _split(stripped, _EN_BOUNDARY, _strip_en_lead, _starts_with_en_verb)
+        clauses = _split(stripped, _EN_BOUNDARY, _strip_en_lead, _starts_with_en_verb, _en_carry)
     clauses = _look_first(clauses or [stripped], zh)
     if len(clauses) < 2:
         return [text]
