@@ -142,18 +142,16 @@ class Planner:
             if res.ok and (best is None or abs(res.q[-1]) < abs(best[-1])):
                 best = res.q
         if best is None:
-            dist = float(np.linalg.norm(target - self.kin.shoulder_m))
-            raise PlanError(
-                Phrase(
-                    "arm.out_of_reach",
-                    x_m=float(target[0]),
-                    y_m=float(target[1]),
-                    z_m=float(target[2]),
-                    distance_m=dist,
-                    reach_m=self.kin.reach_m,
-                )
-            )
+            raise PlanError(self._out_of_reach(target))
         return best
+
+    def _out_of_reach(self, p: Vec) -> Phrase:
+        """The refusal of a point ``p`` (metres, ``base_link``) the arm cannot reach."""
+        dist = float(np.linalg.norm(p - self.kin.shoulder_m))
+        x, y, z = (float(v) for v in p)
+        return Phrase(
+            "arm.out_of_reach", x_m=x, y_m=y, z_m=z, distance_m=dist, reach_m=self.kin.reach_m
+        )
 
     def line(self, q0: Vec, p0: Vec, p1: Vec, yaw_rad: float) -> list[Vec]:
         """Joint angles along the straight line ``p0 -> p1`` (gripper down), from ``q0``.
@@ -168,17 +166,7 @@ class Planner:
             p = p0 + (p1 - p0) * (i / n)
             res = self.kin.ik(p, r, [path[-1]])
             if not res.ok:
-                dist = float(np.linalg.norm(p - self.kin.shoulder_m))
-                raise PlanError(
-                    Phrase(
-                        "arm.out_of_reach",
-                        x_m=float(p[0]),
-                        y_m=float(p[1]),
-                        z_m=float(p[2]),
-                        distance_m=dist,
-                        reach_m=self.kin.reach_m,
-                    )
-                )
+                raise PlanError(self._out_of_reach(p))
             path.append(res.q)
         return path
 

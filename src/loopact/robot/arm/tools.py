@@ -70,7 +70,7 @@ class ArmTools:
         """
         robot = self.env.robot
         clock = robot.clock
-        since = await self._head_still() + SETTLED_VIEW_S
+        since = max(await self._head_still() + SETTLED_VIEW_S, clock.now())  # a new frame
         deadline = clock.now() + SETTLED_VIEW_S + FRESH_VIEW_WAIT_S
         while True:
             rgb, depth = await robot.get_frame(), await robot.get_depth()
@@ -94,7 +94,7 @@ class ArmTools:
                 continue
             moved = max(abs(head.pan_rad - last.pan_rad), abs(head.tilt_rad - last.tilt_rad))
             if moved < HEAD_STILL_RAD:
-                return max(head.stamp_s, clock.now() - SETTLED_VIEW_S)
+                return head.stamp_s
             last = head
         return clock.now()
 
