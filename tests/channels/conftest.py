@@ -71,3 +71,15 @@ async def robot() -> AsyncIterator[Any]:
         yield session
     finally:
         await session.close()
+
+
+async def open_console(browser: Any, port: int, size: tuple[int, int] | None = (1400, 900)) -> Any:
+    """A new page of the console served on ``port``, cookies cleared, ``size`` (width, height
+    in CSS pixels; None: the browser's default), once its live connection is up (``#conn.on``)."""
+    await browser.clear_cookies()
+    page = await browser.new_page()
+    if size is not None:
+        await page.set_viewport_size({"width": size[0], "height": size[1]})
+    await page.goto(f"http://127.0.0.1:{port}/")
+    await page.wait_for_selector("#conn.on")
+    return page

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.agent.helpers import call, make_agent
-from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER, open_console
 
 from loopact.channels.web import WebSettings, serve_console
 
@@ -75,11 +75,7 @@ async def test_stop_and_estop_stay_in_view_from_a_phone_to_a_wide_screen(
     web = await serve_console(agent, robot, port=0)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.set_viewport_size({"width": 390, "height": 844})
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port, (390, 844))
         await page.wait_for_function("window.loopactConsole.frames >= 1")
         await _check_fits(page, "phone, empty")
         for i in range(50):
@@ -151,11 +147,7 @@ async def test_the_console_in_chinese_shows_no_english(
     runner = asyncio.ensure_future(agent.run())
     web = await serve_console(agent, robot, port=0, settings=WebSettings(language="zh"))
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.set_viewport_size({"width": 1400, "height": 900})
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port)
         assert await page.evaluate("document.documentElement.lang") == "zh"
         await page.wait_for_function("window.loopactConsole.frames >= 1")
         await page.fill("#input", "向前走 0.3 米，然后记一下")
@@ -202,10 +194,7 @@ async def test_without_a_robot_the_camera_panel_says_so_and_the_icon_is_served(
     agent, _rec = make_agent(scripted_server([]), tmp_path)
     web = await serve_console(agent, None, port=0)
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port, None)
         info = page.locator("#camera-info.no-robot")
         await info.wait_for()
         assert (await info.inner_text()).startswith("No robot")

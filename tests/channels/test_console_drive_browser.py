@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from tests.agent.helpers import call, make_agent
-from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER, open_console
 
 from loopact.channels.web import serve_console
 
@@ -69,6 +69,14 @@ async def _centre(page: Any, selector: str) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
+async def _hold_forward(page: Any, sim: Any) -> None:
+    """Press and hold the Drive tab's forward pad until the base moves (ground truth)."""
+    await page.click('.tabs button[data-tab="drive"]')
+    await page.mouse.move(*(await _centre(page, "#pad-forward")))
+    await page.mouse.down()
+    await _until(lambda: _truth(sim).linear_mps > 0.1)
+
+
 async def _stopped(session: Any, since: Any, label: str, within_s: float = 0.5) -> None:
     """The base stops within 0.5 s of ``since`` (a ground-truth state): the governor's
     command is zero within 0.5 s of simulated time, and by ground truth the base comes to rest
@@ -92,11 +100,7 @@ async def test_hold_to_drive_release_blur_and_close_stop_the_robot(
     agent, _rec = make_agent(scripted_server([]), tmp_path, tools=sim.tools)
     web = await serve_console(agent, sim, port=0)
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.set_viewport_size({"width": 390, "height": 844})  # a phone: the Drive tab
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port, (390, 844))  # a phone: the Drive tab
         await page.click('.tabs button[data-tab="drive"]')
         x, y = await _centre(page, "#pad-forward")
 
@@ -123,10 +127,7 @@ async def test_hold_to_drive_release_blur_and_close_stop_the_robot(
         await page.keyboard.up("ArrowUp")
 
         # the connection drops mid-drive (the browser goes offline): the deadman stops it
-        await page.click('.tabs button[data-tab="drive"]')
-        await page.mouse.move(*(await _centre(page, "#pad-forward")))
-        await page.mouse.down()
-        await _until(lambda: _truth(sim).linear_mps > 0.1)
+        await _hold_forward(page, sim)
         cut = _truth(sim)
         await browser.set_offline(True)
         try:
@@ -140,10 +141,7 @@ async def test_hold_to_drive_release_blur_and_close_stop_the_robot(
         await page.wait_for_selector("#conn.on")  # back online
 
         # the page closes mid-drive: the deadman (or the page's goodbye) stops it
-        await page.click('.tabs button[data-tab="drive"]')
-        await page.mouse.move(*(await _centre(page, "#pad-forward")))
-        await page.mouse.down()
-        await _until(lambda: _truth(sim).linear_mps > 0.1)
+        await _hold_forward(page, sim)
         closing = _truth(sim)
         await page.close()
         await _stopped(sim, closing, "page closed")
@@ -167,11 +165,7 @@ async def test_the_estop_latches_against_a_model_that_keeps_asking_and_only_the_
     runner = asyncio.ensure_future(agent.run())
     web = await serve_console(agent, sim, port=0)
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.set_viewport_size({"width": 1400, "height": 900})
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port)
         # the page's HMAC is Python's (WebCrypto is missing on plain http beyond localhost)
         proof = await page.evaluate("([s, n]) => window.loopactConsole.hmacHex(s, n)",
                                     [SECRET, "nonce-ü-42"])  # fmt: skip
@@ -244,11 +238,7 @@ async def test_the_pad_takes_the_base_over_from_the_agents_motion(
     runner = asyncio.ensure_future(agent.run())
     web = await serve_console(agent, sim, port=0)
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.set_viewport_size({"width": 1400, "height": 900})
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port)
         await page.fill("#input", "drive forward for half a minute")
         await page.press("#input", "Enter")
         await _until(lambda: _truth(sim).linear_mps > 0.1)

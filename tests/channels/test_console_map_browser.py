@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from tests.agent.helpers import call, make_agent
-from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER
+from tests.channels.conftest import ARTIFACTS, NEEDS_BROWSER, open_console
 
 from loopact.channels.web import serve_console
 
@@ -104,11 +104,7 @@ async def test_the_map_follows_the_robot_and_a_click_on_the_kitchen_takes_it_the
     web = await serve_console(agent, sim, port=0)
     truth = Truth(sim)
     try:
-        await browser.clear_cookies()
-        page = await browser.new_page()
-        await page.set_viewport_size({"width": 1400, "height": 900})
-        await page.goto(f"http://127.0.0.1:{web.port}/")
-        await page.wait_for_selector("#conn.on")
+        page = await open_console(browser, web.port)
         info = await (await page.request.get(f"http://127.0.0.1:{web.port}/api/map")).json()
         grid = info["map"]
         assert grid is not None and grid["width"] > 50, info  # the flat's occupancy map
