@@ -3,7 +3,7 @@ for the tests of the Nav2 backend (issue 40): Nav2 itself cannot be installed he
 
 Run as its own process next to ``loopact sim --ros2 --scenario flat`` (same ROS_DOMAIN_ID)::
 
-    python tests/ros2/nav2_server.py --mode normal|abort|silent [--agent loopact]
+    python tests/ros2/nav2_server.py --mode normal|abort|silent|slow [--agent loopact]
 
 It plans on the simulator's map (:func:`loopact.sim.worldmap.world_map`, loopact's planner),
 drives the robot along the plan by publishing ``geometry_msgs/Twist`` requests to the base-side
@@ -15,7 +15,9 @@ time>``, ``CANCELED``,
 ``ABORTED <code>``, ``SUCCEEDED``.
 
 Modes: ``normal`` drives to the goal; ``abort`` drives 0.5 s, then aborts with error code 9003
-(TIMEOUT); ``silent`` never answers a goal request (its goal callback blocks).
+(TIMEOUT); ``silent`` never answers a goal request (its goal callback blocks); ``slow``
+accepts a goal 4 s after printing ``GOAL`` (a busy server: the client may give up on it first),
+then drives like ``normal``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ from rclpy.node import Node
 
 from loopact.maps import inflate, plan
 from loopact.sim.worldmap import world_map
+
+SLOW_ACCEPT_S = 4.0
+"""``--mode slow``: the goal's answer leaves this long after ``GOAL`` is printed (inside the
+client's 5 s), seconds."""
 
 
 def say(line: str) -> None:
@@ -85,6 +91,8 @@ class FakeNav2(Node):
                 }
             )
         )
+        if self.mode == "slow":
+            time.sleep(SLOW_ACCEPT_S)
         return GoalResponse.ACCEPT
 
     def on_cancel(self, _handle: object) -> CancelResponse:
@@ -147,7 +155,7 @@ class FakeNav2(Node):
 
 def main() -> None:
     args = argparse.ArgumentParser()
-    args.add_argument("--mode", choices=("normal", "abort", "silent"), default="normal")
+    args.add_argument("--mode", choices=("normal", "abort", "silent", "slow"), default="normal")
     args.add_argument("--agent", default="loopact")
     args.add_argument("--scenario", default="flat")
     opts = args.parse_args()

@@ -83,6 +83,24 @@ async def navigate(session: RobotSession, **kw: Any) -> Any:
     return await tool(**kw)  # type: ignore[operator]
 
 
+async def nav2_found(session: RobotSession, timeout: float = 30.0) -> None:
+    """The session's action client has discovered the server (a precondition of a goal test:
+    with ``navigation: auto`` an undiscovered server means loopact's own planner drives)."""
+    client = session.nav.nav2.client()  # type: ignore[union-attr]
+    end = time.monotonic() + timeout
+    while not client.server_is_ready():
+        assert time.monotonic() < end, "the Nav2 server was not discovered"
+        await asyncio.sleep(0.05)
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Wait for ``check()`` to hold (polling without blocking the loop)."""
+    end = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < end, f"{what}: not in {timeout} s"
+        await asyncio.sleep(0.05)
+
+
 async def wait_output(proc: Proc, text: str, timeout: float = 30.0) -> str:
     """The first output line starting with ``text`` (without blocking the loop)."""
     end = time.monotonic() + timeout
@@ -143,6 +161,7 @@ async def test_an_aborted_goal_is_a_failed_result_naming_the_error_code(
     session: RobotSession, nav2: Callable[[str], Proc]
 ) -> None:
     server = nav2("abort")
+    await nav2_found(session)
     res = await navigate(session, waypoint="hallway")
     assert not res.ok
     assert "Nav2 aborted the goal to the hallway: error code 9003 (TIMEOUT" in res.error
@@ -167,27 +186,60 @@ async def test_a_server_that_never_answers_and_one_that_vanishes(
         await asyncio.sleep(0.05)
     assert not client.server_is_ready()
     server = nav2("normal")
-    task = asyncio.ensure_future(navigate(session, waypoint="bedroom"))
+    await nav2_found(session)
+    # the module's simulator keeps the robot where the last test left it: a goal far from it
+    here = await session.robot.get_pose()
+    places = session.site.waypoints
+    far = max(
+        ("bedroom", "kitchen"),
+        key=lambda w: math.dist((places[w].x_m, places[w].y_m), (here.x_m, here.y_m)),
+    )
+    task = asyncio.ensure_future(navigate(session, waypoint=far))
     await wait_output(server, "EXECUTING")
     server.kill()  # vanishes mid-goal
     res = await asyncio.wait_for(task, 30)
-    assert not res.ok and "vanished mid-goal to the bedroom" in res.error
+    assert not res.ok and f"vanished mid-goal to the {far}" in res.error
 
 
 async def test_a_goal_preempted_twice_in_a_row_is_cancelled_twice(
     session: RobotSession, nav2: Callable[[str], Proc]
 ) -> None:
     server = nav2("normal")
+    await nav2_found(session)
     for n in (1, 2):
         task = asyncio.ensure_future(navigate(session, waypoint="kitchen"))
-        while server.output().count("GOAL ") < n:
-            await asyncio.sleep(0.05)
+        await until(lambda: server.output().count("GOAL ") >= n, f"goal {n} sent")
         task.cancel()  # the agent's preemption cancels the running tool
         with pytest.raises(asyncio.CancelledError):
-            await task
-        while server.output().count("CANCELED") < n:
-            await asyncio.sleep(0.05)
+            await asyncio.wait_for(task, 30)
+        await until(lambda: server.output().count("CANCELED") >= n, f"goal {n} cancelled")
     assert server.output().count("CANCEL ") == 2
+
+
+async def test_a_goal_preempted_before_the_server_answers_is_cancelled_once_accepted(
+    session: RobotSession, nav2: Callable[[str], Proc]
+) -> None:
+    """Preemption while the goal's answer is on its way (seen in CI: the goal was accepted
+    after the tool had been cancelled and drove on, unowned): the late-accepted goal is
+    cancelled."""
+    server = nav2("slow")
+    await nav2_found(session)
+    task = asyncio.ensure_future(navigate(session, waypoint="kitchen"))
+    await wait_output(server, "GOAL ")
+    assert "EXECUTING" not in server.output()  # the answer has not left yet
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 30)
+    await wait_output(server, "EXECUTING")  # accepted after all ...
+    await wait_output(server, "CANCELED")  # ... and cancelled by loopact
+    assert session.nav.nav2.last_cancel_s is not None  # type: ignore[union-attr]
+    # a stop while the next goal's answer is on its way ends the goal as stopped, cancelled
+    task = asyncio.ensure_future(navigate(session, waypoint="hallway"))
+    await until(lambda: server.output().count("GOAL ") == 2, "second goal sent")
+    await session.governor.stop_all("stop pressed")
+    res = await asyncio.wait_for(task, 30)
+    assert not res.ok and "stop pressed" in res.error
+    await until(lambda: server.output().count("CANCELED") == 2, "second goal cancelled")
 
 
 async def test_localized_pose_from_tf_and_the_map_from_the_map_topic(

@@ -5,7 +5,8 @@ action server, reports its feedback (distance remaining, estimated time, recover
 progress, and cancels the goal on every way the tool can end early: the agent's preemption
 (a new command; the tool's task is cancelled), a stop or an emergency stop (the governor's
 stop listeners, before the base is zeroed), and every timeout (the server does not accept,
-the goal runs too long, the server vanishes mid-goal). Nav2's result becomes a clear tool
+the goal runs too long, the server vanishes mid-goal), also while the goal's answer is still on
+its way (cancelled once the server accepts it). Nav2's result becomes a clear tool
 result: success, or "Nav2 aborted the goal ...: error code 9003 (TIMEOUT)".
 
 The governor keeps owning ``cmd_vel`` on the base side: Nav2's velocity output goes to the
@@ -43,6 +44,10 @@ GONE_S = 3.0
 """The server missing from the graph this long mid-goal means it vanished, seconds."""
 GOAL_TIMEOUT_S = 280.0
 """The longest a goal may run before loopact cancels it (inside the tool's 300 s), seconds."""
+DISCOVERY_S = 10.0
+"""How long after the action client is created a goal waits for the server to be discovered,
+seconds: DDS discovery of a server's three services and two topics takes seconds on a busy
+machine, and a goal right after start-up must not miss a Nav2 that is running."""
 
 STATUS = {4: "succeeded", 5: "cancelled", 6: "aborted"}
 """``action_msgs/GoalStatus`` codes of a finished goal."""
@@ -90,6 +95,7 @@ class Nav2Backend:
         self.action_name = action_name
         self.goal_timeout_s = goal_timeout_s
         self._client: Any = None
+        self._created_s = 0.0  # time.monotonic() when the client was created
         self._cancels: dict[int, Any] = {}  # id(goal handle) -> its cancel future
         self.last_cancel_s: float | None = None
 
@@ -98,12 +104,17 @@ class Nav2Backend:
         if self._client is None:
             action = ros_types("nav2_msgs.action", "NavigateToPose")
             self._client = self.connector.action_client(action, self.action_name)
+            self._created_s = time.monotonic()
         return self._client
 
     async def server_ready(self, within_s: float = CONNECT_S) -> bool:
-        """True once the action server is on the graph (waits up to ``within_s``)."""
+        """True once the action server is on the graph.
+
+        Waits up to ``within_s`` seconds, or until :data:`DISCOVERY_S` after the client was
+        created if that is later (discovery is still under way after start-up).
+        """
         client = self.client()
-        deadline = time.monotonic() + within_s
+        deadline = max(time.monotonic() + within_s, self._created_s + DISCOVERY_S)
         while not client.server_is_ready():
             if time.monotonic() > deadline:
                 return False
@@ -112,6 +123,36 @@ class Nav2Backend:
 
     async def go(self, env: RobotEnv, goal: Goal, progress: Progress | None) -> ToolResult:
         """Send ``goal`` and follow it to its end (see the module docstring)."""
+        stopped = asyncio.Event()
+        why: list[str] = []
+        handles: list[Any] = []  # the accepted goal, once the server has answered
+
+        def on_stop(reason: str) -> None:
+            why.append(reason)
+            stopped.set()
+            for handle in handles:  # the cancel request leaves before the base is zeroed
+                self._cancel_now(handle)
+
+        # listening from before the goal leaves: a stop while it is on its way cancels it too
+        remove = env.governor.add_stop_listener(on_stop)
+        try:
+            started = await self._start(env, goal, progress)
+            if isinstance(started, ToolResult):
+                return started
+            handles.append(started)
+            if stopped.is_set():
+                self._cancel_now(started)
+            return await self._follow(env, goal, started, stopped, why)
+        except BaseException:
+            for handle in handles:
+                self._cancel_now(handle)
+                await self._confirm_cancel(handle)
+            raise
+        finally:
+            remove()
+
+    async def _start(self, env: RobotEnv, goal: Goal, progress: Progress | None) -> Any:
+        """The accepted goal's handle, or the failed :class:`ToolResult` saying why not."""
         try:
             here = await env.map_pose()
             if not await self.server_ready():
@@ -121,25 +162,7 @@ class Nav2Backend:
             return refused(exc)
         except NodeError as exc:
             return failed(str(exc))
-        if handle is None:
-            return failed(texts.nav2_rejected())
-        stopped = asyncio.Event()
-        why: list[str] = []
-
-        def on_stop(reason: str) -> None:
-            why.append(reason)
-            stopped.set()
-            self._cancel_now(handle)  # the cancel request leaves before the base is zeroed
-
-        remove = env.governor.add_stop_listener(on_stop)
-        try:
-            return await self._follow(env, goal, handle, stopped, why)
-        except BaseException:
-            self._cancel_now(handle)
-            await self._confirm_cancel(handle)
-            raise
-        finally:
-            remove()
+        return handle if handle is not None else failed(texts.nav2_rejected())
 
     async def _send(self, goal: Goal, here: Pose, progress: Progress | None) -> Any:
         NavigateToPose = ros_types("nav2_msgs.action", "NavigateToPose")
@@ -151,12 +174,32 @@ class Nav2Backend:
                 self.connector.post(progress, feedback_text(fb_msg.feedback))
 
         client = self.client()
+        sent = client.send_goal_async(msg, feedback_callback=on_feedback)
         try:
-            sent = client.send_goal_async(msg, feedback_callback=on_feedback)
             handle = await wait_within(self.connector.ros_result(sent), CONNECT_S + 3.0)
         except asyncio.TimeoutError:
+            self._cancel_when_accepted(sent)
             raise NodeError(str(texts.nav2_no_answer())) from None
+        except asyncio.CancelledError:
+            self._cancel_when_accepted(sent)  # preempted before the server answered
+            raise
         return handle if handle.accepted else None
+
+    def _cancel_when_accepted(self, sent: Any) -> None:
+        """A goal abandoned before its answer came: cancel it if the server accepts it after
+        all, so no goal runs on Nav2 that the agent no longer follows."""
+
+        def on_answer(fut: Any) -> None:  # on the spin thread; must not raise
+            try:
+                handle = fut.result() if not fut.cancelled() and fut.exception() is None else None
+                if handle is not None and handle.accepted:
+                    logger.warning("Nav2 accepted an abandoned goal late; cancelling it")
+                    self.last_cancel_s = time.monotonic()
+                    handle.cancel_goal_async()  # not in _cancels: nobody waits for its answer
+            except Exception:  # the client is gone (the session closed): nothing to cancel
+                logger.exception("cancelling an abandoned Nav2 goal failed")
+
+        sent.add_done_callback(on_answer)
 
     async def _follow(
         self, env: RobotEnv, goal: Goal, handle: Any, stopped: asyncio.Event, why: list[str]

@@ -21,7 +21,8 @@ from loopact.tools.base import SafetyClass, Tool, ToolContext, ToolResult, tool
 NAV_TIMEOUT_S = 300
 """The ``navigation`` tool's bound, seconds: a path across a site is several motions."""
 AUTO_PROBE_S = 1.0
-"""With ``navigation: auto``, how long to look for Nav2's action server per goal, seconds."""
+"""With ``navigation: auto``, how long to look for Nav2's action server per goal, seconds
+(longer in the first seconds after start-up: ``nav2.DISCOVERY_S``)."""
 
 
 async def navigate(
