@@ -89,8 +89,16 @@ async def _guard(
 
 
 async def _move_to_ready(guard: ArmGuard, planner: Planner) -> np.ndarray[Any, Any]:
+    return await _move_to(guard, planner, planner.ready)
+
+
+async def _move_to(
+    guard: ArmGuard, planner: Planner, target: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """Plan from where the guard reads the arm to ``target`` (radians) and follow every stage;
+    the last point of the plan."""
     q0 = await guard.joints()
-    stages = planner.transit("test", q0, planner.ready, None, guard.gap_m, await guard.scene())
+    stages = planner.transit("test", q0, target, None, guard.gap_m, await guard.scene())
     lease = guard.take("test", 30.0)
     try:
         for stage in stages:
@@ -143,14 +151,7 @@ async def test_a_trajectory_after_another_starts_from_rest() -> None:
         guard, planner, late = await _guard(session, lag_s=0.0)  # joint states on time
         start = await guard.joints()
         await _move_to_ready(guard, planner)
-        back = planner.transit("test", await guard.joints(), start, None, guard.gap_m,
-                               await guard.scene())  # fmt: skip
-        lease = guard.take("test", 30.0)
-        try:
-            for stage in back:
-                await guard.follow(lease, stage.trajectory)
-        finally:
-            guard.release(lease)
+        await _move_to(guard, planner, start)
         assert len(late.speed_at_send) >= 2
         assert max(late.speed_at_send[1:]) < STILL_RADPS, late.speed_at_send
     finally:

@@ -3,7 +3,8 @@
 :func:`serve_execute_tool` serves goals on one endpoint by running a
 :data:`~loopact.nodes.connector.Handler` on the asyncio loop while an executor pool thread
 waits for it (each running call holds one thread); a cancel request cancels the handler.
-:class:`RosCall` is the client side's handle of one sent goal. The action is
+:class:`RosCall` is the client side's handle of one sent goal, and :func:`send_goal` sends a
+goal of any action so that none is left running that nobody follows. The action is
 ``loopact_interfaces/action/ExecuteTool`` (docs/ros2-nodes.md, "Output node").
 :class:`~loopact.nodes.ros2.Ros2Connector` owns both.
 """
@@ -31,6 +32,48 @@ PROGRESS_MAX_CHARS = 2000
 
 CANCEL_CONFIRM_S = 2.0
 """How long :meth:`RosCall.cancel` waits for the server to confirm (seconds)."""
+
+
+async def send_goal(
+    await_ros: Callable[[Any], Awaitable[Any]],
+    client: Any,
+    goal: Any,
+    timeout_s: float,
+    feedback_callback: Callable[[Any], None] | None = None,
+) -> Any:
+    """Send ``goal`` on the rclpy ``ActionClient`` ``client``; its goal handle (accepted or not).
+
+    A goal given up before its answer came (``timeout_s`` passed, or the awaiting task was
+    cancelled: a preemption) is cancelled when the server accepts it after all, so no goal runs
+    on that the caller no longer follows (a Nav2 goal drove on to its end, issue 40).
+
+    Args:
+        await_ros: Awaits an rclpy future from asyncio (``Ros2Connector.ros_result``).
+        client: The action client.
+        goal: The action's ``Goal`` message.
+        timeout_s: How long to wait for the server's answer, seconds.
+        feedback_callback: Called on the spin thread with each feedback message.
+
+    Raises:
+        asyncio.TimeoutError: No answer within ``timeout_s``.
+    """
+    sent = client.send_goal_async(goal, feedback_callback=feedback_callback)
+    try:
+        return await wait_within(await_ros(sent), timeout_s)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        sent.add_done_callback(_cancel_if_accepted)
+        raise
+
+
+def _cancel_if_accepted(answer: Any) -> None:
+    """The answer to an abandoned goal (spin thread; must not raise): cancel it if accepted."""
+    try:
+        handle = answer.result() if not answer.cancelled() and answer.exception() is None else None
+        if handle is not None and handle.accepted:
+            logger.warning("an abandoned action goal was accepted late; cancelling it")
+            handle.cancel_goal_async()  # nobody waits for this answer
+    except Exception:  # the client is gone (its node closed): nothing to cancel
+        logger.exception("cancelling an abandoned action goal failed")
 
 
 def failed_reply(error: str, *, cancelled: bool = False) -> CallReply:

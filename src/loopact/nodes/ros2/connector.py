@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from loopact._compat import wait_within
 from loopact.errors import NodeError
 from loopact.nodes.connector import (
     Callback,
@@ -50,7 +49,7 @@ from loopact.nodes.connector import (
     Subscription,
     TopicCallback,
 )
-from loopact.nodes.ros2.actions import RosCall, serve_execute_tool
+from loopact.nodes.ros2.actions import RosCall, send_goal, serve_execute_tool
 from loopact.nodes.ros2.convert import image_to_msg, msg_to_image
 from loopact.nodes.ros2.interfaces import INSTALL_HINT, ros_module, ros_types
 from loopact.nodes.ros2.spin import SpinThread
@@ -579,9 +578,8 @@ class Ros2Connector(Connector):
                 self._post(progress, str(msg.feedback.progress))
 
         try:
-            goal_handle = await wait_within(
-                self._await(client.send_goal_async(goal, feedback_callback=on_feedback)),
-                connect_timeout_s + 3.0,
+            goal_handle = await send_goal(
+                self._await, client, goal, connect_timeout_s + 3.0, on_feedback
             )
         except asyncio.TimeoutError:
             raise NodeError(f"{endpoint}: the node did not accept the call in time") from None

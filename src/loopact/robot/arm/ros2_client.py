@@ -33,6 +33,7 @@ from typing import Any
 
 from loopact._compat import wait_within
 from loopact.errors import NodeError, RobotError
+from loopact.nodes.ros2.actions import send_goal
 from loopact.nodes.ros2.convert import capture_time
 from loopact.nodes.ros2.interfaces import RosUnavailable, ros_types
 from loopact.robot.arm.driver import ArmReading, GoalOutcome, JointTrajectory
@@ -135,8 +136,7 @@ class Ros2ArmDriver:
         handle = None
         for attempt in range(SEND_ATTEMPTS):
             try:
-                sent = client.send_goal_async(goal)
-                handle = await wait_within(self.connector.ros_result(sent), ANSWER_S)
+                handle = await send_goal(self.connector.ros_result, client, goal, ANSWER_S)
                 break
             except asyncio.TimeoutError:
                 logger.warning("the %s controller (%s) did not answer goal try %d in %g s",

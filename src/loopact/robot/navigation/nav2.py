@@ -25,6 +25,7 @@ from typing import Any
 from loopact._compat import wait_within
 from loopact.errors import NodeError, RobotError, StopCause
 from loopact.i18n import Phrase
+from loopact.nodes.ros2.actions import send_goal
 from loopact.nodes.ros2.interfaces import ros_types
 from loopact.robot.interface import Pose
 from loopact.robot.motion import Progress, RobotEnv
@@ -173,33 +174,13 @@ class Nav2Backend:
             if progress is not None:
                 self.connector.post(progress, feedback_text(fb_msg.feedback))
 
-        client = self.client()
-        sent = client.send_goal_async(msg, feedback_callback=on_feedback)
         try:
-            handle = await wait_within(self.connector.ros_result(sent), CONNECT_S + 3.0)
+            handle = await send_goal(
+                self.connector.ros_result, self.client(), msg, CONNECT_S + 3.0, on_feedback
+            )
         except asyncio.TimeoutError:
-            self._cancel_when_accepted(sent)
             raise NodeError(str(texts.nav2_no_answer())) from None
-        except asyncio.CancelledError:
-            self._cancel_when_accepted(sent)  # preempted before the server answered
-            raise
         return handle if handle.accepted else None
-
-    def _cancel_when_accepted(self, sent: Any) -> None:
-        """A goal abandoned before its answer came: cancel it if the server accepts it after
-        all, so no goal runs on Nav2 that the agent no longer follows."""
-
-        def on_answer(fut: Any) -> None:  # on the spin thread; must not raise
-            try:
-                handle = fut.result() if not fut.cancelled() and fut.exception() is None else None
-                if handle is not None and handle.accepted:
-                    logger.warning("Nav2 accepted an abandoned goal late; cancelling it")
-                    self.last_cancel_s = time.monotonic()
-                    handle.cancel_goal_async()  # not in _cancels: nobody waits for its answer
-            except Exception:  # the client is gone (the session closed): nothing to cancel
-                logger.exception("cancelling an abandoned Nav2 goal failed")
-
-        sent.add_done_callback(on_answer)
 
     async def _follow(
         self, env: RobotEnv, goal: Goal, handle: Any, stopped: asyncio.Event, why: list[str]
