@@ -174,6 +174,8 @@ async def test_mqtt_text_answers_y_and_n_and_an_unrelated_line_preempts(
     await asked(2)
     say("what time is it?")
     await wait_until(lambda: [e for e in out if e["type"] == "reply"][2:], 20, "the third reply")
+    # the reply may arrive before its task's end
+    await wait_until(lambda: [e for e in out if e["type"] == "task_end"][3:], 20, "the last end")
     # a late answer for the request that was denied is refused and told on text_output
     say(json.dumps({"confirm": rid, "allow": True}))
     told = await wait_until(lambda: [e for e in out if e["type"] == "confirm_refused"], 20)
