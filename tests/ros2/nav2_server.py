@@ -3,7 +3,7 @@ for the tests of the Nav2 backend (issue 40): Nav2 itself cannot be installed he
 
 Run as its own process next to ``loopact sim --ros2 --scenario flat`` (same ROS_DOMAIN_ID)::
 
-    python tests/ros2/nav2_server.py --mode normal|abort|silent|slow [--agent loopact]
+    python tests/ros2/nav2_server.py --mode normal|abort|silent|slow|slow_cancel [--agent loopact]
 
 It plans on the simulator's map (:func:`loopact.sim.worldmap.world_map`, loopact's planner),
 drives the robot along the plan by publishing ``geometry_msgs/Twist`` requests to the base-side
@@ -17,7 +17,8 @@ time>``, ``CANCELED``,
 Modes: ``normal`` drives to the goal; ``abort`` drives 0.5 s, then aborts with error code 9003
 (TIMEOUT); ``silent`` never answers a goal request (its goal callback blocks); ``slow``
 accepts a goal 4 s after printing ``GOAL`` (a busy server: the client may give up on it first),
-then drives like ``normal``.
+then drives like ``normal``; ``slow_cancel`` answers its first cancel request 3 s late (past the
+client's 2 s), the next ones at once.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class FakeNav2(Node):
     def __init__(self, mode: str, agent: str, scenario: str) -> None:
         super().__init__("fake_nav2")
         self.mode = mode
+        self.cancels = 0
         self.pose = (0.0, 0.0, 0.0)
         self.costmap = inflate(world_map(scenario), 0.17, 0.15)
         group = ReentrantCallbackGroup()
@@ -97,6 +99,9 @@ class FakeNav2(Node):
 
     def on_cancel(self, _handle: object) -> CancelResponse:
         say(f"CANCEL {time.monotonic():.6f}")
+        self.cancels += 1
+        if self.mode == "slow_cancel" and self.cancels == 1:
+            time.sleep(3.0)
         return CancelResponse.ACCEPT
 
     def stop_base(self) -> None:
@@ -155,7 +160,9 @@ class FakeNav2(Node):
 
 def main() -> None:
     args = argparse.ArgumentParser()
-    args.add_argument("--mode", choices=("normal", "abort", "silent", "slow"), default="normal")
+    args.add_argument(
+        "--mode", choices=("normal", "abort", "silent", "slow", "slow_cancel"), default="normal"
+    )
     args.add_argument("--agent", default="loopact")
     args.add_argument("--scenario", default="flat")
     opts = args.parse_args()

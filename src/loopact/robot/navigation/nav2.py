@@ -16,7 +16,6 @@ base-side governor's request topic (docs/navigation.md), never straight to the b
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import time
@@ -41,6 +40,8 @@ CONNECT_S = 2.0
 """How long to wait for the action server, and for it to accept a goal, seconds."""
 CANCEL_WAIT_S = 2.0
 """How long to wait for the server to confirm a cancel, seconds."""
+CANCEL_ATTEMPTS = 3
+"""Cancel requests sent for one goal before loopact stops asking."""
 GONE_S = 3.0
 """The server missing from the graph this long mid-goal means it vanished, seconds."""
 GOAL_TIMEOUT_S = 280.0
@@ -258,9 +259,20 @@ class Nav2Backend:
         self._cancels[id(handle)] = handle.cancel_goal_async()
 
     async def _confirm_cancel(self, handle: Any) -> None:
-        """Wait (bounded) for the server to confirm the cancel, then forget the goal."""
+        """Wait (bounded) for the server to confirm the cancel, then forget the goal. A cancel
+        not answered in :data:`CANCEL_WAIT_S` is sent again, up to :data:`CANCEL_ATTEMPTS` in
+        all: a request can be lost while the two sides' discovery of the cancel service
+        completes, and the goal would drive on."""
         fut = self._cancels.pop(id(handle), None)
         if fut is None:
             return
-        with contextlib.suppress(asyncio.TimeoutError, NodeError, Exception):
-            await wait_within(self.connector.ros_result(fut), CANCEL_WAIT_S)
+        for attempt in range(1, CANCEL_ATTEMPTS + 1):
+            try:
+                await wait_within(self.connector.ros_result(fut), CANCEL_WAIT_S)
+                return
+            except asyncio.TimeoutError:
+                if attempt < CANCEL_ATTEMPTS:
+                    logger.warning("Nav2 did not answer cancel %d in %g s", attempt, CANCEL_WAIT_S)
+                    fut = handle.cancel_goal_async()
+            except Exception:  # NodeError: the request failed; the goal ends with the server
+                return
