@@ -11,6 +11,7 @@ next motion waited too; the reset token travelled in clear and could be replayed
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -40,6 +41,14 @@ async def _agent_ready(conn: Ros2Connector, agent: str, proc: Proc) -> None:
 
 def _motions(events: Topic) -> list[dict[str, Any]]:
     return [e for e in events.items if e["type"] == "tool_result" and e["name"] == "move_forward"]
+
+
+async def _named_publisher(ros: Any, topic: str, node_name: str, timeout: float = 30) -> None:
+    """Wait until this process's ROS graph knows ``node_name`` as a publisher on ``topic``."""
+    end = time.monotonic() + timeout
+    while not any(e.node_name == node_name for e in ros.node.get_publishers_info_by_topic(topic)):
+        assert time.monotonic() < end, f"{node_name} never appeared on {topic}"
+        await asyncio.sleep(0.05)
 
 
 async def test_a_foreign_estop_ends_the_motion_at_once_and_only_a_fresh_proof_releases_it(
@@ -78,6 +87,9 @@ async def test_a_foreign_estop_ends_the_motion_at_once_and_only_a_fresh_proof_re
             tmp_path / "guard.log",
         )
         try:
+            # the base names the latch's source from the ROS graph: a guard that fires before
+            # discovery has its name reads "?" (seen under load); a real guard runs long before
+            await _named_publisher(ros, f"/{agent}/base/emergency_stop", "bumper_guard")
             await ros.publish(f"/{agent}/text_input", "drive forward 1.5 metres")
             await events.wait_for(lambda e: e["type"] == "task_end", timeout=90)
             ended = time.monotonic()
