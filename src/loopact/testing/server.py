@@ -527,6 +527,10 @@ def serve_forever(script_path: str, host: str = "127.0.0.1", port: int = 8000) -
             flush=True,
         )
         wake_r.recv(1)
+        # stopped by a signal: the process is ending. A burst's later signals are ignored from
+        # here on: restored handlers (and the defaults Python sets at exit for Python-level
+        # ones) let a late SIGINT kill the process mid-exit (exit -2, seen in a fresh clone)
+        previous = dict.fromkeys(previous, signal.SIG_IGN)
     finally:
         server.stop()  # a burst's later signals still reach the no-op handler
         signal.set_wakeup_fd(old_fd)
